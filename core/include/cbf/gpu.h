@@ -1,0 +1,33 @@
+/* cbf/gpu.h: the little CUDA the core itself needs (device discovery,
+ * buffer events). Built as stubs when CUDA is not built: every call then
+ * reports no GPU. Streams and events are passed as void* so this header
+ * needs no CUDA headers. */
+#ifndef CBF_GPU_H
+#define CBF_GPU_H
+
+#include <stdbool.h>
+#include "cbf/buffer.h"
+#include "cbf/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Whether libcbf was built with CUDA. */
+bool cbf_gpu_built(void);
+/* Number of usable GPUs at run time (0 without CUDA, driver or device). */
+int cbf_gpu_count(void);
+/* "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)" or a reason there is none. */
+const char *cbf_gpu_describe(int device);
+
+/* The producer's stream has finished writing buf: record buf->event on it. */
+int cbf_buffer_record(cbf_buffer *buf, void *stream, cbf_error *err);
+/* Makes a GPU consumer's stream wait for the producer (no host sync). */
+int cbf_buffer_wait_stream(const cbf_buffer *buf, void *stream, cbf_error *err);
+/* Blocks the host until the producer's work on buf is done. */
+int cbf_buffer_sync_host(const cbf_buffer *buf, cbf_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

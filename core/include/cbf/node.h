@@ -1,0 +1,61 @@
+/* cbf/node.h: what a plugin sees of the node it runs as. */
+#ifndef CBF_NODE_H
+#define CBF_NODE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "cbf/buffer.h"
+#include "cbf/error.h"
+#include "cbf/params.h"
+#include "cbf/port.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cbf_node cbf_node;
+
+const char *cbf_node_name(const cbf_node *n);
+/* The plugin name, e.g. "pfb". */
+const char *cbf_node_plugin(const cbf_node *n);
+const cbf_params *cbf_node_params(const cbf_node *n);
+
+/* The port of that declared name; for a port declared `multi`, index picks
+ * one of its edges in YAML order. NULL when the port is not wired (an
+ * optional port) or index is out of range. */
+cbf_port *cbf_node_port(cbf_node *n, const char *name, int index);
+/* How many edges are wired to the named port (0 for an unwired optional one). */
+int cbf_node_port_count(const cbf_node *n, const char *name);
+
+/* Plugin-private state, set in init, freed by the plugin in fini. */
+void *cbf_node_state(const cbf_node *n);
+void cbf_node_set_state(cbf_node *n, void *state);
+
+/* Whether the engine decided this run uses the GPU (engine `gpu:` setting
+ * and what is present), and which device: the core has already called
+ * cudaSetDevice on the node's thread. */
+bool cbf_node_use_gpu(const cbf_node *n);
+int cbf_node_gpu_device(const cbf_node *n);
+
+/* Sources poll this between buffers: true once SIGINT/SIGTERM or an error
+ * elsewhere asks the graph to drain. A source then returns from run; the
+ * core closes its outputs and the end of stream flows downstream. */
+bool cbf_node_stopping(const cbf_node *n);
+
+/* Makes a pool owned by this node (named "<node>.<cfg->name>"); the engine
+ * checks and frees it after every thread has finished. Call from init. */
+int cbf_node_pool_create(cbf_node *n, const cbf_pool_config *cfg, cbf_pool **out, cbf_error *err);
+
+/* Named counters of the node (samples, drops, saturated, ...): printed in
+ * the table at exit and published as sensors. Handles live as long as the
+ * node; add is thread-safe and lock-free. Call cbf_node_counter from init. */
+typedef struct cbf_counter cbf_counter;
+cbf_counter *cbf_node_counter(cbf_node *n, const char *name);
+void cbf_counter_add(cbf_counter *c, uint64_t v);
+void cbf_counter_set(cbf_counter *c, uint64_t v);
+uint64_t cbf_counter_get(const cbf_counter *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,69 @@
+/* cbf/plugin.h: the contract between the runtime and a stage plugin.
+ *
+ * A plugin is a shared object named cbf_<name>.so that exports one symbol,
+ * CBF_PLUGIN_ENTRY_SYMBOL, returning a static descriptor. The loader refuses
+ * a descriptor whose abi differs from CBF_PLUGIN_ABI.
+ *
+ * Life of a node: init (in topological order, upstream first: read params
+ * and input descriptors, set output descriptors, create pools) -> run (on
+ * the node's own thread, until its inputs end or, for a source, until
+ * cbf_node_stopping or its finite length) -> fini (always, after every run
+ * has returned and before pools are checked). */
+#ifndef CBF_PLUGIN_H
+#define CBF_PLUGIN_H
+
+#include <stdint.h>
+#include "cbf/error.h"
+#include "cbf/node.h"
+#include "cbf/params.h"
+#include "cbf/port.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CBF_PLUGIN_ABI 1u
+#define CBF_PLUGIN_ENTRY_SYMBOL "cbf_plugin_entry"
+
+typedef enum cbf_port_dir { CBF_PORT_IN = 0, CBF_PORT_OUT = 1 } cbf_port_dir;
+
+typedef struct cbf_port_decl {
+    const char *name;
+    cbf_port_dir dir;
+    const char *type;   /* buffer type, e.g. "cbf.adc.packed"; an edge must join equal types */
+    int optional;       /* may be left unwired */
+    int multi;          /* input only: accepts several edges, indexed in YAML order */
+    const char *doc;
+} cbf_port_decl;
+
+typedef struct cbf_plugin_desc {
+    uint32_t abi;                   /* CBF_PLUGIN_ABI */
+    const char *name;               /* unique; what YAML `plugin:` names */
+    const char *version;
+    const char *summary;            /* one line */
+    const cbf_param_decl *params;
+    int n_params;
+    const cbf_port_decl *ports;
+    int n_ports;
+    int (*init)(cbf_node *node, cbf_error *err);
+    int (*run)(cbf_node *node, cbf_error *err);
+    void (*fini)(cbf_node *node);
+} cbf_plugin_desc;
+
+typedef const cbf_plugin_desc *(*cbf_plugin_entry_fn)(void);
+
+/* In a plugin's source: CBF_PLUGIN_DEFINE(my_desc); */
+#if defined(__GNUC__)
+#define CBF_PLUGIN_EXPORT __attribute__((visibility("default")))
+#else
+#define CBF_PLUGIN_EXPORT
+#endif
+#define CBF_PLUGIN_DEFINE(desc) \
+    CBF_PLUGIN_EXPORT const cbf_plugin_desc *cbf_plugin_entry(void) { return &(desc); }
+
+#define CBF_COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+#ifdef __cplusplus
+}
+#endif
+#endif
