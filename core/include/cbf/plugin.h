@@ -30,7 +30,9 @@ typedef enum cbf_port_dir { CBF_PORT_IN = 0, CBF_PORT_OUT = 1 } cbf_port_dir;
 typedef struct cbf_port_decl {
     const char *name;
     cbf_port_dir dir;
-    const char *type;   /* buffer type, e.g. "cbf.adc.packed"; an edge must join equal types */
+    const char *type;   /* buffer type, e.g. "cbf.adc.packed"; an edge must join equal
+                           types, except that an input of type "*" accepts any type
+                           (generic sinks such as filesink) */
     int optional;       /* may be left unwired */
     int multi;          /* input only: accepts several edges, indexed in YAML order */
     const char *doc;
