@@ -1,0 +1,368 @@
+/* fft_post.cu: cuFFT (complex-to-complex, m = channels / unzip points, one
+ * plan) and the single post-processing kernel.
+ *
+ * Post-processing tile: 32 values of s (the sub-transform bin, s < m/2) x 32
+ * spectra, 256 threads. Loads run along s (coalesced, bins s and m - s);
+ * each thread computes, for both pols, every channel its s feeds: p m + s
+ * ("direct" slots) and N - (p m + s) ("mirror" slots; the s = 0 thread
+ * fills those with the p m + m/2 channels instead, which no other s
+ * reaches). Results go to shared memory as 4 bytes per (channel, spectrum)
+ * (both pols interleaved) and leave along the spectrum axis, so each warp
+ * stores 128 contiguous bytes of one channel: the partial transpose. */
+#include "fft_post.h"
+
+#include <cuda_runtime.h>
+#include <cufft.h>
+#include <stdio.h>
+
+struct cbf_fft_post_cuda {
+    cbf_fft_post_config cfg;
+    cudaStream_t stream;
+    cufftHandle fft;
+    int have_fft;
+    float2 *gains;                 /* device [channel][pol] */
+    unsigned long long *sat;       /* device [2] */
+    unsigned long long *sat_host;  /* pinned [2] */
+};
+
+#define TILE 32
+#define ROWS 8
+
+static int cuda_fail(char *msg, size_t msglen, const char *what, cudaError_t e)
+{
+    if (msg && msglen)
+        snprintf(msg, msglen, "fft_post: %s: %s", what, cudaGetErrorString(e));
+    return CBF_FFT_POST_ECUDA;
+}
+#define CUDA_TRY(call)                                         \
+    do {                                                       \
+        cudaError_t e_ = (call);                               \
+        if (e_ != cudaSuccess)                                 \
+            return cuda_fail(msg, msglen, #call, e_);          \
+    } while (0)
+
+__device__ __forceinline__ float2 cmul(float2 a, float2 b)
+{
+    return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+}
+__device__ __forceinline__ float2 conj2(float2 a) { return make_float2(a.x, -a.y); }
+
+/* exp(-2 pi i e / 4) for e = 0..3, applied without a multiply. */
+__device__ __forceinline__ float2 rot_quarter(float2 v, int e)
+{
+    switch (e & 3) {
+    case 0: return v;
+    case 1: return make_float2(v.y, -v.x);
+    case 2: return make_float2(-v.x, -v.y);
+    default: return make_float2(-v.y, v.x);
+    }
+}
+
+__device__ __forceinline__ int quant(float v, int lim, int *clipped)
+{
+    int q = __float2int_rn(v);
+    if (q > lim || q < -lim) {
+        *clipped = 1;
+        q = q > 0 ? lim : -lim;
+    }
+    return q;
+}
+
+/* X_k and X_(N-k) for k = p m + s, from the bins s and m - s of the n
+ * sub-transforms (already loaded, twiddled by exp(-2 pi i r s / N)). */
+template <int N_UNZIP>
+__device__ __forceinline__ void combine(const float2 *zs, const float2 *zc, int p, int k,
+                                        float inv_n_ch, float2 *xk, float2 *xnk)
+{
+    float2 A = make_float2(0.f, 0.f), B = A;
+#pragma unroll
+    for (int r = 0; r < N_UNZIP; r++) {
+        int e = (r * p) % N_UNZIP * (4 / N_UNZIP);
+        float2 a = rot_quarter(zs[r], e), b = rot_quarter(zc[r], e);
+        A.x += a.x; A.y += a.y;
+        B.x += b.x; B.y += b.y;
+    }
+    float2 U = make_float2(0.5f * (A.x + B.x), 0.5f * (A.y + B.y));
+    /* V = (A - B) / 2i */
+    float2 V = make_float2(0.5f * (A.y - B.y), -0.5f * (A.x - B.x));
+    float sn, cs;
+    sincospif(-(float)k * inv_n_ch, &sn, &cs);
+    float2 tv = cmul(make_float2(cs, sn), V);
+    *xk = make_float2(U.x + tv.x, U.y + tv.y);
+    *xnk = make_float2(U.x - tv.x, -U.y + tv.y);
+}
+
+template <int N_UNZIP>
+__device__ __forceinline__ void load_bins(const float2 *__restrict__ z, int m, int s,
+                                          float inv_n_ch, float2 *zs, float2 *zc)
+{
+#pragma unroll
+    for (int r = 0; r < N_UNZIP; r++) {
+        float sn, cs;
+        sincospif(-2.0f * (float)(r * s) * inv_n_ch, &sn, &cs);
+        float2 tw = make_float2(cs, sn);
+        zs[r] = cmul(tw, __ldg(z + r * m + s));
+        zc[r] = cmul(tw, conj2(__ldg(z + r * m + ((m - s) & (m - 1)))));
+    }
+}
+
+/* Delay/phase, gain, quantise one value of one pol; returns its packed bits. */
+__device__ __forceinline__ unsigned finish(float2 x, int k, int pol, const float2 *gains,
+                                          float delay_over_n, float phase_over_pi, int bits,
+                                          unsigned *sat)
+{
+    float sn, cs;
+    sincospif(fmaf(-delay_over_n, (float)k, phase_over_pi), &sn, &cs);
+    x = cmul(cmul(x, make_float2(cs, sn)), __ldg(gains + 2 * k + pol));
+    int clipped = 0, lim = bits == 8 ? 127 : 7;
+    int re = quant(x.x, lim, &clipped), im = quant(x.y, lim, &clipped);
+    *sat += clipped;
+    if (bits == 8)
+        return ((unsigned)re & 0xffu) | ((unsigned)im & 0xffu) << 8;
+    return ((unsigned)re & 15u) << 4 | ((unsigned)im & 15u);
+}
+
+template <int N_UNZIP>
+__global__ void __launch_bounds__(TILE *ROWS) post_kernel(
+    const float2 *__restrict__ data, long long pol_stride, int channels, long long spectra,
+    int sph, int bits, const float2 *__restrict__ gains, float d0, float d1, float ph0,
+    float ph1, void *out, unsigned long long *sat_count)
+{
+    __shared__ unsigned tile[2 * N_UNZIP][TILE][TILE + 1];
+    const int m = channels / N_UNZIP, half = m / 2;
+    const float inv_n_ch = 1.0f / (float)channels;
+    const int s = blockIdx.x * TILE + threadIdx.x;
+    const long long g0 = (long long)blockIdx.y * TILE;
+    const float dn[2] = {d0 * inv_n_ch, d1 * inv_n_ch};
+    const float ph[2] = {ph0 * (float)M_1_PI, ph1 * (float)M_1_PI};
+    unsigned sat[2] = {0, 0};
+
+    for (int ty = threadIdx.y; ty < TILE; ty += ROWS) {
+        long long g = g0 + ty;
+        if (s >= half || g >= spectra)
+            continue;
+        unsigned packed[2 * N_UNZIP];
+#pragma unroll
+        for (int i = 0; i < 2 * N_UNZIP; i++)
+            packed[i] = 0;
+#pragma unroll
+        for (int pol = 0; pol < 2; pol++) {
+            const float2 *z = data + pol * pol_stride + g * (long long)channels;
+            const int shift = pol * (bits == 8 ? 16 : 8);
+            float2 zs[N_UNZIP], zc[N_UNZIP];
+            load_bins<N_UNZIP>(z, m, s, inv_n_ch, zs, zc);
+#pragma unroll
+            for (int p = 0; p < N_UNZIP; p++) {
+                float2 xk, xnk;
+                int k = p * m + s;
+                combine<N_UNZIP>(zs, zc, p, k, inv_n_ch, &xk, &xnk);
+                packed[p] |= finish(xk, k, pol, gains, dn[pol], ph[pol], bits, &sat[pol]) << shift;
+                if (s > 0)
+                    packed[N_UNZIP + p] |= finish(xnk, channels - k, pol, gains, dn[pol], ph[pol],
+                                                  bits, &sat[pol]) << shift;
+            }
+            if (s == 0) {
+                /* Channels p' m + m/2, stored in mirror slot n - 1 - p'. */
+                load_bins<N_UNZIP>(z, m, half, inv_n_ch, zs, zc);
+#pragma unroll
+                for (int p = 0; p < N_UNZIP; p++) {
+                    float2 xk, xnk;
+                    int k = p * m + half;
+                    combine<N_UNZIP>(zs, zc, p, k, inv_n_ch, &xk, &xnk);
+                    packed[2 * N_UNZIP - 1 - p] |=
+                        finish(xk, k, pol, gains, dn[pol], ph[pol], bits, &sat[pol]) << shift;
+                }
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < 2 * N_UNZIP; i++)
+            tile[i][threadIdx.x][ty] = packed[i];
+    }
+    __syncthreads();
+
+    /* Store: each warp takes (slot, s) rows; lanes run along the spectra. */
+    const int warp = threadIdx.y, lane = threadIdx.x;
+    const long long g = g0 + lane;
+    if (g < spectra) {
+        const long long b = g / sph, t = g % sph;
+        for (int row = warp; row < 2 * N_UNZIP * TILE; row += ROWS) {
+            int slot = row / TILE, sl = row % TILE, ss = blockIdx.x * TILE + sl;
+            if (ss >= half)
+                continue;
+            int c;
+            if (slot < N_UNZIP)
+                c = slot * m + ss;
+            else
+                c = (2 * N_UNZIP - 1 - slot) * m + (ss == 0 ? half : m - ss);
+            long long idx = (b * channels + c) * sph + t;
+            unsigned v = tile[slot][sl][lane];
+            if (bits == 8)
+                ((unsigned *)out)[idx] = v;
+            else
+                ((unsigned short *)out)[idx] = (unsigned short)v;
+        }
+    }
+
+    for (int pol = 0; pol < 2; pol++) {
+        unsigned v = sat[pol];
+        for (int off = 16; off; off >>= 1)
+            v += __shfl_down_sync(0xffffffffu, v, off);
+        if (lane == 0 && v)
+            atomicAdd(sat_count + pol, (unsigned long long)v);
+    }
+}
+
+extern "C" int cbf_fft_post_cuda_create(const cbf_fft_post_config *cfg, void *stream,
+                                        cbf_fft_post_cuda **out, char *msg, size_t msglen)
+{
+    int rc = cbf_fft_post_config_check(cfg, msg, msglen);
+    if (rc)
+        return rc;
+    cbf_fft_post_cuda *p = (cbf_fft_post_cuda *)calloc(1, sizeof(*p));
+    if (!p)
+        return CBF_FFT_POST_ENOMEM;
+    p->cfg = *cfg;
+    p->stream = (cudaStream_t)stream;
+    *out = p;
+    const int N = cfg->channels;
+    int m = N / cfg->unzip;
+    cudaError_t e = cudaMalloc((void **)&p->gains, sizeof(float2) * 2 * N);
+    if (e == cudaSuccess)
+        e = cudaMalloc((void **)&p->sat, 2 * sizeof(unsigned long long));
+    if (e == cudaSuccess)
+        e = cudaMallocHost((void **)&p->sat_host, 2 * sizeof(unsigned long long));
+    if (e != cudaSuccess) {
+        cbf_fft_post_cuda_destroy(p);
+        *out = NULL;
+        return cuda_fail(msg, msglen, "allocating the plan", e);
+    }
+    cufftResult fr = cufftPlanMany(&p->fft, 1, &m, NULL, 1, m, NULL, 1, m, CUFFT_C2C,
+                                   (int)(cfg->spectra * cfg->unzip));
+    if (fr == CUFFT_SUCCESS) {
+        p->have_fft = 1;
+        fr = cufftSetStream(p->fft, p->stream);
+    }
+    if (fr != CUFFT_SUCCESS) {
+        cbf_fft_post_cuda_destroy(p);
+        *out = NULL;
+        if (msg && msglen)
+            snprintf(msg, msglen, "fft_post: cuFFT plan of %zu x %d points failed (cufftResult %d)",
+                     cfg->spectra * cfg->unzip, m, (int)fr);
+        return CBF_FFT_POST_ECUDA;
+    }
+    float *ones = (float *)malloc(sizeof(float) * 4 * N);
+    if (!ones) {
+        cbf_fft_post_cuda_destroy(p);
+        *out = NULL;
+        return CBF_FFT_POST_ENOMEM;
+    }
+    for (int i = 0; i < 2 * N; i++) {
+        ones[2 * i] = 1.0f;
+        ones[2 * i + 1] = 0.0f;
+    }
+    rc = cbf_fft_post_cuda_set_gains(p, ones, msg, msglen);
+    free(ones);
+    if (rc) {
+        cbf_fft_post_cuda_destroy(p);
+        *out = NULL;
+    }
+    return rc;
+}
+
+extern "C" int cbf_fft_post_cuda_set_gains(cbf_fft_post_cuda *plan, const float *gains,
+                                           char *msg, size_t msglen)
+{
+    CUDA_TRY(cudaMemcpyAsync(plan->gains, gains, sizeof(float2) * 2 * plan->cfg.channels,
+                             cudaMemcpyHostToDevice, plan->stream));
+    CUDA_TRY(cudaStreamSynchronize(plan->stream));
+    return 0;
+}
+
+static int check_args(const cbf_fft_post_cuda *plan, const cbf_fft_post_args *a, char *msg,
+                      size_t msglen)
+{
+    size_t need = plan->cfg.spectra * 2 * (size_t)plan->cfg.channels;
+    if (a->data_pol_stride >= need)
+        return 0;
+    if (msg && msglen)
+        snprintf(msg, msglen, "fft_post: data_pol_stride %zu < spectra x 2 x channels %zu",
+                 a->data_pol_stride, need);
+    return CBF_FFT_POST_EINVAL;
+}
+
+extern "C" int cbf_fft_post_cuda_fft(cbf_fft_post_cuda *plan, const cbf_fft_post_args *args,
+                                     char *msg, size_t msglen)
+{
+    int rc = check_args(plan, args, msg, msglen);
+    if (rc)
+        return rc;
+    for (int pol = 0; pol < 2; pol++) {
+        cufftComplex *d = (cufftComplex *)(args->data + pol * args->data_pol_stride);
+        cufftResult fr = cufftExecC2C(plan->fft, d, d, CUFFT_FORWARD);
+        if (fr != CUFFT_SUCCESS) {
+            if (msg && msglen)
+                snprintf(msg, msglen, "fft_post: cufftExecC2C failed (cufftResult %d)", (int)fr);
+            return CBF_FFT_POST_ECUDA;
+        }
+    }
+    return 0;
+}
+
+extern "C" int cbf_fft_post_cuda_post(cbf_fft_post_cuda *plan, const cbf_fft_post_args *args,
+                                      char *msg, size_t msglen)
+{
+    int rc = check_args(plan, args, msg, msglen);
+    if (rc)
+        return rc;
+    const cbf_fft_post_config *c = &plan->cfg;
+    const int half = c->channels / c->unzip / 2;
+    dim3 grid((unsigned)((half + TILE - 1) / TILE), (unsigned)((c->spectra + TILE - 1) / TILE));
+    dim3 block(TILE, ROWS);
+    CUDA_TRY(cudaMemsetAsync(plan->sat, 0, 2 * sizeof(unsigned long long), plan->stream));
+    const float2 *data = (const float2 *)args->data;
+    long long ps = (long long)(args->data_pol_stride / 2);
+#define LAUNCH(NU)                                                                           \
+    post_kernel<NU><<<grid, block, 0, plan->stream>>>(                                       \
+        data, ps, c->channels, (long long)c->spectra, c->spectra_per_heap, c->out_bits,      \
+        plan->gains, args->fine_delay[0], args->fine_delay[1], args->phase[0],               \
+        args->phase[1], args->out, plan->sat)
+    if (c->unzip == 1)
+        LAUNCH(1);
+    else if (c->unzip == 2)
+        LAUNCH(2);
+    else
+        LAUNCH(4);
+#undef LAUNCH
+    CUDA_TRY(cudaGetLastError());
+    CUDA_TRY(cudaMemcpyAsync(plan->sat_host, plan->sat, 2 * sizeof(unsigned long long),
+                             cudaMemcpyDeviceToHost, plan->stream));
+    return 0;
+}
+
+extern "C" int cbf_fft_post_cuda_run(cbf_fft_post_cuda *plan, const cbf_fft_post_args *args,
+                                     char *msg, size_t msglen)
+{
+    int rc = cbf_fft_post_cuda_fft(plan, args, msg, msglen);
+    return rc ? rc : cbf_fft_post_cuda_post(plan, args, msg, msglen);
+}
+
+extern "C" int cbf_fft_post_cuda_saturated(cbf_fft_post_cuda *plan, uint64_t saturated[2],
+                                           char *msg, size_t msglen)
+{
+    CUDA_TRY(cudaStreamSynchronize(plan->stream));
+    saturated[0] = plan->sat_host[0];
+    saturated[1] = plan->sat_host[1];
+    return 0;
+}
+
+extern "C" void cbf_fft_post_cuda_destroy(cbf_fft_post_cuda *plan)
+{
+    if (!plan)
+        return;
+    if (plan->have_fft)
+        cufftDestroy(plan->fft);
+    cudaFree(plan->gains);
+    cudaFree(plan->sat);
+    cudaFreeHost(plan->sat_host);
+    free(plan);
+}

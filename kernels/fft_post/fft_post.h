@@ -1,0 +1,92 @@
+/* fft_post.h: the wideband back end: FFT of the unzipped FIR output, then
+ * one post-processing pass.
+ *
+ * Input: float32 [pol][spectra][2 x channels] as kernels/pfb writes it, that
+ * is n = unzip complex sub-arrays of m = channels / n points per spectrum.
+ * The transform runs in place (cuFFT or FFTW, complex-to-complex, length m,
+ * planned once). Post-processing then, per output value:
+ *   - the last Cooley-Tukey stage over the n sub-transforms (twiddles by
+ *     sincospi) and the real-to-complex fix-up, X_k and X_(N-k) together;
+ *   - X_k *= exp(i (-pi d k / channels + phi)) (fine delay d, phase phi per
+ *     pol), then the complex gain of (channel, pol);
+ *   - round to nearest even and saturate to [-127, 127] (8-bit) or [-7, 7]
+ *     (4-bit; real in the high nibble), counting each saturated complex value
+ *     (either part clipped) once per pol;
+ *   - written as [batch][channel][spectrum_per_heap][pol][re, im]: each
+ *     [batch] slab cut by channel range is a SPEC.md feng_raw heap. The
+ *     Nyquist bin is dropped.
+ *
+ * Return values are 0 or negative codes equal to cbf/error.h's CBF_E*. */
+#ifndef CBF_KERNEL_FFT_POST_H
+#define CBF_KERNEL_FFT_POST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CBF_FFT_POST_EINVAL (-1)
+#define CBF_FFT_POST_ENOMEM (-2)
+#define CBF_FFT_POST_ECUDA (-6)
+
+typedef struct cbf_fft_post_config {
+    int channels;            /* power of two, 64..65536 */
+    int unzip;               /* 1, 2 or 4; channels / unzip >= 32 */
+    int spectra_per_heap;    /* > 0 */
+    size_t spectra;          /* spectra per run: a multiple of spectra_per_heap */
+    int out_bits;            /* 8 (CI8) or 4 (CI4) */
+} cbf_fft_post_config;
+
+int cbf_fft_post_config_check(const cbf_fft_post_config *cfg, char *msg, size_t msglen);
+
+/* Output bytes of one run: spectra x channels x 2 pols x (2 or 1). */
+size_t cbf_fft_post_out_bytes(const cbf_fft_post_config *cfg);
+
+typedef struct cbf_fft_post_args {
+    float *data;             /* FIR output, transformed in place (device for CUDA) */
+    size_t data_pol_stride;  /* floats from pol 0 to pol 1, >= spectra x 2 x channels */
+    void *out;               /* cbf_fft_post_out_bytes bytes (device for CUDA) */
+    float fine_delay[2];     /* digitiser samples, per pol */
+    float phase[2];          /* radians, per pol */
+} cbf_fft_post_args;
+
+/* CPU: FFTW single precision, one plan made at create. Gains default to 1;
+ * set_gains takes [channel][pol][re, im] floats. saturated[pol] is set
+ * (not added to) by each run. */
+typedef struct cbf_fft_post_cpu cbf_fft_post_cpu;
+int cbf_fft_post_cpu_create(const cbf_fft_post_config *cfg, cbf_fft_post_cpu **out, char *msg,
+                            size_t msglen);
+int cbf_fft_post_cpu_set_gains(cbf_fft_post_cpu *plan, const float *gains);
+int cbf_fft_post_cpu_run(cbf_fft_post_cpu *plan, const cbf_fft_post_args *args,
+                         uint64_t saturated[2], char *msg, size_t msglen);
+void cbf_fft_post_cpu_destroy(cbf_fft_post_cpu *plan);
+
+/* CUDA: one cuFFT plan made at create, bound to `stream` (cudaStream_t as
+ * void *). run = fft + post, both enqueued; the saturation counts of the
+ * last run are read with cbf_fft_post_cuda_saturated, which waits for the
+ * stream. set_gains copies host gains to the device and waits. */
+typedef struct cbf_fft_post_cuda cbf_fft_post_cuda;
+int cbf_fft_post_cuda_create(const cbf_fft_post_config *cfg, void *stream,
+                             cbf_fft_post_cuda **out, char *msg, size_t msglen);
+int cbf_fft_post_cuda_set_gains(cbf_fft_post_cuda *plan, const float *gains, char *msg,
+                                size_t msglen);
+int cbf_fft_post_cuda_fft(cbf_fft_post_cuda *plan, const cbf_fft_post_args *args, char *msg,
+                          size_t msglen);
+int cbf_fft_post_cuda_post(cbf_fft_post_cuda *plan, const cbf_fft_post_args *args, char *msg,
+                           size_t msglen);
+int cbf_fft_post_cuda_run(cbf_fft_post_cuda *plan, const cbf_fft_post_args *args, char *msg,
+                          size_t msglen);
+int cbf_fft_post_cuda_saturated(cbf_fft_post_cuda *plan, uint64_t saturated[2], char *msg,
+                                size_t msglen);
+void cbf_fft_post_cuda_destroy(cbf_fft_post_cuda *plan);
+
+/* Missing data: an output batch is present when all its spectra are. */
+void cbf_fft_post_batch_presence(const uint8_t *spectrum_present, size_t spectra,
+                                 int spectra_per_heap, uint8_t *batch_present);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

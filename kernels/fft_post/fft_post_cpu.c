@@ -1,0 +1,180 @@
+/* fft_post_cpu.c: FFTW transforms, then the post-processing of fft_post.h
+ * written plainly, one (pol, spectrum, s) at a time. */
+#include "fft_post.h"
+
+#include <complex.h>
+#include <fftw3.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct cbf_fft_post_cpu {
+    cbf_fft_post_config cfg;
+    fftwf_plan plan;          /* one in-place transform of m points */
+    float complex *gains;     /* [channel][pol] */
+    float complex *twiddle;   /* [r][s]: exp(-2 pi i r s / channels), s < m */
+    float complex *half;      /* [k]: exp(-pi i k / channels), k < channels */
+};
+
+int cbf_fft_post_cpu_create(const cbf_fft_post_config *cfg, cbf_fft_post_cpu **out, char *msg,
+                            size_t msglen)
+{
+    int rc = cbf_fft_post_config_check(cfg, msg, msglen);
+    if (rc)
+        return rc;
+    const int N = cfg->channels, n = cfg->unzip, m = N / n;
+    cbf_fft_post_cpu *p = calloc(1, sizeof(*p));
+    fftwf_complex *scratch = fftwf_alloc_complex((size_t)m);
+    if (p) {
+        p->cfg = *cfg;
+        p->gains = malloc(sizeof(float complex) * 2 * (size_t)N);
+        p->twiddle = malloc(sizeof(float complex) * (size_t)N);
+        p->half = malloc(sizeof(float complex) * (size_t)N);
+    }
+    if (!p || !scratch || !p->gains || !p->twiddle || !p->half) {
+        fftwf_free(scratch);
+        cbf_fft_post_cpu_destroy(p);
+        if (msg && msglen)
+            snprintf(msg, msglen, "fft_post: out of memory for a %d-channel plan", N);
+        return CBF_FFT_POST_ENOMEM;
+    }
+    /* UNALIGNED: buffers come from pools, not from fftwf_malloc. */
+    p->plan = fftwf_plan_dft_1d(m, scratch, scratch, FFTW_FORWARD,
+                                FFTW_ESTIMATE | FFTW_UNALIGNED);
+    fftwf_free(scratch);
+    if (!p->plan) {
+        cbf_fft_post_cpu_destroy(p);
+        if (msg && msglen)
+            snprintf(msg, msglen, "fft_post: FFTW could not plan a %d-point transform", m);
+        return CBF_FFT_POST_ENOMEM;
+    }
+    for (int i = 0; i < 2 * N; i++)
+        p->gains[i] = 1.0f;
+    for (int r = 0; r < n; r++)
+        for (int s = 0; s < m; s++) {
+            double a = -2.0 * M_PI * r * s / N;
+            p->twiddle[r * m + s] = (float)cos(a) + I * (float)sin(a);
+        }
+    for (int k = 0; k < N; k++) {
+        double a = -M_PI * k / N;
+        p->half[k] = (float)cos(a) + I * (float)sin(a);
+    }
+    *out = p;
+    return 0;
+}
+
+int cbf_fft_post_cpu_set_gains(cbf_fft_post_cpu *plan, const float *gains)
+{
+    for (int i = 0; i < 2 * plan->cfg.channels; i++)
+        plan->gains[i] = gains[2 * i] + I * gains[2 * i + 1];
+    return 0;
+}
+
+/* Round half to even and saturate symmetrically; returns 1 when clipped. */
+static int quant(float v, int lim, int *q)
+{
+    float r = rintf(v);
+    if (r > (float)lim) {
+        *q = lim;
+        return 1;
+    }
+    if (r < (float)-lim) {
+        *q = -lim;
+        return 1;
+    }
+    *q = (int)r;
+    return 0;
+}
+
+static void emit(const cbf_fft_post_cpu *p, const cbf_fft_post_args *a, int pol, size_t sp,
+                 int k, float complex x, uint64_t *sat)
+{
+    const int N = p->cfg.channels, sph = p->cfg.spectra_per_heap;
+    double ang = -M_PI * (double)a->fine_delay[pol] * k / N + a->phase[pol];
+    x *= (float)cos(ang) + I * (float)sin(ang);
+    x *= p->gains[2 * k + pol];
+    int re, im, lim = p->cfg.out_bits == 8 ? 127 : 7;
+    int clipped = quant(crealf(x), lim, &re);
+    clipped |= quant(cimagf(x), lim, &im);
+    *sat += (uint64_t)clipped;
+    size_t b = sp / (size_t)sph, t = sp % (size_t)sph;
+    size_t idx = ((b * (size_t)N + (size_t)k) * (size_t)sph + t) * 2 + (size_t)pol;
+    if (p->cfg.out_bits == 8) {
+        int8_t *o = (int8_t *)a->out + 2 * idx;
+        o[0] = (int8_t)re;
+        o[1] = (int8_t)im;
+    } else {
+        ((uint8_t *)a->out)[idx] = (uint8_t)(((unsigned)re & 15u) << 4 | ((unsigned)im & 15u));
+    }
+}
+
+/* One spectrum: the last Cooley-Tukey stage gives Z_k and conj(Z_-k) from
+ * the n sub-transforms; U = (Z + conj Z')/2 and V = (Z - conj Z')/2i are the
+ * transforms of the even and odd samples; X_k = U_k + e^(-i pi k/N) V_k. */
+static void post_spectrum(const cbf_fft_post_cpu *p, const cbf_fft_post_args *a, int pol,
+                          size_t sp, const float complex *z, uint64_t *sat)
+{
+    const int N = p->cfg.channels, n = p->cfg.unzip, m = N / n;
+    for (int s = 0; s <= m / 2; s++) {
+        float complex zs[4], zc[4];
+        for (int r = 0; r < n; r++) {
+            float complex tw = p->twiddle[r * m + s];
+            zs[r] = tw * z[r * m + s];
+            zc[r] = tw * conjf(z[r * m + ((m - s) & (m - 1))]);
+        }
+        for (int pp = 0; pp < n; pp++) {
+            float complex A = 0, B = 0;
+            for (int r = 0; r < n; r++) {
+                /* exp(-2 pi i r pp / n) for n <= 4 is a power of -i. */
+                int e = (r * pp) % n * (4 / n);
+                float complex w = e == 0 ? 1 : e == 1 ? -I : e == 2 ? -1 : I;
+                A += w * zs[r];
+                B += w * zc[r];
+            }
+            int k = pp * m + s;
+            float complex U = 0.5f * (A + B), V = -0.5f * I * (A - B);
+            float complex tv = p->half[k] * V;
+            emit(p, a, pol, sp, k, U + tv, sat);
+            if (s > 0 && s < m / 2)
+                emit(p, a, pol, sp, N - k, conjf(U) - conjf(tv), sat);
+        }
+    }
+}
+
+int cbf_fft_post_cpu_run(cbf_fft_post_cpu *plan, const cbf_fft_post_args *args,
+                         uint64_t saturated[2], char *msg, size_t msglen)
+{
+    const cbf_fft_post_config *c = &plan->cfg;
+    const size_t row = 2 * (size_t)c->channels, m = (size_t)(c->channels / c->unzip);
+    if (args->data_pol_stride < c->spectra * row) {
+        if (msg && msglen)
+            snprintf(msg, msglen, "fft_post: data_pol_stride %zu < spectra x 2 x channels %zu",
+                     args->data_pol_stride, c->spectra * row);
+        return CBF_FFT_POST_EINVAL;
+    }
+    for (int pol = 0; pol < 2; pol++) {
+        saturated[pol] = 0;
+        for (size_t sp = 0; sp < c->spectra; sp++) {
+            float *d = args->data + (size_t)pol * args->data_pol_stride + sp * row;
+            for (int r = 0; r < c->unzip; r++) {
+                fftwf_complex *v = (fftwf_complex *)d + (size_t)r * m;
+                fftwf_execute_dft(plan->plan, v, v);
+            }
+            post_spectrum(plan, args, pol, sp, (const float complex *)d, &saturated[pol]);
+        }
+    }
+    return 0;
+}
+
+void cbf_fft_post_cpu_destroy(cbf_fft_post_cpu *plan)
+{
+    if (!plan)
+        return;
+    if (plan->plan)
+        fftwf_destroy_plan(plan->plan);
+    free(plan->gains);
+    free(plan->twiddle);
+    free(plan->half);
+    free(plan);
+}

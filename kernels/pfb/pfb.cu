@@ -1,0 +1,196 @@
+/* pfb.cu: the FIR on the GPU, decode fused in.
+ *
+ * One thread owns one column j of one polarisation for a section of
+ * consecutive spectra: its `taps` weights and a sliding window of `taps`
+ * samples live in registers (TAPS is a template parameter so every window
+ * index is a compile-time constant), and each new spectrum costs one decoded
+ * sample, TAPS FMAs and one float store. Neighbouring threads take
+ * neighbouring columns, so loads and stores are coalesced along a row; the
+ * unzipped store order keeps runs of 32 / n floats contiguous. Columns are
+ * cut into sections of spectra only to give the GPU enough threads. */
+#include "pfb.h"
+
+#include <cuda_runtime.h>
+#include <stdio.h>
+
+struct cbf_pfb_cuda {
+    int channels, taps;
+    float *weights;                /* device, step x taps */
+    unsigned long long *power;     /* device, 2 sums */
+    unsigned long long *power_host; /* pinned */
+};
+
+#define CUDA_TRY(call)                                                                      \
+    do {                                                                                    \
+        cudaError_t e_ = (call);                                                            \
+        if (e_ != cudaSuccess) {                                                            \
+            if (msg && msglen)                                                              \
+                snprintf(msg, msglen, "pfb: %s: %s", #call, cudaGetErrorString(e_));        \
+            return CBF_PFB_ECUDA;                                                           \
+        }                                                                                   \
+    } while (0)
+
+/* Sample i's bits sit in bytes [bit/8, bit/8 + 1] for every supported width. */
+__device__ __forceinline__ int decode(const uint8_t *__restrict__ in, long long i, int bits)
+{
+    long long bit = i * bits;
+    unsigned v = ((unsigned)__ldg(in + (bit >> 3)) << 8) | __ldg(in + (bit >> 3) + 1);
+    short top = (short)(unsigned short)(v << (bit & 7));
+    return (int)top >> (16 - bits);
+}
+
+template <int TAPS>
+__global__ void __launch_bounds__(128) fir_kernel(
+    const uint8_t *__restrict__ in0, const uint8_t *__restrict__ in1, long long start0,
+    long long start1, int bits, const float *__restrict__ w, int step, int log_n, int m,
+    long long spectra, int section, float *__restrict__ out, long long pol_stride,
+    unsigned long long *power)
+{
+    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+    const int pol = blockIdx.z;
+    const long long s0 = (long long)blockIdx.y * section;
+    const int len = (int)min((long long)section, spectra - s0);
+    const uint8_t *in = pol ? in1 : in0;
+    const long long base = (pol ? start1 : start0) + s0 * step + j;
+
+    float wr[TAPS], win[TAPS];
+#pragma unroll
+    for (int t = 0; t < TAPS; t++)
+        wr[t] = __ldg(w + (long long)t * step + j);
+    unsigned long long pw = 0;
+#pragma unroll
+    for (int t = 0; t < TAPS - 1; t++) {
+        int v = decode(in, base + (long long)t * step, bits);
+        win[t] = (float)v;
+        if (t < len)
+            pw += (unsigned long long)(v * v);
+    }
+    const int i = j >> 1, q = i >> log_n, r = i & ((1 << log_n) - 1);
+    float *o = out + pol * pol_stride + s0 * step + 2 * (r * m + q) + (j & 1);
+#pragma unroll 4
+    for (int s = 0; s < len; s++) {
+        int v = decode(in, base + (long long)(s + TAPS - 1) * step, bits);
+        if (s + TAPS - 1 < len)
+            pw += (unsigned long long)(v * v);
+        win[TAPS - 1] = (float)v;
+        float acc = 0.0f;
+#pragma unroll
+        for (int t = 0; t < TAPS; t++)
+            acc = fmaf(wr[t], win[t], acc);
+        o[(long long)s * step] = acc;
+#pragma unroll
+        for (int t = 0; t < TAPS - 1; t++)
+            win[t] = win[t + 1];
+    }
+    for (int off = 16; off; off >>= 1)
+        pw += __shfl_down_sync(0xffffffffu, pw, off);
+    if ((threadIdx.x & 31) == 0 && pw)
+        atomicAdd(power + pol, pw);
+}
+
+typedef void (*fir_fn)(const uint8_t *, const uint8_t *, long long, long long, int,
+                       const float *, int, int, int, long long, int, float *, long long,
+                       unsigned long long *);
+
+static fir_fn pick(int taps)
+{
+    static const fir_fn table[CBF_PFB_MAX_TAPS] = {
+        fir_kernel<1>, fir_kernel<2>, fir_kernel<3>, fir_kernel<4>,
+        fir_kernel<5>, fir_kernel<6>, fir_kernel<7>, fir_kernel<8>,
+        fir_kernel<9>, fir_kernel<10>, fir_kernel<11>, fir_kernel<12>,
+        fir_kernel<13>, fir_kernel<14>, fir_kernel<15>, fir_kernel<16>,
+    };
+    return table[taps - 1];
+}
+
+extern "C" int cbf_pfb_cuda_create(int channels, int taps, const float *weights_host,
+                                   cbf_pfb_cuda **out, char *msg, size_t msglen)
+{
+    cbf_pfb_job shape = {};
+    shape.channels = channels;
+    shape.taps = taps;
+    shape.bits = 8;
+    shape.unzip = 1;
+    int rc = cbf_pfb_job_check(&shape, msg, msglen);
+    if (rc)
+        return rc;
+    cbf_pfb_cuda *p = (cbf_pfb_cuda *)calloc(1, sizeof(*p));
+    if (!p)
+        return CBF_PFB_ENOMEM;
+    p->channels = channels;
+    p->taps = taps;
+    size_t bytes = 2 * (size_t)channels * taps * sizeof(float);
+    cudaError_t e = cudaMalloc((void **)&p->weights, bytes);
+    if (e == cudaSuccess)
+        e = cudaMalloc((void **)&p->power, 2 * sizeof(unsigned long long));
+    if (e == cudaSuccess)
+        e = cudaMallocHost((void **)&p->power_host, 2 * sizeof(unsigned long long));
+    if (e == cudaSuccess)
+        e = cudaMemcpy(p->weights, weights_host, bytes, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess)
+        e = cudaMemset(p->power, 0, 2 * sizeof(unsigned long long));
+    if (e != cudaSuccess) {
+        if (msg && msglen)
+            snprintf(msg, msglen, "pfb: allocating the CUDA plan: %s", cudaGetErrorString(e));
+        cbf_pfb_cuda_destroy(p);
+        return CBF_PFB_ECUDA;
+    }
+    *out = p;
+    return 0;
+}
+
+extern "C" int cbf_pfb_cuda_run(cbf_pfb_cuda *plan, const cbf_pfb_job *job, void *stream,
+                                char *msg, size_t msglen)
+{
+    int rc = cbf_pfb_job_check(job, msg, msglen);
+    if (rc)
+        return rc;
+    if (job->channels != plan->channels || job->taps != plan->taps) {
+        if (msg && msglen)
+            snprintf(msg, msglen, "pfb: job has %d channels x %d taps, plan %d x %d",
+                     job->channels, job->taps, plan->channels, plan->taps);
+        return CBF_PFB_EINVAL;
+    }
+    if (!job->spectra)
+        return 0;
+    const int step = 2 * job->channels, block = 128;
+    /* Enough threads to fill the GPU several times over (2^21), but sections
+     * of at least 4 x taps spectra so the reloaded overlap stays small. */
+    long long sections = ((1 << 21) + 2LL * step - 1) / (2LL * step);
+    long long section = ((long long)job->spectra + sections - 1) / sections;
+    if (section < 4 * job->taps)
+        section = 4 * job->taps;
+    if ((long long)job->spectra / section >= 65535)
+        section = ((long long)job->spectra + 65534) / 65535;
+    dim3 grid(step / block, (unsigned)(((long long)job->spectra + section - 1) / section), 2);
+    int log_n = job->unzip == 4 ? 2 : job->unzip == 2 ? 1 : 0;
+    pick(job->taps)<<<grid, block, 0, (cudaStream_t)stream>>>(
+        job->in[0], job->in[1], job->start[0], job->start[1], job->bits, plan->weights, step,
+        log_n, job->channels / job->unzip, (long long)job->spectra, (int)section, job->out,
+        (long long)job->out_pol_stride, plan->power);
+    CUDA_TRY(cudaGetLastError());
+    return 0;
+}
+
+extern "C" int cbf_pfb_cuda_power(cbf_pfb_cuda *plan, void *stream, uint64_t power[2],
+                                  char *msg, size_t msglen)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    CUDA_TRY(cudaMemcpyAsync(plan->power_host, plan->power, 2 * sizeof(unsigned long long),
+                             cudaMemcpyDeviceToHost, s));
+    CUDA_TRY(cudaMemsetAsync(plan->power, 0, 2 * sizeof(unsigned long long), s));
+    CUDA_TRY(cudaStreamSynchronize(s));
+    power[0] = plan->power_host[0];
+    power[1] = plan->power_host[1];
+    return 0;
+}
+
+extern "C" void cbf_pfb_cuda_destroy(cbf_pfb_cuda *plan)
+{
+    if (!plan)
+        return;
+    cudaFree(plan->weights);
+    cudaFree(plan->power);
+    cudaFreeHost(plan->power_host);
+    free(plan);
+}

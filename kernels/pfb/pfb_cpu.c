@@ -1,0 +1,69 @@
+/* pfb_cpu.c: the FIR on the CPU. A ring of `taps` decoded rows slides down
+ * the input, so each packed sample is decoded once per call. */
+#include "pfb.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Two bytes always hold the sample (widths up to 10, 12 and 16 bits); the
+ * padding byte covers the second load of the last sample at odd widths. */
+static inline int32_t decode(const uint8_t *in, size_t i, int bits)
+{
+    size_t bit = i * (size_t)bits;
+    uint32_t v = ((uint32_t)in[bit >> 3] << 8) | in[(bit >> 3) + 1];
+    int16_t top = (int16_t)(uint16_t)(v << (bit & 7));
+    return (int32_t)top >> (16 - bits);
+}
+
+int cbf_pfb_fir_cpu(const cbf_pfb_job *job, const float *weights, uint64_t power[2],
+                    char *msg, size_t msglen)
+{
+    int rc = cbf_pfb_job_check(job, msg, msglen);
+    if (rc)
+        return rc;
+    const size_t step = 2 * (size_t)job->channels, taps = (size_t)job->taps;
+    const size_t m = (size_t)job->channels / (size_t)job->unzip;
+    int log_n = job->unzip == 4 ? 2 : job->unzip == 2 ? 1 : 0;
+    float *ring = malloc(taps * step * sizeof(float));
+    size_t *perm = malloc(step * sizeof(size_t));
+    if (!ring || !perm) {
+        free(ring);
+        free(perm);
+        if (msg && msglen)
+            strncpy(msg, "pfb: out of memory for the FIR ring", msglen - 1);
+        return CBF_PFB_ENOMEM;
+    }
+    for (size_t j = 0; j < step; j++) {
+        size_t i = j >> 1, q = i >> log_n, r = i & ((size_t)job->unzip - 1);
+        perm[j] = 2 * (r * m + q) + (j & 1);
+    }
+    for (int p = 0; p < 2; p++) {
+        const uint8_t *in = job->in[p];
+        uint64_t pw = 0;
+        for (size_t row = 0; row + 1 < taps + job->spectra; row++) {
+            float *dst = ring + (row % taps) * step;
+            size_t base = (size_t)job->start[p] + row * step;
+            for (size_t j = 0; j < step; j++) {
+                int32_t v = decode(in, base + j, job->bits);
+                dst[j] = (float)v;
+                if (row < job->spectra)
+                    pw += (uint64_t)((int64_t)v * v);
+            }
+            if (row + 1 < taps)
+                continue;
+            size_t s = row + 1 - taps;
+            float *out = job->out + (size_t)p * job->out_pol_stride + s * step;
+            for (size_t j = 0; j < step; j++) {
+                float acc = 0.0f;
+                for (size_t t = 0; t < taps; t++)
+                    acc += weights[t * step + j] * ring[((s + t) % taps) * step + j];
+                out[perm[j]] = acc;
+            }
+        }
+        if (power)
+            power[p] += pw;
+    }
+    free(ring);
+    free(perm);
+    return 0;
+}

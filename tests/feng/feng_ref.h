@@ -1,0 +1,34 @@
+/* feng_ref.h: a float64 model of the wideband F-engine written from the
+ * maths (SPEC.md and docs/feng.md): bit-by-bit decode, direct FIR, direct
+ * DFT. It shares no code with kernels/ on purpose. */
+#ifndef FENG_REF_H
+#define FENG_REF_H
+
+#include <complex.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Signed sample i of a big-endian bit-packed stream, read bit by bit. */
+int64_t feng_ref_sample(const uint8_t *in, size_t i, int bits);
+/* Writes value v as sample i (the inverse of feng_ref_sample). */
+void feng_ref_put(uint8_t *out, size_t i, int bits, int64_t v);
+
+/* SPEC.md weights in double: step x taps values. */
+void feng_ref_weights(int channels, int taps, double w_cutoff, int hann, double *w);
+
+typedef struct feng_ref_setup {
+    int channels, taps, bits;
+    const double *weights;        /* feng_ref_weights */
+    double fine_delay, phase;     /* this pol's */
+    const double complex *gains;  /* [channel] for this pol */
+} feng_ref_setup;
+
+/* X[k], k < channels, of the spectrum whose window starts at sample
+ * `start`, after fine delay, phase and gain, before quantisation. */
+void feng_ref_spectrum(const feng_ref_setup *s, const uint8_t *in, int64_t start,
+                       double complex *X);
+
+/* Round half to even and saturate to +-lim; *clipped set when clipped. */
+int feng_ref_quant(double v, int lim, int *clipped);
+
+#endif
