@@ -123,7 +123,7 @@ __device__ __forceinline__ unsigned finish(float2 x, int k, int pol, const float
 }
 
 template <int N_UNZIP>
-__global__ void __launch_bounds__(TILE *ROWS) post_kernel(
+__global__ void __launch_bounds__(TILE *ROWS, 2) post_kernel(
     const float2 *__restrict__ data, long long pol_stride, int channels, long long spectra,
     int sph, int bits, const float2 *__restrict__ gains, float d0, float d1, float ph0,
     float ph1, void *out, unsigned long long *sat_count)
@@ -133,10 +133,9 @@ __global__ void __launch_bounds__(TILE *ROWS) post_kernel(
     const float inv_n_ch = 1.0f / (float)channels;
     const int s = blockIdx.x * TILE + threadIdx.x;
     const long long g0 = (long long)blockIdx.y * TILE;
-    const float dn[2] = {d0 * inv_n_ch, d1 * inv_n_ch};
-    const float ph[2] = {ph0 * (float)M_1_PI, ph1 * (float)M_1_PI};
-    unsigned sat[2] = {0, 0};
+    unsigned sat0 = 0, sat1 = 0;
 
+#pragma unroll 1
     for (int ty = threadIdx.y; ty < TILE; ty += ROWS) {
         long long g = g0 + ty;
         if (s >= half || g >= spectra)
@@ -145,10 +144,12 @@ __global__ void __launch_bounds__(TILE *ROWS) post_kernel(
 #pragma unroll
         for (int i = 0; i < 2 * N_UNZIP; i++)
             packed[i] = 0;
-#pragma unroll
+#pragma unroll 1
         for (int pol = 0; pol < 2; pol++) {
             const float2 *z = data + pol * pol_stride + g * (long long)channels;
             const int shift = pol * (bits == 8 ? 16 : 8);
+            const float dn = (pol ? d1 : d0) * inv_n_ch, ph = (pol ? ph1 : ph0) * (float)M_1_PI;
+            unsigned sat = 0;
             float2 zs[N_UNZIP], zc[N_UNZIP];
             load_bins<N_UNZIP>(z, m, s, inv_n_ch, zs, zc);
 #pragma unroll
@@ -156,10 +157,10 @@ __global__ void __launch_bounds__(TILE *ROWS) post_kernel(
                 float2 xk, xnk;
                 int k = p * m + s;
                 combine<N_UNZIP>(zs, zc, p, k, inv_n_ch, &xk, &xnk);
-                packed[p] |= finish(xk, k, pol, gains, dn[pol], ph[pol], bits, &sat[pol]) << shift;
+                packed[p] |= finish(xk, k, pol, gains, dn, ph, bits, &sat) << shift;
                 if (s > 0)
-                    packed[N_UNZIP + p] |= finish(xnk, channels - k, pol, gains, dn[pol], ph[pol],
-                                                  bits, &sat[pol]) << shift;
+                    packed[N_UNZIP + p] |= finish(xnk, channels - k, pol, gains, dn, ph,
+                                                  bits, &sat) << shift;
             }
             if (s == 0) {
                 /* Channels p' m + m/2, stored in mirror slot n - 1 - p'. */
@@ -170,9 +171,11 @@ __global__ void __launch_bounds__(TILE *ROWS) post_kernel(
                     int k = p * m + half;
                     combine<N_UNZIP>(zs, zc, p, k, inv_n_ch, &xk, &xnk);
                     packed[2 * N_UNZIP - 1 - p] |=
-                        finish(xk, k, pol, gains, dn[pol], ph[pol], bits, &sat[pol]) << shift;
+                        finish(xk, k, pol, gains, dn, ph, bits, &sat) << shift;
                 }
             }
+            sat0 += pol ? 0 : sat;
+            sat1 += pol ? sat : 0;
         }
 #pragma unroll
         for (int i = 0; i < 2 * N_UNZIP; i++)
@@ -204,7 +207,7 @@ __global__ void __launch_bounds__(TILE *ROWS) post_kernel(
     }
 
     for (int pol = 0; pol < 2; pol++) {
-        unsigned v = sat[pol];
+        unsigned v = pol ? sat1 : sat0;
         for (int off = 16; off; off >>= 1)
             v += __shfl_down_sync(0xffffffffu, v, off);
         if (lane == 0 && v)

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# On the lent GPU machine (through the device tool, carrying .devdeps):
+# builds the F-engine targets with the nvcc there, runs the feng tests on
+# CPU and GPU (also under compute-sanitizer), then `cbf-bench feng`.
+# Logs and the benchmark table go to $OUT (./out when run by hand).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source scripts/device-env.sh
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+B=build-device-feng
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv \
+    >"$OUT/gpu.txt" 2>&1
+cat "$OUT/gpu.txt"
+{
+    meson setup "$B" >/dev/null && ninja -C "$B" tests/feng/test_feng tools/bench/cbf-bench \
+        ${FENG_EXTRA_TARGETS:-}
+} >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+echo "== build ok"
+rc=0
+for mode in "" --gpu; do
+    "$B/tests/feng/test_feng" $mode >"$OUT/test${mode:-_cpu}.log" 2>&1
+    r=$?
+    echo "== test_feng ${mode:---cpu}: exit $r"
+    grep -E "seed|FAILED|PASSED|ERROR" "$OUT/test${mode:-_cpu}.log" | head -20
+    [ $r -eq 0 ] || rc=1
+done
+if command -v compute-sanitizer >/dev/null; then
+    FENG_SANITIZE=1 timeout 150 compute-sanitizer --tool memcheck --leak-check no \
+        "$B/tests/feng/test_feng" --gpu >"$OUT/memcheck.log" 2>&1
+    echo "== memcheck: exit $? ($(grep -c 'Invalid\|out of bounds' "$OUT/memcheck.log") invalid accesses)"
+    tail -3 "$OUT/memcheck.log"
+fi
+"$B/tools/bench/cbf-bench" feng ${FENG_BENCH_ARGS:-} >"$OUT/bench.md" 2>"$OUT/bench.err"
+echo "== cbf-bench feng: exit $?"
+cat "$OUT/bench.md" "$OUT/bench.err"
+if [ -n "${FENG_AFTER:-}" ]; then
+    eval "$FENG_AFTER"
+fi
+exit $rc

@@ -1,0 +1,286 @@
+/* cbf-bench feng: the wideband F-engine kernels on the GPU, each alone and
+ * chained, against the bandwidth bound of this four-pass design.
+ *
+ * Bytes per input sample (10-bit in, 8-bit out): the FIR reads bits/8 and
+ * writes 4 (float32); cuFFT reads and writes 4 in place; post-processing
+ * reads 4 and writes 1 (two int8 per complex channel, one channel per two
+ * samples). The bound is the device-to-device copy rate measured in the same
+ * run (bytes read + written) divided by those bytes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fft_post.h"
+#include "pfb.h"
+
+#ifdef CBF_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#define MEERKAT_ANT_RATE (2 * 1712e6) /* samples/s of one L-band antenna, both pols */
+
+typedef struct opts {
+    int channels[8], n_channels, taps, bits, reps, unzip;
+    size_t samples; /* per pol per run */
+} opts;
+
+#define CK(call)                                                                      \
+    do {                                                                              \
+        cudaError_t e_ = (call);                                                      \
+        if (e_ != cudaSuccess) {                                                      \
+            fprintf(stderr, "cbf-bench feng: %s: %s\n", #call, cudaGetErrorString(e_)); \
+            return 1;                                                                 \
+        }                                                                             \
+    } while (0)
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median milliseconds of reps runs of fn, after two warm-up runs. */
+typedef int (*step_fn)(void *ctx);
+static int time_ms(step_fn fn, void *ctx, cudaStream_t s, int reps, float *median)
+{
+    cudaEvent_t a, b;
+    float t[64];
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    for (int i = -2; i < reps; i++) {
+        CK(cudaEventRecord(a, s));
+        if (fn(ctx))
+            return 1;
+        CK(cudaEventRecord(b, s));
+        CK(cudaEventSynchronize(b));
+        if (i >= 0)
+            CK(cudaEventElapsedTime(&t[i], a, b));
+    }
+    qsort(t, (size_t)reps, sizeof(float), cmp_float);
+    *median = t[reps / 2];
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return 0;
+}
+
+typedef struct chain {
+    cudaStream_t stream;
+    cbf_pfb_cuda *pfb;
+    cbf_fft_post_cuda *post;
+    cbf_pfb_job job;
+    cbf_fft_post_args args;
+    void *src, *dst; /* copy ceiling */
+    size_t copy_bytes;
+} chain;
+
+static int report(const char *what, int rc, const char *msg)
+{
+    if (rc)
+        fprintf(stderr, "cbf-bench feng: %s: %s\n", what, msg);
+    return rc;
+}
+
+static int do_pfb(void *ctx)
+{
+    chain *c = ctx;
+    char msg[256];
+    return report("pfb", cbf_pfb_cuda_run(c->pfb, &c->job, c->stream, msg, sizeof msg), msg);
+}
+static int do_fft(void *ctx)
+{
+    chain *c = ctx;
+    char msg[256];
+    return report("fft", cbf_fft_post_cuda_fft(c->post, &c->args, msg, sizeof msg), msg);
+}
+static int do_post(void *ctx)
+{
+    chain *c = ctx;
+    char msg[256];
+    return report("post", cbf_fft_post_cuda_post(c->post, &c->args, msg, sizeof msg), msg);
+}
+static int do_chain(void *ctx)
+{
+    return do_pfb(ctx) || do_fft(ctx) || do_post(ctx);
+}
+static int do_copy(void *ctx)
+{
+    chain *c = ctx;
+    CK(cudaMemcpyAsync(c->dst, c->src, c->copy_bytes, cudaMemcpyDeviceToDevice, c->stream));
+    return 0;
+}
+
+static void fill_random(uint8_t *p, size_t n, uint64_t seed)
+{
+    uint64_t x = seed | 1;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        p[i] = (uint8_t)((x * 0x2545f4914f6cdd1dull) >> 56);
+    }
+}
+
+static void row(const char *name, int channels, float ms, double samples, double bytes_per,
+                double copy_rate)
+{
+    double rate = samples / (ms * 1e-3);
+    double bound = copy_rate / bytes_per;
+    printf("| %-6d | %-5s | %9.3f | %8.1f | %7.1f | %8.1f | %5.0f%% |\n", channels, name, ms,
+           rate / 1e9, rate / MEERKAT_ANT_RATE, bound / 1e9, 100.0 * rate / bound);
+}
+
+static int bench_one(const opts *o, int channels, double copy_rate, chain *c)
+{
+    char msg[512];
+    const size_t step = 2 * (size_t)channels, sph = 256;
+    size_t spectra = o->samples / step / sph * sph;
+    if (spectra < sph)
+        spectra = sph;
+    const int unzip = o->unzip ? o->unzip : cbf_pfb_auto_unzip(channels);
+    const size_t in_samples = (spectra + (size_t)o->taps - 1) * step;
+    const size_t in_bytes = cbf_pfb_packed_bytes(in_samples, o->bits);
+    float *weights = malloc(sizeof(float) * step * (size_t)o->taps);
+    uint8_t *host = malloc(in_bytes);
+    uint8_t *d_in[2];
+    float *d_data;
+    void *d_out;
+    cbf_fft_post_config cfg = {channels, unzip, (int)sph, spectra, 8};
+    size_t out_bytes = cbf_fft_post_out_bytes(&cfg);
+    if (!weights || !host)
+        return 1;
+    if (report("weights", cbf_pfb_weights(channels, o->taps, 1.0, CBF_PFB_HANN, weights, msg,
+                                          sizeof msg), msg))
+        return 1;
+    for (int p = 0; p < 2; p++) {
+        CK(cudaMalloc((void **)&d_in[p], in_bytes));
+        fill_random(host, in_bytes, 0x1234567ull + (uint64_t)p * 77 + (uint64_t)channels);
+        CK(cudaMemcpy(d_in[p], host, in_bytes, cudaMemcpyHostToDevice));
+    }
+    CK(cudaMalloc((void **)&d_data, 2 * spectra * step * sizeof(float)));
+    CK(cudaMalloc(&d_out, out_bytes));
+    if (report("pfb plan", cbf_pfb_cuda_create(channels, o->taps, weights, &c->pfb, msg,
+                                               sizeof msg), msg) ||
+        report("fft_post plan", cbf_fft_post_cuda_create(&cfg, c->stream, &c->post, msg,
+                                                         sizeof msg), msg))
+        return 1;
+    memset(&c->job, 0, sizeof c->job);
+    c->job = (cbf_pfb_job){channels, o->taps, o->bits, unzip, {d_in[0], d_in[1]}, in_samples,
+                           {0, 0}, spectra, d_data, spectra * step};
+    c->args = (cbf_fft_post_args){d_data, spectra * step, d_out, {0.1f, -0.2f}, {0.3f, 0.5f}};
+    /* Gains that keep most outputs inside int8, as an observation would. */
+    float *g = malloc(sizeof(float) * 4 * (size_t)channels);
+    for (int i = 0; i < 2 * channels; i++) {
+        g[2 * i] = 0.05f;
+        g[2 * i + 1] = 0.01f;
+    }
+    if (report("gains", cbf_fft_post_cuda_set_gains(c->post, g, msg, sizeof msg), msg))
+        return 1;
+    free(g);
+    float t_pfb, t_fft, t_post, t_chain;
+    if (time_ms(do_pfb, c, c->stream, o->reps, &t_pfb) ||
+        time_ms(do_fft, c, c->stream, o->reps, &t_fft) ||
+        time_ms(do_post, c, c->stream, o->reps, &t_post) ||
+        time_ms(do_chain, c, c->stream, o->reps, &t_chain))
+        return 1;
+    uint64_t power[2], sat[2];
+    if (report("power", cbf_pfb_cuda_power(c->pfb, c->stream, power, msg, sizeof msg), msg) ||
+        report("saturated", cbf_fft_post_cuda_saturated(c->post, sat, msg, sizeof msg), msg))
+        return 1;
+    const double samples = 2.0 * (double)spectra * (double)step, in_b = o->bits / 8.0;
+    row("pfb", channels, t_pfb, samples, in_b + 4, copy_rate);
+    row("fft", channels, t_fft, samples, 8, copy_rate);
+    row("post", channels, t_post, samples, 4 + 1, copy_rate);
+    row("chain", channels, t_chain, samples, in_b + 4 + 8 + 4 + 1, copy_rate);
+    fprintf(stderr, "# %d channels: unzip %d, %zu spectra per pol, last run saturated %llu + %llu\n",
+            channels, unzip, spectra, (unsigned long long)sat[0], (unsigned long long)sat[1]);
+    cbf_pfb_cuda_destroy(c->pfb);
+    cbf_fft_post_cuda_destroy(c->post);
+    cudaFree(d_in[0]);
+    cudaFree(d_in[1]);
+    cudaFree(d_data);
+    cudaFree(d_out);
+    free(weights);
+    free(host);
+    return 0;
+}
+
+static int parse(int argc, char **argv, opts *o)
+{
+    *o = (opts){{4096, 8192, 32768}, 3, 16, 10, 20, 0, (size_t)1 << 28};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !v) {
+            printf("usage: cbf-bench feng [--channels 4096,8192,32768] [--taps 16] [--bits 10]\n"
+                   "                      [--samples 268435456] [--reps 20] [--unzip 0|1|2|4]\n"
+                   "samples: per polarisation per run; unzip 0 chooses as the engine does\n");
+            return strcmp(a, "--help") ? 2 : 1;
+        }
+        i++;
+        if (!strcmp(a, "--channels")) {
+            o->n_channels = 0;
+            for (char *s = v, *e; *s && o->n_channels < 8; s = *e ? e + 1 : e)
+                o->channels[o->n_channels++] = (int)strtol(s, &e, 10);
+        } else if (!strcmp(a, "--taps"))
+            o->taps = atoi(v);
+        else if (!strcmp(a, "--bits"))
+            o->bits = atoi(v);
+        else if (!strcmp(a, "--samples"))
+            o->samples = strtoull(v, NULL, 0);
+        else if (!strcmp(a, "--reps"))
+            o->reps = atoi(v) < 1 ? 1 : atoi(v) > 64 ? 64 : atoi(v);
+        else if (!strcmp(a, "--unzip"))
+            o->unzip = atoi(v);
+        else {
+            fprintf(stderr, "cbf-bench feng: unknown option %s\n", a);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+int cbf_bench_feng(int argc, char **argv)
+{
+    opts o;
+    int rc = parse(argc, argv, &o);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    int dev = 0;
+    struct cudaDeviceProp prop;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+        fprintf(stderr, "cbf-bench feng: no CUDA GPU here\n");
+        return 1;
+    }
+    chain c = {0};
+    CK(cudaStreamCreate(&c.stream));
+    c.copy_bytes = (size_t)1 << 32;
+    CK(cudaMalloc(&c.src, c.copy_bytes));
+    CK(cudaMalloc(&c.dst, c.copy_bytes));
+    CK(cudaMemset(c.src, 0x5a, c.copy_bytes));
+    float t_copy;
+    if (time_ms(do_copy, &c, c.stream, 10, &t_copy))
+        return 1;
+    double copy_rate = 2.0 * (double)c.copy_bytes / (t_copy * 1e-3);
+    cudaFree(c.src);
+    cudaFree(c.dst);
+    printf("GPU: %s (%d SMs); device-to-device copy %.3f TB/s (4 GiB, read + write, median)\n",
+           prop.name, prop.multiProcessorCount, copy_rate / 1e12);
+    printf("taps %d, %d-bit in, 8-bit out, %.0f Msample/s per pol per antenna; rate in Gsample/s "
+           "(both pols); bound = copy rate / bytes moved per sample\n\n",
+           o.taps, o.bits, MEERKAT_ANT_RATE / 2e6);
+    printf("| channels | kernel | ms | Gsample/s | antennas | bound Gsample/s | of bound |\n");
+    printf("| --- | --- | --- | --- | --- | --- | --- |\n");
+    for (int i = 0; i < o.n_channels; i++)
+        if (bench_one(&o, o.channels[i], copy_rate, &c))
+            return 1;
+    cudaStreamDestroy(c.stream);
+    return 0;
+}
+#else
+int cbf_bench_feng(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    fprintf(stderr, "cbf-bench feng: built without CUDA; the F-engine benchmark needs a GPU\n");
+    return 1;
+}
+#endif
