@@ -71,7 +71,8 @@ int cbf_unpack_range(const uint8_t *in, size_t first, size_t n, int bits, int16_
     if (!cbf_pack_bits_ok(bits))
         return fail(msg, msglen, "unpack: bits = %d, supported widths are %d..%d", bits,
                     CBF_PACK_MIN_BITS, CBF_PACK_MAX_BITS);
-    const size_t start_bit = (first / 8) * (size_t)bits + (first % 8) * (size_t)bits;
+    /* Eight samples fill exactly `bits` bytes. */
+    const size_t start_bit = (first / 8) * (size_t)bits * 8 + (first % 8) * (size_t)bits;
     size_t byte = start_bit / 8;
     uint64_t acc = 0;
     int held = 0;
