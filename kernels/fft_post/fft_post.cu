@@ -21,12 +21,17 @@ struct cbf_fft_post_cuda {
     cufftHandle fft;
     int have_fft;
     float2 *gains;                 /* device [channel][pol] */
+    float2 *eff;                   /* device [channel][pol]: gains with delay and phase */
     unsigned long long *sat;       /* device [2] */
     unsigned long long *sat_host;  /* pinned [2] */
 };
 
 #define TILE 32
-#define ROWS 8
+/* Rows of threads per block and blocks per SM, per unzip factor: n = 4
+ * needs ~170 registers for its 16 loads in flight per thread, so it runs
+ * 128-thread blocks, three to an SM. */
+#define ROWS_OF(n) ((n) == 4 ? 4 : 8)
+#define BLOCKS_OF(n) ((n) == 2 ? 2 : 3)
 
 static int cuda_fail(char *msg, size_t msglen, const char *what, cudaError_t e)
 {
@@ -71,8 +76,8 @@ __device__ __forceinline__ int quant(float v, int lim, int *clipped)
 /* X_k and X_(N-k) for k = p m + s, from the bins s and m - s of the n
  * sub-transforms (already loaded, twiddled by exp(-2 pi i r s / N)). */
 template <int N_UNZIP>
-__device__ __forceinline__ void combine(const float2 *zs, const float2 *zc, int p, int k,
-                                        float inv_n_ch, float2 *xk, float2 *xnk)
+__device__ __forceinline__ void combine(const float2 *zs, const float2 *zc, int p, float2 hk,
+                                        float2 *xk, float2 *xnk)
 {
     float2 A = make_float2(0.f, 0.f), B = A;
 #pragma unroll
@@ -85,11 +90,16 @@ __device__ __forceinline__ void combine(const float2 *zs, const float2 *zc, int 
     float2 U = make_float2(0.5f * (A.x + B.x), 0.5f * (A.y + B.y));
     /* V = (A - B) / 2i */
     float2 V = make_float2(0.5f * (A.y - B.y), -0.5f * (A.x - B.x));
-    float sn, cs;
-    sincospif(-(float)k * inv_n_ch, &sn, &cs);
-    float2 tv = cmul(make_float2(cs, sn), V);
+    float2 tv = cmul(hk, V); /* hk = exp(-i pi k / N) */
     *xk = make_float2(U.x + tv.x, U.y + tv.y);
     *xnk = make_float2(U.x - tv.x, -U.y + tv.y);
+}
+
+__device__ __forceinline__ float2 expi_pi(float x)
+{
+    float sn, cs;
+    sincospif(x, &sn, &cs);
+    return make_float2(cs, sn);
 }
 
 template <int N_UNZIP>
@@ -98,22 +108,32 @@ __device__ __forceinline__ void load_bins(const float2 *__restrict__ z, int m, i
 {
 #pragma unroll
     for (int r = 0; r < N_UNZIP; r++) {
-        float sn, cs;
-        sincospif(-2.0f * (float)(r * s) * inv_n_ch, &sn, &cs);
-        float2 tw = make_float2(cs, sn);
+        float2 tw = expi_pi(-2.0f * (float)(r * s) * inv_n_ch);
         zs[r] = cmul(tw, __ldg(z + r * m + s));
         zc[r] = cmul(tw, conj2(__ldg(z + r * m + ((m - s) & (m - 1)))));
     }
 }
 
-/* Delay/phase, gain, quantise one value of one pol; returns its packed bits. */
-__device__ __forceinline__ unsigned finish(float2 x, int k, int pol, const float2 *gains,
-                                          float delay_over_n, float phase_over_pi, int bits,
+/* eff[k][pol] = gain x exp(i (-pi d k / N + phi)): the delay and phase are
+ * fixed for a run, so they are folded into the gains once per run rather
+ * than evaluated again for every spectrum. */
+__global__ void eff_gain_kernel(const float2 *__restrict__ gains, int channels, float d0,
+                                float d1, float ph0, float ph1, float2 *__restrict__ eff)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= 2 * channels)
+        return;
+    int k = i >> 1, pol = i & 1;
+    float d = pol ? d1 : d0, ph = pol ? ph1 : ph0;
+    eff[i] = cmul(gains[i], expi_pi(fmaf(-d / (float)channels, (float)k, ph * (float)M_1_PI)));
+}
+
+/* Gain (with delay and phase), quantise one value of one pol; returns its
+ * packed bits. */
+__device__ __forceinline__ unsigned finish(float2 x, int k, int pol, const float2 *eff, int bits,
                                           unsigned *sat)
 {
-    float sn, cs;
-    sincospif(fmaf(-delay_over_n, (float)k, phase_over_pi), &sn, &cs);
-    x = cmul(cmul(x, make_float2(cs, sn)), __ldg(gains + 2 * k + pol));
+    x = cmul(x, __ldg(eff + 2 * k + pol));
     int clipped = 0, lim = bits == 8 ? 127 : 7;
     int re = quant(x.x, lim, &clipped), im = quant(x.y, lim, &clipped);
     *sat += clipped;
@@ -123,10 +143,10 @@ __device__ __forceinline__ unsigned finish(float2 x, int k, int pol, const float
 }
 
 template <int N_UNZIP>
-__global__ void __launch_bounds__(TILE *ROWS, 2) post_kernel(
+__global__ void __launch_bounds__(TILE *ROWS_OF(N_UNZIP), BLOCKS_OF(N_UNZIP)) post_kernel(
     const float2 *__restrict__ data, long long pol_stride, int channels, long long spectra,
-    int sph, int bits, const float2 *__restrict__ gains, float d0, float d1, float ph0,
-    float ph1, void *out, unsigned long long *sat_count)
+    int sph, int bits, const float2 *__restrict__ eff, void *out,
+    unsigned long long *sat_count)
 {
     __shared__ unsigned tile[2 * N_UNZIP][TILE][TILE + 1];
     const int m = channels / N_UNZIP, half = m / 2;
@@ -134,52 +154,87 @@ __global__ void __launch_bounds__(TILE *ROWS, 2) post_kernel(
     const int s = blockIdx.x * TILE + threadIdx.x;
     const long long g0 = (long long)blockIdx.y * TILE;
     unsigned sat0 = 0, sat1 = 0;
+    constexpr int ROWS = ROWS_OF(N_UNZIP);
+    /* A thread keeps one s for the whole tile: its twiddles are computed once. */
+    float2 tw[N_UNZIP], hk[N_UNZIP];
+#pragma unroll
+    for (int r = 0; r < N_UNZIP; r++) {
+        tw[r] = expi_pi(-2.0f * (float)(r * s) * inv_n_ch);
+        hk[r] = expi_pi(-(float)(r * m + s) * inv_n_ch);
+    }
 
+    /* All loads of a step (both pols, U spectra) are issued before any
+     * arithmetic: the kernel is latency-bound unless enough bytes are in
+     * flight per SM. U = 2 when n = 1 leaves room in the registers. */
+    constexpr int U = N_UNZIP == 1 ? 2 : 1;
 #pragma unroll 1
-    for (int ty = threadIdx.y; ty < TILE; ty += ROWS) {
-        long long g = g0 + ty;
-        if (s >= half || g >= spectra)
-            continue;
-        unsigned packed[2 * N_UNZIP];
+    for (int ty0 = threadIdx.y; ty0 < TILE; ty0 += ROWS * U) {
+        float2 raw_s[U][2][N_UNZIP], raw_c[U][2][N_UNZIP];
 #pragma unroll
-        for (int i = 0; i < 2 * N_UNZIP; i++)
-            packed[i] = 0;
-#pragma unroll 1
-        for (int pol = 0; pol < 2; pol++) {
-            const float2 *z = data + pol * pol_stride + g * (long long)channels;
-            const int shift = pol * (bits == 8 ? 16 : 8);
-            const float dn = (pol ? d1 : d0) * inv_n_ch, ph = (pol ? ph1 : ph0) * (float)M_1_PI;
-            unsigned sat = 0;
-            float2 zs[N_UNZIP], zc[N_UNZIP];
-            load_bins<N_UNZIP>(z, m, s, inv_n_ch, zs, zc);
+        for (int u = 0; u < U; u++) {
+            long long g = g0 + ty0 + u * ROWS;
+            if (s >= half || g >= spectra)
+                continue;
 #pragma unroll
-            for (int p = 0; p < N_UNZIP; p++) {
-                float2 xk, xnk;
-                int k = p * m + s;
-                combine<N_UNZIP>(zs, zc, p, k, inv_n_ch, &xk, &xnk);
-                packed[p] |= finish(xk, k, pol, gains, dn, ph, bits, &sat) << shift;
-                if (s > 0)
-                    packed[N_UNZIP + p] |= finish(xnk, channels - k, pol, gains, dn, ph,
-                                                  bits, &sat) << shift;
+            for (int pol = 0; pol < 2; pol++) {
+                const float2 *z = data + pol * pol_stride + g * (long long)channels;
+#pragma unroll
+                for (int r = 0; r < N_UNZIP; r++) {
+                    raw_s[u][pol][r] = __ldg(z + r * m + s);
+                    raw_c[u][pol][r] = __ldg(z + r * m + ((m - s) & (m - 1)));
+                }
             }
-            if (s == 0) {
-                /* Channels p' m + m/2, stored in mirror slot n - 1 - p'. */
-                load_bins<N_UNZIP>(z, m, half, inv_n_ch, zs, zc);
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int ty = ty0 + u * ROWS;
+            long long g = g0 + ty;
+            if (s >= half || g >= spectra)
+                continue;
+            unsigned packed[2 * N_UNZIP];
+#pragma unroll
+            for (int i = 0; i < 2 * N_UNZIP; i++)
+                packed[i] = 0;
+#pragma unroll
+            for (int pol = 0; pol < 2; pol++) {
+                const int shift = pol * (bits == 8 ? 16 : 8);
+                unsigned sat = 0;
+                float2 zs[N_UNZIP], zc[N_UNZIP];
+#pragma unroll
+                for (int r = 0; r < N_UNZIP; r++) {
+                    zs[r] = cmul(tw[r], raw_s[u][pol][r]);
+                    zc[r] = cmul(tw[r], conj2(raw_c[u][pol][r]));
+                }
 #pragma unroll
                 for (int p = 0; p < N_UNZIP; p++) {
                     float2 xk, xnk;
-                    int k = p * m + half;
-                    combine<N_UNZIP>(zs, zc, p, k, inv_n_ch, &xk, &xnk);
-                    packed[2 * N_UNZIP - 1 - p] |=
-                        finish(xk, k, pol, gains, dn, ph, bits, &sat) << shift;
+                    int k = p * m + s;
+                    combine<N_UNZIP>(zs, zc, p, hk[p], &xk, &xnk);
+                    packed[p] |= finish(xk, k, pol, eff, bits, &sat) << shift;
+                    if (s > 0)
+                        packed[N_UNZIP + p] |= finish(xnk, channels - k, pol, eff, bits, &sat)
+                                               << shift;
                 }
-            }
-            sat0 += pol ? 0 : sat;
-            sat1 += pol ? sat : 0;
-        }
+                if (s == 0) {
+                    /* Channels p' m + m/2, stored in mirror slot n - 1 - p'. */
+                    const float2 *z = data + pol * pol_stride + g * (long long)channels;
+                    load_bins<N_UNZIP>(z, m, half, inv_n_ch, zs, zc);
 #pragma unroll
-        for (int i = 0; i < 2 * N_UNZIP; i++)
-            tile[i][threadIdx.x][ty] = packed[i];
+                    for (int p = 0; p < N_UNZIP; p++) {
+                        float2 xk, xnk;
+                        int k = p * m + half;
+                        combine<N_UNZIP>(zs, zc, p, expi_pi(-(float)k * inv_n_ch), &xk, &xnk);
+                        packed[2 * N_UNZIP - 1 - p] |= finish(xk, k, pol, eff, bits, &sat)
+                                                       << shift;
+                    }
+                }
+                sat0 += pol ? 0 : sat;
+                sat1 += pol ? sat : 0;
+            }
+#pragma unroll
+            for (int i = 0; i < 2 * N_UNZIP; i++)
+                tile[i][threadIdx.x][ty] = packed[i];
+        }
     }
     __syncthreads();
 
@@ -230,6 +285,8 @@ extern "C" int cbf_fft_post_cuda_create(const cbf_fft_post_config *cfg, void *st
     const int N = cfg->channels;
     int m = N / cfg->unzip;
     cudaError_t e = cudaMalloc((void **)&p->gains, sizeof(float2) * 2 * N);
+    if (e == cudaSuccess)
+        e = cudaMalloc((void **)&p->eff, sizeof(float2) * 2 * N);
     if (e == cudaSuccess)
         e = cudaMalloc((void **)&p->sat, 2 * sizeof(unsigned long long));
     if (e == cudaSuccess)
@@ -320,15 +377,18 @@ extern "C" int cbf_fft_post_cuda_post(cbf_fft_post_cuda *plan, const cbf_fft_pos
     const cbf_fft_post_config *c = &plan->cfg;
     const int half = c->channels / c->unzip / 2;
     dim3 grid((unsigned)((half + TILE - 1) / TILE), (unsigned)((c->spectra + TILE - 1) / TILE));
-    dim3 block(TILE, ROWS);
+    dim3 block(TILE, ROWS_OF(c->unzip));
     CUDA_TRY(cudaMemsetAsync(plan->sat, 0, 2 * sizeof(unsigned long long), plan->stream));
+    eff_gain_kernel<<<(2 * c->channels + 255) / 256, 256, 0, plan->stream>>>(
+        plan->gains, c->channels, args->fine_delay[0], args->fine_delay[1], args->phase[0],
+        args->phase[1], plan->eff);
+    CUDA_TRY(cudaGetLastError());
     const float2 *data = (const float2 *)args->data;
     long long ps = (long long)(args->data_pol_stride / 2);
 #define LAUNCH(NU)                                                                           \
     post_kernel<NU><<<grid, block, 0, plan->stream>>>(                                       \
         data, ps, c->channels, (long long)c->spectra, c->spectra_per_heap, c->out_bits,      \
-        plan->gains, args->fine_delay[0], args->fine_delay[1], args->phase[0],               \
-        args->phase[1], args->out, plan->sat)
+        plan->eff, args->out, plan->sat)
     if (c->unzip == 1)
         LAUNCH(1);
     else if (c->unzip == 2)
@@ -365,6 +425,7 @@ extern "C" void cbf_fft_post_cuda_destroy(cbf_fft_post_cuda *plan)
     if (plan->have_fft)
         cufftDestroy(plan->fft);
     cudaFree(plan->gains);
+    cudaFree(plan->eff);
     cudaFree(plan->sat);
     cudaFreeHost(plan->sat_host);
     free(plan);

@@ -30,17 +30,54 @@ struct cbf_pfb_cuda {
         }                                                                                   \
     } while (0)
 
-/* Sample i's bits sit in bytes [bit/8, bit/8 + 1] for every supported width. */
-__device__ __forceinline__ int decode(const uint8_t *__restrict__ in, long long i, int bits)
+/* A column's samples all sit at the same bit position within their bytes
+ * (step x bits is a whole number of bytes), so a thread finds its shift once
+ * and then walks down the column by a fixed byte stride. Two bytes always
+ * hold a sample (widths up to 10, 12, 16); the top bit of the first is the
+ * sample's first bit after the shift. */
+__device__ __forceinline__ int decode_at(const uint8_t *__restrict__ p, int off, int sh, int bits)
 {
-    long long bit = i * bits;
-    unsigned v = ((unsigned)__ldg(in + (bit >> 3)) << 8) | __ldg(in + (bit >> 3) + 1);
-    short top = (short)(unsigned short)(v << (bit & 7));
-    return (int)top >> (16 - bits);
+    unsigned v = ((unsigned)__ldg(p + off) << 8) | __ldg(p + off + 1);
+    return (int)(short)(unsigned short)(v << sh) >> (16 - bits);
+}
+
+__device__ __forceinline__ void add_power(unsigned long long *pw, int v)
+{
+    unsigned a = (unsigned)abs(v);
+    *pw += (unsigned long long)a * a;
+}
+
+/* The window is a ring of TAPS registers indexed (row mod TAPS); the
+ * spectrum loop is unrolled by TAPS so every ring index is a constant and
+ * no register moves are needed. The TAPS rows of one turn are all loaded
+ * before the first is used, to keep enough loads in flight. */
+template <int TAPS, bool TAIL>
+__device__ __forceinline__ void fir_turn(const uint8_t *__restrict__ p, int sh, int bits,
+                                         int row_bytes, int s, int len, float *win,
+                                         const float *wr, float *o, int step,
+                                         unsigned long long *pw)
+{
+    int v[TAPS];
+#pragma unroll
+    for (int u = 0; u < TAPS; u++)
+        v[u] = (!TAIL || s + u < len) ? decode_at(p, (s + u + TAPS - 1) * row_bytes, sh, bits) : 0;
+#pragma unroll
+    for (int u = 0; u < TAPS; u++) {
+        if (TAIL && s + u >= len)
+            break;
+        if (s + u + TAPS - 1 < len)
+            add_power(pw, v[u]);
+        win[(u + TAPS - 1) % TAPS] = (float)v[u];
+        float acc = 0.0f;
+#pragma unroll
+        for (int t = 0; t < TAPS; t++)
+            acc = fmaf(wr[t], win[(u + t) % TAPS], acc);
+        o[(long long)(s + u) * step] = acc;
+    }
 }
 
 template <int TAPS>
-__global__ void __launch_bounds__(128) fir_kernel(
+__global__ void __launch_bounds__(128, 5) fir_kernel(
     const uint8_t *__restrict__ in0, const uint8_t *__restrict__ in1, long long start0,
     long long start1, int bits, const float *__restrict__ w, int step, int log_n, int m,
     long long spectra, int section, float *__restrict__ out, long long pol_stride,
@@ -50,8 +87,9 @@ __global__ void __launch_bounds__(128) fir_kernel(
     const int pol = blockIdx.z;
     const long long s0 = (long long)blockIdx.y * section;
     const int len = (int)min((long long)section, spectra - s0);
-    const uint8_t *in = pol ? in1 : in0;
-    const long long base = (pol ? start1 : start0) + s0 * step + j;
+    const long long bit0 = ((pol ? start1 : start0) + s0 * step + j) * bits;
+    const uint8_t *p = (pol ? in1 : in0) + (bit0 >> 3);
+    const int sh = (int)(bit0 & 7), row_bytes = step / 8 * bits;
 
     float wr[TAPS], win[TAPS];
 #pragma unroll
@@ -60,28 +98,18 @@ __global__ void __launch_bounds__(128) fir_kernel(
     unsigned long long pw = 0;
 #pragma unroll
     for (int t = 0; t < TAPS - 1; t++) {
-        int v = decode(in, base + (long long)t * step, bits);
+        int v = decode_at(p, t * row_bytes, sh, bits);
         win[t] = (float)v;
         if (t < len)
-            pw += (unsigned long long)(v * v);
+            add_power(&pw, v);
     }
     const int i = j >> 1, q = i >> log_n, r = i & ((1 << log_n) - 1);
     float *o = out + pol * pol_stride + s0 * step + 2 * (r * m + q) + (j & 1);
-#pragma unroll 4
-    for (int s = 0; s < len; s++) {
-        int v = decode(in, base + (long long)(s + TAPS - 1) * step, bits);
-        if (s + TAPS - 1 < len)
-            pw += (unsigned long long)(v * v);
-        win[TAPS - 1] = (float)v;
-        float acc = 0.0f;
-#pragma unroll
-        for (int t = 0; t < TAPS; t++)
-            acc = fmaf(wr[t], win[t], acc);
-        o[(long long)s * step] = acc;
-#pragma unroll
-        for (int t = 0; t < TAPS - 1; t++)
-            win[t] = win[t + 1];
-    }
+    int s = 0;
+    for (; s + TAPS <= len; s += TAPS)
+        fir_turn<TAPS, false>(p, sh, bits, row_bytes, s, len, win, wr, o, step, &pw);
+    if (s < len)
+        fir_turn<TAPS, true>(p, sh, bits, row_bytes, s, len, win, wr, o, step, &pw);
     for (int off = 16; off; off >>= 1)
         pw += __shfl_down_sync(0xffffffffu, pw, off);
     if ((threadIdx.x & 31) == 0 && pw)
@@ -162,6 +190,14 @@ extern "C" int cbf_pfb_cuda_run(cbf_pfb_cuda *plan, const cbf_pfb_job *job, void
         section = 4 * job->taps;
     if ((long long)job->spectra / section >= 65535)
         section = ((long long)job->spectra + 65534) / 65535;
+    /* Byte offsets down a column are 32-bit. */
+    long long row_bytes = (long long)step / 8 * job->bits;
+    if ((section + job->taps) * row_bytes >= (1LL << 31)) {
+        if (msg && msglen)
+            snprintf(msg, msglen, "pfb: %zu spectra of %d channels: too many for one call",
+                     job->spectra, job->channels);
+        return CBF_PFB_EINVAL;
+    }
     dim3 grid(step / block, (unsigned)(((long long)job->spectra + section - 1) / section), 2);
     int log_n = job->unzip == 4 ? 2 : job->unzip == 2 ? 1 : 0;
     pick(job->taps)<<<grid, block, 0, (cudaStream_t)stream>>>(
