@@ -1,0 +1,279 @@
+/* dsim: a digitiser simulator. Tones, per-antenna noise and an optional
+ * common (correlated) noise signal, delayed per antenna, quantised to
+ * `bits` and packed as the MeerKAT digitiser payload; see dsim_model.h for
+ * the signal and README.md for parameters. A CPU source on host buffers. */
+#include <cbf/cbf.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "dsim_model.h"
+#include "pack.h"
+
+#define HEAP CBF_DSIM_HEAP_SAMPLES
+
+static const cbf_param_decl params[] = {
+    {"antennas", CBF_PARAM_INT, "1", CBF_RANGE(1, 4096), NULL, "antennas (each with pols x and y)"},
+    {"adc_sample_rate", CBF_PARAM_FLOAT, "1712e6", CBF_RANGE(1, 1e12), NULL,
+     "digitiser sample rate in Hz"},
+    {"bits", CBF_PARAM_INT, "10", CBF_RANGE(2, 16), NULL, "bits per sample"},
+    {"samples_per_chunk", CBF_PARAM_INT, "1048576", CBF_RANGE(4096, 1 << 30), NULL,
+     "samples per antenna and pol in one output buffer; a multiple of 4096 (one heap)"},
+    {"tones", CBF_PARAM_RECORDS, "[{frequency: 284.5e6, amplitude: 0.1}]", CBF_NORANGE,
+     "frequency,amplitude,phase_x=0,phase_y=0",
+     "sinusoids: frequency in Hz, amplitude as a fraction of full scale, phases in radians"},
+    {"noise", CBF_PARAM_FLOAT, "0.05", CBF_RANGE(0, 100), NULL,
+     "independent Gaussian noise RMS per antenna and pol, fraction of full scale"},
+    {"common_noise", CBF_PARAM_FLOAT, "0", CBF_RANGE(0, 100), NULL,
+     "Gaussian noise RMS shared by all antennas (delayed per antenna), fraction of full scale"},
+    {"delays", CBF_PARAM_FLOAT_LIST, "[]", CBF_NORANGE, NULL,
+     "per-antenna delay in samples (fractional for tones, rounded for common noise); [] = 0"},
+    {"seed", CBF_PARAM_INT, "1", CBF_RANGE(0, 9.2e18), NULL, "noise generator seed"},
+    {"start", CBF_PARAM_INT, "0", CBF_RANGE(0, 4.6e18), NULL,
+     "timestamp of the first sample; a multiple of 4096"},
+    {"length", CBF_PARAM_INT, "0", CBF_RANGE(0, 4.6e18), NULL,
+     "samples per antenna and pol to produce, a multiple of samples_per_chunk; 0 = endless"},
+    {"missing", CBF_PARAM_INT_LIST, "[]", CBF_RANGE(0, 4.6e18), NULL,
+     "heap indices (sample index / 4096, counted from sample 0) to flag missing"},
+    {"missing_inputs", CBF_PARAM_INT_LIST, "[]", CBF_RANGE(0, 8191), NULL,
+     "inputs (2 x antenna + pol) the missing heaps apply to; [] = all"},
+    {"buffers", CBF_PARAM_INT, "4", CBF_RANGE(2, 64), NULL, "output buffers in the pool"},
+};
+
+static const cbf_port_decl ports[] = {
+    {"out", CBF_PORT_OUT, "cbf.adc.packed", 0, 0, "packed samples [antenna][pol][byte]"},
+};
+
+typedef struct dsim {
+    cbf_dsim_model *model;
+    cbf_pool *pool;
+    cbf_port *out;
+    int antennas, bits;
+    size_t spc, heaps, heap_bytes;
+    int64_t start, length;
+    size_t n_missing, n_missing_inputs;
+    int64_t *missing;       /* sorted heap indices */
+    uint8_t *input_missing; /* [2 x antennas]: whether `missing` applies */
+    int16_t *scratch;       /* one heap of samples */
+    cbf_counter *c_samples, *c_saturated, *c_missing;
+} dsim;
+
+static int cmp_i64(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int heap_missing(const dsim *s, int input, int64_t heap)
+{
+    if (!s->input_missing[input] || !s->n_missing)
+        return 0;
+    return bsearch(&heap, s->missing, s->n_missing, sizeof *s->missing, cmp_i64) != NULL;
+}
+
+static void dsim_fini(cbf_node *node)
+{
+    dsim *s = cbf_node_state(node);
+    if (!s)
+        return;
+    cbf_dsim_model_free(s->model);
+    free(s->missing);
+    free(s->input_missing);
+    free(s->scratch);
+    free(s);
+    cbf_node_set_state(node, NULL);
+}
+
+static int read_params(dsim *s, const cbf_params *p, cbf_dsim_tone **tones, double **delays,
+                       cbf_dsim_config *cfg, cbf_error *err)
+{
+    s->antennas = (int)cbf_params_int(p, "antennas");
+    s->bits = (int)cbf_params_int(p, "bits");
+    s->spc = (size_t)cbf_params_int(p, "samples_per_chunk");
+    s->start = cbf_params_int(p, "start");
+    s->length = cbf_params_int(p, "length");
+    if (s->spc % HEAP)
+        return cbf_error_set(err, CBF_ECONFIG,
+                             "%s: samples_per_chunk = %zu is not a multiple of the heap (%d)",
+                             cbf_params_where(p, "samples_per_chunk"), s->spc, HEAP);
+    if (s->start % HEAP)
+        return cbf_error_set(err, CBF_ECONFIG, "%s: start = %lld is not a multiple of %d",
+                             cbf_params_where(p, "start"), (long long)s->start, HEAP);
+    if (s->length % (int64_t)s->spc)
+        return cbf_error_set(err, CBF_ECONFIG,
+                             "%s: length = %lld is not a multiple of samples_per_chunk (%zu)",
+                             cbf_params_where(p, "length"), (long long)s->length, s->spc);
+    const size_t nd = cbf_params_len(p, "delays");
+    if (nd != 0 && nd != (size_t)s->antennas)
+        return cbf_error_set(err, CBF_ECONFIG, "%s: delays has %zu values for %d antennas",
+                             cbf_params_where(p, "delays"), nd, s->antennas);
+    const size_t nt = cbf_params_len(p, "tones");
+    *tones = calloc(nt + 1, sizeof **tones);
+    *delays = calloc((size_t)s->antennas, sizeof **delays);
+    s->n_missing = cbf_params_len(p, "missing");
+    s->missing = calloc(s->n_missing + 1, sizeof *s->missing);
+    s->input_missing = calloc(2 * (size_t)s->antennas, 1);
+    s->scratch = malloc(HEAP * sizeof *s->scratch);
+    if (!*tones || !*delays || !s->missing || !s->input_missing || !s->scratch)
+        return cbf_error_set(err, CBF_ENOMEM, "dsim: out of memory");
+    for (size_t k = 0; k < nt; k++) {
+        (*tones)[k].frequency = cbf_params_field(p, "tones", k, "frequency");
+        (*tones)[k].amplitude = cbf_params_field(p, "tones", k, "amplitude");
+        (*tones)[k].phase[0] = cbf_params_field(p, "tones", k, "phase_x");
+        (*tones)[k].phase[1] = cbf_params_field(p, "tones", k, "phase_y");
+    }
+    for (size_t a = 0; a < nd; a++)
+        (*delays)[a] = cbf_params_float_at(p, "delays", a);
+    for (size_t i = 0; i < s->n_missing; i++)
+        s->missing[i] = cbf_params_int_at(p, "missing", i);
+    qsort(s->missing, s->n_missing, sizeof *s->missing, cmp_i64);
+    const size_t ni = cbf_params_len(p, "missing_inputs");
+    for (size_t i = 0; i < ni; i++) {
+        const int64_t in = cbf_params_int_at(p, "missing_inputs", i);
+        if (in >= 2 * (int64_t)s->antennas)
+            return cbf_error_set(err, CBF_ECONFIG,
+                                 "%s: missing_inputs names input %lld of %d (2 x antennas)",
+                                 cbf_params_where(p, "missing_inputs"), (long long)in,
+                                 2 * s->antennas);
+        s->input_missing[in] = 1;
+    }
+    if (ni == 0)
+        memset(s->input_missing, 1, 2 * (size_t)s->antennas);
+    *cfg = (cbf_dsim_config){
+        .antennas = s->antennas,
+        .adc_sample_rate = cbf_params_float(p, "adc_sample_rate"),
+        .bits = s->bits,
+        .n_tones = (int)nt,
+        .tones = *tones,
+        .noise = cbf_params_float(p, "noise"),
+        .common_noise = cbf_params_float(p, "common_noise"),
+        .delays = *delays,
+        .seed = (uint64_t)cbf_params_int(p, "seed"),
+    };
+    return 0;
+}
+
+static int dsim_init(cbf_node *node, cbf_error *err)
+{
+    dsim *s = calloc(1, sizeof *s);
+    if (!s)
+        return cbf_error_set(err, CBF_ENOMEM, "dsim: out of memory");
+    cbf_node_set_state(node, s);
+    const cbf_params *p = cbf_node_params(node);
+    cbf_dsim_tone *tones = NULL;
+    double *delays = NULL;
+    cbf_dsim_config cfg;
+    char msg[256];
+    int rc = read_params(s, p, &tones, &delays, &cfg, err);
+    if (rc == 0 && (rc = cbf_dsim_model_create(&cfg, &s->model, msg, sizeof msg)) != 0)
+        cbf_error_set(err, rc == -2 ? CBF_ENOMEM : CBF_ECONFIG, "%s", msg);
+    free(tones);
+    free(delays);
+    if (rc)
+        return rc;
+
+    s->heaps = s->spc / HEAP;
+    s->heap_bytes = cbf_pack_bytes(HEAP, s->bits);
+    cbf_port_desc d;
+    cbf_port_desc_init(&d, CBF_DTYPE_PACKED, CBF_MEM_HOST);
+    d.bits = s->bits;
+    cbf_port_desc_add_axis(&d, "antenna", (size_t)s->antennas);
+    cbf_port_desc_add_axis(&d, "pol", 2);
+    cbf_port_desc_add_axis(&d, "byte", s->heaps * s->heap_bytes);
+    d.n_present = (size_t)s->antennas * 2 * s->heaps;
+    d.present_axis = "heap";
+    d.timestamp_step = (int64_t)s->spc;
+    cbf_port_desc_set_attr(&d, "adc_sample_rate", cfg.adc_sample_rate);
+    cbf_port_desc_set_attr(&d, "samples_per_chunk", (double)s->spc);
+    cbf_port_desc_set_attr(&d, "heap_samples", HEAP);
+    s->out = cbf_node_port(node, "out", 0);
+    if ((rc = cbf_port_set_desc(s->out, &d, err)) != 0)
+        return rc;
+    cbf_pool_config pc = {
+        .name = "out",
+        .kind = CBF_MEM_HOST,
+        .count = (size_t)cbf_params_int(p, "buffers"),
+        .size = cbf_port_desc_bytes(&d),
+        .n_present = d.n_present,
+        .aux_size = 0,
+    };
+    if ((rc = cbf_node_pool_create(node, &pc, &s->pool, err)) != 0)
+        return rc;
+    s->c_samples = cbf_node_counter(node, "samples");
+    s->c_saturated = cbf_node_counter(node, "saturated");
+    s->c_missing = cbf_node_counter(node, "missing_heaps");
+    return 0;
+}
+
+/* Fills one chunk: every (antenna, pol) stream heap by heap, so a missing
+ * heap costs nothing and its bytes are zero (no data arrived). */
+static void fill(dsim *s, cbf_buffer *buf, int64_t t0)
+{
+    uint8_t *data = buf->data;
+    const size_t stream_bytes = s->heaps * s->heap_bytes;
+    const int64_t heap0 = t0 / HEAP;
+    for (int a = 0; a < s->antennas; a++)
+        for (int pol = 0; pol < 2; pol++) {
+            const int input = 2 * a + pol;
+            for (size_t h = 0; h < s->heaps; h++) {
+                uint8_t *dst = data + (size_t)input * stream_bytes + h * s->heap_bytes;
+                const size_t flag = (size_t)input * s->heaps + h;
+                if (heap_missing(s, input, heap0 + (int64_t)h)) {
+                    memset(dst, 0, s->heap_bytes);
+                    buf->present[flag] = 0;
+                    buf->missing++;
+                    continue;
+                }
+                buf->present[flag] = 1;
+                buf->saturated += cbf_dsim_model_generate(s->model, a, pol,
+                                                          t0 + (int64_t)(h * HEAP), HEAP,
+                                                          s->scratch);
+                /* Cannot fail: the width is checked and values are saturated. */
+                cbf_pack(s->scratch, HEAP, s->bits, dst, NULL, 0);
+            }
+        }
+}
+
+static int dsim_run(cbf_node *node, cbf_error *err)
+{
+    (void)err;
+    dsim *s = cbf_node_state(node);
+    for (uint64_t seq = 0;; seq++) {
+        const int64_t offset = (int64_t)(seq * s->spc);
+        if ((s->length && offset >= s->length) || cbf_node_stopping(node))
+            return 0;
+        cbf_buffer *buf;
+        int rc = cbf_pool_get(s->pool, &buf);
+        if (rc == CBF_ESTOPPED)
+            return 0;
+        if (rc)
+            return cbf_error_set(err, rc, "dsim: no output buffer");
+        buf->timestamp = s->start + offset;
+        buf->seq = seq;
+        buf->n_present = (size_t)s->antennas * 2 * s->heaps;
+        buf->saturated = 0;
+        buf->missing = 0;
+        fill(s, buf, buf->timestamp);
+        cbf_counter_add(s->c_samples, (uint64_t)s->spc);
+        cbf_counter_add(s->c_saturated, buf->saturated);
+        cbf_counter_add(s->c_missing, buf->missing);
+        if (cbf_port_send(s->out, buf) == CBF_ESTOPPED)
+            return 0;
+    }
+}
+
+static const cbf_plugin_desc desc = {
+    .abi = CBF_PLUGIN_ABI,
+    .name = "dsim",
+    .version = "0.1.0",
+    .summary = "digitiser simulator: tones, noise and correlated noise as packed samples",
+    .params = params,
+    .n_params = CBF_COUNT_OF(params),
+    .ports = ports,
+    .n_ports = CBF_COUNT_OF(ports),
+    .init = dsim_init,
+    .run = dsim_run,
+    .fini = dsim_fini,
+};
+
+CBF_PLUGIN_DEFINE(desc)

@@ -1,0 +1,233 @@
+/* dsim_model.c: see dsim_model.h.
+ *
+ * Tones: sin/cos of every sample would dominate the cost (2^20 samples x
+ * pols x antennas x tones per chunk). Instead each tone keeps a table of
+ * exp(2 pi i r j), r = f / fs, for j within a block of CBF_DSIM_HEAP_SAMPLES,
+ * and each block starts from a phasor computed exactly at its first sample,
+ * so a sample costs two multiplies per tone and errors never accumulate
+ * across blocks. Blocks sit at absolute multiples of the block length, so
+ * the value of sample t depends on t alone, not on the chunking. */
+#include "dsim_model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define BLOCK CBF_DSIM_HEAP_SAMPLES
+
+struct cbf_dsim_model {
+    cbf_dsim_config cfg;
+    double full_scale;
+    int32_t lo, hi;
+    double *rate;          /* [tone] cycles per sample, f / fs rounded to double */
+    double *rate_lo;       /* [tone] what that rounding lost: f / fs = rate + rate_lo */
+    double *offset;        /* [antenna][pol][tone] cycles: -r d_a + phi / 2 pi */
+    double *table;         /* [tone][BLOCK][2]: amplitude x FS x exp(2 pi i r j) */
+    int64_t *shift;        /* [antenna] common-noise delay in whole samples */
+};
+
+static int oom(char *msg, size_t msglen)
+{
+    if (msg && msglen)
+        snprintf(msg, msglen, "dsim model: out of memory");
+    return -2;
+}
+
+/* frac((r + r_lo) x t) to within a few ulps for any t < 2^53: r x t is
+ * split exactly into hi + lo with an FMA, and hi's integer part dropped
+ * before the small parts are added; r_lo (f / fs beyond double precision)
+ * matters once t x 1e-16 is no longer negligible, i.e. after hours. */
+static double frac_product2(double r, double r_lo, int64_t t)
+{
+    const double td = (double)t;
+    const double hi = r * td;
+    const double lo = fma(r, td, -hi);
+    const double small = r_lo * td;
+    double f = (hi - floor(hi)) + (lo + (small - floor(small)));
+    return f - floor(f);
+}
+
+static double frac_product(double r, int64_t t)
+{
+    return frac_product2(r, 0.0, t);
+}
+
+static double frac1(double x)
+{
+    return x - floor(x);
+}
+
+int cbf_dsim_model_create(const cbf_dsim_config *cfg, cbf_dsim_model **out, char *msg,
+                          size_t msglen)
+{
+    if (cfg->antennas < 1 || cfg->bits < 2 || cfg->bits > 16 || !(cfg->adc_sample_rate > 0) ||
+        cfg->n_tones < 0) {
+        if (msg && msglen)
+            snprintf(msg, msglen, "dsim model: bad configuration (antennas %d, bits %d)",
+                     cfg->antennas, cfg->bits);
+        return -1;
+    }
+    cbf_dsim_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return oom(msg, msglen);
+    m->cfg = *cfg;
+    m->cfg.tones = NULL;
+    m->cfg.delays = NULL;
+    m->lo = -((int32_t)1 << (cfg->bits - 1));
+    m->hi = ((int32_t)1 << (cfg->bits - 1)) - 1;
+    m->full_scale = (double)m->hi;
+    const size_t nt = (size_t)cfg->n_tones, na = (size_t)cfg->antennas;
+    m->rate = calloc(nt + 1, sizeof *m->rate);
+    m->rate_lo = calloc(nt + 1, sizeof *m->rate_lo);
+    m->offset = calloc(na * 2 * nt + 1, sizeof *m->offset);
+    m->table = calloc(nt * BLOCK * 2 + 1, sizeof *m->table);
+    m->shift = calloc(na, sizeof *m->shift);
+    if (!m->rate || !m->rate_lo || !m->offset || !m->table || !m->shift) {
+        cbf_dsim_model_free(m);
+        return oom(msg, msglen);
+    }
+    for (size_t k = 0; k < nt; k++) {
+        const cbf_dsim_tone *tn = &cfg->tones[k];
+        const double r = tn->frequency / cfg->adc_sample_rate;
+        const double amp = tn->amplitude * m->full_scale;
+        m->rate[k] = r;
+        /* f - r fs is exact (FMA), so this is f / fs - r to double precision. */
+        m->rate_lo[k] = fma(-r, cfg->adc_sample_rate, tn->frequency) / cfg->adc_sample_rate;
+        for (size_t j = 0; j < BLOCK; j++) {
+            const double ph = 2.0 * M_PI * frac_product(r, (int64_t)j);
+            m->table[(k * BLOCK + j) * 2] = amp * cos(ph);
+            m->table[(k * BLOCK + j) * 2 + 1] = amp * sin(ph);
+        }
+        for (size_t a = 0; a < na; a++) {
+            const double d = cfg->delays ? cfg->delays[a] : 0.0;
+            for (int p = 0; p < 2; p++)
+                m->offset[(a * 2 + (size_t)p) * nt + k] =
+                    frac1(-r * d + tn->phase[p] / (2.0 * M_PI));
+        }
+    }
+    for (size_t a = 0; a < na; a++)
+        m->shift[a] = cfg->delays ? (int64_t)llrint(cfg->delays[a]) : 0;
+    *out = m;
+    return 0;
+}
+
+void cbf_dsim_model_free(cbf_dsim_model *m)
+{
+    if (!m)
+        return;
+    free(m->rate);
+    free(m->rate_lo);
+    free(m->offset);
+    free(m->table);
+    free(m->shift);
+    free(m);
+}
+
+static uint64_t mix64(uint64_t z)
+{
+    /* splitmix64's finaliser: a bijection with full avalanche. */
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t stream_key(uint64_t seed, int stream, int pol)
+{
+    const uint64_t id = ((uint64_t)(int64_t)(stream + 1) << 1) | (uint64_t)pol;
+    return mix64(seed ^ mix64(id + 0x632be59bd9b4e019ull));
+}
+
+/* Two independent standard Gaussians for pair q of a stream (Box-Muller):
+ * samples 2q and 2q + 1 share one draw, which halves the transcendental cost. */
+static void gauss_pair(uint64_t key, int64_t q, double *g0, double *g1)
+{
+    const uint64_t c = key + (uint64_t)q * 0x3c6ef372fe94f82aull;
+    const uint64_t h1 = mix64(c + 0x9e3779b97f4a7c15ull);
+    const uint64_t h2 = mix64(c + 0x7f4a7c159e3779b9ull);
+    const double u1 = ((double)(h1 >> 11) + 0.5) * 0x1p-53;   /* (0, 1): log is finite */
+    const double u2 = (double)(h2 >> 11) * 0x1p-53;
+    const double rad = sqrt(-2.0 * log(u1));
+    const double ang = 2.0 * M_PI * u2;
+    *g0 = rad * cos(ang);
+    *g1 = rad * sin(ang);
+}
+
+static int64_t floor_half(int64_t t)
+{
+    return (t - (t & 1)) / 2;
+}
+
+double cbf_dsim_gauss(uint64_t seed, int stream, int pol, int64_t t)
+{
+    double g[2];
+    gauss_pair(stream_key(seed, stream, pol), floor_half(t), &g[0], &g[1]);
+    return g[t & 1];
+}
+
+/* Adds scale x Gaussian(stream, pol, t) for t in [first, first + n). */
+static void add_noise(double *v, uint64_t key, int64_t first, size_t n, double scale)
+{
+    size_t i = 0;
+    double g[2];
+    if (first & 1) {
+        gauss_pair(key, floor_half(first), &g[0], &g[1]);
+        v[i++] += scale * g[1];
+    }
+    for (; i + 1 < n; i += 2) {
+        gauss_pair(key, floor_half(first + (int64_t)i), &g[0], &g[1]);
+        v[i] += scale * g[0];
+        v[i + 1] += scale * g[1];
+    }
+    if (i < n) {
+        gauss_pair(key, floor_half(first + (int64_t)i), &g[0], &g[1]);
+        v[i] += scale * g[0];
+    }
+}
+
+uint64_t cbf_dsim_model_generate(const cbf_dsim_model *m, int antenna, int pol, int64_t first,
+                                 size_t n, int16_t *out)
+{
+    const cbf_dsim_config *c = &m->cfg;
+    const size_t nt = (size_t)c->n_tones;
+    const double *off = &m->offset[((size_t)antenna * 2 + (size_t)pol) * nt];
+    const double fs = m->full_scale;
+    const uint64_t nkey = stream_key(c->seed, antenna, pol);
+    const uint64_t ckey = stream_key(c->seed, -1, pol);
+    double v[BLOCK];
+    uint64_t saturated = 0;
+    size_t done = 0;
+    while (done < n) {
+        const int64_t t = first + (int64_t)done;
+        /* The block holding t, anchored at an absolute multiple of BLOCK. */
+        const int64_t anchor = t - (((t % BLOCK) + BLOCK) % BLOCK);
+        const size_t j0 = (size_t)(t - anchor);
+        const size_t len = (BLOCK - j0 < n - done) ? BLOCK - j0 : n - done;
+        for (size_t i = 0; i < len; i++)
+            v[i] = 0.0;
+        for (size_t k = 0; k < nt; k++) {
+            const double ph = 2.0 * M_PI * frac1(frac_product2(m->rate[k], m->rate_lo[k], anchor) + off[k]);
+            const double zr = cos(ph), zi = sin(ph);
+            const double *w = &m->table[(k * BLOCK + j0) * 2];
+            for (size_t i = 0; i < len; i++)
+                v[i] += zr * w[2 * i] - zi * w[2 * i + 1];
+        }
+        if (c->noise > 0.0)
+            add_noise(v, nkey, t, len, c->noise * fs);
+        if (c->common_noise > 0.0)
+            add_noise(v, ckey, t - m->shift[antenna], len, c->common_noise * fs);
+        for (size_t i = 0; i < len; i++) {
+            /* rint rounds half to even in the default rounding mode. */
+            double r = rint(v[i]);
+            if (r > m->hi) {
+                r = m->hi;
+                saturated++;
+            } else if (r < m->lo) {
+                r = m->lo;
+                saturated++;
+            }
+            out[done + i] = (int16_t)r;
+        }
+        done += len;
+    }
+    return saturated;
+}

@@ -1,0 +1,58 @@
+/* dsim_model.h: the digitiser simulator's signal, as plain functions.
+ *
+ * Sample t (an absolute index on the ADC clock) of antenna a, pol p is
+ *
+ *   v = FS x [ sum_k A_k cos(2 pi f_k (t - d_a) / fs + phi_kp)
+ *              + noise x N(seed, a, p, t)
+ *              + common_noise x C(seed, p, t - round(d_a)) ]
+ *
+ * rounded to nearest (ties to even) and saturated to the signed range of
+ * `bits` bits, where FS = 2^(bits-1) - 1 (amplitude 1 just reaches the
+ * positive extreme), d_a is the antenna's delay in samples (fractional for
+ * tones; rounded for the common noise, which is a sampled sequence), and
+ * N, C are independent standard Gaussians drawn from a counter-based
+ * generator: every value is a pure function of (seed, stream, t), so the
+ * output does not depend on how the stream is cut into chunks. */
+#ifndef CBF_DSIM_MODEL_H
+#define CBF_DSIM_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CBF_DSIM_HEAP_SAMPLES 4096
+
+typedef struct cbf_dsim_tone {
+    double frequency;   /* Hz */
+    double amplitude;   /* fraction of full scale */
+    double phase[2];    /* radians, per pol (x, y) */
+} cbf_dsim_tone;
+
+typedef struct cbf_dsim_config {
+    int antennas;
+    double adc_sample_rate;   /* Hz */
+    int bits;                 /* 2..16 */
+    int n_tones;
+    const cbf_dsim_tone *tones;
+    double noise;             /* Gaussian RMS, fraction of full scale, per antenna */
+    double common_noise;      /* Gaussian RMS of the shared signal */
+    const double *delays;     /* per antenna, samples; NULL: all zero */
+    uint64_t seed;
+} cbf_dsim_config;
+
+typedef struct cbf_dsim_model cbf_dsim_model;
+
+/* Returns 0 or -1 (CBF_EINVAL) / -2 (CBF_ENOMEM) with a message. */
+int cbf_dsim_model_create(const cbf_dsim_config *cfg, cbf_dsim_model **out, char *msg,
+                          size_t msglen);
+void cbf_dsim_model_free(cbf_dsim_model *m);
+
+/* Writes samples [first, first + n) of (antenna, pol) to out and returns
+ * how many of them saturated. */
+uint64_t cbf_dsim_model_generate(const cbf_dsim_model *m, int antenna, int pol, int64_t first,
+                                 size_t n, int16_t *out);
+
+/* The generator's standard Gaussian for a stream (antenna index, or -1 for
+ * the common signal) and pol at sample t. */
+double cbf_dsim_gauss(uint64_t seed, int stream, int pol, int64_t t);
+
+#endif
