@@ -1,0 +1,289 @@
+/* fft_post plugin: "cbf.feng.fir" buffers from pfb through the FFT and the
+ * post-processing of kernels/fft_post, out as "cbf.feng.spectra": int8 (or
+ * packed 4-bit) channelised data, one presence flag per batch of
+ * spectra_per_heap spectra (0 when any spectrum in it touched missing input:
+ * the sender drops that heap), saturation counts and digitiser power.
+ *
+ * The transform runs in place on the input buffer, so pfb.out must feed this
+ * node alone. On the GPU the output is copied to pinned host memory, which
+ * every host consumer (sender, filesink) reads directly. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cbf/cbf.h"
+#include "fft_post.h"
+#ifdef CBF_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+#define MSG 512
+
+typedef struct post_state {
+    cbf_fft_post_config cfg;
+    int gpu;
+    size_t out_bytes;
+    float delay[2], phase[2];
+    cbf_fft_post_cpu *cpu;
+    cbf_fft_post_cuda *cuda;
+    void *stream;
+    void *d_out;            /* device output before the copy to the pinned buffer */
+    cbf_pool *pool;
+    cbf_counter *c_batches, *c_missing, *c_sat[2];
+} post_state;
+
+static const cbf_param_decl params[] = {
+    {"spectra_per_heap", CBF_PARAM_INT, "256", CBF_RANGE(1, 65536), NULL,
+     "spectra per output heap (batch); must divide pfb's spectra_per_buffer"},
+    {"out_bits", CBF_PARAM_CHOICE, "8", CBF_NORANGE, "8|4",
+     "output sample width: 8 (CI8) or 4 (CI4, real in the high nibble)"},
+    {"gain", CBF_PARAM_FLOAT_LIST, "[1.0, 0.0]", CBF_RANGE(-1e9, 1e9), NULL,
+     "complex gain [re, im] for every channel, or [re, im] per channel (2 x channels values)"},
+    {"fine_delay", CBF_PARAM_FLOAT_LIST, "[0.0, 0.0]", CBF_RANGE(-1e6, 1e6), NULL,
+     "fine delay per polarisation in digitiser samples: channel k turns by -pi d k / channels"},
+    {"phase", CBF_PARAM_FLOAT_LIST, "[0.0, 0.0]", CBF_RANGE(-1e6, 1e6), NULL,
+     "fringe phase per polarisation, radians"},
+};
+
+static const cbf_port_decl ports[] = {
+    {"in", CBF_PORT_IN, "cbf.feng.fir", 0, 0, "pfb output (transformed in place)"},
+    {"out", CBF_PORT_OUT, "cbf.feng.spectra", 0, 0,
+     "[batch][channel][spectrum][pol] CI8 or CI4 for one antenna"},
+};
+
+static int kern(int rc, const char *msg, cbf_error *err)
+{
+    return rc ? cbf_error_set(err, rc, "%s", msg) : 0;
+}
+
+#ifdef CBF_HAVE_CUDA
+static int cuda_ok(cudaError_t e, const char *what, cbf_error *err)
+{
+    return e == cudaSuccess ? 0 : cbf_error_set(err, CBF_ECUDA, "%s: %s", what, cudaGetErrorString(e));
+}
+#endif
+
+static int read_list2(const cbf_params *p, const char *name, float out[2], cbf_error *err)
+{
+    if (cbf_params_len(p, name) != 2)
+        return cbf_error_set(err, CBF_ECONFIG, "%s: %s needs two values (pol 0, pol 1)",
+                             cbf_params_where(p, name), name);
+    for (int q = 0; q < 2; q++)
+        out[q] = (float)cbf_params_float_at(p, name, (size_t)q);
+    return 0;
+}
+
+/* [channel][pol][re, im] gains from the `gain` list. */
+static int make_gains(const cbf_params *p, int channels, float **out, cbf_error *err)
+{
+    size_t n = cbf_params_len(p, "gain");
+    if (n != 2 && n != 2 * (size_t)channels)
+        return cbf_error_set(err, CBF_ECONFIG, "%s: gain has %zu values: give [re, im] or "
+                             "2 x channels (%d) values", cbf_params_where(p, "gain"), n,
+                             2 * channels);
+    float *g = malloc(sizeof(float) * 4 * (size_t)channels);
+    if (!g)
+        return cbf_error_set(err, CBF_ENOMEM, "fft_post: gains");
+    for (int k = 0; k < channels; k++)
+        for (int q = 0; q < 2; q++) {
+            size_t src = n == 2 ? 0 : 2 * (size_t)k;
+            g[4 * k + 2 * q] = (float)cbf_params_float_at(p, "gain", src);
+            g[4 * k + 2 * q + 1] = (float)cbf_params_float_at(p, "gain", src + 1);
+        }
+    *out = g;
+    return 0;
+}
+
+static int setup_backend(cbf_node *node, post_state *s, const float *gains, cbf_error *err)
+{
+    char msg[MSG];
+    int rc;
+    s->gpu = cbf_node_use_gpu(node);
+#ifdef CBF_HAVE_CUDA
+    if (s->gpu) {
+        cudaStream_t st;
+        if ((rc = cuda_ok(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "fft_post: stream", err)))
+            return rc;
+        s->stream = st;
+        if ((rc = cuda_ok(cudaMalloc(&s->d_out, s->out_bytes), "fft_post: output cudaMalloc", err)) ||
+            (rc = kern(cbf_fft_post_cuda_create(&s->cfg, s->stream, &s->cuda, msg, MSG), msg, err)))
+            return rc;
+        return kern(cbf_fft_post_cuda_set_gains(s->cuda, gains, msg, MSG), msg, err);
+    }
+#else
+    if (s->gpu)
+        return cbf_error_set(err, CBF_ENOTSUP, "fft_post: built without CUDA");
+#endif
+    if ((rc = kern(cbf_fft_post_cpu_create(&s->cfg, &s->cpu, msg, MSG), msg, err)))
+        return rc;
+    return cbf_fft_post_cpu_set_gains(s->cpu, gains);
+}
+
+static int init(cbf_node *node, cbf_error *err)
+{
+    const cbf_params *p = cbf_node_params(node);
+    post_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return cbf_error_set(err, CBF_ENOMEM, "fft_post: state");
+    cbf_node_set_state(node, s);
+    const cbf_port_desc *in = cbf_port_get_desc(cbf_node_port(node, "in", 0));
+    double channels = 0, unzip = 0, rate = 0, antenna = 0, step = 0;
+    if (cbf_port_desc_get_attr(in, "channels", &channels) || cbf_port_desc_get_attr(in, "unzip", &unzip) ||
+        cbf_port_desc_get_attr(in, "samples_between_spectra", &step) || in->ndim != 3)
+        return cbf_error_set(err, CBF_ECONFIG, "fft_post: input is not a pfb output");
+    cbf_port_desc_get_attr(in, "adc_sample_rate", &rate);
+    cbf_port_desc_get_attr(in, "antenna", &antenna);
+    int rc;
+    s->cfg.channels = (int)channels;
+    s->cfg.unzip = (int)unzip;
+    s->cfg.spectra = in->shape[1];
+    s->cfg.spectra_per_heap = (int)cbf_params_int(p, "spectra_per_heap");
+    s->cfg.out_bits = atoi(cbf_params_string(p, "out_bits"));
+    if (s->cfg.spectra % (size_t)s->cfg.spectra_per_heap)
+        return cbf_error_set(err, CBF_ECONFIG, "%s: spectra_per_heap %d does not divide the "
+                             "%zu spectra of each input buffer (pfb spectra_per_buffer)",
+                             cbf_params_where(p, "spectra_per_heap"), s->cfg.spectra_per_heap,
+                             s->cfg.spectra);
+    char msg[MSG];
+    if ((rc = kern(cbf_fft_post_config_check(&s->cfg, msg, MSG), msg, err)) ||
+        (rc = read_list2(p, "fine_delay", s->delay, err)) || (rc = read_list2(p, "phase", s->phase, err)))
+        return rc;
+    s->out_bytes = cbf_fft_post_out_bytes(&s->cfg);
+    const size_t batches = s->cfg.spectra / (size_t)s->cfg.spectra_per_heap;
+    float *gains = NULL;
+    if ((rc = make_gains(p, s->cfg.channels, &gains, err)))
+        return rc;
+    rc = setup_backend(node, s, gains, err);
+    free(gains);
+    if (rc)
+        return rc;
+    if (!s->gpu && in->mem != CBF_MEM_HOST)
+        return cbf_error_set(err, CBF_ECONFIG, "fft_post: input in %s memory on the CPU path",
+                             cbf_mem_kind_name(in->mem));
+    if (s->gpu && in->mem != CBF_MEM_DEVICE)
+        return cbf_error_set(err, CBF_ECONFIG, "fft_post: GPU path needs device input, got %s",
+                             cbf_mem_kind_name(in->mem));
+
+    cbf_port_desc d;
+    cbf_port_desc_init(&d, s->cfg.out_bits == 8 ? CBF_DTYPE_CI8 : CBF_DTYPE_CI4,
+                       s->gpu ? CBF_MEM_PINNED : CBF_MEM_HOST);
+    cbf_port_desc_add_axis(&d, "batch", batches);
+    cbf_port_desc_add_axis(&d, "channel", (size_t)s->cfg.channels);
+    cbf_port_desc_add_axis(&d, "spectrum", (size_t)s->cfg.spectra_per_heap);
+    cbf_port_desc_add_axis(&d, "pol", 2);
+    d.n_present = batches;
+    d.present_axis = "batch";
+    d.aux_size = 4 * sizeof(uint64_t);
+    d.aux_layout = "u64[pol] saturated, u64[pol] power_sum";
+    d.timestamp_step = in->timestamp_step;
+    cbf_port_desc_set_attr(&d, "channels", channels);
+    cbf_port_desc_set_attr(&d, "spectra_per_heap", s->cfg.spectra_per_heap);
+    cbf_port_desc_set_attr(&d, "samples_between_spectra", step);
+    cbf_port_desc_set_attr(&d, "adc_sample_rate", rate);
+    cbf_port_desc_set_attr(&d, "antenna", antenna);
+    /* First Nyquist zone of a real digitiser: channel 0 at DC of the ADC band. */
+    if (rate > 0)
+        cbf_port_desc_set_attr(&d, "bandwidth", rate / 2);
+    if ((rc = cbf_port_set_desc(cbf_node_port(node, "out", 0), &d, err)))
+        return rc;
+    cbf_pool_config pc = {"out", d.mem, 4, s->out_bytes, batches, d.aux_size};
+    if ((rc = cbf_node_pool_create(node, &pc, &s->pool, err)))
+        return rc;
+    s->c_batches = cbf_node_counter(node, "batches");
+    s->c_missing = cbf_node_counter(node, "missing_batches");
+    s->c_sat[0] = cbf_node_counter(node, "saturated_pol0");
+    s->c_sat[1] = cbf_node_counter(node, "saturated_pol1");
+    return 0;
+}
+
+static int process(post_state *s, cbf_buffer *in, cbf_buffer *out, uint64_t sat[2], cbf_error *err)
+{
+    char msg[MSG];
+    cbf_fft_post_args a = {(float *)in->data, s->cfg.spectra * 2 * (size_t)s->cfg.channels,
+                           out->data, {s->delay[0], s->delay[1]}, {s->phase[0], s->phase[1]}};
+#ifdef CBF_HAVE_CUDA
+    if (s->gpu) {
+        int rc = cbf_buffer_wait_stream(in, s->stream, err);
+        a.out = s->d_out;
+        if (!rc)
+            rc = kern(cbf_fft_post_cuda_run(s->cuda, &a, msg, MSG), msg, err);
+        if (!rc)
+            rc = cuda_ok(cudaMemcpyAsync(out->data, s->d_out, s->out_bytes, cudaMemcpyDeviceToHost,
+                                         (cudaStream_t)s->stream), "fft_post: download", err);
+        /* Waits for the stream: the output is complete when the counts are. */
+        if (!rc)
+            rc = kern(cbf_fft_post_cuda_saturated(s->cuda, sat, msg, MSG), msg, err);
+        return rc;
+    }
+#endif
+    return kern(cbf_fft_post_cpu_run(s->cpu, &a, sat, msg, MSG), msg, err);
+}
+
+static int run(cbf_node *node, cbf_error *err)
+{
+    post_state *s = cbf_node_state(node);
+    cbf_port *in = cbf_node_port(node, "in", 0), *outp = cbf_node_port(node, "out", 0);
+    const size_t batches = s->cfg.spectra / (size_t)s->cfg.spectra_per_heap;
+    for (;;) {
+        cbf_buffer *buf, *out;
+        int rc = cbf_port_recv(in, &buf);
+        if (rc == CBF_EOS)
+            return 0;
+        if (rc)
+            return rc;
+        if ((rc = cbf_pool_get(s->pool, &out))) {
+            cbf_buffer_unref(buf);
+            return rc;
+        }
+        uint64_t sat[2] = {0, 0};
+        rc = process(s, buf, out, sat, err);
+        if (!rc) {
+            cbf_fft_post_batch_presence(buf->present, s->cfg.spectra, s->cfg.spectra_per_heap,
+                                        out->present);
+            out->n_present = batches;
+            out->missing = 0;
+            for (size_t b = 0; b < batches; b++)
+                out->missing += !out->present[b];
+            out->timestamp = buf->timestamp;
+            out->seq = buf->seq;
+            out->saturated = sat[0] + sat[1];
+            uint64_t aux[4] = {sat[0], sat[1], 0, 0};
+            if (buf->aux && buf->aux_size >= 2 * sizeof(uint64_t))
+                memcpy(&aux[2], buf->aux, 2 * sizeof(uint64_t));
+            memcpy(out->aux, aux, sizeof aux);
+            cbf_counter_add(s->c_batches, batches);
+            cbf_counter_add(s->c_missing, out->missing);
+            cbf_counter_add(s->c_sat[0], sat[0]);
+            cbf_counter_add(s->c_sat[1], sat[1]);
+        }
+        cbf_buffer_unref(buf);
+        if (rc) {
+            cbf_buffer_unref(out);
+            return rc;
+        }
+        if ((rc = cbf_port_send(outp, out)))
+            return rc;
+    }
+}
+
+static void fini(cbf_node *node)
+{
+    post_state *s = cbf_node_state(node);
+    if (!s)
+        return;
+    cbf_fft_post_cpu_destroy(s->cpu);
+#ifdef CBF_HAVE_CUDA
+    cbf_fft_post_cuda_destroy(s->cuda);
+    cudaFree(s->d_out);
+    if (s->stream)
+        cudaStreamDestroy((cudaStream_t)s->stream);
+#endif
+    free(s);
+}
+
+static const cbf_plugin_desc desc = {
+    CBF_PLUGIN_ABI, "fft_post", "0.1.0",
+    "wideband FFT, gains, fine delay, quantisation and heap transpose (F-engine back end)",
+    params, CBF_COUNT_OF(params), ports, CBF_COUNT_OF(ports), init, run, fini,
+};
+
+CBF_PLUGIN_DEFINE(desc)

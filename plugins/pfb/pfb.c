@@ -1,0 +1,483 @@
+/* pfb plugin: one antenna of a "cbf.adc.packed" stream through the PFB FIR
+ * (kernels/pfb), out as "cbf.feng.fir" buffers of a fixed number of spectra.
+ *
+ * Input chunks are appended to a staging area per polarisation (on the GPU
+ * this copy is the upload); an output buffer is made as soon as the staging
+ * holds every window it needs, then the samples no later window needs are
+ * dropped by moving the tail to the front of a second staging area. Output
+ * buffers sit at absolute multiples of `spectra_per_buffer` spectra, so the
+ * output does not depend on the input chunk size. Spectrum g of pol p
+ * starts at input sample g x step - coarse_delay[p] (the delay inverted). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cbf/cbf.h"
+#include "pfb.h"
+#ifdef CBF_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+#define MSG 512
+
+typedef struct stage {
+    uint8_t *data[2];     /* packed samples per pol (device memory on the GPU path) */
+    uint8_t *present;     /* [pol][heap] */
+} stage;
+
+typedef struct pfb_state {
+    int channels, taps, bits, unzip, antenna, gpu;
+    size_t step, window, spectra, heap, chunk, n_ant;
+    int64_t delay[2];
+    float *weights;
+    cbf_pfb_cuda *plan;
+    void *stream;
+    stage st[2];
+    int cur;              /* which stage is live */
+    size_t cap;           /* samples a stage holds */
+    int started;
+    int64_t first;        /* absolute sample of the live stage's start */
+    size_t len;           /* samples in it */
+    int64_t next_g;       /* first spectrum of the next output buffer */
+    uint32_t *scratch;
+    cbf_pool *pool;
+    cbf_counter *c_spectra, *c_missing, *c_gaps;
+} pfb_state;
+
+static const cbf_param_decl params[] = {
+    {"channels", CBF_PARAM_INT, "4096", CBF_RANGE(64, 65536), NULL,
+     "output channels (power of two); step = 2 x channels samples per spectrum"},
+    {"taps", CBF_PARAM_INT, "16", CBF_RANGE(1, 16), NULL, "FIR taps per channel"},
+    {"window", CBF_PARAM_CHOICE, "hann", CBF_NORANGE, "hann|rect", "prototype filter window"},
+    {"w_cutoff", CBF_PARAM_FLOAT, "1.0", CBF_RANGE(0.01, 100), NULL,
+     "sinc width scale of the prototype filter (SPEC.md)"},
+    {"antenna", CBF_PARAM_INT, "0", CBF_RANGE(0, 65535), NULL,
+     "which antenna of the input this F-engine channelises"},
+    {"unzip", CBF_PARAM_INT, "0", CBF_RANGE(0, 4), NULL,
+     "FFT unzipping factor 1, 2 or 4; 0 chooses (complex transforms <= 8192 points)"},
+    {"spectra_per_buffer", CBF_PARAM_INT, "256", CBF_RANGE(1, 1 << 20), NULL,
+     "spectra per output buffer (a multiple of fft_post's spectra_per_heap)"},
+    {"coarse_delay", CBF_PARAM_INT_LIST, "[0, 0]", CBF_RANGE(-(1 << 24), 1 << 24), NULL,
+     "whole-sample delay per polarisation: spectrum g reads from sample g x step - delay"},
+};
+
+static const cbf_port_decl ports[] = {
+    {"in", CBF_PORT_IN, "cbf.adc.packed", 0, 0, "digitiser samples (all antennas)"},
+    {"out", CBF_PORT_OUT, "cbf.feng.fir", 0, 0,
+     "FIR output [pol][spectrum][2 x channels] float32, unzipped for fft_post"},
+};
+
+static int attr(const cbf_port_desc *d, const char *name, double *v, cbf_error *err)
+{
+    if (cbf_port_desc_get_attr(d, name, v))
+        return cbf_error_set(err, CBF_ECONFIG, "input has no '%s' attribute", name);
+    return 0;
+}
+
+static int kern(int rc, const char *msg, cbf_error *err)
+{
+    return rc ? cbf_error_set(err, rc, "%s", msg) : 0;
+}
+
+#ifdef CBF_HAVE_CUDA
+static int cuda_ok(cudaError_t e, const char *what, cbf_error *err)
+{
+    if (e == cudaSuccess)
+        return 0;
+    return cbf_error_set(err, CBF_ECUDA, "%s: %s", what, cudaGetErrorString(e));
+}
+#endif
+
+static int alloc_bytes(pfb_state *s, uint8_t **p, size_t n, cbf_error *err)
+{
+#ifdef CBF_HAVE_CUDA
+    if (s->gpu)
+        return cuda_ok(cudaMalloc((void **)p, n), "pfb: staging cudaMalloc", err);
+#endif
+    *p = malloc(n);
+    return *p ? 0 : cbf_error_set(err, CBF_ENOMEM, "pfb: staging of %zu bytes", n);
+}
+
+static void free_bytes(pfb_state *s, uint8_t *p)
+{
+#ifdef CBF_HAVE_CUDA
+    if (s->gpu) {
+        cudaFree(p);
+        return;
+    }
+#endif
+    free(p);
+}
+
+/* Copies n bytes; `kind` is where src lives. Staging is device memory on the
+ * GPU path and host memory otherwise. */
+static int copy_bytes(pfb_state *s, void *dst, const void *src, size_t n, cbf_mem_kind kind,
+                      cbf_error *err)
+{
+#ifdef CBF_HAVE_CUDA
+    if (s->gpu) {
+        enum cudaMemcpyKind k = kind == CBF_MEM_DEVICE ? cudaMemcpyDeviceToDevice
+                                                       : cudaMemcpyHostToDevice;
+        return cuda_ok(cudaMemcpyAsync(dst, src, n, k, (cudaStream_t)s->stream),
+                       "pfb: staging copy", err);
+    }
+#endif
+    if (kind == CBF_MEM_DEVICE)
+        return cbf_error_set(err, CBF_ENOTSUP, "pfb: device input on the CPU path");
+    memcpy(dst, src, n);
+    return 0;
+}
+
+static int init(cbf_node *node, cbf_error *err)
+{
+    const cbf_params *p = cbf_node_params(node);
+    pfb_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return cbf_error_set(err, CBF_ENOMEM, "pfb: state");
+    cbf_node_set_state(node, s);
+    char msg[MSG];
+    s->channels = (int)cbf_params_int(p, "channels");
+    s->taps = (int)cbf_params_int(p, "taps");
+    s->antenna = (int)cbf_params_int(p, "antenna");
+    s->spectra = (size_t)cbf_params_int(p, "spectra_per_buffer");
+    s->unzip = (int)cbf_params_int(p, "unzip");
+    if (s->unzip == 0)
+        s->unzip = cbf_pfb_auto_unzip(s->channels);
+    if ((s->unzip != 1 && s->unzip != 2 && s->unzip != 4) || s->channels / s->unzip < 32)
+        return cbf_error_set(err, CBF_ECONFIG, "%s: unzip %d: must be 0, 1, 2 or 4, with "
+                             "channels / unzip >= 32", cbf_params_where(p, "unzip"), s->unzip);
+    if (cbf_params_len(p, "coarse_delay") != 2)
+        return cbf_error_set(err, CBF_ECONFIG, "%s: coarse_delay needs two values (pol 0, pol 1)",
+                             cbf_params_where(p, "coarse_delay"));
+    for (int q = 0; q < 2; q++)
+        s->delay[q] = cbf_params_int_at(p, "coarse_delay", (size_t)q);
+    s->step = 2 * (size_t)s->channels;
+    s->window = s->step * (size_t)s->taps;
+
+    const cbf_port_desc *in = cbf_port_get_desc(cbf_node_port(node, "in", 0));
+    double rate, spc, heap;
+    int rc;
+    if ((rc = attr(in, "adc_sample_rate", &rate, err)) || (rc = attr(in, "samples_per_chunk", &spc, err)) ||
+        (rc = attr(in, "heap_samples", &heap, err)))
+        return rc;
+    s->bits = in->bits;
+    s->chunk = (size_t)spc;
+    s->heap = (size_t)heap;
+    s->n_ant = in->ndim == 3 ? in->shape[0] : 0;
+    if (in->dtype != CBF_DTYPE_PACKED || in->ndim != 3 || in->shape[1] != 2 ||
+        in->shape[2] != s->chunk * (size_t)s->bits / 8)
+        return cbf_error_set(err, CBF_ECONFIG, "pfb: input is not [antenna][2 pols][bytes] of "
+                             "%zu packed samples", s->chunk);
+    if (!cbf_pfb_bits_ok(s->bits))
+        return cbf_error_set(err, CBF_ECONFIG, "pfb: %d-bit input: supported widths are 2-10, "
+                             "12 and 16", s->bits);
+    if ((size_t)s->antenna >= s->n_ant)
+        return cbf_error_set(err, CBF_ECONFIG, "%s: antenna %d: the input has %zu",
+                             cbf_params_where(p, "antenna"), s->antenna, s->n_ant);
+    if (!s->heap || s->heap % 8 || s->chunk % s->heap || in->n_present != s->n_ant * 2 * (s->chunk / s->heap))
+        return cbf_error_set(err, CBF_ECONFIG, "pfb: input heaps of %zu samples do not tile "
+                             "chunks of %zu with one flag each", s->heap, s->chunk);
+
+    s->weights = malloc(sizeof(float) * s->window);
+    if (!s->weights)
+        return cbf_error_set(err, CBF_ENOMEM, "pfb: weights");
+    const char *win = cbf_params_string(p, "window");
+    rc = cbf_pfb_weights(s->channels, s->taps, cbf_params_float(p, "w_cutoff"),
+                         strcmp(win, "rect") ? CBF_PFB_HANN : CBF_PFB_RECT, s->weights, msg, MSG);
+    if (rc)
+        return cbf_error_set(err, CBF_ECONFIG, "%s: %s", cbf_params_where(p, "channels"), msg);
+
+    s->gpu = cbf_node_use_gpu(node);
+#ifdef CBF_HAVE_CUDA
+    if (s->gpu) {
+        cudaStream_t st;
+        if ((rc = cuda_ok(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "pfb: stream", err)))
+            return rc;
+        s->stream = st;
+        if ((rc = kern(cbf_pfb_cuda_create(s->channels, s->taps, s->weights, &s->plan, msg, MSG), msg, err)))
+            return rc;
+    }
+#else
+    if (s->gpu)
+        return cbf_error_set(err, CBF_ENOTSUP, "pfb: built without CUDA");
+#endif
+    /* A stage holds one output buffer's windows, the spread of the two
+     * delays, an input chunk and a heap of alignment slack on each side. */
+    int64_t spread = s->delay[0] > s->delay[1] ? s->delay[0] - s->delay[1] : s->delay[1] - s->delay[0];
+    s->cap = s->spectra * s->step + s->window + (size_t)spread + s->chunk + 2 * s->heap;
+    s->cap = (s->cap + s->heap - 1) / s->heap * s->heap;
+    size_t heaps = s->cap / s->heap;
+    for (int k = 0; k < 2; k++) {
+        s->st[k].present = calloc(2 * heaps, 1);
+        if (!s->st[k].present)
+            return cbf_error_set(err, CBF_ENOMEM, "pfb: flags");
+        for (int q = 0; q < 2; q++)
+            if ((rc = alloc_bytes(s, &s->st[k].data[q], cbf_pfb_packed_bytes(s->cap, s->bits), err)))
+                return rc;
+    }
+    s->scratch = malloc(sizeof(uint32_t) * (heaps + 1));
+    if (!s->scratch)
+        return cbf_error_set(err, CBF_ENOMEM, "pfb: scratch");
+
+    cbf_port_desc d;
+    cbf_port_desc_init(&d, CBF_DTYPE_F32, s->gpu ? CBF_MEM_DEVICE : CBF_MEM_HOST);
+    cbf_port_desc_add_axis(&d, "pol", 2);
+    cbf_port_desc_add_axis(&d, "spectrum", s->spectra);
+    cbf_port_desc_add_axis(&d, "sample", s->step);
+    d.n_present = s->spectra;
+    d.present_axis = "spectrum";
+    d.aux_size = 2 * sizeof(uint64_t);
+    d.aux_layout = "u64[pol] power_sum";
+    d.timestamp_step = (int64_t)(s->spectra * s->step);
+    cbf_port_desc_set_attr(&d, "channels", s->channels);
+    cbf_port_desc_set_attr(&d, "unzip", s->unzip);
+    cbf_port_desc_set_attr(&d, "taps", s->taps);
+    cbf_port_desc_set_attr(&d, "samples_between_spectra", (double)s->step);
+    cbf_port_desc_set_attr(&d, "adc_sample_rate", rate);
+    cbf_port_desc_set_attr(&d, "antenna", s->antenna);
+    cbf_port_desc_set_attr(&d, "bits", s->bits);
+    cbf_port_desc_set_attr(&d, "coarse_delay_pol0", (double)s->delay[0]);
+    cbf_port_desc_set_attr(&d, "coarse_delay_pol1", (double)s->delay[1]);
+    if ((rc = cbf_port_set_desc(cbf_node_port(node, "out", 0), &d, err)))
+        return rc;
+    cbf_pool_config pc = {"out", d.mem, 4, cbf_port_desc_bytes(&d), d.n_present, d.aux_size};
+    if ((rc = cbf_node_pool_create(node, &pc, &s->pool, err)))
+        return rc;
+    s->c_spectra = cbf_node_counter(node, "spectra");
+    s->c_missing = cbf_node_counter(node, "missing_spectra");
+    s->c_gaps = cbf_node_counter(node, "input_gaps");
+    return 0;
+}
+
+/* Moves the live stage's samples from `keep` (absolute, heap aligned) on
+ * to the front of the other stage. */
+static int shift_stage(pfb_state *s, int64_t keep, cbf_error *err)
+{
+    if (keep <= s->first)
+        return 0;
+    size_t drop = (size_t)(keep - s->first);
+    if (drop > s->len)
+        drop = s->len;
+    size_t left = s->len - drop, heaps = s->cap / s->heap;
+    stage *a = &s->st[s->cur], *b = &s->st[!s->cur];
+    for (int q = 0; q < 2; q++) {
+        int rc = copy_bytes(s, b->data[q], a->data[q] + drop / 8 * (size_t)s->bits,
+                            left / 8 * (size_t)s->bits, s->gpu ? CBF_MEM_DEVICE : CBF_MEM_HOST, err);
+        if (rc)
+            return rc;
+        memcpy(b->present + (size_t)q * heaps, a->present + (size_t)q * heaps + drop / s->heap,
+               left / s->heap);
+    }
+    s->cur = !s->cur;
+    s->first += (int64_t)drop;
+    s->len = left;
+    return 0;
+}
+
+/* Appends `heaps` heaps of one input buffer (or missing ones when buf is
+ * NULL: a gap in the input). */
+static int append(pfb_state *s, const cbf_buffer *buf, size_t heaps, cbf_error *err)
+{
+    stage *a = &s->st[s->cur];
+    size_t cap_heaps = s->cap / s->heap, at = s->len / s->heap;
+    size_t chunk_heaps = s->chunk / s->heap, slab = s->chunk / 8 * (size_t)s->bits;
+    for (int q = 0; q < 2; q++) {
+        size_t idx = ((size_t)s->antenna * 2 + (size_t)q);
+        if (buf) {
+            int rc = copy_bytes(s, a->data[q] + s->len / 8 * (size_t)s->bits,
+                                (const uint8_t *)buf->data + idx * slab, slab, buf->kind, err);
+            if (rc)
+                return rc;
+        }
+        for (size_t h = 0; h < heaps; h++)
+            a->present[(size_t)q * cap_heaps + at + h] =
+                buf ? buf->present[idx * chunk_heaps + h] : 0;
+    }
+    s->len += heaps * s->heap;
+    return 0;
+}
+
+/* Makes the output buffer for spectra [next_g, next_g + spectra). */
+static int produce(cbf_node *node, pfb_state *s, cbf_error *err)
+{
+    char msg[MSG];
+    cbf_buffer *out;
+    int rc = cbf_pool_get(s->pool, &out);
+    if (rc)
+        return rc;
+    int64_t a[2];
+    size_t v0 = 0;
+    for (int q = 0; q < 2; q++) {
+        a[q] = s->next_g * (int64_t)s->step - s->delay[q] - s->first;
+        /* Spectra whose windows begin before the stage are not computed;
+         * their presence flags say missing. */
+        while (a[q] + (int64_t)(v0 * s->step) < 0 && v0 < s->spectra)
+            v0++;
+    }
+    size_t heaps = s->len / s->heap;
+    stage *st = &s->st[s->cur];
+    if ((rc = kern(cbf_pfb_spectrum_presence(st->present, heaps, s->heap, a, s->step, s->window,
+                                             s->spectra, s->scratch, out->present, msg, MSG),
+                   msg, err))) {
+        cbf_buffer_unref(out);
+        return rc;
+    }
+    out->n_present = s->spectra;
+    out->timestamp = s->next_g * (int64_t)s->step;
+    out->seq = (uint64_t)(s->next_g / (int64_t)s->spectra);
+    out->missing = 0;
+    for (size_t i = 0; i < s->spectra; i++)
+        out->missing += !out->present[i];
+    uint64_t power[2] = {0, 0};
+    if (v0 < s->spectra) {
+        cbf_pfb_job job = {s->channels, s->taps, s->bits, s->unzip, {st->data[0], st->data[1]},
+                           s->len, {a[0] + (int64_t)(v0 * s->step), a[1] + (int64_t)(v0 * s->step)},
+                           s->spectra - v0, (float *)out->data + v0 * s->step,
+                           s->spectra * s->step};
+#ifdef CBF_HAVE_CUDA
+        if (s->gpu) {
+            if (!(rc = kern(cbf_pfb_cuda_run(s->plan, &job, s->stream, msg, MSG), msg, err)) &&
+                !(rc = kern(cbf_pfb_cuda_power(s->plan, s->stream, power, msg, MSG), msg, err)))
+                rc = cbf_buffer_record(out, s->stream, err);
+        } else
+#endif
+            rc = kern(cbf_pfb_fir_cpu(&job, s->weights, power, msg, MSG), msg, err);
+        if (rc) {
+            cbf_buffer_unref(out);
+            return rc;
+        }
+    }
+    memcpy(out->aux, power, sizeof power);
+    cbf_counter_add(s->c_spectra, s->spectra);
+    cbf_counter_add(s->c_missing, out->missing);
+    s->next_g += (int64_t)s->spectra;
+    if ((rc = cbf_port_send(cbf_node_port(node, "out", 0), out)))
+        return rc;
+    /* Keep what the next buffer's earliest window needs, from a heap boundary. */
+    int64_t keep = s->next_g * (int64_t)s->step - (s->delay[0] > s->delay[1] ? s->delay[0] : s->delay[1]);
+    keep -= ((keep % (int64_t)s->heap) + (int64_t)s->heap) % (int64_t)s->heap;
+    return shift_stage(s, keep, err);
+}
+
+/* Whether the live stage holds every window of the next output buffer. */
+static int ready(const pfb_state *s)
+{
+    int64_t lo = s->delay[0] < s->delay[1] ? s->delay[0] : s->delay[1];
+    int64_t end = (s->next_g + (int64_t)s->spectra - 1) * (int64_t)s->step - lo + (int64_t)s->window;
+    return end <= s->first + (int64_t)s->len;
+}
+
+/* The first output buffer: the one holding the first spectrum whose
+ * windows begin inside the input, at a multiple of spectra_per_buffer so
+ * that buffers do not depend on the chunking. */
+static void start_at(pfb_state *s, int64_t ts)
+{
+    s->started = 1;
+    s->first = ts;
+    s->len = 0;
+    int64_t hi = s->delay[0] > s->delay[1] ? s->delay[0] : s->delay[1];
+    int64_t g = (ts + hi + (int64_t)s->step - 1) / (int64_t)s->step;
+    if (g < 0)
+        g = 0;
+    s->next_g = g / (int64_t)s->spectra * (int64_t)s->spectra;
+}
+
+/* A gap in the input: missing heaps stand in for it (so the spectra that
+ * touch it go out flagged) unless it is longer than a few output buffers;
+ * then the stream starts afresh at the new timestamp. */
+static int fill_gap(cbf_node *node, pfb_state *s, int64_t ts, cbf_error *err)
+{
+    int64_t expect = s->first + (int64_t)s->len;
+    cbf_counter_add(s->c_gaps, 1);
+    if (ts < expect || ts - expect > (int64_t)(4 * s->spectra * s->step + s->window)) {
+        cbf_log_warn("pfb: input jumps from sample %lld to %lld: restarting", (long long)expect,
+                     (long long)ts);
+        start_at(s, ts);
+        return 0;
+    }
+    for (size_t gap = (size_t)(ts - expect) / s->heap; gap; gap--) {
+        int rc = 0;
+        while (!rc && ready(s))
+            rc = produce(node, s, err);
+        if (!rc && s->len + s->heap + s->chunk > s->cap)
+            rc = cbf_error_set(err, CBF_EINTERNAL, "pfb: staging full while filling a gap");
+        if (!rc)
+            rc = append(s, NULL, 1, err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int take(cbf_node *node, pfb_state *s, cbf_buffer *buf, cbf_error *err)
+{
+    if (buf->timestamp % (int64_t)s->heap)
+        return cbf_error_set(err, CBF_EINVAL, "pfb: input timestamp %lld is not a multiple of "
+                             "the heap size %zu", (long long)buf->timestamp, s->heap);
+    int rc = 0;
+    if (!s->started)
+        start_at(s, buf->timestamp);
+    else if (buf->timestamp != s->first + (int64_t)s->len)
+        rc = fill_gap(node, s, buf->timestamp, err);
+#ifdef CBF_HAVE_CUDA
+    if (!rc && s->gpu && buf->event)
+        rc = cbf_buffer_wait_stream(buf, s->stream, err);
+#endif
+    if (!rc && !s->gpu && buf->kind != CBF_MEM_HOST)
+        rc = cbf_buffer_sync_host(buf, err);
+    if (!rc)
+        rc = append(s, buf, s->chunk / s->heap, err);
+#ifdef CBF_HAVE_CUDA
+    /* The upload must finish before the input buffer goes back. */
+    if (!rc && s->gpu)
+        rc = cuda_ok(cudaStreamSynchronize((cudaStream_t)s->stream), "pfb: upload", err);
+#endif
+    while (!rc && ready(s))
+        rc = produce(node, s, err);
+    return rc;
+}
+
+static int run(cbf_node *node, cbf_error *err)
+{
+    pfb_state *s = cbf_node_state(node);
+    cbf_port *in = cbf_node_port(node, "in", 0);
+    for (;;) {
+        cbf_buffer *buf;
+        int rc = cbf_port_recv(in, &buf);
+        if (rc == CBF_EOS)
+            return 0;
+        if (rc)
+            return rc;
+        rc = take(node, s, buf, err);
+        cbf_buffer_unref(buf);
+        if (rc)
+            return rc;
+    }
+}
+
+static void fini(cbf_node *node)
+{
+    pfb_state *s = cbf_node_state(node);
+    if (!s)
+        return;
+    for (int k = 0; k < 2; k++) {
+        for (int q = 0; q < 2; q++)
+            free_bytes(s, s->st[k].data[q]);
+        free(s->st[k].present);
+    }
+#ifdef CBF_HAVE_CUDA
+    cbf_pfb_cuda_destroy(s->plan);
+    if (s->stream)
+        cudaStreamDestroy((cudaStream_t)s->stream);
+#endif
+    free(s->weights);
+    free(s->scratch);
+    free(s);
+}
+
+static const cbf_plugin_desc desc = {
+    CBF_PLUGIN_ABI, "pfb", "0.1.0",
+    "wideband PFB FIR with packed-sample decode, coarse delay and digitiser power",
+    params, CBF_COUNT_OF(params), ports, CBF_COUNT_OF(ports), init, run, fini,
+};
+
+CBF_PLUGIN_DEFINE(desc)
