@@ -1,0 +1,380 @@
+/* filesink: writes every buffer arriving on its inputs to one HDF5 file.
+ *
+ * Each input edge becomes a group named after the producing node, holding
+ * `data` (one row per buffer along axis 0, complex values as a trailing
+ * axis of 2, packed samples as bytes) and the per-buffer side datasets
+ * timestamp, seq, present, saturated, missing and aux. The descriptor and
+ * the producer's parameters are attributes, so a file explains itself.
+ * See README.md for the layout. */
+#include <cbf/cbf.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "h5util.h"
+
+static const cbf_param_decl params[] = {
+    {"path", CBF_PARAM_STRING, NULL, CBF_NORANGE, NULL,
+     "HDF5 file to write; missing parent folders are created"},
+    {"overwrite", CBF_PARAM_BOOL, "false", CBF_NORANGE, NULL,
+     "replace an existing file (otherwise an existing file is an error)"},
+    {"max_buffers", CBF_PARAM_INT, "0", CBF_RANGE(0, 9.2e18), NULL,
+     "buffers to write per input, later ones are received and dropped; 0 = all"},
+};
+
+static const cbf_port_decl ports[] = {
+    {"in", CBF_PORT_IN, "*", 0, 1, "any buffers; one HDF5 group per edge"},
+};
+
+/* HDF5 is usually built without thread safety: every call from any
+ * filesink node in the process goes through this lock. */
+static pthread_mutex_t h5_lock = PTHREAD_MUTEX_INITIALIZER;
+
+typedef struct input {
+    cbf_node *node;
+    cbf_port *port;
+    cbf_port_desc desc;
+    char group_name[256];
+    hid_t group, data, ts, seq, present, saturated, missing, aux;
+    hid_t type;           /* memory and file type of one scalar of data */
+    int row_rank;
+    hsize_t row[CBF_MAX_DIMS + 1];
+    size_t payload;       /* bytes of a buffer's payload */
+    int expand_ci4;
+    uint8_t *host;        /* staging: device copies and CI4 expansion */
+    uint64_t max, written, dropped, missing_total;
+    pthread_t thread;
+    int threaded;         /* thread was started and must be joined */
+    int rc;
+    cbf_error err;
+} input;
+
+typedef struct filesink {
+    char *path;
+    hid_t file;
+    int n;
+    input *in;
+    cbf_counter *c_written, *c_dropped;
+} filesink;
+
+static hid_t type_of(cbf_dtype t, int *complex)
+{
+    *complex = t == CBF_DTYPE_CI4 || t == CBF_DTYPE_CI8 || t == CBF_DTYPE_CI32 ||
+               t == CBF_DTYPE_CI64 || t == CBF_DTYPE_CF32;
+    switch (t) {
+    case CBF_DTYPE_U8: case CBF_DTYPE_PACKED: return H5T_NATIVE_UINT8;
+    case CBF_DTYPE_I8: case CBF_DTYPE_CI4: case CBF_DTYPE_CI8: return H5T_NATIVE_INT8;
+    case CBF_DTYPE_I16: return H5T_NATIVE_INT16;
+    case CBF_DTYPE_I32: case CBF_DTYPE_CI32: return H5T_NATIVE_INT32;
+    case CBF_DTYPE_I64: case CBF_DTYPE_CI64: return H5T_NATIVE_INT64;
+    case CBF_DTYPE_U64: return H5T_NATIVE_UINT64;
+    case CBF_DTYPE_F32: case CBF_DTYPE_CF32: return H5T_NATIVE_FLOAT;
+    case CBF_DTYPE_F64: return H5T_NATIVE_DOUBLE;
+    }
+    return -1;
+}
+
+/* mkdir -p of path's parent folder. */
+static int make_parents(const char *path)
+{
+    char dir[4096];
+    if (strlen(path) >= sizeof dir)
+        return -1;
+    strcpy(dir, path);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir)
+        return 0;
+    *slash = 0;
+    for (char *p = dir + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    return mkdir(dir, 0777) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+static int write_attrs(input *in, cbf_node *peer, int index)
+{
+    const cbf_port_desc *d = &in->desc;
+    const char *axes[CBF_MAX_DIMS + 2];
+    int k = 0, rc = 0;
+    axes[k++] = "time";
+    for (int i = 0; i < d->ndim; i++)
+        axes[k++] = d->axes[i];
+    if (in->row_rank > d->ndim)
+        axes[k++] = "re_im";
+    rc |= h5u_attr_strings(in->data, "axes", axes, (size_t)k);
+    rc |= h5u_attr_string(in->group, "producer", cbf_node_name(peer));
+    rc |= h5u_attr_string(in->group, "producer_plugin", cbf_node_plugin(peer));
+    rc |= h5u_attr_i64(in->group, "edge", index);
+    rc |= h5u_attr_string(in->group, "dtype", cbf_dtype_name(d->dtype));
+    rc |= h5u_attr_i64(in->group, "bits", d->bits);
+    rc |= h5u_attr_string(in->group, "mem", cbf_mem_kind_name(d->mem));
+    rc |= h5u_attr_string(in->group, "present_axis", d->present_axis ? d->present_axis : "");
+    rc |= h5u_attr_string(in->group, "aux_layout", d->aux_layout ? d->aux_layout : "");
+    rc |= h5u_attr_i64(in->group, "timestamp_step", (long long)d->timestamp_step);
+    for (int i = 0; i < d->n_attrs; i++)
+        rc |= h5u_attr_double(in->group, d->attr_names[i], d->attr_values[i]);
+    const cbf_params *pp = cbf_node_params(peer);
+    hid_t pg = H5Gcreate2(in->group, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (pg < 0)
+        return -1;
+    for (size_t i = 0; pp && i < cbf_params_count(pp); i++)
+        rc |= h5u_attr_string(pg, cbf_params_name_at(pp, i), cbf_params_text_at(pp, i));
+    H5Gclose(pg);
+    return rc ? -1 : 0;
+}
+
+static int open_input(filesink *s, input *in, int index, cbf_error *err)
+{
+    const cbf_port_desc *d = cbf_port_get_desc(in->port);
+    cbf_node *peer = cbf_port_peer(in->port);
+    if (!d || !peer)
+        return cbf_error_set(err, CBF_EINTERNAL, "filesink: input %d has no producer", index);
+    in->desc = *d;
+    int complex;
+    in->type = type_of(d->dtype, &complex);
+    in->expand_ci4 = d->dtype == CBF_DTYPE_CI4;
+    in->row_rank = d->ndim;
+    for (int i = 0; i < d->ndim; i++)
+        in->row[i] = d->shape[i];
+    if (complex)
+        in->row[in->row_rank++] = 2;
+    in->payload = cbf_port_desc_bytes(d);
+    const size_t staged = in->expand_ci4 ? 2 * in->payload : in->payload;
+    if (in->expand_ci4 || d->mem != CBF_MEM_HOST) {
+        in->host = malloc(staged ? staged : 1);
+        if (!in->host)
+            return cbf_error_set(err, CBF_ENOMEM, "filesink: out of memory");
+    }
+    /* Named after the producer; a second edge from the same node gets the
+     * edge index appended, so names stay unique and stable. */
+    snprintf(in->group_name, sizeof in->group_name, "%s", cbf_node_name(peer));
+    for (int j = 0; j < index; j++)
+        if (strcmp(s->in[j].group_name, in->group_name) == 0) {
+            snprintf(in->group_name, sizeof in->group_name, "%s.%d", cbf_node_name(peer),
+                     index);
+            break;
+        }
+    const hsize_t np = d->n_present, na = d->aux_size;
+    in->group = H5Gcreate2(s->file, in->group_name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (in->group < 0 ||
+        (in->data = h5u_create_rows(in->group, "data", in->type, in->row_rank, in->row)) < 0 ||
+        (in->ts = h5u_create_rows(in->group, "timestamp", H5T_NATIVE_INT64, 0, NULL)) < 0 ||
+        (in->seq = h5u_create_rows(in->group, "seq", H5T_NATIVE_UINT64, 0, NULL)) < 0 ||
+        (in->saturated = h5u_create_rows(in->group, "saturated", H5T_NATIVE_UINT64, 0, NULL)) < 0 ||
+        (in->missing = h5u_create_rows(in->group, "missing", H5T_NATIVE_UINT64, 0, NULL)) < 0 ||
+        (np && (in->present = h5u_create_rows(in->group, "present", H5T_NATIVE_UINT8, 1, &np)) < 0) ||
+        (na && (in->aux = h5u_create_rows(in->group, "aux", H5T_NATIVE_UINT8, 1, &na)) < 0) ||
+        write_attrs(in, peer, index) < 0)
+        return cbf_error_set(err, CBF_EIO, "filesink: %s: cannot create group /%s", s->path,
+                             in->group_name);
+    return 0;
+}
+
+static void close_id(hid_t *id, herr_t (*fn)(hid_t))
+{
+    if (*id > 0)
+        fn(*id);
+    *id = -1;
+}
+
+static void filesink_fini(cbf_node *node)
+{
+    filesink *s = cbf_node_state(node);
+    if (!s)
+        return;
+    pthread_mutex_lock(&h5_lock);
+    for (int i = 0; i < s->n && s->in; i++) {
+        input *in = &s->in[i];
+        if (in->data > 0) {
+            char shape[160];
+            int k = snprintf(shape, sizeof shape, "[%llu", (unsigned long long)in->written);
+            for (int j = 0; j < in->row_rank && k < (int)sizeof shape; j++)
+                k += snprintf(shape + k, sizeof shape - (size_t)k, ", %llu",
+                              (unsigned long long)in->row[j]);
+            cbf_log_info("wrote %s:/%s/data %s] %s, %llu buffers (%llu dropped), %llu missing",
+                         s->path, in->group_name, shape, cbf_dtype_name(in->desc.dtype),
+                         (unsigned long long)in->written, (unsigned long long)in->dropped,
+                         (unsigned long long)in->missing_total);
+        }
+        hid_t *ds[] = {&in->data, &in->ts, &in->seq, &in->present, &in->saturated,
+                       &in->missing, &in->aux};
+        for (size_t j = 0; j < sizeof ds / sizeof ds[0]; j++)
+            close_id(ds[j], H5Dclose);
+        close_id(&in->group, H5Gclose);
+        free(in->host);
+    }
+    close_id(&s->file, H5Fclose);
+    pthread_mutex_unlock(&h5_lock);
+    free(s->in);
+    free(s->path);
+    free(s);
+    cbf_node_set_state(node, NULL);
+}
+
+static int create_file(filesink *s, const cbf_params *p, cbf_error *err)
+{
+    const char *where = cbf_params_where(p, "path");
+    struct stat st;
+    if (stat(s->path, &st) == 0 && !cbf_params_bool(p, "overwrite"))
+        return cbf_error_set(err, CBF_ECONFIG,
+                             "%s: filesink: %s exists; remove it, choose another path or set "
+                             "overwrite: true", where, s->path);
+    if (make_parents(s->path) != 0)
+        return cbf_error_set(err, CBF_EIO, "%s: filesink: cannot create the folder of %s: %s",
+                             where, s->path, strerror(errno));
+    s->file = H5Fcreate(s->path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (s->file < 0)
+        return cbf_error_set(err, CBF_EIO, "%s: filesink: cannot create HDF5 file %s", where,
+                             s->path);
+    return h5u_attr_string(s->file, "creator", "cbf filesink") < 0
+               ? cbf_error_set(err, CBF_EIO, "filesink: cannot write to %s", s->path)
+               : 0;
+}
+
+static int filesink_init(cbf_node *node, cbf_error *err)
+{
+    filesink *s = calloc(1, sizeof *s);
+    if (!s)
+        return cbf_error_set(err, CBF_ENOMEM, "filesink: out of memory");
+    s->file = -1;
+    cbf_node_set_state(node, s);
+    const cbf_params *p = cbf_node_params(node);
+    s->path = strdup(cbf_params_string(p, "path"));
+    s->n = cbf_node_port_count(node, "in");
+    s->in = calloc((size_t)(s->n > 0 ? s->n : 1), sizeof *s->in);
+    if (!s->path || !s->in)
+        return cbf_error_set(err, CBF_ENOMEM, "filesink: out of memory");
+    s->c_written = cbf_node_counter(node, "buffers_written");
+    s->c_dropped = cbf_node_counter(node, "buffers_dropped");
+    pthread_mutex_lock(&h5_lock);
+    /* HDF5 would print its error stack to stderr; errors are returned instead. */
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    int rc = create_file(s, p, err);
+    for (int i = 0; rc == 0 && i < s->n; i++) {
+        input *in = &s->in[i];
+        in->node = node;
+        in->port = cbf_node_port(node, "in", i);
+        in->max = (uint64_t)cbf_params_int(p, "max_buffers");
+        in->data = in->ts = in->seq = in->present = in->saturated = in->missing = in->aux = -1;
+        in->group = -1;
+        rc = open_input(s, in, i, err);
+    }
+    pthread_mutex_unlock(&h5_lock);
+    return rc;
+}
+
+/* CI4 holds the real part in the high nibble; HDF5 gets int8 [re, im]. */
+static void expand_ci4(const uint8_t *src, size_t n, int8_t *dst)
+{
+    for (size_t i = 0; i < n; i++) {
+        dst[2 * i] = (int8_t)((int8_t)src[i] >> 4);
+        dst[2 * i + 1] = (int8_t)((int8_t)(uint8_t)(src[i] << 4) >> 4);
+    }
+}
+
+static int write_buffer(filesink *s, input *in, cbf_buffer *b)
+{
+    const void *payload = b->data;
+    if (b->kind != CBF_MEM_HOST) {
+        if (cbf_buffer_copy_to_host(b, in->host, in->payload, &in->err) != 0)
+            return in->err.code;
+        payload = in->host;
+    }
+    if (in->expand_ci4) {
+        /* Expand from the back of the staging area into its front. */
+        uint8_t *packed = in->host + in->payload;
+        memmove(packed, payload, in->payload);
+        expand_ci4(packed, in->payload, (int8_t *)in->host);
+        payload = in->host;
+    }
+    const hsize_t n = in->written, np = in->desc.n_present, na = in->desc.aux_size;
+    int rc = 0;
+    pthread_mutex_lock(&h5_lock);
+    rc |= h5u_append(in->data, in->type, in->row_rank, in->row, n, payload);
+    rc |= h5u_append(in->ts, H5T_NATIVE_INT64, 0, NULL, n, &b->timestamp);
+    rc |= h5u_append(in->seq, H5T_NATIVE_UINT64, 0, NULL, n, &b->seq);
+    rc |= h5u_append(in->saturated, H5T_NATIVE_UINT64, 0, NULL, n, &b->saturated);
+    rc |= h5u_append(in->missing, H5T_NATIVE_UINT64, 0, NULL, n, &b->missing);
+    if (np)
+        rc |= h5u_append(in->present, H5T_NATIVE_UINT8, 1, &np, n, b->present);
+    if (na)
+        rc |= h5u_append(in->aux, H5T_NATIVE_UINT8, 1, &na, n, b->aux);
+    pthread_mutex_unlock(&h5_lock);
+    if (rc)
+        return cbf_error_set(&in->err, CBF_EIO, "filesink: %s: writing buffer %llu of /%s failed",
+                             s->path, (unsigned long long)n, in->group_name);
+    in->written++;
+    in->missing_total += b->missing;
+    cbf_counter_add(s->c_written, 1);
+    return 0;
+}
+
+/* Drains one input to its end. After an error it keeps receiving (and
+ * dropping) so that the producer is never left blocked on a full queue. */
+static void *drain(void *arg)
+{
+    input *in = arg;
+    filesink *s = cbf_node_state(in->node);
+    cbf_log_set_thread_name(cbf_node_name(in->node));
+    for (;;) {
+        cbf_buffer *b;
+        if (cbf_port_recv(in->port, &b) != 0)
+            break;
+        if (in->rc == 0 && (in->max == 0 || in->written < in->max)) {
+            in->rc = write_buffer(s, in, b);
+        } else {
+            in->dropped++;
+            cbf_counter_add(s->c_dropped, 1);
+        }
+        cbf_buffer_unref(b);
+    }
+    return NULL;
+}
+
+static int filesink_run(cbf_node *node, cbf_error *err)
+{
+    filesink *s = cbf_node_state(node);
+    /* One reader per input: reading them in turn from one thread could
+     * stall a fast producer behind a slow one sharing its upstream. */
+    for (int i = 1; i < s->n; i++)
+        s->in[i].threaded = pthread_create(&s->in[i].thread, NULL, drain, &s->in[i]) == 0;
+    for (int i = 0; i < s->n; i++)
+        if (!s->in[i].threaded)
+            drain(&s->in[i]);
+    for (int i = 1; i < s->n; i++)
+        if (s->in[i].threaded)
+            pthread_join(s->in[i].thread, NULL);
+    pthread_mutex_lock(&h5_lock);
+    H5Fflush(s->file, H5F_SCOPE_GLOBAL);
+    pthread_mutex_unlock(&h5_lock);
+    for (int i = 0; i < s->n; i++)
+        if (s->in[i].rc) {
+            *err = s->in[i].err;
+            return s->in[i].rc;
+        }
+    return 0;
+}
+
+static const cbf_plugin_desc desc = {
+    .abi = CBF_PLUGIN_ABI,
+    .name = "filesink",
+    .version = "0.1.0",
+    .summary = "writes any buffers to an HDF5 file, one group per input edge",
+    .params = params,
+    .n_params = CBF_COUNT_OF(params),
+    .ports = ports,
+    .n_ports = CBF_COUNT_OF(ports),
+    .init = filesink_init,
+    .run = filesink_run,
+    .fini = filesink_fini,
+};
+
+CBF_PLUGIN_DEFINE(desc)
