@@ -209,6 +209,8 @@ static int process(post_state *s, cbf_buffer *in, cbf_buffer *out, uint64_t sat[
         if (!rc)
             rc = cuda_ok(cudaMemcpyAsync(out->data, s->d_out, s->out_bytes, cudaMemcpyDeviceToHost,
                                          (cudaStream_t)s->stream), "fft_post: download", err);
+        if (!rc)
+            rc = cbf_buffer_record(out, s->stream, err);
         /* Waits for the stream: the output is complete when the counts are. */
         if (!rc)
             rc = kern(cbf_fft_post_cuda_saturated(s->cuda, sat, msg, MSG), msg, err);
