@@ -1,0 +1,115 @@
+/* pipeline.c: see pipeline.h. */
+#include "pipeline.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+const char *pl_cbf_run(void)
+{
+    static char path[4096];
+    const char *root = getenv("CBF_BUILD_ROOT");
+    if (!root)
+        return NULL;
+    snprintf(path, sizeof path, "%s/tools/cbf-run", root);
+    return access(path, X_OK) == 0 ? path : NULL;
+}
+
+const char *pl_tmpdir(void)
+{
+    static char dir[256];
+    if (!dir[0]) {
+        snprintf(dir, sizeof dir, "/tmp/cbf-test-XXXXXX");
+        if (!mkdtemp(dir))
+            return NULL;
+    }
+    return dir;
+}
+
+int pl_run(const char *name, const char *yaml)
+{
+    char yml[512], cmd[2048];
+    snprintf(yml, sizeof yml, "%s/%s.yaml", pl_tmpdir(), name);
+    FILE *f = fopen(yml, "w");
+    if (!f)
+        return -1;
+    fputs(yaml, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' '%s' > '%s/%s.log' 2>&1", pl_tmpdir(),
+             pl_cbf_run(), yml, pl_tmpdir(), name);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+const char *pl_log(const char *name)
+{
+    static char text[65536];
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.log", pl_tmpdir(), name);
+    text[0] = 0;
+    FILE *f = fopen(path, "r");
+    if (f) {
+        size_t n = fread(text, 1, sizeof text - 1, f);
+        text[n] = 0;
+        fclose(f);
+    }
+    return text;
+}
+
+void *pl_read(hid_t file, const char *path, hid_t memtype, int *rank, hsize_t *dims)
+{
+    hid_t ds = H5Dopen2(file, path, H5P_DEFAULT);
+    if (ds < 0)
+        return NULL;
+    hid_t sp = H5Dget_space(ds);
+    *rank = H5Sget_simple_extent_ndims(sp);
+    void *data = NULL;
+    if (*rank >= 0 && *rank <= 8) {
+        H5Sget_simple_extent_dims(sp, dims, NULL);
+        size_t n = 1;
+        for (int i = 0; i < *rank; i++)
+            n *= (size_t)dims[i];
+        data = malloc(n * H5Tget_size(memtype) + 1);
+        if (data && H5Dread(ds, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
+            free(data);
+            data = NULL;
+        }
+    }
+    H5Sclose(sp);
+    H5Dclose(ds);
+    return data;
+}
+
+int pl_attr_string(hid_t loc, const char *obj, const char *name, size_t i, char *out,
+                   size_t outlen)
+{
+    hid_t a = H5Aopen_by_name(loc, obj, name, H5P_DEFAULT, H5P_DEFAULT);
+    if (a < 0)
+        return -1;
+    hid_t t = H5Aget_type(a), sp = H5Aget_space(a);
+    const size_t len = H5Tget_size(t);
+    hssize_t n = H5Sget_simple_extent_npoints(sp);
+    int rc = -1;
+    char *all = malloc(len * (size_t)n + 1);
+    if (all && (hssize_t)i < n && H5Aread(a, t, all) >= 0) {
+        snprintf(out, outlen, "%.*s", (int)len, all + i * len);
+        rc = 0;
+    }
+    free(all);
+    H5Sclose(sp);
+    H5Tclose(t);
+    H5Aclose(a);
+    return rc;
+}
+
+int pl_attr_double(hid_t loc, const char *obj, const char *name, double *out)
+{
+    hid_t a = H5Aopen_by_name(loc, obj, name, H5P_DEFAULT, H5P_DEFAULT);
+    if (a < 0)
+        return -1;
+    int rc = H5Aread(a, H5T_NATIVE_DOUBLE, out) < 0 ? -1 : 0;
+    H5Aclose(a);
+    return rc;
+}

@@ -1,0 +1,28 @@
+/* pipeline.h: run the built cbf-run on a YAML text and read HDF5 back,
+ * for the dsim and filesink pipeline tests. */
+#ifndef CBF_TEST_PIPELINE_H
+#define CBF_TEST_PIPELINE_H
+
+#include <hdf5.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Path of the built cbf-run, or NULL (then the caller skips with 77). */
+const char *pl_cbf_run(void);
+/* A fresh temporary folder (removed by the OS's tmp cleaning; small). */
+const char *pl_tmpdir(void);
+/* Writes yaml to <tmpdir>/<name>.yaml, runs cbf-run on it with stderr in
+ * <tmpdir>/<name>.log; returns cbf-run's exit status. */
+int pl_run(const char *name, const char *yaml);
+/* The log of the last run of that name, read into a static buffer. */
+const char *pl_log(const char *name);
+
+/* Reads a whole dataset as memtype into a malloc'd block; fills rank and
+ * dims (up to 8). NULL if it is not there. */
+void *pl_read(hid_t file, const char *path, hid_t memtype, int *rank, hsize_t *dims);
+/* A fixed-length string attribute (scalar, or element i of an array). */
+int pl_attr_string(hid_t loc, const char *obj, const char *name, size_t i, char *out,
+                   size_t outlen);
+int pl_attr_double(hid_t loc, const char *obj, const char *name, double *out);
+
+#endif
