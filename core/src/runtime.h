@@ -1,0 +1,120 @@
+/* runtime.h (private to libcbf): what buffer.c, port.c, node.c, engine.c and
+ * the GPU glue share. Symbols here are cbf_rt_* and hidden from the .so's
+ * exported interface: plugins see only the public headers. */
+#ifndef CBF_RUNTIME_H
+#define CBF_RUNTIME_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cbf/buffer.h"
+#include "cbf/graph.h"
+#include "cbf/node.h"
+#include "cbf/port.h"
+#include "graph_model.h"
+
+#define CBF_RT_HIDDEN __attribute__((visibility("hidden")))
+#define CBF_MAX_COUNTERS 16
+#define CBF_COUNTER_NAME_MAX 32
+
+/* ---- clock ---- */
+CBF_RT_HIDDEN uint64_t cbf_rt_now_ns(void);
+
+/* ---- pools (buffer.c) ---- */
+/* Wakes every waiter of the pool; cbf_pool_get returns CBF_ESTOPPED from now on. */
+CBF_RT_HIDDEN void cbf_rt_pool_abort(cbf_pool *pool);
+/* Links pools into a node's list (engine-owned pools). */
+CBF_RT_HIDDEN cbf_pool *cbf_rt_pool_next(cbf_pool *pool);
+CBF_RT_HIDDEN void cbf_rt_pool_set_next(cbf_pool *pool, cbf_pool *next);
+
+/* ---- ports and queues (port.c) ---- */
+struct cbf_port {
+    char name[64];
+    cbf_node *owner;
+    cbf_port_dir dir;
+
+    /* Output: the descriptor, and one consumer input per edge (fan-out). */
+    cbf_port_desc desc;
+    bool desc_set;
+    struct cbf_port **consumers;
+    size_t n_consumers;
+
+    /* Input: the bounded queue of its edge (one mutex per queue). */
+    struct cbf_port *source;
+    pthread_mutex_t mu;
+    pthread_cond_t not_empty, not_full;
+    cbf_buffer **ring;
+    size_t depth, head, count;
+    bool closed;       /* producer finished: EOS once drained */
+    bool detached;     /* consumer finished: later sends are released at once */
+    uint64_t discarded; /* buffers released because the consumer had gone */
+    const atomic_bool *abort;
+};
+
+CBF_RT_HIDDEN int cbf_rt_port_init_input(cbf_port *p, cbf_node *owner, const char *name,
+                                         size_t depth, const atomic_bool *abort, cbf_error *err);
+CBF_RT_HIDDEN void cbf_rt_port_destroy(cbf_port *p);
+/* Producer finished: wake the consumer so it sees EOS after the queue drains. */
+CBF_RT_HIDDEN void cbf_rt_port_close(cbf_port *in);
+/* Consumer finished: release what is queued and everything sent later.
+ * Returns how many buffers were released. */
+CBF_RT_HIDDEN uint64_t cbf_rt_port_detach(cbf_port *in);
+/* Abort: wake everyone blocked on this queue. */
+CBF_RT_HIDDEN void cbf_rt_port_wake(cbf_port *in);
+
+/* ---- nodes (node.c) ---- */
+struct cbf_counter {
+    char name[CBF_COUNTER_NAME_MAX];
+    atomic_uint_least64_t value;
+};
+
+typedef struct cbf_port_slot {
+    const cbf_port_decl *decl;
+    cbf_port **ports;      /* inputs: one per edge in to_index order; outputs: one or none */
+    int n;
+} cbf_port_slot;
+
+struct cbf_node {
+    cbf_engine *engine;
+    const cbf_graph_node *g;
+    void *state;
+    cbf_port_slot *slots;  /* one per plugin port declaration */
+    bool use_gpu;
+    int gpu_device;
+    const atomic_bool *stopping, *aborting;
+
+    cbf_pool *pools;       /* owned, checked by the engine at the end */
+
+    atomic_uint_least64_t buffers_in, buffers_out, bytes_out;
+    atomic_uint_least64_t wait_in_ns, wait_out_ns;
+    atomic_uint_least64_t run_start_ns, run_end_ns;
+
+    struct cbf_counter counters[CBF_MAX_COUNTERS];
+    atomic_int n_counters;
+
+    /* Engine bookkeeping. */
+    bool init_called;
+    pthread_t thread;
+    bool thread_started;
+    int rc;
+    cbf_error err;
+};
+
+/* The node whose thread is calling (NULL outside node threads and init). */
+CBF_RT_HIDDEN cbf_node *cbf_rt_node_current(void);
+CBF_RT_HIDDEN void cbf_rt_node_set_current(cbf_node *n);
+/* Adds blocked time to a node's wait counters (n may be NULL). */
+CBF_RT_HIDDEN void cbf_rt_node_add_wait(cbf_node *n, bool output, uint64_t ns);
+CBF_RT_HIDDEN void cbf_rt_node_stats(const cbf_node *n, uint64_t now_ns, cbf_node_stats *out);
+
+/* ---- GPU glue (gpu_cuda.c / gpu_none.c) ---- */
+CBF_RT_HIDDEN int cbf_rt_gpu_alloc(cbf_mem_kind kind, size_t size, void **out, cbf_error *err);
+CBF_RT_HIDDEN void cbf_rt_gpu_free(cbf_mem_kind kind, void *p);
+CBF_RT_HIDDEN int cbf_rt_gpu_event_create(void **out, cbf_error *err);
+CBF_RT_HIDDEN void cbf_rt_gpu_event_destroy(void *ev);
+CBF_RT_HIDDEN int cbf_rt_gpu_set_device(int device, cbf_error *err);
+CBF_RT_HIDDEN int cbf_rt_gpu_memcpy_d2h(void *dst, const void *src, size_t bytes, cbf_error *err);
+
+#endif

@@ -1,0 +1,42 @@
+/* rt_common.h: shared by the runtime's test plugins.
+ *
+ * The plugins take their settings from params when the loader gave them
+ * (cbf-run with a YAML), else from rt_test_knobs, a struct each plugin
+ * exports so unit tests that build a graph by hand (params NULL) can set it
+ * through dlsym. The same struct reports back what fini saw. */
+#ifndef RT_COMMON_H
+#define RT_COMMON_H
+
+#include <stdint.h>
+#include "cbf/cbf.h"
+
+typedef struct rt_knobs {
+    int64_t count;      /* source: buffers to send, 0 = until stopped */
+    int64_t size;       /* source: bytes per buffer (multiple of 8) */
+    int64_t pool;       /* source: buffers in its pool */
+    int64_t delay_us;   /* sink: time spent on each buffer (a slow consumer) */
+    int64_t fail_at;    /* fail: index of the buffer it fails on */
+    int64_t fail_init;  /* fail: fail in init instead */
+    /* Reported back. */
+    int64_t fini_calls;
+    int64_t pool_free_at_fini;   /* source: buffers back in its pool when fini ran */
+    int64_t pool_max_out;        /* source: most buffers out of its pool at once */
+} rt_knobs;
+
+extern CBF_PLUGIN_EXPORT rt_knobs rt_test_knobs;
+
+static inline int64_t rt_param(const cbf_node *n, const char *name, int64_t fallback)
+{
+    const cbf_params *p = cbf_node_params(n);
+    return p ? cbf_params_int(p, name) : fallback;
+}
+
+/* The payload word i of buffer seq: distinct per buffer and per word, never 0. */
+static inline uint64_t rt_word(uint64_t seq, uint64_t i)
+{
+    return ((seq + 1) * 0x9E3779B97F4A7C15ull) ^ (i * 0xBF58476D1CE4E5B9ull) ^ 0x5555u;
+}
+
+#define RT_TYPE "cbf.test.u64"
+
+#endif

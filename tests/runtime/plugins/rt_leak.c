@@ -1,0 +1,41 @@
+/* rt_leak: a sink that keeps its first buffer forever, on purpose, so the
+ * engine's leak check has something to find. */
+#include "rt_common.h"
+
+CBF_PLUGIN_EXPORT rt_knobs rt_test_knobs;
+
+static int init(cbf_node *n, cbf_error *err)
+{
+    (void)n;
+    (void)err;
+    return CBF_OK;
+}
+
+static int run(cbf_node *n, cbf_error *err)
+{
+    (void)err;
+    cbf_port *in = cbf_node_port(n, "in", 0);
+    for (;;) {
+        cbf_buffer *b;
+        int rc = cbf_port_recv(in, &b);
+        if (rc == CBF_EOS)
+            return CBF_OK;
+        if (rc)
+            return rc;
+        if (cbf_node_state(n))
+            cbf_buffer_unref(b);
+        else
+            cbf_node_set_state(n, b);  /* never released */
+    }
+}
+
+static void fini(cbf_node *n)
+{
+    (void)n;
+    rt_test_knobs.fini_calls++;
+}
+
+static const cbf_port_decl ports[] = {{"in", CBF_PORT_IN, RT_TYPE, 0, 0, "anything"}};
+static const cbf_plugin_desc desc = {CBF_PLUGIN_ABI, "rt_leak", "1", "test: sink that leaks one buffer",
+                                     NULL, 0, ports, CBF_COUNT_OF(ports), init, run, fini};
+CBF_PLUGIN_DEFINE(desc)

@@ -1,0 +1,307 @@
+/* test_engine.c: the engine with the test plugins on hand-built graphs:
+ * end of stream through a chain, back-pressure, fan-out, stop, an error in
+ * a middle node, a leaking sink, init errors, and the GPU decision. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <cmocka.h>
+
+#include "rt_graph.h"
+
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+static rt_knobs *src, *pass, *sink, *leak;
+
+static int setup(void **st)
+{
+    (void)st;
+    src = rt_knobs_of("rt_count");
+    pass = rt_knobs_of("rt_pass");
+    sink = rt_knobs_of("rt_sink");
+    leak = rt_knobs_of("rt_leak");
+    if (!src || !pass || !sink || !leak)
+        return -1;
+    /* Fresh settings per test. */
+    *src = (rt_knobs){.count = 100, .size = 4096, .pool = 4};
+    *pass = (rt_knobs){.fail_at = -1};
+    *sink = (rt_knobs){0};
+    *leak = (rt_knobs){0};
+    return 0;
+}
+
+static const cbf_node_stats *find(const cbf_node_stats *s, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(s[i].name, name))
+            return &s[i];
+    fail_msg("no node '%s' in stats", name);
+    return NULL;
+}
+
+static uint64_t counter(const cbf_node_stats *s, const char *name)
+{
+    for (int i = 0; i < s->n_counters; i++)
+        if (!strcmp(s->counter_names[i], name))
+            return s->counter_values[i];
+    fail_msg("node '%s' has no counter '%s'", s->name, name);
+    return 0;
+}
+
+/* Runs g to the end; returns run's code, stats in st (n_st entries). */
+static int run_graph(cbf_graph *g, cbf_node_stats *st, size_t n_st, cbf_error *err)
+{
+    cbf_engine *e = NULL;
+    int rc = cbf_engine_create(g, &e, err);
+    if (rc)
+        return rc;
+    rc = cbf_engine_run(e, err);
+    assert_int_equal(cbf_engine_stats(e, st, n_st), g->n_nodes);
+    cbf_engine_free(e);
+    return rc;
+}
+
+static void test_chain_eos(void **state)
+{
+    (void)state;
+    const char *nodes[] = {"src", "rt_count", "mid", "rt_pass", "snk", "rt_sink"};
+    rt_edge_spec edges[] = {{"src.out", "mid.in", 2}, {"mid.out", "snk.in", 3}};
+    cbf_graph *g = rt_graph(nodes, 3, edges, 2, CBF_GPU_NONE);
+    assert_non_null(g);
+    cbf_node_stats st[3];
+    cbf_error err;
+    int rc = run_graph(g, st, 3, &err);
+    assert_int_equal(rc, CBF_OK);
+    const cbf_node_stats *s = find(st, 3, "src"), *m = find(st, 3, "mid"), *k = find(st, 3, "snk");
+    assert_int_equal(s->buffers_out, 100);
+    assert_int_equal(counter(s, "sent"), 100);
+    assert_int_equal(m->buffers_in, 100);
+    assert_int_equal(m->buffers_out, 100);
+    assert_int_equal(k->buffers_in, 100);
+    assert_int_equal(counter(k, "received"), 100);
+    assert_int_equal(counter(k, "order_errors"), 0);
+    assert_int_equal(counter(k, "data_errors"), 0);
+    assert_int_equal(s->bytes_out, 100 * 4096);
+    assert_string_equal(k->plugin, "rt_sink");
+    /* Every node's fini ran once; every buffer was back before it did. */
+    assert_int_equal(src->fini_calls, 1);
+    assert_int_equal(pass->fini_calls, 1);
+    assert_int_equal(sink->fini_calls, 1);
+    assert_int_equal(src->pool_free_at_fini, 4);
+    rt_graph_free(g);
+}
+
+static void test_backpressure(void **state)
+{
+    (void)state;
+    src->count = 40;
+    src->pool = 3;
+    sink->delay_us = 3000;
+    const char *nodes[] = {"src", "rt_count", "slow", "rt_sink"};
+    rt_edge_spec edges[] = {{"src.out", "slow.in", 1}};
+    cbf_graph *g = rt_graph(nodes, 2, edges, 1, CBF_GPU_NONE);
+    assert_non_null(g);
+    cbf_node_stats st[2];
+    cbf_error err;
+    assert_int_equal(run_graph(g, st, 2, &err), CBF_OK);
+    const cbf_node_stats *s = find(st, 2, "src"), *k = find(st, 2, "slow");
+    /* 40 buffers at >= 3 ms each take >= 120 ms in the sink; the source can
+     * run ahead by at most pool (3) buffers, so it must spend at least
+     * (40 - 3 - 1) * 3 ms = 108 ms blocked. 80 ms leaves room for timer slack
+     * in the comparison only on the generous side. */
+    assert_true(s->wait_output_s > 0.080);
+    assert_true(k->busy_s > 0.100);
+    assert_int_equal(s->buffers_out, 40);
+    assert_int_equal(k->buffers_in, 40);
+    assert_int_equal(counter(k, "received"), 40);
+    assert_int_equal(counter(k, "order_errors"), 0);
+    assert_int_equal(counter(k, "data_errors"), 0);
+    assert_true(src->pool_max_out <= 3);
+    assert_int_equal(src->pool_free_at_fini, 3);
+    rt_graph_free(g);
+}
+
+static void test_fanout(void **state)
+{
+    (void)state;
+    src->count = 300;
+    src->pool = 5;
+    const char *nodes[] = {"src", "rt_count", "a", "rt_sink", "b", "rt_sink", "c", "rt_pass",
+                           "d", "rt_sink"};
+    rt_edge_spec edges[] = {
+        {"src.out", "a.in", 1}, {"src.out", "b.in", 7}, {"src.out", "c.in", 2}, {"c.out", "d.in", 0}};
+    cbf_graph *g = rt_graph(nodes, 5, edges, 4, CBF_GPU_NONE);
+    assert_non_null(g);
+    cbf_node_stats st[5];
+    cbf_error err;
+    assert_int_equal(run_graph(g, st, 5, &err), CBF_OK);
+    assert_int_equal(find(st, 5, "src")->buffers_out, 300);
+    const char *sinks[] = {"a", "b", "d"};
+    for (size_t i = 0; i < N_OF(sinks); i++) {
+        const cbf_node_stats *k = find(st, 5, sinks[i]);
+        assert_int_equal(counter(k, "received"), 300);
+        assert_int_equal(counter(k, "order_errors"), 0);
+        assert_int_equal(counter(k, "data_errors"), 0);
+    }
+    assert_int_equal(src->pool_free_at_fini, 5);
+    rt_graph_free(g);
+}
+
+static void test_middle_error_unwinds(void **state)
+{
+    (void)state;
+    src->count = 0; /* endless: only the error can end this run */
+    pass->fail_at = 25;
+    const char *nodes[] = {"src", "rt_count", "mid", "rt_pass", "a", "rt_sink", "b", "rt_sink"};
+    rt_edge_spec edges[] = {{"src.out", "mid.in", 2}, {"mid.out", "a.in", 2}, {"src.out", "b.in", 1}};
+    cbf_graph *g = rt_graph(nodes, 4, edges, 3, CBF_GPU_NONE);
+    assert_non_null(g);
+    cbf_node_stats st[4];
+    cbf_error err;
+    int rc = run_graph(g, st, 4, &err);
+    assert_int_equal(rc, CBF_EIO);
+    assert_int_equal(err.code, CBF_EIO);
+    assert_non_null(strstr(err.msg, "test.yaml:13:3: node 'mid' (plugin rt_pass): "));
+    assert_non_null(strstr(err.msg, "failing on purpose at buffer 25"));
+    assert_int_equal(counter(find(st, 4, "mid"), "passed"), 25);
+    assert_int_equal(counter(find(st, 4, "a"), "order_errors"), 0);
+    /* All buffers came back although threads were blocked everywhere. */
+    assert_int_equal(src->pool_free_at_fini, 4);
+    assert_int_equal(src->fini_calls, 1);
+    assert_int_equal(pass->fini_calls, 1);
+    assert_int_equal(sink->fini_calls, 2);
+    rt_graph_free(g);
+}
+
+static void test_leak_reported(void **state)
+{
+    (void)state;
+    src->count = 10;
+    const char *nodes[] = {"src", "rt_count", "hog", "rt_leak"};
+    rt_edge_spec edges[] = {{"src.out", "hog.in", 0}};
+    cbf_graph *g = rt_graph(nodes, 2, edges, 1, CBF_GPU_NONE);
+    assert_non_null(g);
+    cbf_node_stats st[2];
+    cbf_error err;
+    assert_int_equal(run_graph(g, st, 2, &err), CBF_ELEAK);
+    assert_non_null(strstr(err.msg, "pool 'src.out': 1 of 4 buffers never came back"));
+    assert_non_null(strstr(err.msg, "node 'src'"));
+    assert_int_equal(find(st, 2, "hog")->buffers_in, 10);
+    rt_graph_free(g);
+}
+
+typedef struct {
+    cbf_engine *e;
+    int rc;
+    cbf_error err;
+} runner;
+
+static void *run_thread(void *arg)
+{
+    runner *r = arg;
+    r->rc = cbf_engine_run(r->e, &r->err);
+    return NULL;
+}
+
+static void test_stop_drains(void **state)
+{
+    (void)state;
+    src->count = 0;
+    sink->delay_us = 100;
+    const char *nodes[] = {"src", "rt_count", "mid", "rt_pass", "snk", "rt_sink"};
+    rt_edge_spec edges[] = {{"src.out", "mid.in", 3}, {"mid.out", "snk.in", 3}};
+    cbf_graph *g = rt_graph(nodes, 3, edges, 2, CBF_GPU_NONE);
+    assert_non_null(g);
+    runner r = {0};
+    assert_int_equal(cbf_engine_create(g, &r.e, &r.err), CBF_OK);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, run_thread, &r), 0);
+    /* Wait for traffic (a condition, polled), then stop as SIGINT would. */
+    cbf_node_stats st[3];
+    for (;;) {
+        cbf_engine_stats(r.e, st, 3);
+        if (find(st, 3, "snk")->buffers_in >= 50)
+            break;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    cbf_engine_stop(r.e);
+    pthread_join(t, NULL);
+    assert_int_equal(r.rc, CBF_OK);
+    cbf_engine_stats(r.e, st, 3);
+    uint64_t sent = counter(find(st, 3, "src"), "sent");
+    assert_true(sent >= 50);
+    /* Drained: what the source sent, the sink received, in order. */
+    assert_int_equal(counter(find(st, 3, "snk"), "received"), sent);
+    assert_int_equal(counter(find(st, 3, "snk"), "order_errors"), 0);
+    assert_true(cbf_engine_elapsed(r.e) > 0.0);
+    assert_int_equal(src->pool_free_at_fini, 4);
+    cbf_engine_free(r.e);
+    rt_graph_free(g);
+}
+
+static void test_init_error(void **state)
+{
+    (void)state;
+    pass->fail_init = 1;
+    const char *nodes[] = {"src", "rt_count", "mid", "rt_pass", "snk", "rt_sink"};
+    rt_edge_spec edges[] = {{"src.out", "mid.in", 0}, {"mid.out", "snk.in", 0}};
+    cbf_graph *g = rt_graph(nodes, 3, edges, 2, CBF_GPU_NONE);
+    assert_non_null(g);
+    cbf_engine *e = (cbf_engine *)0x1;
+    cbf_error err;
+    assert_int_equal(cbf_engine_create(g, &e, &err), CBF_EINVAL);
+    assert_null(e);
+    assert_string_equal(err.msg, "test.yaml:13:3: node 'mid' (plugin rt_pass): failing init on purpose");
+    /* Initialised nodes (and the failing one) were finalised; later ones never started. */
+    assert_int_equal(src->fini_calls, 1);
+    assert_int_equal(pass->fini_calls, 1);
+    assert_int_equal(sink->fini_calls, 0);
+    rt_graph_free(g);
+}
+
+static void test_gpu_decision(void **state)
+{
+    (void)state;
+    const char *nodes[] = {"src", "rt_count", "snk", "rt_sink"};
+    rt_edge_spec edges[] = {{"src.out", "snk.in", 0}};
+    int have = cbf_gpu_count() > 0;
+    for (int mode = CBF_GPU_AUTO; mode <= CBF_GPU_NONE; mode++) {
+        cbf_graph *g = rt_graph(nodes, 2, edges, 1, (cbf_gpu_mode)mode);
+        assert_non_null(g);
+        cbf_engine *e = NULL;
+        cbf_error err;
+        int64_t fini_before = src->fini_calls;
+        int rc = cbf_engine_create(g, &e, &err);
+        if (mode == CBF_GPU_REQUIRED && !have) {
+            assert_int_equal(rc, CBF_ENOTSUP);
+            assert_null(e);
+            assert_non_null(strstr(err.msg, "test.yaml:1:1: engine: gpu: required"));
+            assert_int_equal(src->fini_calls, fini_before); /* nothing was initialised */
+        } else {
+            assert_int_equal(rc, CBF_OK);
+            assert_int_equal(cbf_engine_run(e, &err), CBF_OK);
+            cbf_engine_free(e);
+        }
+        rt_graph_free(g);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_chain_eos, setup),
+        cmocka_unit_test_setup(test_backpressure, setup),
+        cmocka_unit_test_setup(test_fanout, setup),
+        cmocka_unit_test_setup(test_middle_error_unwinds, setup),
+        cmocka_unit_test_setup(test_leak_reported, setup),
+        cmocka_unit_test_setup(test_stop_drains, setup),
+        cmocka_unit_test_setup(test_init_error, setup),
+        cmocka_unit_test_setup(test_gpu_decision, setup),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
