@@ -4,6 +4,7 @@
  * the signal and README.md for parameters. A CPU source on host buffers. */
 #include <cbf/cbf.h>
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,8 @@ static const cbf_param_decl params[] = {
     {"missing_inputs", CBF_PARAM_INT_LIST, "[]", CBF_RANGE(0, 8191), NULL,
      "inputs (2 x antenna + pol) the missing heaps apply to; [] = all"},
     {"buffers", CBF_PARAM_INT, "4", CBF_RANGE(2, 64), NULL, "output buffers in the pool"},
+    {"threads", CBF_PARAM_INT, "1", CBF_RANGE(1, 64), NULL,
+     "threads generating a chunk (streams are split between them)"},
 };
 
 static const cbf_port_decl ports[] = {
@@ -54,7 +57,8 @@ typedef struct dsim {
     size_t n_missing, n_missing_inputs;
     int64_t *missing;       /* sorted heap indices */
     uint8_t *input_missing; /* [2 x antennas]: whether `missing` applies */
-    int16_t *scratch;       /* one heap of samples */
+    int threads;
+    int16_t *scratch;       /* one heap of samples per thread */
     cbf_counter *c_samples, *c_saturated, *c_missing;
 } dsim;
 
@@ -113,7 +117,8 @@ static int read_params(dsim *s, const cbf_params *p, cbf_dsim_tone **tones, doub
     s->n_missing = cbf_params_len(p, "missing");
     s->missing = calloc(s->n_missing + 1, sizeof *s->missing);
     s->input_missing = calloc(2 * (size_t)s->antennas, 1);
-    s->scratch = malloc(HEAP * sizeof *s->scratch);
+    s->threads = (int)cbf_params_int(p, "threads");
+    s->scratch = malloc((size_t)s->threads * HEAP * sizeof *s->scratch);
     if (!*tones || !*delays || !s->missing || !s->input_missing || !s->scratch)
         return cbf_error_set(err, CBF_ENOMEM, "dsim: out of memory");
     for (size_t k = 0; k < nt; k++) {
@@ -205,33 +210,65 @@ static int dsim_init(cbf_node *node, cbf_error *err)
     return 0;
 }
 
-/* Fills one chunk: every (antenna, pol) stream heap by heap, so a missing
- * heap costs nothing and its bytes are zero (no data arrived). */
-static void fill(dsim *s, cbf_buffer *buf, int64_t t0)
+/* One thread's share of a chunk: streams k, k + threads, ... */
+typedef struct share {
+    dsim *s;
+    cbf_buffer *buf;
+    int k;
+    uint64_t saturated, missing;
+} share;
+
+/* Fills streams heap by heap, so a missing heap costs nothing and its
+ * bytes are zero (no data arrived). Threads write disjoint streams, flags
+ * and counters, so they need no locks. */
+static void *fill_share(void *arg)
 {
-    uint8_t *data = buf->data;
+    share *sh = arg;
+    dsim *s = sh->s;
+    uint8_t *data = sh->buf->data;
+    int16_t *scratch = s->scratch + (size_t)sh->k * HEAP;
     const size_t stream_bytes = s->heaps * s->heap_bytes;
-    const int64_t heap0 = t0 / HEAP;
-    for (int a = 0; a < s->antennas; a++)
-        for (int pol = 0; pol < 2; pol++) {
-            const int input = 2 * a + pol;
-            for (size_t h = 0; h < s->heaps; h++) {
-                uint8_t *dst = data + (size_t)input * stream_bytes + h * s->heap_bytes;
-                const size_t flag = (size_t)input * s->heaps + h;
-                if (heap_missing(s, input, heap0 + (int64_t)h)) {
-                    memset(dst, 0, s->heap_bytes);
-                    buf->present[flag] = 0;
-                    buf->missing++;
-                    continue;
-                }
-                buf->present[flag] = 1;
-                buf->saturated += cbf_dsim_model_generate(s->model, a, pol,
-                                                          t0 + (int64_t)(h * HEAP), HEAP,
-                                                          s->scratch);
-                /* Cannot fail: the width is checked and values are saturated. */
-                cbf_pack(s->scratch, HEAP, s->bits, dst, NULL, 0);
+    const int64_t t0 = sh->buf->timestamp, heap0 = t0 / HEAP;
+    for (int input = sh->k; input < 2 * s->antennas; input += s->threads) {
+        for (size_t h = 0; h < s->heaps; h++) {
+            uint8_t *dst = data + (size_t)input * stream_bytes + h * s->heap_bytes;
+            const size_t flag = (size_t)input * s->heaps + h;
+            if (heap_missing(s, input, heap0 + (int64_t)h)) {
+                memset(dst, 0, s->heap_bytes);
+                sh->buf->present[flag] = 0;
+                sh->missing++;
+                continue;
             }
+            sh->buf->present[flag] = 1;
+            sh->saturated += cbf_dsim_model_generate(s->model, input / 2, input % 2,
+                                                     t0 + (int64_t)(h * HEAP), HEAP, scratch);
+            /* Cannot fail: the width is checked and values are saturated. */
+            cbf_pack(scratch, HEAP, s->bits, dst, NULL, 0);
         }
+    }
+    return NULL;
+}
+
+static void fill(dsim *s, cbf_buffer *buf)
+{
+    share sh[64];
+    pthread_t th[64];
+    int started[64] = {0};
+    for (int k = 0; k < s->threads; k++) {
+        sh[k] = (share){.s = s, .buf = buf, .k = k};
+        /* Thread 0 is this one; a thread that cannot start is done here. */
+        if (k > 0)
+            started[k] = pthread_create(&th[k], NULL, fill_share, &sh[k]) == 0;
+    }
+    for (int k = 0; k < s->threads; k++)
+        if (!started[k])
+            fill_share(&sh[k]);
+    for (int k = 0; k < s->threads; k++) {
+        if (started[k])
+            pthread_join(th[k], NULL);
+        buf->saturated += sh[k].saturated;
+        buf->missing += sh[k].missing;
+    }
 }
 
 static int dsim_run(cbf_node *node, cbf_error *err)
@@ -253,7 +290,7 @@ static int dsim_run(cbf_node *node, cbf_error *err)
         buf->n_present = (size_t)s->antennas * 2 * s->heaps;
         buf->saturated = 0;
         buf->missing = 0;
-        fill(s, buf, buf->timestamp);
+        fill(s, buf);
         cbf_counter_add(s->c_samples, (uint64_t)s->spc);
         cbf_counter_add(s->c_saturated, buf->saturated);
         cbf_counter_add(s->c_missing, buf->missing);
