@@ -39,6 +39,7 @@ typedef struct pfb_state {
     size_t len;           /* samples in it */
     int64_t next_g;       /* first spectrum of the next output buffer */
     uint32_t *scratch;
+    uint8_t *flags;       /* [pol][heaps] of the live stage, packed */
     cbf_pool *pool;
     cbf_counter *c_spectra, *c_missing, *c_gaps;
 } pfb_state;
@@ -218,7 +219,8 @@ static int init(cbf_node *node, cbf_error *err)
                 return rc;
     }
     s->scratch = malloc(sizeof(uint32_t) * (heaps + 1));
-    if (!s->scratch)
+    s->flags = malloc(2 * heaps);
+    if (!s->scratch || !s->flags)
         return cbf_error_set(err, CBF_ENOMEM, "pfb: scratch");
 
     cbf_port_desc d;
@@ -316,9 +318,12 @@ static int produce(cbf_node *node, pfb_state *s, cbf_error *err)
         while (a[q] + (int64_t)(v0 * s->step) < 0 && v0 < s->spectra)
             v0++;
     }
-    size_t heaps = s->len / s->heap;
+    size_t heaps = s->len / s->heap, cap_heaps = s->cap / s->heap;
     stage *st = &s->st[s->cur];
-    if ((rc = kern(cbf_pfb_spectrum_presence(st->present, heaps, s->heap, a, s->step, s->window,
+    /* The kernel helper wants [pol][heaps] with no gap between the pols. */
+    memcpy(s->flags, st->present, heaps);
+    memcpy(s->flags + heaps, st->present + cap_heaps, heaps);
+    if ((rc = kern(cbf_pfb_spectrum_presence(s->flags, heaps, s->heap, a, s->step, s->window,
                                              s->spectra, s->scratch, out->present, msg, MSG),
                    msg, err))) {
         cbf_buffer_unref(out);
@@ -474,6 +479,7 @@ static void fini(cbf_node *node)
 #endif
     free(s->weights);
     free(s->scratch);
+    free(s->flags);
     free(s);
 }
 

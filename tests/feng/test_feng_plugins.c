@@ -1,0 +1,280 @@
+/* test_feng_plugins.c: the pfb and fft_post plugins' own logic, CPU path,
+ * on a stand-in runtime (mock_runtime.c): staging across chunk boundaries,
+ * output independent of the chunk size, coarse delay as the inverted delay
+ * model, presence flags for a missing heap and for a gap in the input, and
+ * digitiser power, each held against a direct computation over the whole
+ * stream with the kernel API. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "feng_ref.h"
+#include "mock_runtime.h"
+#include "pfb.h"
+
+const cbf_plugin_desc *cbf_test_pfb_entry(void);
+const cbf_plugin_desc *cbf_test_fft_post_entry(void);
+
+#define BITS 10
+#define HEAP 4096
+#define ANTS 2
+#define ANT 1          /* the antenna channelised */
+#define CH 256
+#define STEP (2 * CH)
+#define TAPS 16
+#define SPB 64
+#define SPH 16
+#define LEN (1 << 20)  /* samples per pol in the stream */
+
+static uint64_t seed;
+
+static int64_t sample(int ant, int pol, int64_t t)
+{
+    uint64_t z = seed ^ ((uint64_t)t * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)(ant * 2 + pol) << 56);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return (int64_t)((z ^ (z >> 31)) % 1024) - 512;
+}
+
+typedef struct stream_opts {
+    size_t spc;
+    int64_t skip_chunk;      /* chunk index left out (a gap), or -1 */
+    int64_t missing_heap;    /* heap flagged missing on (ANT, pol 1), or -1 */
+} stream_opts;
+
+static cbf_port_desc adc_desc(size_t spc)
+{
+    cbf_port_desc d;
+    memset(&d, 0, sizeof d);
+    d.dtype = CBF_DTYPE_PACKED;
+    d.bits = BITS;
+    d.ndim = 3;
+    d.shape[0] = ANTS;
+    d.shape[1] = 2;
+    d.shape[2] = spc * BITS / 8;
+    d.n_present = ANTS * 2 * (spc / HEAP);
+    d.timestamp_step = (int64_t)spc;
+    const char *names[] = {"adc_sample_rate", "samples_per_chunk", "heap_samples"};
+    double values[] = {1712e6, (double)spc, HEAP};
+    for (int i = 0; i < 3; i++) {
+        snprintf(d.attr_names[i], CBF_ATTR_NAME_MAX, "%s", names[i]);
+        d.attr_values[i] = values[i];
+    }
+    d.n_attrs = 3;
+    return d;
+}
+
+static void push_stream(cbf_node *pfb, const stream_opts *o)
+{
+    size_t slab = o->spc * BITS / 8, heaps = o->spc / HEAP;
+    for (int64_t c = 0; c < LEN / (int64_t)o->spc; c++) {
+        if (c == o->skip_chunk)
+            continue;
+        cbf_buffer *b = mock_buffer(ANTS * 2 * slab, ANTS * 2 * heaps, 0);
+        b->timestamp = c * (int64_t)o->spc;
+        for (int a = 0; a < ANTS; a++)
+            for (int p = 0; p < 2; p++)
+                for (size_t i = 0; i < o->spc; i++)
+                    feng_ref_put((uint8_t *)b->data + (size_t)(a * 2 + p) * slab, i, BITS,
+                                 sample(a, p, b->timestamp + (int64_t)i));
+        if (o->missing_heap >= 0 && o->missing_heap / (int64_t)heaps == c)
+            b->present[(ANT * 2 + 1) * heaps + (size_t)(o->missing_heap % (int64_t)heaps)] = 0;
+        mock_push(pfb, b);
+    }
+}
+
+typedef struct chain {
+    cbf_node *pfb, *post;
+} chain;
+
+static chain run_chain(const stream_opts *o, const char *delay)
+{
+    char d[64];
+    snprintf(d, sizeof d, "coarse_delay=%s", delay);
+    const char *pfb_over[] = {"channels=256", "taps=16", "antenna=1", "spectra_per_buffer=64", d};
+    cbf_port_desc in = adc_desc(o->spc);
+    chain c;
+    cbf_error err = {0};
+    c.pfb = mock_node(cbf_test_pfb_entry(), pfb_over, 5, &in);
+    if (c.pfb->plugin->init(c.pfb, &err))
+        fail_msg("pfb init: %s", err.msg);
+    push_stream(c.pfb, o);
+    if (mock_run(c.pfb, &err))
+        fail_msg("pfb run: %s", err.msg);
+    const char *post_over[] = {"spectra_per_heap=16", "gain=[0.05, 0.01]"};
+    c.post = mock_node(cbf_test_fft_post_entry(), post_over, 2, &c.pfb->out.desc);
+    if (c.post->plugin->init(c.post, &err))
+        fail_msg("fft_post init: %s", err.msg);
+    /* fft_post transforms in place: it gets copies, the checks read pfb's own. */
+    for (size_t i = 0; i < c.pfb->out.n; i++) {
+        cbf_buffer *f = c.pfb->out.q[i], *copy = mock_buffer(f->size, f->n_present, f->aux_size);
+        memcpy(copy->data, f->data, f->size);
+        memcpy(copy->present, f->present, f->n_present);
+        memcpy(copy->aux, f->aux, f->aux_size);
+        copy->timestamp = f->timestamp;
+        copy->seq = f->seq;
+        atomic_fetch_add(&copy->refs_, 1); /* the test's own reference */
+        mock_push(c.post, copy);
+    }
+    if (mock_run(c.post, &err))
+        fail_msg("fft_post run: %s", err.msg);
+    return c;
+}
+
+static void free_chain(chain *c)
+{
+    for (size_t i = 0; i < c->post->in.n; i++)
+        cbf_buffer_unref(c->post->in.q[i]);
+    c->pfb->plugin->fini(c->pfb);
+    c->post->plugin->fini(c->post);
+    mock_node_free(c->pfb);
+    mock_node_free(c->post);
+}
+
+/* The whole stream of one pol of ANT, packed, for direct kernel calls. */
+static uint8_t *whole(int pol)
+{
+    uint8_t *w = calloc(cbf_pfb_packed_bytes(LEN, BITS), 1);
+    for (int64_t t = 0; t < LEN; t++)
+        feng_ref_put(w, (size_t)t, BITS, sample(ANT, pol, t));
+    return w;
+}
+
+/* Each output spectrum g against one direct FIR of the samples from
+ * g STEP - delay[pol]; windows outside the stream must be flagged missing. */
+static void check_fir(const chain *c, const int64_t delay[2], const int64_t *bad_lo,
+                      const int64_t *bad_hi)
+{
+    float w[STEP * TAPS], got[2 * STEP];
+    char msg[256];
+    assert_int_equal(cbf_pfb_weights(CH, TAPS, 1.0, CBF_PFB_HANN, w, msg, sizeof msg), 0);
+    uint8_t *in[2] = {whole(0), whole(1)};
+    assert_true(c->pfb->out.n >= 8);
+    for (size_t k = 0; k < c->pfb->out.n; k++) {
+        const cbf_buffer *b = c->pfb->out.q[k];
+        assert_int_equal(b->timestamp, (int64_t)(k * SPB * STEP) + c->pfb->out.q[0]->timestamp);
+        uint64_t power[2] = {0, 0};
+        for (size_t i = 0; i < SPB; i++) {
+            int64_t g = b->timestamp / STEP + (int64_t)i;
+            int inside = 1, clean = 1;
+            for (int p = 0; p < 2; p++) {
+                int64_t a = g * STEP - delay[p];
+                inside &= a >= 0 && a + STEP * TAPS <= LEN;
+                if (bad_lo && a < bad_hi[p] && a + STEP * TAPS > bad_lo[p])
+                    clean = 0;
+            }
+            if (b->present[i] != (inside && clean))
+                fail_msg("buffer %zu spectrum %lld: present %d, expected %d", k, (long long)g,
+                         b->present[i], inside && clean);
+            if (!inside)
+                continue;
+            cbf_pfb_job job = {CH, TAPS, BITS, 1, {in[0], in[1]}, LEN,
+                               {g * STEP - delay[0], g * STEP - delay[1]}, 1, got, STEP};
+            assert_int_equal(cbf_pfb_fir_cpu(&job, w, power, msg, sizeof msg), 0);
+            for (int p = 0; p < 2; p++)
+                if (memcmp(got + p * STEP, (const float *)b->data + ((size_t)p * SPB + i) * STEP,
+                           STEP * sizeof(float)))
+                    fail_msg("buffer %zu spectrum %lld pol %d differs from a direct FIR", k,
+                             (long long)g, p);
+        }
+        /* Spectra in the stream account for every sample they own, once. */
+        int all_inside = 1;
+        for (size_t i = 0; i < SPB; i++)
+            for (int p = 0; p < 2; p++)
+                all_inside &= (b->timestamp + (int64_t)(i * STEP)) - delay[p] >= 0;
+        if (all_inside)
+            assert_memory_equal(b->aux, power, sizeof power);
+    }
+    free(in[0]);
+    free(in[1]);
+}
+
+static void test_chunking(void **state)
+{
+    (void)state;
+    stream_opts a = {8192, -1, -1}, b = {65536, -1, -1};
+    chain ca = run_chain(&a, "[0, 0]"), cb = run_chain(&b, "[0, 0]");
+    const int64_t none[2] = {0, 0};
+    check_fir(&ca, none, NULL, NULL);
+    assert_int_equal(ca.post->out.n, cb.post->out.n);
+    for (size_t i = 0; i < ca.post->out.n; i++) {
+        const cbf_buffer *x = ca.post->out.q[i], *y = cb.post->out.q[i];
+        assert_int_equal(x->timestamp, y->timestamp);
+        assert_memory_equal(x->present, y->present, x->n_present);
+        assert_memory_equal(x->aux, y->aux, x->aux_size);
+        assert_memory_equal(x->data, y->data, ca.post->out.desc.shape[0] * CH * SPH * 2 * 2);
+        /* No byte left as the pool's poison pattern (0xa5 pairs). */
+        const uint8_t *d = x->data;
+        size_t poison = 0;
+        for (size_t j = 0; j + 1 < (size_t)(SPB * CH * 4); j += 2)
+            poison += d[j] == 0xa5 && d[j + 1] == 0xa5;
+        assert_true(poison < 8);
+    }
+    free_chain(&ca);
+    free_chain(&cb);
+}
+
+static void test_coarse_delay(void **state)
+{
+    (void)state;
+    stream_opts o = {16384, -1, -1};
+    chain c = run_chain(&o, "[7, 1000]");
+    const int64_t d[2] = {7, 1000};
+    check_fir(&c, d, NULL, NULL);
+    /* The first buffer starts at spectrum 0, whose windows begin before
+     * the stream: flagged, and so is its batch. */
+    assert_int_equal(c.pfb->out.q[0]->timestamp, 0);
+    assert_int_equal(c.post->out.q[0]->present[0], 0);
+    assert_int_equal(c.post->out.q[0]->present[1], 1);
+    free_chain(&c);
+}
+
+static void test_missing_and_gap(void **state)
+{
+    (void)state;
+    stream_opts o = {16384, 20, 37};   /* chunk 20 absent; heap 37 missing on pol 1 */
+    chain c = run_chain(&o, "[0, 0]");
+    /* Bad samples: chunk 20 (both pols) and heap 37 (pol 1). */
+    const int64_t gap_lo[2] = {20 * 16384, 20 * 16384}, gap_hi[2] = {21 * 16384, 21 * 16384};
+    const int64_t heap_lo[2] = {0, 37 * HEAP}, heap_hi[2] = {0, 38 * HEAP};
+    size_t missing = 0;
+    for (size_t k = 0; k < c.post->in.n; k++) {
+        const cbf_buffer *b = c.pfb->out.q[k];
+        for (size_t i = 0; i < SPB; i++) {
+            int64_t g = b->timestamp / STEP + (int64_t)i, a = g * STEP;
+            int bad = (a < gap_hi[0] && a + STEP * TAPS > gap_lo[0]) ||
+                      (a < heap_hi[1] && a + STEP * TAPS > heap_lo[1]);
+            if (b->present[i] == bad)
+                fail_msg("spectrum %lld: present %d, expected %d", (long long)g, b->present[i], !bad);
+            missing += bad;
+        }
+        /* Batches: present exactly when all their spectra are. */
+        const cbf_buffer *out = c.post->out.q[k];
+        for (size_t bt = 0; bt < SPB / SPH; bt++) {
+            int ok = 1;
+            for (size_t t = 0; t < SPH; t++)
+                ok &= b->present[bt * SPH + t];
+            assert_int_equal(out->present[bt], ok);
+        }
+    }
+    assert_true(missing > (size_t)(16384 / STEP));
+    free_chain(&c);
+}
+
+int main(void)
+{
+    seed = 0x5eed0000ull ^ (uint64_t)(uintptr_t)&seed;
+    printf("# sample seed %llu\n", (unsigned long long)seed);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_chunking),
+        cmocka_unit_test(test_coarse_delay),
+        cmocka_unit_test(test_missing_and_gap),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
