@@ -119,8 +119,10 @@ static int write_attrs(input *in, cbf_node *peer, int index)
     rc |= h5u_attr_string(in->group, "present_axis", d->present_axis ? d->present_axis : "");
     rc |= h5u_attr_string(in->group, "aux_layout", d->aux_layout ? d->aux_layout : "");
     rc |= h5u_attr_i64(in->group, "timestamp_step", (long long)d->timestamp_step);
+    /* A descriptor attribute never replaces one of the names above. */
     for (int i = 0; i < d->n_attrs; i++)
-        rc |= h5u_attr_double(in->group, d->attr_names[i], d->attr_values[i]);
+        if (H5Aexists(in->group, d->attr_names[i]) == 0)
+            rc |= h5u_attr_double(in->group, d->attr_names[i], d->attr_values[i]);
     const cbf_params *pp = cbf_node_params(peer);
     hid_t pg = H5Gcreate2(in->group, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (pg < 0)
