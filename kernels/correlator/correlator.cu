@@ -1,0 +1,376 @@
+/* correlator.cu: tensor-core correlator (warp mma.sync m16n8k32, s8 x s8 ->
+ * s32), after the ASTRON / katgpucbf design described in docs/xeng.md.
+ *
+ * Complex trick: for C = A B^H, row i of A holds x_i as (re, im) pairs along
+ * k; B has two columns per input j, (re_j, im_j) and (-im_j, re_j), so the
+ * two columns of C give Re and Im of x_i conj(x_j) side by side.
+ *
+ * Shared memory holds the input bytes exactly as they arrive (per antenna
+ * [spectrum][pol][re, im]), so cp.async can stage them without passing
+ * through registers. Fragments are built from it with byte permutes: row r
+ * of a 16-row A fragment is (antenna r mod 8, pol r / 8), which lets one
+ * 16-byte shared load feed both polarisation rows of a thread's antenna.
+ * Along k, a thread's registers a0/a1 hold spectra 4t, 4t+1 and a2/a3 hold
+ * 4t+2, 4t+3 (t = lane % 4); B uses the same order, and since k is summed
+ * over, the order is free to choose.
+ *
+ * Products are int32 inside the tensor cores: 2047 stages of 32 spectra
+ * keep |sum| <= 2047 x 32 x 2 x 128^2 < 2^31, so registers are flushed into
+ * the int64 accumulators (read-add-write, one accumulator per blockIdx.z)
+ * at least that often, and at the end of every call. */
+#include "correlator.h"
+
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define TT 32         /* spectra per shared-memory stage (CBF_CORR_SPECTRA_QUANTUM) */
+#define NSTAGE 3      /* stages in flight: one computed, two being copied */
+#define THREADS 128   /* 4 warps, 2 x 2 over the block's output tile */
+#define FLUSH_ITERS 2047
+
+struct cbf_corr_cuda {
+    cbf_corr_shape shape;
+    int ry, rx;   /* antennas per tile: rows (a1) and columns (a2) */
+    int ntiles;
+    int2 *tiles;  /* device: (a1 origin, a2 origin) of each tile */
+    int sms;
+};
+
+#define CUDA_TRY(call)                                                                      \
+    do {                                                                                    \
+        cudaError_t e_ = (call);                                                            \
+        if (e_ != cudaSuccess) {                                                            \
+            if (msg && msglen)                                                              \
+                snprintf(msg, msglen, "correlator: %s: %s", #call, cudaGetErrorString(e_)); \
+            return CBF_CORR_ECUDA;                                                          \
+        }                                                                                   \
+    } while (0)
+
+__device__ __forceinline__ void cp_async16(unsigned dst, const void *src, int bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(bytes));
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void cp_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+__device__ __forceinline__ void mma(int c[4], unsigned a0, unsigned a1, unsigned a2,
+                                    unsigned a3, unsigned b0, unsigned b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+/* (r0, i0, r1, i1) -> (-i0, r0, -i1, r1): 0x00FF00FF minus the imaginary
+ * bytes negates them, the 0xFF bytes absorbing the borrows. */
+__device__ __forceinline__ unsigned conj_perm(unsigned v)
+{
+    return __byte_perm(v, 0x00FF00FFu - (v & 0xFF00FF00u), 0x2705);
+}
+
+/* Four CI4 bytes -> their sign-extended high (re) and low (im) nibbles. */
+__device__ __forceinline__ void expand4(unsigned x, unsigned &re, unsigned &im)
+{
+    re = __vsub4(((x >> 4) & 0x0F0F0F0Fu) ^ 0x08080808u, 0x08080808u);
+    im = __vsub4((x & 0x0F0F0F0Fu) ^ 0x08080808u, 0x08080808u);
+}
+
+template <int BITS> struct Stage {
+    static constexpr int ROWB = TT * BITS / 2; /* bytes per antenna per stage */
+    static constexpr int CHUNKS = ROWB / 16;
+    /* XOR swizzle of 16-byte chunks so that the 8 (4-bit: 16) lanes of one
+     * shared-memory wavefront, reading neighbouring antennas, hit distinct
+     * banks. */
+    __device__ static int swz(int row, int c)
+    {
+        return BITS == 8 ? c ^ ((row & 1) << 2) : c ^ (((row >> 1) & 1) << 1);
+    }
+};
+
+/* Fragment words of one antenna row for k-step ks: pol0/pol1 words for
+ * spectra (4t, 4t+1) in [0] and (4t+2, 4t+3) in [1]. */
+template <int BITS>
+__device__ __forceinline__ void row_words(const unsigned char *stage, int row, int ks, int t,
+                                          unsigned p0[2], unsigned p1[2])
+{
+    typedef Stage<BITS> S;
+    const unsigned char *r = stage + row * S::ROWB;
+    if (BITS == 8) {
+        uint4 w = *reinterpret_cast<const uint4 *>(r + S::swz(row, ks * 4 + t) * 16);
+        p0[0] = __byte_perm(w.x, w.y, 0x5410);
+        p1[0] = __byte_perm(w.x, w.y, 0x7632);
+        p0[1] = __byte_perm(w.z, w.w, 0x5410);
+        p1[1] = __byte_perm(w.z, w.w, 0x7632);
+    } else {
+        uint2 w = *reinterpret_cast<const uint2 *>(r + S::swz(row, ks * 2 + (t >> 1)) * 16 +
+                                                   (t & 1) * 8);
+        unsigned re, im;
+        expand4(w.x, re, im);
+        p0[0] = __byte_perm(re, im, 0x6240);
+        p1[0] = __byte_perm(re, im, 0x7351);
+        expand4(w.y, re, im);
+        p0[1] = __byte_perm(re, im, 0x6240);
+        p1[1] = __byte_perm(re, im, 0x7351);
+    }
+}
+
+template <int BITS, int RY, int RX>
+__global__ void __launch_bounds__(THREADS)
+    corr_kernel(const unsigned char *__restrict__ in, long long *__restrict__ accum,
+                const int2 *__restrict__ tiles, int n_ants, int channels, int spectra,
+                size_t b_begin, size_t b_end, size_t accum_len)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    typedef Stage<BITS> S;
+    constexpr int ROWS = RY + RX, MF = RY / 16, NF = RX / 4;
+    constexpr int SB = BITS / 2; /* bytes per spectrum, both pols */
+    __shared__ __align__(16) unsigned char smem[NSTAGE][ROWS * S::ROWB];
+
+    const int2 tile = tiles[blockIdx.x];
+    const int chan = blockIdx.y;
+    const size_t nb = b_end - b_begin, per = (nb + gridDim.z - 1) / gridDim.z;
+    const size_t lo = b_begin + blockIdx.z * per;
+    const size_t hi = lo + per < b_end ? lo + per : b_end;
+    if (lo >= hi)
+        return; /* uniform over the block */
+    const int steps = spectra / TT;
+    const long long niter = (long long)(hi - lo) * steps;
+
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int g = lane >> 2, t = lane & 3, wy = warp >> 1, wx = warp & 1;
+    const int row0 = wy * (RY / 2), col0 = RY + wx * (RX / 2); /* shared-memory rows */
+    const int a1_0 = tile.x + wy * (RY / 2), a2_0 = tile.y + wx * (RX / 2);
+    /* A warp whose rows all exceed its columns (below the diagonal) or that
+     * lies past the last antenna only helps with the copies. */
+    const bool active = a1_0 < n_ants && a2_0 < n_ants && a1_0 <= a2_0 + RX / 2 - 1;
+
+    auto load = [&](long long it, int buf) {
+        if (it < niter) {
+            const size_t b = lo + (size_t)(it / steps);
+            const int t0 = (int)(it % steps) * TT;
+            const unsigned base = (unsigned)__cvta_generic_to_shared(smem[buf]);
+            for (int i = threadIdx.x; i < ROWS * S::CHUNKS; i += THREADS) {
+                const int row = i / S::CHUNKS, c = i % S::CHUNKS;
+                const int ant = row < RY ? tile.x + row : tile.y + row - RY;
+                const bool ok = ant < n_ants;
+                const unsigned char *src =
+                    ok ? in + ((((size_t)b * n_ants + ant) * channels + chan) * spectra + t0) * SB +
+                             c * 16
+                       : in;
+                cp_async16(base + row * S::ROWB + S::swz(row, c) * 16, src, ok ? 16 : 0);
+            }
+        }
+        cp_commit(); /* empty groups keep the wait_group count uniform */
+    };
+
+    int acc[MF][NF][4];
+#pragma unroll
+    for (int mi = 0; mi < MF; mi++)
+#pragma unroll
+        for (int ni = 0; ni < NF; ni++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                acc[mi][ni][e] = 0;
+
+    const size_t nbl = (size_t)n_ants * (n_ants + 1) / 2;
+    long long *acc_out = accum + blockIdx.z * accum_len + (size_t)chan * nbl * 8;
+    auto flush = [&]() {
+#pragma unroll
+        for (int mi = 0; mi < MF; mi++)
+#pragma unroll
+            for (int ni = 0; ni < NF; ni++) {
+                const int a1 = a1_0 + mi * 8 + g, a2 = a2_0 + ni * 2 + (t >> 1), p2 = t & 1;
+                if (a2 < n_ants && a1 <= a2) {
+                    /* products (p1 = 0, p2) and (1, p2) are adjacent: re, im, re, im */
+                    longlong2 *p = reinterpret_cast<longlong2 *>(
+                        acc_out + (((size_t)a2 * (a2 + 1) / 2 + a1) * 4 + 2 * p2) * 2);
+                    longlong2 v0 = p[0], v1 = p[1];
+                    v0.x += acc[mi][ni][0];
+                    v0.y += acc[mi][ni][1];
+                    v1.x += acc[mi][ni][2];
+                    v1.y += acc[mi][ni][3];
+                    p[0] = v0;
+                    p[1] = v1;
+                }
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    acc[mi][ni][e] = 0;
+            }
+    };
+
+#pragma unroll
+    for (int s = 0; s < NSTAGE - 1; s++)
+        load(s, s);
+    int since = 0;
+    for (long long it = 0; it < niter; it++) {
+        cp_wait<NSTAGE - 2>();
+        __syncthreads(); /* stage it is in; everyone is done with stage it - 1 */
+        load(it + NSTAGE - 1, (int)((it + NSTAGE - 1) % NSTAGE));
+        const unsigned char *st = smem[it % NSTAGE];
+        if (active) {
+#pragma unroll
+            for (int ks = 0; ks < TT / 16; ks++) {
+                unsigned a[MF][4], b[NF][2];
+#pragma unroll
+                for (int mi = 0; mi < MF; mi++) {
+                    unsigned p0[2], p1[2];
+                    row_words<BITS>(st, row0 + mi * 8 + g, ks, t, p0, p1);
+                    a[mi][0] = p0[0];
+                    a[mi][1] = p1[0];
+                    a[mi][2] = p0[1];
+                    a[mi][3] = p1[1];
+                }
+#pragma unroll
+                for (int ni = 0; ni < NF; ni++) {
+                    unsigned p0[2], p1[2];
+                    row_words<BITS>(st, col0 + ni * 2 + (g >> 2), ks, t, p0, p1);
+                    /* column g: antenna g / 4, pol (g / 2) % 2, g odd: the
+                     * (-im, re) column that yields the imaginary part */
+                    unsigned w0 = (g & 2) ? p1[0] : p0[0], w1 = (g & 2) ? p1[1] : p0[1];
+                    b[ni][0] = (g & 1) ? conj_perm(w0) : w0;
+                    b[ni][1] = (g & 1) ? conj_perm(w1) : w1;
+                }
+#pragma unroll
+                for (int mi = 0; mi < MF; mi++)
+#pragma unroll
+                    for (int ni = 0; ni < NF; ni++)
+                        mma(acc[mi][ni], a[mi][0], a[mi][1], a[mi][2], a[mi][3], b[ni][0],
+                            b[ni][1]);
+            }
+        }
+        if (++since == FLUSH_ITERS) {
+            if (active)
+                flush();
+            since = 0;
+        }
+    }
+    if (active && since)
+        flush();
+    cp_wait<0>();
+#else
+    __trap(); /* mma.sync s8 and cp.async need compute capability 8.0 */
+#endif
+}
+
+extern "C" {
+
+int cbf_corr_cuda_create(const cbf_corr_shape *shape, int block_ants, cbf_corr_cuda **out,
+                         char *msg, size_t msglen)
+{
+    *out = NULL;
+    int rc = cbf_corr_shape_check(shape, msg, msglen);
+    if (rc)
+        return rc;
+    if (shape->channels > 65535) {
+        snprintf(msg, msglen, "correlator: channels %d: the GPU grid takes at most 65535",
+                 shape->channels);
+        return CBF_CORR_EINVAL;
+    }
+    if (block_ants == 0)
+        block_ants = shape->n_ants <= 32 ? 32 : 64;
+    if (block_ants != 32 && block_ants != 48 && block_ants != 64) {
+        snprintf(msg, msglen, "correlator: block_ants %d: must be 32, 48 or 64", block_ants);
+        return CBF_CORR_EINVAL;
+    }
+    int dev, sms;
+    CUDA_TRY(cudaGetDevice(&dev));
+    CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    cbf_corr_cuda *p = (cbf_corr_cuda *)calloc(1, sizeof(*p));
+    if (!p)
+        return CBF_CORR_ENOMEM;
+    p->shape = *shape;
+    p->sms = sms;
+    p->ry = block_ants;
+    p->rx = block_ants == 64 ? 32 : block_ants; /* 64 x 32, as the seeds do */
+    /* Triangular map: only tiles holding some a1 <= a2 are launched. */
+    const int n = shape->n_ants, ny = (n + p->ry - 1) / p->ry, nx = (n + p->rx - 1) / p->rx;
+    int2 *host = (int2 *)malloc(sizeof(int2) * (size_t)ny * nx);
+    if (!host) {
+        free(p);
+        return CBF_CORR_ENOMEM;
+    }
+    for (int j = 0; j < nx; j++)
+        for (int i = 0; i < ny && i * p->ry <= j * p->rx + p->rx - 1; i++)
+            host[p->ntiles++] = make_int2(i * p->ry, j * p->rx);
+    cudaError_t e = cudaMalloc(&p->tiles, sizeof(int2) * (size_t)p->ntiles);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(p->tiles, host, sizeof(int2) * (size_t)p->ntiles, cudaMemcpyHostToDevice);
+    free(host);
+    if (e != cudaSuccess) {
+        snprintf(msg, msglen, "correlator: tile map: %s", cudaGetErrorString(e));
+        cbf_corr_cuda_destroy(p);
+        return CBF_CORR_ECUDA;
+    }
+    *out = p;
+    return 0;
+}
+
+int cbf_corr_cuda_auto_slices(const cbf_corr_cuda *plan, size_t batches)
+{
+    /* About four blocks per SM in flight, never more slices than batches. */
+    long want = 4L * plan->sms, have = (long)plan->ntiles * plan->shape.channels;
+    long s = (want + have - 1) / have;
+    if (s > (long)batches)
+        s = (long)batches;
+    if (s > 65535)
+        s = 65535;
+    return s < 1 ? 1 : (int)s;
+}
+
+int cbf_corr_cuda_run(cbf_corr_cuda *p, const cbf_corr_job *job, void *stream, char *msg,
+                      size_t msglen)
+{
+    int rc = cbf_corr_job_check(job, msg, msglen);
+    if (rc)
+        return rc;
+    const cbf_corr_shape *s = &job->shape, *ps = &p->shape;
+    if (s->n_ants != ps->n_ants || s->channels != ps->channels ||
+        s->spectra_per_heap != ps->spectra_per_heap || s->bits != ps->bits) {
+        snprintf(msg, msglen, "correlator: job shape differs from the plan's");
+        return CBF_CORR_EINVAL;
+    }
+    if (job->batch_end == job->batch_begin)
+        return 0;
+    dim3 grid((unsigned)p->ntiles, (unsigned)s->channels, (unsigned)job->slices);
+    cudaStream_t st = (cudaStream_t)stream;
+    const size_t len = cbf_corr_accum_len(s);
+    long long *acc = (long long *)job->accum;
+#define LAUNCH(B, Y, X)                                                                         \
+    corr_kernel<B, Y, X><<<grid, THREADS, 0, st>>>(job->in, acc, p->tiles, s->n_ants,          \
+                                                    s->channels, s->spectra_per_heap,          \
+                                                    job->batch_begin, job->batch_end, len)
+    if (s->bits == 8) {
+        if (p->ry == 32)
+            LAUNCH(8, 32, 32);
+        else if (p->ry == 48)
+            LAUNCH(8, 48, 48);
+        else
+            LAUNCH(8, 64, 32);
+    } else {
+        if (p->ry == 32)
+            LAUNCH(4, 32, 32);
+        else if (p->ry == 48)
+            LAUNCH(4, 48, 48);
+        else
+            LAUNCH(4, 64, 32);
+    }
+#undef LAUNCH
+    CUDA_TRY(cudaGetLastError());
+    return 0;
+}
+
+void cbf_corr_cuda_destroy(cbf_corr_cuda *p)
+{
+    if (!p)
+        return;
+    cudaFree(p->tiles);
+    free(p);
+}
+
+} /* extern "C" */

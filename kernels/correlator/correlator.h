@@ -1,0 +1,91 @@
+/* correlator.h: the X-engine correlation kernel (C API, CPU and CUDA).
+ *
+ * Input ("cbf.xeng.batch"): complex samples with axes
+ *   [batch][antenna][channel][spectrum][pol]
+ * each CI8 (two bytes: re, im) or CI4 (one byte: re in the high nibble, im in
+ * the low one), spectrum = spectra_per_heap.
+ *
+ * Output: 64-bit accumulators in SPEC.md order, added into (never
+ * overwritten), so one dump can span many calls:
+ *   accum[slice][channel][baseline][product][re, im]   (int64)
+ * baseline = a2 (a2 + 1) / 2 + a1 for a1 <= a2, product = p1 + 2 p2 (aa, ba,
+ * ab, bb), value sum over spectra of x(a1, p1) conj(x(a2, p2)).
+ *
+ * The CUDA version spreads the batch range over `slices` accumulators (one
+ * per blockIdx.z) so that a few channels still fill the GPU; the CPU version
+ * adds everything into slice 0. The reducer sums the slices.
+ *
+ * Samples must not be -128 (8-bit): the tensor-core path negates imaginary
+ * parts, and -(-128) does not fit in int8 (SPEC.md quantises symmetrically,
+ * so an F-engine never produces it). 4-bit -8 is exact on both paths.
+ *
+ * Return values are 0 or negative codes equal to the CBF_E* codes of
+ * cbf/error.h; msg says what was wrong. This folder never includes core/. */
+#ifndef CBF_KERNEL_CORRELATOR_H
+#define CBF_KERNEL_CORRELATOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CBF_CORR_EINVAL (-1)
+#define CBF_CORR_ENOMEM (-2)
+#define CBF_CORR_ENOTSUP (-5)
+#define CBF_CORR_ECUDA (-6)
+
+/* The GPU stages spectra in groups of 32, so spectra_per_heap is a multiple
+ * of 32; its upper bound keeps one batch's int32 partial sums exact. */
+#define CBF_CORR_SPECTRA_QUANTUM 32
+#define CBF_CORR_MAX_SPECTRA 65504
+#define CBF_CORR_MAX_ANTS 4096
+
+typedef struct cbf_corr_shape {
+    int n_ants;           /* 1..CBF_CORR_MAX_ANTS */
+    int channels;         /* >= 1 */
+    int spectra_per_heap; /* multiple of 32, <= CBF_CORR_MAX_SPECTRA */
+    int bits;             /* 8 (CI8) or 4 (CI4) */
+} cbf_corr_shape;
+
+int cbf_corr_shape_check(const cbf_corr_shape *s, char *msg, size_t msglen);
+
+/* n_ants (n_ants + 1) / 2 */
+size_t cbf_corr_baselines(int n_ants);
+/* int64 values in one slice: channels x baselines x 4 x 2. */
+size_t cbf_corr_accum_len(const cbf_corr_shape *s);
+/* Bytes of one batch of input. */
+size_t cbf_corr_batch_bytes(const cbf_corr_shape *s);
+
+typedef struct cbf_corr_job {
+    cbf_corr_shape shape;
+    const uint8_t *in;   /* batches of input (device memory for CUDA) */
+    size_t batch_begin;  /* correlate batches [batch_begin, batch_end) of `in` */
+    size_t batch_end;
+    int64_t *accum;      /* slices x cbf_corr_accum_len values (device for CUDA) */
+    int slices;          /* >= 1; the CPU uses slice 0 only */
+} cbf_corr_job;
+
+int cbf_corr_job_check(const cbf_corr_job *job, char *msg, size_t msglen);
+
+/* Exact 64-bit integer correlation on the CPU. */
+int cbf_corr_cpu(const cbf_corr_job *job, char *msg, size_t msglen);
+
+/* Tensor-core correlation (int8 mma, int32 products, int64 accumulators).
+ * block_ants: receivers per thread block, 32, 48 or 64 (0: choose); the
+ * plan holds the triangular tile map for one shape. Runs on a stream
+ * (cudaStream_t as void *), no host synchronisation. */
+typedef struct cbf_corr_cuda cbf_corr_cuda;
+int cbf_corr_cuda_create(const cbf_corr_shape *shape, int block_ants, cbf_corr_cuda **out,
+                         char *msg, size_t msglen);
+int cbf_corr_cuda_run(cbf_corr_cuda *plan, const cbf_corr_job *job, void *stream, char *msg,
+                      size_t msglen);
+/* Slices that fill the GPU for `batches` batches of this plan's shape. */
+int cbf_corr_cuda_auto_slices(const cbf_corr_cuda *plan, size_t batches);
+void cbf_corr_cuda_destroy(cbf_corr_cuda *plan);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
