@@ -178,6 +178,69 @@ static void max_buffers_and_overwrite(void **state)
     H5Fclose(f);
 }
 
+/* Complex data and aux through the F-engine stages: 4-bit complex (CI4)
+ * is stored as int8 (re, im) pairs on a trailing axis. A wrong nibble
+ * sign extension would show as values above 7; 4-bit output is symmetric,
+ * so -8 never appears either. */
+static void complex_ci4_and_aux(void **state)
+{
+    (void)state;
+    char yaml[2048], h5[512], text[64];
+    snprintf(h5, sizeof h5, "%s/feng4.h5", pl_tmpdir());
+    snprintf(yaml, sizeof yaml,
+             "engine: {gpu: none}\n"
+             "nodes:\n"
+             "  dsim: {plugin: dsim, params: {antennas: 1, samples_per_chunk: 65536,\n"
+             "         length: 524288, noise: 0.2, tones: []}}\n"
+             "  pfb: {plugin: pfb, params: {channels: 256, taps: 4, spectra_per_buffer: 256}}\n"
+             "  fft_post: {plugin: fft_post, params: {out_bits: 4, gain: [0.05, 0.0]}}\n"
+             "  sink: {plugin: filesink, params: {path: %s}}\n"
+             "edges:\n"
+             "  - dsim.out -> pfb.in\n"
+             "  - pfb.out -> fft_post.in\n"
+             "  - fft_post.out -> sink.in\n",
+             h5);
+    int rc = pl_run("feng4", yaml);
+    if (rc)
+        fprintf(stderr, "%s", pl_log("feng4"));
+    assert_int_equal(rc, 0);
+    hid_t f = H5Fopen(h5, H5F_ACC_RDONLY, H5P_DEFAULT);
+    assert_true(f >= 0);
+    int rank, arank;
+    hsize_t dims[8], adims[8];
+    int8_t *v = pl_read(f, "/fft_post/data", H5T_NATIVE_INT8, &rank, dims);
+    assert_non_null(v);
+    assert_true(rank >= 3);
+    assert_true(dims[0] >= 1);
+    assert_int_equal(dims[rank - 1], 2);
+    assert_int_equal(pl_attr_string(f, "/fft_post/data", "axes", (size_t)rank - 1, text,
+                                    sizeof text), 0);
+    assert_string_equal(text, "re_im");
+    assert_int_equal(pl_attr_string(f, "/fft_post", "dtype", 0, text, sizeof text), 0);
+    assert_string_equal(text, cbf_dtype_name(CBF_DTYPE_CI4));
+    size_t n = 1, neg = 0, pos = 0;
+    for (int i = 0; i < rank; i++)
+        n *= (size_t)dims[i];
+    for (size_t i = 0; i < n; i++) {
+        assert_true(v[i] >= -7 && v[i] <= 7);
+        neg += v[i] < 0;
+        pos += v[i] > 0;
+    }
+    assert_true(neg > n / 10 && pos > n / 10);
+    /* aux: u64 saturated count per pol then u64 power sum per pol */
+    uint8_t *aux = pl_read(f, "/fft_post/aux", H5T_NATIVE_UINT8, &arank, adims);
+    assert_non_null(aux);
+    assert_int_equal(arank, 2);
+    assert_int_equal(adims[0], dims[0]);
+    assert_int_equal(adims[1], 32);
+    uint64_t power;
+    memcpy(&power, aux + 16, sizeof power);
+    assert_true(power > 0);
+    free(aux);
+    free(v);
+    H5Fclose(f);
+}
+
 int main(void)
 {
     if (!pl_cbf_run()) {
@@ -190,6 +253,7 @@ int main(void)
         cmocka_unit_test(read_back),
         cmocka_unit_test(refuses_to_overwrite),
         cmocka_unit_test(max_buffers_and_overwrite),
+        cmocka_unit_test(complex_ci4_and_aux),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
