@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <cmocka.h>
 
+#include <cbf/cbf.h>
+
 #include "dsim_model.h"
 #include "pack.h"
 #include "pipeline.h"
