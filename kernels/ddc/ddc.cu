@@ -1,0 +1,194 @@
+/* ddc.cu: the down-converter on the GPU.
+ *
+ * One thread computes C consecutive outputs of one polarisation (C is a
+ * template parameter, as is W = taps / S, so that every register array is
+ * indexed by constants). With k = p S + q the sum of ddc.h becomes
+ *
+ *   y[b + i] = rot(b + i) sum_q sum_p x[S (b + i + p) + q] z[p S + q],
+ *
+ * and for one q the thread needs only the C + W - 1 samples
+ * x[S (b + j) + q], j < C + W - 1, each feeding up to W accumulators. When q
+ * advances, sample j moves on by `bits` bits: it usually stays inside the
+ * 32-bit word pair already held in registers (hi:lo), and a new word is
+ * loaded only when it crosses into lo, once every 32 / bits steps. So each
+ * input word is loaded about (C + W - 1) / C times per thread instead of
+ * once or twice per sample, and the filtered samples that subsampling would
+ * drop are never computed. The mixer-folded weights z sit in shared memory
+ * (one broadcast read per (q, p)); the output rotation uses the 32-bit
+ * fixed-point phase, which wraps exactly. */
+#include "ddc.h"
+
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+struct cbf_ddc_cuda {
+    cbf_ddc_config cfg;
+    int per_thread;
+    float2 *z; /* device, taps */
+};
+
+#define BLOCK 128
+
+#define CUDA_TRY(call)                                                                   \
+    do {                                                                                 \
+        cudaError_t e_ = (call);                                                         \
+        if (e_ != cudaSuccess) {                                                         \
+            if (msg && msglen)                                                           \
+                snprintf(msg, msglen, "ddc: %s: %s", #call, cudaGetErrorString(e_));     \
+            return CBF_DDC_ECUDA;                                                        \
+        }                                                                                \
+    } while (0)
+
+/* Word i of a packed stream, in stream (big-endian) bit order; clamped so
+ * that threads past the last output never read past the buffer. */
+__device__ __forceinline__ uint32_t word_at(const uint32_t *__restrict__ w, int i, int last)
+{
+    return __byte_perm(__ldg(w + min(i, last)), 0, 0x0123);
+}
+
+template <int C, int W>
+__global__ void __launch_bounds__(BLOCK) ddc_kernel(
+    const uint32_t *__restrict__ in0, const uint32_t *__restrict__ in1, long long start,
+    int bits, int S, const float2 *__restrict__ zg, uint32_t phase0, uint32_t out_step,
+    long long outputs, long long last_word, float2 *__restrict__ out, long long pol_stride)
+{
+    extern __shared__ float2 zs[];
+    for (int i = threadIdx.x; i < W * S; i += BLOCK)
+        zs[i] = zg[i];
+    __syncthreads();
+    const long long b = ((long long)blockIdx.x * BLOCK + threadIdx.x) * C;
+    if (b >= outputs)
+        return;
+    const int pol = blockIdx.y;
+    const long long bit0 = (start + b * S) * bits;
+    const uint32_t *base = (pol ? in1 : in0) + (bit0 >> 5);
+    const int last = (int)min(last_word - (bit0 >> 5), (long long)0x7fffffff);
+    const int rel0 = (int)(bit0 & 31), SB = S * bits;
+
+    uint32_t hi[C + W - 1], lo[C + W - 1];
+#pragma unroll
+    for (int j = 0; j < C + W - 1; j++) {
+        const int w = (rel0 + j * SB) >> 5;
+        hi[j] = word_at(base, w, last);
+        lo[j] = word_at(base, w + 1, last);
+    }
+    float ar[C], ai[C];
+#pragma unroll
+    for (int i = 0; i < C; i++)
+        ar[i] = ai[i] = 0.0f;
+
+    for (int q = 0; q < S; q++) {
+        float2 zq[W];
+#pragma unroll
+        for (int p = 0; p < W; p++)
+            zq[p] = zs[p * S + q];
+        const int relq = rel0 + q * bits;
+#pragma unroll
+        for (int j = 0; j < C + W - 1; j++) {
+            const int rel = relq + j * SB, off = rel & 31;
+            /* The sample starts in lo now: slide the pair by one word. */
+            if (q && off < bits) {
+                hi[j] = lo[j];
+                lo[j] = word_at(base, (rel >> 5) + 1, last);
+            }
+            const float x = (float)((int)__funnelshift_l(lo[j], hi[j], off) >> (32 - bits));
+#pragma unroll
+            for (int p = 0; p < W; p++) {
+                const int i = j - p;
+                if (i >= 0 && i < C) {
+                    ar[i] = __fmaf_rn(x, zq[p].x, ar[i]);
+                    ai[i] = __fmaf_rn(x, zq[p].y, ai[i]);
+                }
+            }
+        }
+    }
+
+    const uint32_t ph = phase0 + (uint32_t)b * out_step;
+    float2 *o = out + pol * pol_stride + b;
+#pragma unroll
+    for (int i = 0; i < C; i++) {
+        if (b + i >= outputs)
+            break;
+        float s, c;
+        sincospif((float)(int)(ph + (uint32_t)i * out_step) * 0x1p-31f, &s, &c);
+        o[i] = make_float2(__fmaf_rn(ar[i], c, __fmul_rn(ai[i], s)),
+                           __fmaf_rn(ai[i], c, -__fmul_rn(ar[i], s)));
+    }
+}
+
+typedef void (*ddc_fn)(const uint32_t *, const uint32_t *, long long, int, int, const float2 *,
+                       uint32_t, uint32_t, long long, long long, float2 *, long long);
+
+static ddc_fn pick(int c, int w)
+{
+    static const ddc_fn table[3][4] = {
+        {ddc_kernel<4, 4>, ddc_kernel<4, 8>, ddc_kernel<4, 12>, ddc_kernel<4, 16>},
+        {ddc_kernel<8, 4>, ddc_kernel<8, 8>, ddc_kernel<8, 12>, ddc_kernel<8, 16>},
+        {ddc_kernel<16, 4>, ddc_kernel<16, 8>, ddc_kernel<16, 12>, ddc_kernel<16, 16>},
+    };
+    return table[c == 4 ? 0 : c == 8 ? 1 : 2][w / 4 - 1];
+}
+
+extern "C" int cbf_ddc_cuda_create(const cbf_ddc_config *cfg, const float *z_host,
+                                   int per_thread, cbf_ddc_cuda **out, char *msg,
+                                   size_t msglen)
+{
+    int rc = cbf_ddc_config_check(cfg, msg, msglen);
+    if (rc)
+        return rc;
+    if (!per_thread)
+        per_thread = CBF_DDC_DEFAULT_PER_THREAD;
+    if (per_thread != 4 && per_thread != 8 && per_thread != 16) {
+        if (msg && msglen)
+            snprintf(msg, msglen, "ddc: per_thread %d: must be 4, 8 or 16", per_thread);
+        return CBF_DDC_EINVAL;
+    }
+    cbf_ddc_cuda *p = (cbf_ddc_cuda *)calloc(1, sizeof(*p));
+    if (!p)
+        return CBF_DDC_ENOMEM;
+    p->cfg = *cfg;
+    p->per_thread = per_thread;
+    size_t bytes = (size_t)cfg->taps * sizeof(float2);
+    cudaError_t e = cudaMalloc((void **)&p->z, bytes);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(p->z, z_host, bytes, cudaMemcpyHostToDevice);
+    if (e != cudaSuccess) {
+        if (msg && msglen)
+            snprintf(msg, msglen, "ddc: allocating the CUDA plan: %s", cudaGetErrorString(e));
+        cbf_ddc_cuda_destroy(p);
+        return CBF_DDC_ECUDA;
+    }
+    *out = p;
+    return 0;
+}
+
+extern "C" int cbf_ddc_cuda_run(cbf_ddc_cuda *plan, const cbf_ddc_job *job, void *stream,
+                                char *msg, size_t msglen)
+{
+    const cbf_ddc_config *cfg = &plan->cfg;
+    int rc = cbf_ddc_job_check(cfg, job, msg, msglen);
+    if (rc || !job->outputs)
+        return rc;
+    const int C = plan->per_thread;
+    const long long threads = ((long long)job->outputs + C - 1) / C;
+    const long long last_word = (long long)(cbf_ddc_packed_bytes(job->in_samples, cfg->bits) / 4) - 1;
+    dim3 grid((unsigned)((threads + BLOCK - 1) / BLOCK), 2);
+    const uint32_t phase0 = cbf_ddc_phase(job->timestamp + job->start, cfg->mix_step);
+    const uint32_t out_step = (uint32_t)((uint64_t)cfg->decimation * cfg->mix_step);
+    pick(C, cfg->taps / cfg->decimation)<<<grid, BLOCK, (size_t)cfg->taps * sizeof(float2),
+                                           (cudaStream_t)stream>>>(
+        (const uint32_t *)job->in[0], (const uint32_t *)job->in[1], (long long)job->start,
+        cfg->bits, cfg->decimation, plan->z, phase0, out_step, (long long)job->outputs,
+        last_word, (float2 *)job->out, (long long)job->out_pol_stride);
+    CUDA_TRY(cudaGetLastError());
+    return 0;
+}
+
+extern "C" void cbf_ddc_cuda_destroy(cbf_ddc_cuda *plan)
+{
+    if (!plan)
+        return;
+    cudaFree(plan->z);
+    free(plan);
+}
