@@ -299,6 +299,40 @@ static void test_gpu_decision(void **state)
     }
 }
 
+static void test_gpu_memory_through_graph(void **state)
+{
+    (void)state;
+    if (cbf_gpu_count() == 0)
+        skip(); /* pinned and device pools need a GPU */
+    /* The source uploads asynchronously and records each buffer's event;
+     * two sinks on other threads copy to host after waiting on it. */
+    for (int mem = CBF_MEM_PINNED; mem <= CBF_MEM_DEVICE; mem++) {
+        setup(NULL);
+        src->mem = mem;
+        src->count = 200;
+        src->size = 1 << 20;
+        src->pool = 6;
+        const char *nodes[] = {"src", "rt_count", "mid", "rt_pass", "a", "rt_sink", "b", "rt_sink"};
+        rt_edge_spec edges[] = {{"src.out", "mid.in", 2}, {"mid.out", "a.in", 2}, {"src.out", "b.in", 3}};
+        cbf_graph *g = rt_graph(nodes, 4, edges, 3, CBF_GPU_REQUIRED);
+        assert_non_null(g);
+        cbf_node_stats st[4];
+        cbf_error err;
+        int rc = run_graph(g, st, 4, &err);
+        if (rc)
+            print_error("%s\n", err.msg);
+        assert_int_equal(rc, CBF_OK);
+        for (int k = 0; k < 2; k++) {
+            const cbf_node_stats *s = find(st, 4, k ? "b" : "a");
+            assert_int_equal(counter(s, "received"), 200);
+            assert_int_equal(counter(s, "order_errors"), 0);
+            assert_int_equal(counter(s, "data_errors"), 0);
+        }
+        assert_int_equal(src->pool_free_at_fini, 6);
+        teardown(NULL);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -310,6 +344,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stop_drains, setup, teardown),
         cmocka_unit_test_setup_teardown(test_init_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpu_decision, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gpu_memory_through_graph, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,7 @@ typedef struct rt_knobs {
     int64_t delay_us;   /* sink: time spent on each buffer (a slow consumer) */
     int64_t fail_at;    /* fail: index of the buffer it fails on */
     int64_t fail_init;  /* fail: fail in init instead */
+    int64_t mem;        /* source: cbf_mem_kind of its pool (pinned/device need a GPU) */
     /* Reported back. */
     int64_t fini_calls;
     int64_t pool_free_at_fini;   /* source: buffers back in its pool when fini ran */
@@ -38,5 +39,14 @@ static inline uint64_t rt_word(uint64_t seq, uint64_t i)
 }
 
 #define RT_TYPE "cbf.test.u64"
+
+/* Host copy of a buffer's payload for checking: the payload itself for host
+ * memory, else a copy into scratch (waits for the producer's event). */
+static inline const uint64_t *rt_host_view(const cbf_buffer *b, void *scratch, cbf_error *err)
+{
+    if (b->kind == CBF_MEM_HOST)
+        return b->data;
+    return cbf_buffer_copy_to_host(b, scratch, b->size, err) ? NULL : scratch;
+}
 
 #endif

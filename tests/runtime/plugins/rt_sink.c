@@ -8,6 +8,7 @@ CBF_PLUGIN_EXPORT rt_knobs rt_test_knobs = {.delay_us = 0};
 
 typedef struct {
     cbf_counter *received, *order_errors, *data_errors;
+    void *scratch;      /* host copy of non-host buffers */
 } counters;
 
 static int init(cbf_node *n, cbf_error *err)
@@ -19,12 +20,14 @@ static int init(cbf_node *n, cbf_error *err)
     c->order_errors = cbf_node_counter(n, "order_errors");
     c->data_errors = cbf_node_counter(n, "data_errors");
     cbf_node_set_state(n, c);
+    const cbf_port_desc *d = cbf_port_get_desc(cbf_node_port(n, "in", 0));
+    if (d && d->mem != CBF_MEM_HOST && !(c->scratch = malloc(cbf_port_desc_bytes(d))))
+        return cbf_error_set(err, CBF_ENOMEM, "rt_sink: out of memory");
     return CBF_OK;
 }
 
 static int run(cbf_node *n, cbf_error *err)
 {
-    (void)err;
     counters *c = cbf_node_state(n);
     cbf_port *in = cbf_node_port(n, "in", 0);
     int64_t delay_us = rt_param(n, "delay_us", rt_test_knobs.delay_us);
@@ -37,7 +40,11 @@ static int run(cbf_node *n, cbf_error *err)
             return rc;
         if (b->seq != expect)
             cbf_counter_add(c->order_errors, 1);
-        const uint64_t *w = b->data;
+        const uint64_t *w = rt_host_view(b, c->scratch, err);
+        if (!w) {
+            cbf_buffer_unref(b);
+            return err->code;
+        }
         for (size_t i = 0; i < b->size / 8; i++)
             if (w[i] != rt_word(b->seq, i)) {
                 cbf_counter_add(c->data_errors, 1);
@@ -57,7 +64,10 @@ static int run(cbf_node *n, cbf_error *err)
 static void fini(cbf_node *n)
 {
     rt_test_knobs.fini_calls++;
-    free(cbf_node_state(n));
+    counters *c = cbf_node_state(n);
+    if (c)
+        free(c->scratch);
+    free(c);
 }
 
 static const cbf_param_decl params[] = {
