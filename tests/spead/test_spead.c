@@ -450,6 +450,65 @@ static void test_descriptors_match_spead2(void **s)
     assert_int_equal(cbf_spead_descriptor_encode(&d, ours, 40), 0);   /* too small: refused */
 }
 
+/* Packet loss chosen by seed: exactly the heaps that lost a packet come out
+ * incomplete, every other heap byte-exact. */
+static void loss_run(double rate, unsigned seed)
+{
+    enum { H = 60 };
+    packets *p = packets_new();
+    test_heap t[H];
+    int first[H + 1];
+    for (int h = 0; h < H; h++) {
+        first[h] = p->n;
+        test_heap_make(&t[h], 20000, 1 + (size_t)h, 200 + (unsigned)h);
+        encode_heap(p, 1000 + (uint64_t)h, t[h].items, 4, 1024, false);
+    }
+    first[H] = p->n;
+    bool lost[H] = {0};
+    captured c = {0};
+    cbf_spead_assembler *a = make_asm(&c, 4, 1 << 16, true);
+    srand(seed);
+    int dropped = 0;
+    for (int h = 0; h < H; h++)
+        for (int i = first[h]; i < first[h + 1]; i++) {
+            if (rand() < rate * ((double)RAND_MAX + 1)) {
+                lost[h] = true;
+                dropped++;
+                continue;
+            }
+            cbf_spead_assembler_add(a, pkt(p, i), p->len[i]);
+        }
+    cbf_spead_assembler_flush(a);
+    assert_true(dropped > 0);
+    int n_lost = 0;
+    for (int h = 0; h < H; h++)
+        n_lost += lost[h];
+    assert_int_equal(c.n, H);   /* a heap that lost every packet would be absent: not at these rates */
+    for (int i = 0; i < c.n; i++) {
+        int h = (int)(c.cnt[i] - 1000);
+        assert_true(h >= 0 && h < H);
+        if (lost[h])
+            assert_false(c.complete[i]);
+        else
+            check_heap(&c, i, &t[h]);
+    }
+    const cbf_spead_counters *k = cbf_spead_assembler_counters(a);
+    assert_int_equal(k->incomplete, (uint64_t)n_lost);
+    assert_int_equal(k->heaps, (uint64_t)(H - n_lost));
+    captured_free(&c);
+    cbf_spead_assembler_destroy(a);
+    for (int h = 0; h < H; h++)
+        test_heap_free(&t[h]);
+    packets_free(p);
+}
+
+static void test_packet_loss(void **s)
+{
+    (void)s;
+    loss_run(0.01, 1);
+    loss_run(0.10, 2);
+}
+
 static void test_encoder_refuses(void **s)
 {
     (void)s;
@@ -476,6 +535,7 @@ int main(void)
         cmocka_unit_test(test_malformed_reasons),
         cmocka_unit_test(test_descriptors_match_spead2),
         cmocka_unit_test(test_encoder_refuses),
+        cmocka_unit_test(test_packet_loss),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
