@@ -22,8 +22,8 @@ cp tools/meson.build "$SRC/tools/"
 cp tests/meson.build "$SRC/tests/" && cp -a tests/runtime "$SRC/tests/"
 cd "$SRC"
 B=build-device-runtime
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$OUT/gpu.txt" 2>&1
-echo "GPU: $(cat "$OUT/gpu.txt")"
+GPU=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1)
+echo "GPU: $GPU"
 targets="tests/runtime/test_pool tests/runtime/test_engine"
 for p in rt_count rt_pass rt_sink rt_leak; do targets+=" tests/runtime/plugins/cbf_$p.so"; done
 {
@@ -34,7 +34,7 @@ echo "== build ok"
 export CBF_RT_PLUGIN_DIR=$PWD/$B/tests/runtime/plugins CBF_BUILD_ROOT=$PWD/$B CBF_SOURCE_ROOT=$PWD
 rc=0
 summary() { printf '| %s | %s |\n' "$1" "$2" >>"$OUT/summary.md"; }
-printf '| check | result |\n| --- | --- |\n' >"$OUT/summary.md"
+printf '%s, %s\n\n| check | result |\n| --- | --- |\n' "$(date -u +%F)" "$GPU" >"$OUT/summary.md"
 for t in test_pool test_engine test_cbf_run; do
     [ -x "$B/tests/runtime/$t" ] || { summary "$t" "not built"; continue; }
     "$B/tests/runtime/$t" >"$OUT/$t.log" 2>&1
@@ -46,22 +46,35 @@ for t in test_pool test_engine test_cbf_run; do
     [ $r -eq 0 ] || rc=1
 done
 if command -v compute-sanitizer >/dev/null; then
-    timeout 120 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
-        "$B/tests/runtime/test_pool" >"$OUT/memcheck.log" 2>&1
-    r=$?
-    echo "== memcheck test_pool: exit $r"
-    tail -4 "$OUT/memcheck.log"
-    summary "compute-sanitizer memcheck test_pool" "exit $r"
-    [ $r -eq 0 ] || rc=1
+    for t in test_pool test_engine; do
+        timeout 150 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
+            "$B/tests/runtime/$t" >"$OUT/memcheck_$t.log" 2>&1
+        r=$?
+        echo "== memcheck $t: exit $r"
+        tail -3 "$OUT/memcheck_$t.log"
+        summary "compute-sanitizer memcheck $t" "exit $r"
+        [ $r -eq 0 ] || rc=1
+    done
 fi
 if [ -x "$B/tools/cbf-run" ]; then
     "$B/tools/cbf-run" tests/runtime/gpu_required.yaml --plugin-path "$CBF_RT_PLUGIN_DIR" \
-        >"$OUT/cbf-run-required.log" 2>&1
+        >"$OUT/cbf-run.log" 2>&1
     r=$?
     echo "== cbf-run gpu: required on a GPU: exit $r"
-    cat "$OUT/cbf-run-required.log"
-    summary "cbf-run gpu: required" "exit $r; $(grep -o 'using GPU.*' "$OUT/cbf-run-required.log" | head -1)"
+    cat "$OUT/cbf-run.log"
+    summary "cbf-run gpu: required" "exit $r; $(grep -o 'using GPU.*' "$OUT/cbf-run.log" | head -1)"
     [ $r -eq 0 ] || rc=1
+    # Hand-off cost of the runtime: 64-byte buffers through source -> pass
+    # -> sink for 5 s, stopped by SIGINT (the figure is buffers per second).
+    timeout --preserve-status -s INT 5 "$B/tools/cbf-run" tests/runtime/endless.yaml --plugin-path "$CBF_RT_PLUGIN_DIR" \
+        --set src.size=64 --set snk.delay_us=0 >"$OUT/rate.txt" 2>>"$OUT/cbf-run.log"
+    r=$?
+    cat "$OUT/rate.txt" >>"$OUT/cbf-run.log"
+    cat "$OUT/rate.txt"
+    sent=$(grep -o 'sent=[0-9]*' "$OUT/rate.txt" | cut -d= -f2)
+    secs=$(grep -o 'after [0-9.]* s' "$OUT/rate.txt" | cut -d' ' -f2)
+    summary "cbf-run SIGINT drain, 64 B buffers, 3 nodes" "exit $r; $sent buffers in $secs s"
+    rm -f "$OUT/rate.txt"
 fi
 cat "$OUT/summary.md"
 exit $rc
