@@ -67,11 +67,15 @@ __global__ void __launch_bounds__(BLOCK) ddc_kernel(
     const int rel0 = (int)(bit0 & 31), SB = S * bits;
 
     uint32_t hi[C + W - 1], lo[C + W - 1];
+    /* Set up as if one step before q = 0, so the loop's slide test needs no
+     * q = 0 exception: a sample starting in the first `bits` bits of its
+     * word slides in at q = 0 (hi's dummy is shifted out unread). */
 #pragma unroll
     for (int j = 0; j < C + W - 1; j++) {
-        const int w = (rel0 + j * SB) >> 5;
-        hi[j] = word_at(base, w, last);
-        lo[j] = word_at(base, w + 1, last);
+        const int rel = rel0 + j * SB, w = rel >> 5;
+        const bool early = (rel & 31) < bits;
+        hi[j] = early ? 0u : word_at(base, w, last);
+        lo[j] = word_at(base, early ? w : w + 1, last);
     }
     float ar[C], ai[C];
 #pragma unroll
@@ -88,11 +92,15 @@ __global__ void __launch_bounds__(BLOCK) ddc_kernel(
         for (int j = 0; j < C + W - 1; j++) {
             const int rel = relq + j * SB, off = rel & 31;
             /* The sample starts in lo now: slide the pair by one word. */
-            if (q && off < bits) {
+            if (off < bits) {
                 hi[j] = lo[j];
                 lo[j] = word_at(base, (rel >> 5) + 1, last);
             }
-            const float x = (float)((int)__funnelshift_l(lo[j], hi[j], off) >> (32 - bits));
+            /* int -> float through the mantissa of 1.5 x 2^23 (exact for
+             * |v| < 2^22): two full-rate operations instead of I2F, which
+             * issues at 1/8 of the FMA rate and would bound the kernel. */
+            const int v = (int)__funnelshift_l(lo[j], hi[j], off) >> (32 - bits);
+            const float x = __fsub_rn(__int_as_float(v + 0x4B400000), 12582912.0f);
 #pragma unroll
             for (int p = 0; p < W; p++) {
                 const int i = j - p;
@@ -191,4 +199,33 @@ extern "C" void cbf_ddc_cuda_destroy(cbf_ddc_cuda *plan)
         return;
     cudaFree(plan->z);
     free(plan);
+}
+
+/* Eight chains per thread hide the FMA latency (4 cycles, 4 issue slots per
+ * SM sub-partition); the multiplier keeps the values finite. */
+__global__ void __launch_bounds__(256) fma_probe(float *out, int iters)
+{
+    float a[8];
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+        a[j] = (float)(threadIdx.x + j);
+    for (int i = 0; i < iters; i++) {
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            a[j] = __fmaf_rn(a[j], 0.999999f, 0.5f);
+    }
+    float s = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+        s += a[j];
+    out[blockIdx.x * 256 + threadIdx.x] = s;
+}
+
+extern "C" int cbf_ddc_cuda_fma_probe(int blocks, int iters, float *dev_out, void *stream,
+                                      double *flops, char *msg, size_t msglen)
+{
+    fma_probe<<<blocks, 256, 0, (cudaStream_t)stream>>>(dev_out, iters);
+    CUDA_TRY(cudaGetLastError());
+    *flops = 2.0 * 8.0 * 256.0 * (double)blocks * (double)iters;
+    return 0;
 }

@@ -96,6 +96,13 @@ int cbf_ddc_cuda_run(cbf_ddc_cuda *plan, const cbf_ddc_job *job, void *stream, c
                      size_t msglen);
 void cbf_ddc_cuda_destroy(cbf_ddc_cuda *plan);
 
+/* The arithmetic ceiling for cbf-bench: launches `blocks` blocks of 256
+ * threads, each running 8 independent FMA chains of `iters` steps, and says
+ * how many floating-point operations (2 per FMA) that is. dev_out: blocks x
+ * 256 floats of device memory (keeps the chains alive). */
+int cbf_ddc_cuda_fma_probe(int blocks, int iters, float *dev_out, void *stream, double *flops,
+                           char *msg, size_t msglen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -163,12 +163,9 @@ static double err_at(const grid *g, const state *s, size_t i)
  * least |delta|, reduced to an alternating sequence (keeping the larger of
  * two same-signed neighbours), then trimmed at the ends to L + 1, dropping
  * the end with the smaller error. Returns the count before trimming. */
-static int exchange(const grid *g, const double *e, double delta, int *cand, int L)
+static int exchange(const grid *g, const double *e, double floor_, int *cand, int L)
 {
     int n = 0;
-    /* Rounding in P is relative to its own size (about 1 / pass weight),
-     * not to delta, which can be 1e-7 of it: the slack says so. */
-    const double floor_ = fabs(delta) * (1.0 - 1e-6) - 1e-13;
     for (size_t i = 0; i < g->n; i++) {
         int first = i == 0 || g->band[i - 1] != g->band[i];
         int last = i + 1 == g->n || g->band[i + 1] != g->band[i];
@@ -278,7 +275,13 @@ int cbf_fd_remez(int taps, const cbf_fd_band *bands, int n_bands, int density, d
                 if (fabs(e[i]) > emax)
                     emax = fabs(e[i]);
             }
-            int found = exchange(&g, e, s.delta, cand, L);
+            /* Rounding in P is relative to its own size, not to delta, which
+             * can be 1e-8 of it: at the sharpest designs an extremum can
+             * read a hair under |delta|. Lower floors then let it in. */
+            int found = 0;
+            for (int f = 0; f < 3 && found < L + 1; f++)
+                found = exchange(&g, e, fabs(s.delta) * (f == 0 ? 1.0 - 1e-6 : f == 1 ? 0.9 : 0.5),
+                                 cand, L);
             if (found < L + 1) {
                 rc = fail(msg, msglen, CBF_FD_EINVAL,
                           "remez: only %d alternation points at iteration %d (need %d): the "

@@ -110,7 +110,7 @@ static int run(ddc_case *c, size_t start, size_t outputs, uint64_t t0, float *ou
     char msg[256] = "";
     cbf_ddc_job job = {{c->packed[0], c->packed[1]}, c->n_in, t0, start, outputs, out,
                        c->stride};
-    int rc;
+    int rc = CBF_DDC_EINVAL;
     if (!use_gpu) {
         rc = cbf_ddc_cpu(&c->cfg, c->z, &job, msg, sizeof msg);
     } else {

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# On the lent GPU machine (through the device tool, carrying .devdeps):
+# builds the DDC targets with the nvcc there, runs the ddc tests on CPU and
+# GPU for every outputs-per-thread setting (and once under compute-sanitizer),
+# then `cbf-bench ddc`. Logs and the benchmark table go to $OUT (./out when
+# run by hand).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source scripts/device-env.sh
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+B=build-device-ddc
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv \
+    >"$OUT/gpu.txt" 2>&1
+cat "$OUT/gpu.txt"
+{
+    meson setup "$B" >/dev/null && ninja -C "$B" tests/ddc/test_ddc tests/ddc/test_filter_design
+} >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+echo "== build ok"
+BENCH="$B/tools/bench/cbf-bench"
+if ! ninja -C "$B" tools/bench/cbf-bench >>"$OUT/build.log" 2>&1; then
+    # cbf-bench links libcbf; if another area's work in progress breaks it,
+    # build the dispatcher with the ddc area alone (it needs no libcbf).
+    echo "== cbf-bench target failed; building the ddc bench alone"
+    BENCH="$B/cbf-bench-ddc"
+    gcc -O2 -std=c11 -D_GNU_SOURCE -DCBF_HAVE_CUDA=1 -DCBF_BENCH_DDC -Ikernels/ddc \
+        -Ikernels/filter_design -I/usr/local/cuda/include tools/bench/main.c tools/bench/ddc.c \
+        "$B/kernels/ddc/libcbf_kernel_ddc.a" "$B/kernels/filter_design/libcbf_kernel_filter_design.a" \
+        -L/usr/local/cuda/lib64 -lcudart -lstdc++ -lm -o "$BENCH" >>"$OUT/build.log" 2>&1 ||
+        { tail -20 "$OUT/build.log"; BENCH=""; }
+fi
+rc=0
+"$B/tests/ddc/test_filter_design" >"$OUT/test_filter_design.log" 2>&1
+r=$?
+echo "== test_filter_design: exit $r ($(grep -c '  OK ' "$OUT/test_filter_design.log") OK)"
+[ $r -eq 0 ] || rc=1
+for mode in cpu 4 8 16; do
+    args=""
+    [ "$mode" = cpu ] || args="--gpu --per-thread $mode"
+    "$B/tests/ddc/test_ddc" $args >"$OUT/test_$mode.log" 2>&1
+    r=$?
+    echo "== test_ddc ${args:---cpu}: exit $r"
+    grep -E "seed|FAILED|PASSED|ERROR|worst error|skipped" "$OUT/test_$mode.log" | head -8
+    [ $r -eq 0 ] || rc=1
+done
+if command -v compute-sanitizer >/dev/null; then
+    timeout 120 compute-sanitizer --tool memcheck --leak-check no "$B/tests/ddc/test_ddc" --gpu \
+        --per-thread 16 >"$OUT/memcheck.log" 2>&1
+    echo "== memcheck: exit $? ($(grep -c 'Invalid\|out of bounds' "$OUT/memcheck.log") invalid accesses)"
+    tail -2 "$OUT/memcheck.log"
+fi
+if [ -n "$BENCH" ]; then
+    "$BENCH" ddc ${DDC_BENCH_ARGS:-} >"$OUT/bench.md" 2>"$OUT/bench.err"
+    echo "== cbf-bench ddc: exit $?"
+    cat "$OUT/bench.md" "$OUT/bench.err"
+fi
+exit $rc

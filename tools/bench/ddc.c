@@ -1,0 +1,280 @@
+/* cbf-bench ddc: the narrowband down-converter on the GPU, over decimations,
+ * taps and outputs per thread (C), against the two ceilings measured in the
+ * same run:
+ *
+ * - memory: the input read once (bits / 8 bytes per sample) and the output
+ *   written once (8 bytes per complex float32 output, one per S samples),
+ *   at the device-to-device copy rate (bytes read + written);
+ * - arithmetic: 2 taps FMAs per output, i.e. 4 W flops per input sample
+ *   (W = taps / S), at the FP32 FMA rate of a probe kernel.
+ *
+ * The smaller bound applies: the DDC sits near the crossover (the seed says
+ * so), memory-bound at few taps, arithmetic-bound at many. Decoding and the
+ * output rotation are overheads on top of the counted FMAs. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ddc.h"
+#include "filter_design.h"
+
+#ifdef CBF_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#define MEERKAT_ANT_RATE (2 * 1712e6) /* samples/s of one L-band antenna, both pols */
+
+#define CK(call)                                                                     \
+    do {                                                                             \
+        cudaError_t e_ = (call);                                                     \
+        if (e_ != cudaSuccess) {                                                     \
+            fprintf(stderr, "cbf-bench ddc: %s: %s\n", #call, cudaGetErrorString(e_)); \
+            return 1;                                                                \
+        }                                                                            \
+    } while (0)
+
+typedef struct opts {
+    int dec[8], n_dec, ratio[4], n_ratio, per_thread[4], n_pt, bits, reps;
+    size_t samples; /* per pol */
+} opts;
+
+typedef struct ctx {
+    cudaStream_t s;
+    cbf_ddc_cuda *plan;
+    cbf_ddc_job job;
+    void *src, *dst;
+    size_t copy_bytes;
+    float *probe_out;
+    int probe_blocks;
+    double probe_flops;
+} ctx;
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef int (*step_fn)(ctx *c);
+static int time_ms(step_fn fn, ctx *c, int reps, float *median)
+{
+    cudaEvent_t a, b;
+    float t[64];
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    for (int i = -2; i < reps; i++) {
+        CK(cudaEventRecord(a, c->s));
+        if (fn(c))
+            return 1;
+        CK(cudaEventRecord(b, c->s));
+        CK(cudaEventSynchronize(b));
+        if (i >= 0)
+            CK(cudaEventElapsedTime(&t[i], a, b));
+    }
+    qsort(t, (size_t)reps, sizeof(float), cmp_float);
+    *median = t[reps / 2];
+    CK(cudaEventDestroy(a));
+    CK(cudaEventDestroy(b));
+    return 0;
+}
+
+static int do_copy(ctx *c)
+{
+    CK(cudaMemcpyAsync(c->dst, c->src, c->copy_bytes, cudaMemcpyDeviceToDevice, c->s));
+    return 0;
+}
+
+static int do_probe(ctx *c)
+{
+    char msg[256];
+    if (cbf_ddc_cuda_fma_probe(c->probe_blocks, 4096, c->probe_out, c->s, &c->probe_flops, msg,
+                               sizeof msg)) {
+        fprintf(stderr, "cbf-bench ddc: %s\n", msg);
+        return 1;
+    }
+    return 0;
+}
+
+static int do_ddc(ctx *c)
+{
+    char msg[256];
+    if (cbf_ddc_cuda_run(c->plan, &c->job, c->s, msg, sizeof msg)) {
+        fprintf(stderr, "cbf-bench ddc: %s\n", msg);
+        return 1;
+    }
+    return 0;
+}
+
+static void fill_random(uint8_t *p, size_t n, uint64_t seed)
+{
+    uint64_t x = seed | 1;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        p[i] = (uint8_t)((x * 0x2545f4914f6cdd1dull) >> 56);
+    }
+}
+
+static int bench_one(const opts *o, int S, int W, int C, const uint8_t *const d_in[2],
+                     size_t in_samples, float *d_out, double copy_rate, double fma_rate,
+                     ctx *c)
+{
+    char msg[512];
+    cbf_ddc_config cfg = {o->bits, S, S * W, cbf_ddc_mix_step(0.3)};
+    double *h = malloc(sizeof(double) * (size_t)cfg.taps);
+    float *z = malloc(2 * sizeof(float) * (size_t)cfg.taps);
+    if (!h || !z)
+        return 1;
+    if (cbf_fd_ddc_design(cfg.taps, S, CBF_FD_DEFAULT_PASS_WEIGHT, h, NULL, NULL, msg,
+                          sizeof msg) ||
+        cbf_ddc_weights(&cfg, h, z, msg, sizeof msg) ||
+        cbf_ddc_cuda_create(&cfg, z, C, &c->plan, msg, sizeof msg)) {
+        printf("| %3d | %4d | %2d | - | - | - | - | - | - | (%s) |\n", S, cfg.taps, C, msg);
+        free(h);
+        free(z);
+        return 0;
+    }
+    size_t outputs = (in_samples - (size_t)cfg.taps) / (size_t)S + 1;
+    c->job = (cbf_ddc_job){{d_in[0], d_in[1]}, in_samples, (1ull << 42) + 17, 0, outputs, d_out,
+                           outputs};
+    float ms;
+    if (time_ms(do_ddc, c, o->reps, &ms))
+        return 1;
+    const double samples = 2.0 * (double)outputs * S, rate = samples / (ms * 1e-3);
+    const double mem_bound = copy_rate / (o->bits / 8.0 + 8.0 / S);
+    const double fma_bound = fma_rate / (4.0 * W);
+    const int mem = mem_bound < fma_bound;
+    const double bound = mem ? mem_bound : fma_bound;
+    printf("| %3d | %4d | %2d | %8.3f | %8.1f | %6.1f | %8.0f | %8.0f | %-10s | %5.1f%% |\n", S,
+           cfg.taps, C, ms, rate / 1e9, rate / MEERKAT_ANT_RATE, mem_bound / 1e9,
+           fma_bound / 1e9, mem ? "memory" : "arithmetic", 100.0 * rate / bound);
+    cbf_ddc_cuda_destroy(c->plan);
+    free(h);
+    free(z);
+    return 0;
+}
+
+static int parse_list(const char *v, int *out, int max)
+{
+    int n = 0;
+    for (const char *s = v; *s && n < max;) {
+        char *e;
+        out[n++] = (int)strtol(s, &e, 10);
+        s = *e ? e + 1 : e;
+    }
+    return n;
+}
+
+static int parse(int argc, char **argv, opts *o)
+{
+    *o = (opts){{8, 16, 32}, 3, {8, 16}, 2, {4, 8, 16}, 3, 10, 20, (size_t)1 << 28};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !v) {
+            printf("usage: cbf-bench ddc [--decimation 8,16,32] [--ratio 8,16] [--per-thread 4,8,16]\n"
+                   "                     [--bits 10] [--samples 268435456] [--reps 20]\n"
+                   "ratio: taps / decimation (4, 8, 12 or 16); samples: per polarisation\n");
+            return strcmp(a, "--help") ? 2 : 1;
+        }
+        i++;
+        if (!strcmp(a, "--decimation"))
+            o->n_dec = parse_list(v, o->dec, 8);
+        else if (!strcmp(a, "--ratio"))
+            o->n_ratio = parse_list(v, o->ratio, 4);
+        else if (!strcmp(a, "--per-thread"))
+            o->n_pt = parse_list(v, o->per_thread, 4);
+        else if (!strcmp(a, "--bits"))
+            o->bits = atoi(v);
+        else if (!strcmp(a, "--samples"))
+            o->samples = strtoull(v, NULL, 0);
+        else if (!strcmp(a, "--reps"))
+            o->reps = atoi(v) < 1 ? 1 : atoi(v) > 64 ? 64 : atoi(v);
+        else {
+            fprintf(stderr, "cbf-bench ddc: unknown option %s\n", a);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+static int ceilings(ctx *c, double *copy_rate, double *fma_rate, const struct cudaDeviceProp *p)
+{
+    float t;
+    c->copy_bytes = (size_t)1 << 31;
+    CK(cudaMalloc(&c->src, c->copy_bytes));
+    CK(cudaMalloc(&c->dst, c->copy_bytes));
+    CK(cudaMemset(c->src, 0x5a, c->copy_bytes));
+    if (time_ms(do_copy, c, 10, &t))
+        return 1;
+    *copy_rate = 2.0 * (double)c->copy_bytes / (t * 1e-3);
+    CK(cudaFree(c->src));
+    CK(cudaFree(c->dst));
+    c->probe_blocks = p->multiProcessorCount * 8;
+    CK(cudaMalloc((void **)&c->probe_out, sizeof(float) * 256 * (size_t)c->probe_blocks));
+    if (time_ms(do_probe, c, 10, &t))
+        return 1;
+    *fma_rate = c->probe_flops / (t * 1e-3);
+    CK(cudaFree(c->probe_out));
+    return 0;
+}
+
+int cbf_bench_ddc(int argc, char **argv)
+{
+    opts o;
+    int rc = parse(argc, argv, &o);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    int dev = 0;
+    struct cudaDeviceProp prop;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+        fprintf(stderr, "cbf-bench ddc: no CUDA GPU here\n");
+        return 1;
+    }
+    ctx c = {0};
+    CK(cudaStreamCreate(&c.s));
+    double copy_rate, fma_rate;
+    if (ceilings(&c, &copy_rate, &fma_rate, &prop))
+        return 1;
+    printf("GPU: %s (%d SMs); device-to-device copy %.3f TB/s (2 GiB, read + write); FP32 FMA "
+           "probe %.1f TFLOP/s\n", prop.name, prop.multiProcessorCount, copy_rate / 1e12,
+           fma_rate / 1e12);
+    printf("%d-bit in, complex float32 out, %zu samples per pol per run, rate in Gsample/s of "
+           "input (both pols), antennas at %.0f Msample/s per pol\n\n", o.bits, o.samples,
+           MEERKAT_ANT_RATE / 2e6);
+    printf("| S | taps | C | ms | Gsample/s | antennas | memory bound | arithmetic bound | binding "
+           "| of bound |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    const size_t in_bytes = cbf_ddc_packed_bytes(o.samples, o.bits);
+    uint8_t *host = malloc(in_bytes), *d_in[2];
+    float *d_out;
+    if (!host)
+        return 1;
+    for (int p = 0; p < 2; p++) {
+        CK(cudaMalloc((void **)&d_in[p], in_bytes));
+        fill_random(host, in_bytes, 0x5eed + (uint64_t)p);
+        CK(cudaMemcpy(d_in[p], host, in_bytes, cudaMemcpyHostToDevice));
+    }
+    CK(cudaMalloc((void **)&d_out, 2 * 2 * sizeof(float) * (o.samples / 2 + 1)));
+    for (int i = 0; i < o.n_dec; i++)
+        for (int r = 0; r < o.n_ratio; r++)
+            for (int k = 0; k < o.n_pt; k++)
+                if (bench_one(&o, o.dec[i], o.ratio[r], o.per_thread[k],
+                              (const uint8_t *const *)d_in, o.samples, d_out, copy_rate,
+                              fma_rate, &c))
+                    return 1;
+    CK(cudaFree(d_in[0]));
+    CK(cudaFree(d_in[1]));
+    CK(cudaFree(d_out));
+    CK(cudaStreamDestroy(c.s));
+    free(host);
+    return 0;
+}
+#else
+int cbf_bench_ddc(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    fprintf(stderr, "cbf-bench ddc: built without CUDA; the DDC benchmark needs a GPU\n");
+    return 1;
+}
+#endif
