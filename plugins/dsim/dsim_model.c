@@ -137,19 +137,27 @@ static uint64_t stream_key(uint64_t seed, int stream, int pol)
     return mix64(seed ^ mix64(id + 0x632be59bd9b4e019ull));
 }
 
-/* Two independent standard Gaussians for pair q of a stream (Box-Muller):
- * samples 2q and 2q + 1 share one draw, which halves the transcendental cost. */
+/* Two independent standard Gaussians for pair q of a stream, by
+ * Marsaglia's polar method: no sin/cos, and the rejection loop stays
+ * counter-based because attempt j of pair q hashes (q, j). Samples 2q and
+ * 2q + 1 share one draw. */
 static void gauss_pair(uint64_t key, int64_t q, double *g0, double *g1)
 {
     const uint64_t c = key + (uint64_t)q * 0x3c6ef372fe94f82aull;
-    const uint64_t h1 = mix64(c + 0x9e3779b97f4a7c15ull);
-    const uint64_t h2 = mix64(c + 0x7f4a7c159e3779b9ull);
-    const double u1 = ((double)(h1 >> 11) + 0.5) * 0x1p-53;   /* (0, 1): log is finite */
-    const double u2 = (double)(h2 >> 11) * 0x1p-53;
-    const double rad = sqrt(-2.0 * log(u1));
-    const double ang = 2.0 * M_PI * u2;
-    *g0 = rad * cos(ang);
-    *g1 = rad * sin(ang);
+    for (uint64_t j = 0;; j++) {
+        const uint64_t h1 = mix64(c + 0x9e3779b97f4a7c15ull + j * 0xd1b54a32d192ed03ull);
+        const uint64_t h2 = mix64(c + 0x7f4a7c159e3779b9ull + j * 0xd1b54a32d192ed03ull);
+        /* Uniform in (-1, 1) from 53 bits each. */
+        const double u = ((double)(h1 >> 11) + 0.5) * 0x1p-52 - 1.0;
+        const double v = ((double)(h2 >> 11) + 0.5) * 0x1p-52 - 1.0;
+        const double s = u * u + v * v;
+        if (s < 1.0 && s > 0.0) {
+            const double r = sqrt(-2.0 * log(s) / s);
+            *g0 = u * r;
+            *g1 = v * r;
+            return;
+        }
+    }
 }
 
 static int64_t floor_half(int64_t t)

@@ -245,6 +245,16 @@ static void noise_statistics(void **state)
         syy += (double)y[i] * y[i];
     }
     assert_true(fabs(sxy / sqrt(sxx * syy)) < 0.02);
+    /* Gaussian, not just the right RMS: the kurtosis E[x^4]/E[x^2]^2 is 3
+     * (a uniform gives 1.8); its estimator's sigma is sqrt(24/n) = 0.01. */
+    double m2 = 0, m4 = 0;
+    for (int64_t t = 0; t < (int64_t)n; t++) {
+        const double g = cbf_dsim_gauss(99, 1, 1, t);
+        m2 += g * g;
+        m4 += g * g * g * g;
+    }
+    assert_true(fabs(m2 / n - 1.0) < 0.02);
+    assert_true(fabs(m4 / n / (m2 / n * m2 / n) - 3.0) < 0.1);
     /* Independent noise of another seed, pol or antenna differs. */
     assert_true(cbf_dsim_gauss(1, 0, 0, 77) != cbf_dsim_gauss(2, 0, 0, 77));
     assert_true(cbf_dsim_gauss(1, 0, 0, 77) != cbf_dsim_gauss(1, 0, 1, 77));
