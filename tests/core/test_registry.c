@@ -1,0 +1,125 @@
+/* Plugin registry: broken files are refused with their name and fault;
+ * the same file seen twice is one plugin; a name defined twice in one tier
+ * is an error naming both files, across tiers the higher one wins. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "loader_util.h"
+
+static void expect_refused(const char *group, int code, const char *a, const char *b)
+{
+    const char *dirs[] = {tu_plugin_dir(group)};
+    cbf_registry *reg = NULL;
+    cbf_error err = {0};
+    int rc = cbf_registry_open(dirs, 1, &reg, &err);
+    if (rc != code)
+        fail_msg("%s: expected %d, got %d (%s)", group, code, rc, err.msg);
+    assert_null(reg);
+    if (!strstr(err.msg, a) || (b && !strstr(err.msg, b)))
+        fail_msg("%s: expected '%s' and '%s' in '%s'", group, a, b ? b : "", err.msg);
+    assert_null(strchr(err.msg, '\n'));
+}
+
+static void broken_files(void **state)
+{
+    (void)state;
+    expect_refused("bad_abi", CBF_EPLUGIN, "bad_abi/cbf_tbadabi.so", "ABI 99 found, ABI 1 expected");
+    expect_refused("no_symbol", CBF_EPLUGIN, "no_symbol/cbf_tnosym.so", "no entry symbol 'cbf_plugin_entry'");
+    expect_refused("bad_dup_param", CBF_EPLUGIN, "bad_dup_param/cbf_tbaddecl.so",
+                   "parameter 'taps' is declared twice");
+    expect_refused("bad_type", CBF_EPLUGIN, "bad_type/cbf_tbaddecl.so", "parameter 'mode': unknown type 42");
+    expect_refused("bad_default", CBF_EPLUGIN, "bad_default/cbf_tbaddecl.so",
+                   "parameter 'taps': default '17' is not valid: 17 is out of range [1, 16]");
+    expect_refused("nowhere", CBF_EIO, "plugin directory", "nowhere");
+}
+
+static void duplicates_in_one_tier(void **state)
+{
+    (void)state;
+    const char *dirs[] = {tu_plugin_dir("twin_a"), tu_plugin_dir("twin_b")};
+    cbf_registry *reg = NULL;
+    cbf_error err = {0};
+    assert_int_equal(cbf_registry_open(dirs, 2, &reg, &err), CBF_EPLUGIN);
+    assert_non_null(strstr(err.msg, "plugin 'ttwin' is defined twice"));
+    assert_non_null(strstr(err.msg, "twin_a/cbf_ttwin.so"));
+    assert_non_null(strstr(err.msg, "twin_b/cbf_ttwin.so"));
+}
+
+static void same_file_twice(void **state)
+{
+    (void)state;
+    char link[600];
+    snprintf(link, sizeof link, "%s/good-link", tu_tmpdir());
+    unlink(link);
+    assert_int_equal(symlink(tu_plugin_dir("good"), link), 0);
+    const char *dirs[] = {tu_plugin_dir("good"), link, tu_plugin_dir("good")};
+    cbf_registry *reg = NULL;
+    cbf_error err = {0};
+    int rc = cbf_registry_open(dirs, 3, &reg, &err);
+    if (rc)
+        fail_msg("%s", err.msg);
+    size_t seen = 0;
+    for (size_t i = 0; i < cbf_registry_count(reg); i++)
+        seen += !strcmp(cbf_registry_at(reg, i)->name, "tsrc");
+    assert_int_equal(seen, 1);
+    const cbf_plugin_desc *d = cbf_registry_find(reg, "tparams");
+    assert_non_null(d);
+    assert_string_equal(d->version, "2.3");
+    assert_null(cbf_registry_find(reg, "tparamz"));
+    assert_null(cbf_registry_find(reg, NULL));
+    cbf_registry_close(reg);
+}
+
+static void higher_tier_wins(void **state)
+{
+    (void)state;
+    /* given directories outrank $CBF_PLUGIN_PATH */
+    char *old = getenv("CBF_PLUGIN_PATH") ? strdup(getenv("CBF_PLUGIN_PATH")) : NULL;
+    char env[2048];
+    snprintf(env, sizeof env, "%s:%s", tu_plugin_dir("twin_b"), old ? old : "");
+    setenv("CBF_PLUGIN_PATH", env, 1);
+    const char *dirs[] = {tu_plugin_dir("twin_a")};
+    cbf_registry *reg = NULL;
+    cbf_error err = {0};
+    int rc = cbf_registry_open(dirs, 1, &reg, &err);
+    if (old)
+        setenv("CBF_PLUGIN_PATH", old, 1);
+    else
+        unsetenv("CBF_PLUGIN_PATH");
+    free(old);
+    if (rc)
+        fail_msg("%s", err.msg);
+    int found = 0;
+    for (size_t i = 0; i < cbf_registry_count(reg); i++) {
+        if (strcmp(cbf_registry_at(reg, i)->name, "ttwin"))
+            continue;
+        found++;
+        assert_non_null(strstr(cbf_registry_path_at(reg, i), "twin_a/"));
+    }
+    assert_int_equal(found, 1);
+    cbf_registry_close(reg);
+
+    /* a directory added later (engine.plugin_path) is in the given tier too */
+    assert_int_equal(cbf_registry_open(dirs, 1, &reg, &err), 0);
+    assert_int_equal(cbf_registry_add_dir(reg, tu_plugin_dir("twin_b"), &err), CBF_EPLUGIN);
+    assert_non_null(strstr(err.msg, "defined twice"));
+    cbf_registry_close(reg);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(broken_files),
+        cmocka_unit_test(duplicates_in_one_tier),
+        cmocka_unit_test(same_file_twice),
+        cmocka_unit_test(higher_tier_wins),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,219 @@
+/* cbf-inspect: what plugins this installation has, and what each accepts.
+ *
+ *   cbf-inspect [--plugin-path DIR]...          one line per plugin
+ *   cbf-inspect [--plugin-path DIR]... NAME     its parameters and ports
+ *
+ * Exit status: 0, 1 when a plugin file is broken (the registry refuses to
+ * start with one), 2 for a usage error or an unknown plugin name. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cbf/graph.h"
+
+static const char *type_name(cbf_param_type t)
+{
+    static const char *const names[] = {"int", "float", "bool", "string", "choice",
+                                        "int list", "float list", "records"};
+    return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
+}
+
+static int cmp_index(const void *a, const void *b, void *reg)
+{
+    const cbf_plugin_desc *x = cbf_registry_at(reg, *(const size_t *)a);
+    const cbf_plugin_desc *y = cbf_registry_at(reg, *(const size_t *)b);
+    return strcmp(x->name, y->name);
+}
+
+static int list_all(const cbf_registry *reg)
+{
+    size_t n = cbf_registry_count(reg);
+    if (!n) {
+        printf("no plugins found (searched --plugin-path, $CBF_PLUGIN_PATH, the build tree, "
+               "the installed plugin directory)\n");
+        return 0;
+    }
+    size_t *idx = calloc(n, sizeof *idx);
+    if (!idx)
+        return 1;
+    int wn = 4, wv = 7, ws = 7;
+    for (size_t i = 0; i < n; i++) {
+        const cbf_plugin_desc *d = cbf_registry_at(reg, i);
+        idx[i] = i;
+        wn = (int)fmax(wn, strlen(d->name));
+        wv = (int)fmax(wv, strlen(d->version ? d->version : ""));
+        ws = (int)fmax(ws, strlen(d->summary ? d->summary : ""));
+    }
+    qsort_r(idx, n, sizeof *idx, cmp_index, (void *)reg);
+    printf("%-*s  %-*s  %-*s  %s\n", wn, "NAME", wv, "VERSION", ws, "SUMMARY", "FILE");
+    for (size_t k = 0; k < n; k++) {
+        const cbf_plugin_desc *d = cbf_registry_at(reg, idx[k]);
+        printf("%-*s  %-*s  %-*s  %s\n", wn, d->name, wv, d->version ? d->version : "", ws,
+               d->summary ? d->summary : "", cbf_registry_path_at(reg, idx[k]));
+    }
+    free(idx);
+    return 0;
+}
+
+static void fmt_bound(double v, int integer, char *buf, size_t n)
+{
+    if (integer && fabs(v) < 9.22e18 && v == floor(v))
+        snprintf(buf, n, "%lld", (long long)v);
+    else
+        snprintf(buf, n, "%g", v);
+}
+
+static void limits(const cbf_param_decl *p, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    if (p->type == CBF_PARAM_CHOICE) {
+        snprintf(buf, n, "%s", p->choices);
+    } else if (p->type == CBF_PARAM_RECORDS) {
+        snprintf(buf, n, "fields %s", p->choices);
+    } else if (p->has_range) {
+        char lo[32], hi[32];
+        int integer = p->type == CBF_PARAM_INT || p->type == CBF_PARAM_INT_LIST;
+        fmt_bound(p->min, integer, lo, sizeof lo);
+        fmt_bound(p->max, integer, hi, sizeof hi);
+        snprintf(buf, n, "%s%s..%s", p->type >= CBF_PARAM_INT_LIST ? "each " : "", lo, hi);
+    }
+}
+
+static void show_params(const cbf_plugin_desc *d)
+{
+    printf("\nParameters:\n");
+    if (!d->n_params) {
+        printf("  (none)\n");
+        return;
+    }
+    int wn = 4, wt = 4, wd = 7, wl = 6;
+    char lim[512];
+    for (int i = 0; i < d->n_params; i++) {
+        const cbf_param_decl *p = &d->params[i];
+        limits(p, lim, sizeof lim);
+        wn = (int)fmax(wn, strlen(p->name));
+        wt = (int)fmax(wt, strlen(type_name(p->type)));
+        wd = (int)fmax(wd, strlen(p->def ? p->def : "required"));
+        wl = (int)fmax(wl, strlen(lim));
+    }
+    printf("  %-*s  %-*s  %-*s  %-*s  %s\n", wn, "NAME", wt, "TYPE", wd, "DEFAULT", wl, "LIMITS", "DESCRIPTION");
+    for (int i = 0; i < d->n_params; i++) {
+        const cbf_param_decl *p = &d->params[i];
+        limits(p, lim, sizeof lim);
+        printf("  %-*s  %-*s  %-*s  %-*s  %s\n", wn, p->name, wt, type_name(p->type), wd,
+               p->def ? (p->def[0] ? p->def : "\"\"") : "required", wl, lim, p->doc ? p->doc : "");
+    }
+}
+
+static void show_ports(const cbf_plugin_desc *d)
+{
+    printf("\nPorts:\n");
+    if (!d->n_ports) {
+        printf("  (none)\n");
+        return;
+    }
+    int wn = 4, wt = 11;
+    for (int i = 0; i < d->n_ports; i++) {
+        wn = (int)fmax(wn, strlen(d->ports[i].name));
+        wt = (int)fmax(wt, strlen(d->ports[i].type));
+    }
+    printf("  %-*s  %-6s  %-*s  %-14s  %s\n", wn, "NAME", "DIR", wt, "BUFFER TYPE", "WIRING", "DESCRIPTION");
+    for (int i = 0; i < d->n_ports; i++) {
+        const cbf_port_decl *p = &d->ports[i];
+        char wiring[32];
+        snprintf(wiring, sizeof wiring, "%s%s", p->optional ? "optional" : "required",
+                 p->multi ? ", multi" : "");
+        printf("  %-*s  %-6s  %-*s  %-14s  %s\n", wn, p->name, p->dir == CBF_PORT_IN ? "input" : "output",
+               wt, p->type, wiring, p->doc ? p->doc : "");
+    }
+}
+
+static size_t distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), row[64];
+    if (la > 63 || lb > 63)
+        return 99;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            best = up + 1 < best ? up + 1 : best;
+            best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
+            diag = up;
+            row[j] = best;
+        }
+    }
+    return row[lb];
+}
+
+static int show_one(const cbf_registry *reg, const char *name)
+{
+    for (size_t i = 0; i < cbf_registry_count(reg); i++) {
+        const cbf_plugin_desc *d = cbf_registry_at(reg, i);
+        if (strcmp(d->name, name))
+            continue;
+        printf("%s %s: %s\n", d->name, d->version ? d->version : "", d->summary ? d->summary : "");
+        printf("file: %s\n", cbf_registry_path_at(reg, i));
+        show_params(d);
+        show_ports(d);
+        return 0;
+    }
+    const char *near = NULL;
+    size_t best = strlen(name) / 3 + 1;
+    for (size_t i = 0; i < cbf_registry_count(reg); i++) {
+        size_t dist = distance(name, cbf_registry_at(reg, i)->name);
+        if (dist <= best && dist <= 3) {
+            best = dist;
+            near = cbf_registry_at(reg, i)->name;
+        }
+    }
+    fprintf(stderr, "cbf-inspect: no plugin '%s'%s%s%s; cbf-inspect without a name lists them\n", name,
+            near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
+    return 2;
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: cbf-inspect [--plugin-path DIR]... [PLUGIN]\n");
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    const char **dirs = calloc((size_t)argc, sizeof *dirs);
+    size_t n_dirs = 0;
+    const char *name = NULL;
+    if (!dirs)
+        return 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--plugin-path") && i + 1 < argc) {
+            dirs[n_dirs++] = argv[++i];
+        } else if (!strncmp(argv[i], "--plugin-path=", 14)) {
+            dirs[n_dirs++] = argv[i] + 14;
+        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage();
+            free(dirs);
+            return 0;
+        } else if (argv[i][0] == '-' || name) {
+            free(dirs);
+            return usage();
+        } else {
+            name = argv[i];
+        }
+    }
+    cbf_registry *reg;
+    cbf_error err;
+    int rc = cbf_registry_open(dirs, n_dirs, &reg, &err);
+    free(dirs);
+    if (rc) {
+        fprintf(stderr, "cbf-inspect: %s\n", err.msg);
+        return rc == CBF_EPLUGIN ? 1 : 2;
+    }
+    rc = name ? show_one(reg, name) : list_all(reg);
+    cbf_registry_close(reg);
+    return rc;
+}
