@@ -227,14 +227,14 @@ static int create_file(filesink *s, const cbf_params *p, cbf_error *err)
     struct stat st;
     if (stat(s->path, &st) == 0 && !cbf_params_bool(p, "overwrite"))
         return cbf_error_set(err, CBF_ECONFIG,
-                             "%s: filesink: %s exists; remove it, choose another path or set "
+                             "%s: %s exists; remove it, choose another path or set "
                              "overwrite: true", where, s->path);
     if (make_parents(s->path) != 0)
-        return cbf_error_set(err, CBF_EIO, "%s: filesink: cannot create the folder of %s: %s",
+        return cbf_error_set(err, CBF_EIO, "%s: cannot create the folder of %s: %s",
                              where, s->path, strerror(errno));
     s->file = H5Fcreate(s->path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     if (s->file < 0)
-        return cbf_error_set(err, CBF_EIO, "%s: filesink: cannot create HDF5 file %s", where,
+        return cbf_error_set(err, CBF_EIO, "%s: cannot create HDF5 file %s", where,
                              s->path);
     return h5u_attr_string(s->file, "creator", "cbf filesink") < 0
                ? cbf_error_set(err, CBF_EIO, "filesink: cannot write to %s", s->path)
