@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "xeng_ref.h"
 #include "xeng_run.h"
 
 static int use_gpu;
@@ -51,74 +52,6 @@ static uint8_t *random_input(const cbf_corr_shape *s, size_t batches)
     return p;
 }
 
-static void sample(const cbf_corr_shape *s, const uint8_t *in, size_t b, int a, int c, int t,
-                   int p, int64_t *re, int64_t *im)
-{
-    size_t idx = ((((b * (size_t)s->n_ants + a) * s->channels + c) * s->spectra_per_heap + t) * 2) + p;
-    if (s->bits == 8) {
-        *re = (int8_t)in[2 * idx];
-        *im = (int8_t)in[2 * idx + 1];
-    } else {
-        *re = (int8_t)(in[idx] & 0xf0) >> 4;
-        *im = (int8_t)(uint8_t)(in[idx] << 4) >> 4;
-    }
-}
-
-/* SPEC.md: product p1 + 2 p2 of baseline a2 (a2 + 1) / 2 + a1 is the sum of
- * x(a1, p1) conj(x(a2, p2)). */
-static int64_t *ref_correlate(const cbf_corr_shape *s, const uint8_t *in, size_t b0, size_t b1)
-{
-    int64_t *ref = calloc(cbf_corr_accum_len(s), sizeof(int64_t));
-    size_t nbl = cbf_corr_baselines(s->n_ants);
-    for (int c = 0; c < s->channels; c++)
-        for (int a2 = 0; a2 < s->n_ants; a2++)
-            for (int a1 = 0; a1 <= a2; a1++)
-                for (int p1 = 0; p1 < 2; p1++)
-                    for (int p2 = 0; p2 < 2; p2++) {
-                        int64_t sr = 0, si = 0;
-                        for (size_t b = b0; b < b1; b++)
-                            for (int t = 0; t < s->spectra_per_heap; t++) {
-                                int64_t r1, i1, r2, i2;
-                                sample(s, in, b, a1, c, t, p1, &r1, &i1);
-                                sample(s, in, b, a2, c, t, p2, &r2, &i2);
-                                sr += r1 * r2 + i1 * i2;
-                                si += r2 * i1 - r1 * i2;
-                            }
-                        size_t at = (((size_t)c * nbl + (size_t)a2 * (a2 + 1) / 2 + a1) * 4 +
-                                     p1 + 2 * p2) * 2;
-                        ref[at] = sr;
-                        ref[at + 1] = si;
-                    }
-    return ref;
-}
-
-/* SPEC.md's 64 -> 32-bit rule, magic value for bad antennas. */
-static uint64_t ref_reduce(int n_ants, int channels, const int64_t *sum, const uint8_t *bad,
-                           int32_t *out)
-{
-    uint64_t sat = 0;
-    size_t nbl = cbf_corr_baselines(n_ants);
-    for (int c = 0; c < channels; c++)
-        for (int a2 = 0; a2 < n_ants; a2++)
-            for (int a1 = 0; a1 <= a2; a1++)
-                for (int p = 0; p < 4; p++) {
-                    size_t at = (((size_t)c * nbl + (size_t)a2 * (a2 + 1) / 2 + a1) * 4 + p) * 2;
-                    if (bad[a1] || bad[a2]) {
-                        out[at] = INT32_MIN;
-                        out[at + 1] = 1;
-                        continue;
-                    }
-                    int clipped = 0;
-                    for (int k = 0; k < 2; k++) {
-                        int64_t v = sum[at + k], m = INT32_MAX;
-                        clipped |= v > m || v < -m;
-                        out[at + k] = (int32_t)(v > m ? m : v < -m ? -m : v);
-                    }
-                    sat += (uint64_t)clipped;
-                }
-    return sat;
-}
-
 static int64_t *random_accum(size_t n)
 {
     int64_t *p = malloc(n * sizeof(int64_t));
@@ -133,7 +66,7 @@ static void check_correlate(const cbf_corr_shape *s, size_t batches, size_t b0, 
                             int slices, int block_ants)
 {
     uint8_t *in = random_input(s, batches);
-    int64_t *ref = ref_correlate(s, in, b0, b1);
+    int64_t *ref = xeng_ref_correlate(s, in, b0, b1);
     size_t len = cbf_corr_accum_len(s);
     int64_t *acc = random_accum(len * (size_t)slices);
     int64_t *init = malloc(len * (size_t)slices * sizeof(int64_t));
@@ -220,7 +153,7 @@ static void test_reducer(void **state)
     uint8_t bad[37] = {0};
     bad[0] = bad[17] = bad[36] = 1;
     int32_t *want = malloc(len * sizeof(int32_t)), *got = malloc(len * sizeof(int32_t));
-    uint64_t want_sat = ref_reduce(n, channels, sum, bad, want);
+    uint64_t want_sat = xeng_ref_reduce(n, channels, sum, bad, want);
     memset(got, 0x5a, len * sizeof(int32_t));
     cbf_reduce_job job = {n, channels, acc, slices, len, bad, got, 1};
     uint64_t got_sat = 0;
@@ -272,7 +205,7 @@ static void test_saturation(void **state)
                 in[idx + 1] = (uint8_t)(int8_t)rnd_range(-3, 3);
             }
         }
-    int64_t *ref = ref_correlate(&s, in, 0, batches);
+    int64_t *ref = xeng_ref_correlate(&s, in, 0, batches);
     size_t len = cbf_corr_accum_len(&s);
     const int slices = use_gpu ? 2 : 1;
     int64_t *acc = calloc(len * slices, sizeof(int64_t));
@@ -281,7 +214,7 @@ static void test_saturation(void **state)
         fail_msg("correlate: %s", msg);
     uint8_t bad[3] = {0};
     int32_t *want = malloc(len * sizeof(int32_t)), *got = malloc(len * sizeof(int32_t));
-    uint64_t want_sat = ref_reduce(3, 1, ref, bad, want), got_sat = 0;
+    uint64_t want_sat = xeng_ref_reduce(3, 1, ref, bad, want), got_sat = 0;
     memset(got, 0x5a, len * sizeof(int32_t));
     cbf_reduce_job job = {3, 1, acc, slices, len, bad, got, 0};
     if (xeng_reduce(use_gpu, &job, &got_sat, msg, sizeof msg))
@@ -351,8 +284,8 @@ static void run_stream(int64_t ts0)
             assert_true(ts0 + (int64_t)(last - 1) * step < (open_dump + 1) * dump_batches * step);
             for (int a = 0; a < s.n_ants; a++)
                 bad[a] = got_present[a] != (unsigned)dump_batches;
-            int64_t *ref = ref_correlate(&s, in, open_first, last);
-            ref_reduce(s.n_ants, s.channels, ref, bad, want);
+            int64_t *ref = xeng_ref_correlate(&s, in, open_first, last);
+            xeng_ref_reduce(s.n_ants, s.channels, ref, bad, want);
             memset(got, 0x5a, len * sizeof(int32_t));
             cbf_reduce_job job = {s.n_ants, s.channels, acc, slices, len, bad, got, 1};
             uint64_t sat = 0;

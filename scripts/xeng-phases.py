@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Amplitude and phase of each baseline at the demo tone's channel, from an
+X-engine HDF5 file written by filesink (a reducer's visibilities), next to
+the phase the digitiser simulator's delays predict.
+
+usage: xeng-phases.py FILE.h5 [--pipeline pipelines/demo.yaml]
+
+The tone frequency, delays, channel count and sample rate are read from the
+pipeline YAML (its dsim and pfb nodes). Baseline (a1, a2), product aa:
+phase of x(a1) conj(x(a2)) = 360 (d2 - d1) k / (2 channels) degrees for a
+tone in channel k (SPEC.md delay convention). Magic values (-2^31, 1) mark
+dumps in which an antenna missed data; those dumps are listed, not used."""
+import argparse
+import math
+import sys
+
+import h5py
+import numpy as np
+import yaml
+
+MAGIC = (-2**31, 1)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("h5")
+    ap.add_argument("--pipeline", default="pipelines/demo.yaml")
+    a = ap.parse_args()
+    with open(a.pipeline) as f:
+        pipe = yaml.safe_load(f)
+    nodes = pipe["nodes"]
+    dsim = next(n["params"] for n in nodes.values() if n["plugin"] == "dsim")
+    pfb = next(n["params"] for n in nodes.values() if n["plugin"] == "pfb")
+    fs = float(dsim.get("adc_sample_rate", 1712e6))
+    channels = int(pfb.get("channels", 4096))
+    tone = float(dsim["tones"][0]["frequency"])
+    delays = [float(d) for d in dsim.get("delays", [])]
+    k = int(round(tone / (fs / 2 / channels)))
+
+    with h5py.File(a.h5, "r") as f:
+        group = next((g for g in f.values() if g.attrs.get("producer_plugin") in
+                      ("reducer", b"reducer")), None)
+        if group is None:
+            sys.exit(f"{a.h5}: no group written by a reducer")
+        vis = group["data"][...]  # [dump, channel, baseline x 4, re_im]
+        ts = group["timestamp"][...]
+    n_bl = vis.shape[2] // 4
+    n_ants = int((math.isqrt(8 * n_bl + 1) - 1) // 2)
+    if not delays:
+        delays = [0.0] * n_ants
+    print(f"{vis.shape[0]} dumps, {n_ants} antennas, {channels} channels; tone "
+          f"{tone / 1e6:.6f} MHz in channel {k}; delays {delays} samples")
+    good = []
+    for i in range(vis.shape[0]):
+        magic = np.all(vis[i, k, :, :] == MAGIC, axis=-1).reshape(n_bl, 4)
+        if magic.any():
+            print(f"dump {i} (timestamp {ts[i]}): {magic.all(axis=1).sum()} of {n_bl} baselines "
+                  f"flagged missing (magic value), skipped")
+        else:
+            good.append(i)
+    if not good:
+        sys.exit("no dump without missing data")
+    v = vis[good, k, :, :].astype(np.float64)
+    v = (v[..., 0] + 1j * v[..., 1]).sum(axis=0)  # [baseline x 4]
+    print("\n| a1 | a2 | amplitude (aa) | coherence | phase deg | expected deg |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    def bl(a1, a2):
+        return a2 * (a2 + 1) // 2 + a1
+    for a2 in range(n_ants):
+        for a1 in range(a2):
+            x = v[4 * bl(a1, a2)]
+            auto = math.sqrt(v[4 * bl(a1, a1)].real * v[4 * bl(a2, a2)].real)
+            expect = 360.0 * (delays[a2] - delays[a1]) * k / (2 * channels)
+            expect = (expect + 180.0) % 360.0 - 180.0
+            print(f"| {a1} | {a2} | {abs(x):.4g} | {abs(x) / auto if auto else 0:.3f} | "
+                  f"{math.degrees(np.angle(x)):.1f} | {expect:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
