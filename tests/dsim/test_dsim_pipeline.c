@@ -24,7 +24,7 @@ static const char *yaml_fmt =
     "    params: {antennas: %d, bits: %d, samples_per_chunk: %zu, length: %zu, seed: 77,\n"
     "             tones: [{frequency: 100.3e6, amplitude: %g, phase_x: 0.5, phase_y: 2.0}],\n"
     "             noise: %g, common_noise: 0.03, delays: [0.0, 9.75],\n"
-    "             missing: [%s], missing_inputs: [%s], threads: %d}\n"
+    "             missing: [%s], missing_inputs: [%s], threads: %d, start: %lld}\n"
     "  sink:\n"
     "    plugin: filesink\n"
     "    params: {path: %s, overwrite: true}\n"
@@ -33,25 +33,27 @@ static const char *yaml_fmt =
 
 typedef struct run {
     size_t spc, length, n_buffers, n_flags;
+    int64_t start;
     uint8_t *data, *present;
     int64_t *timestamp;
     uint64_t *saturated, *missing;
 } run;
 
 static run do_run(const char *name, int bits, size_t spc, size_t length, double amp,
-                  double noise, const char *missing, const char *inputs, int threads)
+                  double noise, const char *missing, const char *inputs, int threads,
+                  long long start)
 {
     char yaml[2048], path[512];
     snprintf(path, sizeof path, "%s/%s.h5", pl_tmpdir(), name);
     snprintf(yaml, sizeof yaml, yaml_fmt, ANTS, bits, spc, length, amp, noise, missing, inputs,
-             threads, path);
+             threads, start, path);
     int rc = pl_run(name, yaml);
     if (rc != 0)
         fprintf(stderr, "%s", pl_log(name));
     assert_int_equal(rc, 0);
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     assert_true(f >= 0);
-    run r = {.spc = spc, .length = length};
+    run r = {.spc = spc, .length = length, .start = start};
     int rank;
     hsize_t dims[8];
     r.data = pl_read(f, "/dsim/data", H5T_NATIVE_UINT8, &rank, dims);
@@ -71,7 +73,7 @@ static run do_run(const char *name, int bits, size_t spc, size_t length, double 
     r.missing = pl_read(f, "/dsim/missing", H5T_NATIVE_UINT64, &rank, dims);
     assert_true(r.timestamp && r.saturated && r.missing);
     for (size_t b = 0; b < r.n_buffers; b++)
-        assert_int_equal(r.timestamp[b], (int64_t)(b * spc));
+        assert_int_equal(r.timestamp[b], start + (int64_t)(b * spc));
     H5Fclose(f);
     return r;
 }
@@ -119,7 +121,7 @@ static void chunk_sizes_identical(void **state)
         char name[32];
         snprintf(name, sizeof name, "chunk%zu", spcs[c]);
         /* threads deal out streams differently; the output must not change */
-        run r = do_run(name, 10, spcs[c], total, 0.3, 0.1, "", "", c == 1 ? 3 : 1);
+        run r = do_run(name, 10, spcs[c], total, 0.3, 0.1, "", "", c == 1 ? 3 : 1, 0);
         for (int a = 0; a < ANTS; a++)
             for (int p = 0; p < 2; p++) {
                 cbf_dsim_model_generate(m, a, p, 0, total, want);
@@ -135,30 +137,40 @@ static void chunk_sizes_identical(void **state)
     cbf_dsim_model_free(m);
 }
 
-/* missing: [2, 5] on inputs 1 and 2 (antenna 0 pol y, antenna 1 pol x),
- * with 4 heaps per chunk: heap 2 is in buffer 0, heap 5 in buffer 1. */
+/* missing: [6, 9] on inputs 1 and 2 (antenna 0 pol y, antenna 1 pol x),
+ * with 4 heaps per chunk and start = 4 heaps: heap indices count from
+ * sample 0, so heap 6 is in buffer 0 (heap 2 of it), heap 9 in buffer 1. */
 static void missing_heaps_flagged(void **state)
 {
     (void)state;
     const size_t spc = 4 * 4096, heaps = 4;
-    run r = do_run("missing", 10, spc, 3 * spc, 0.3, 0.1, "2, 5", "1, 2", 2);
+    run r = do_run("missing", 10, spc, 3 * spc, 0.3, 0.1, "6, 9", "1, 2", 2, 4 * 4096);
     const size_t hb = cbf_pack_bytes(4096, 10);
+    cbf_dsim_model *m = model(10, 0.3, 0.1);
+    int16_t want[4096];
+    uint8_t packed[5120];
     for (size_t b = 0; b < r.n_buffers; b++) {
         uint64_t count = 0;
         for (size_t in = 0; in < 2 * ANTS; in++)
             for (size_t h = 0; h < heaps; h++) {
-                const size_t heap = b * heaps + h;
-                const int gone = (in == 1 || in == 2) && (heap == 2 || heap == 5);
+                const size_t heap = 4 + b * heaps + h;
+                const int gone = (in == 1 || in == 2) && (heap == 6 || heap == 9);
                 assert_int_equal(r.present[b * r.n_flags + in * heaps + h], !gone);
                 count += (uint64_t)gone;
+                const uint8_t *d = r.data + (b * 2 * ANTS + in) * heaps * hb + h * hb;
                 if (gone) {   /* no data arrived: the bytes are zero */
-                    const uint8_t *d = r.data + (b * 2 * ANTS + in) * heaps * hb + h * hb;
                     for (size_t k = 0; k < hb; k++)
                         assert_int_equal(d[k], 0);
+                } else {      /* the model's samples at the absolute time */
+                    cbf_dsim_model_generate(m, (int)in / 2, (int)in % 2, (int64_t)heap * 4096,
+                                            4096, want);
+                    assert_int_equal(cbf_pack(want, 4096, 10, packed, NULL, 0), 0);
+                    assert_memory_equal(d, packed, hb);
                 }
             }
         assert_int_equal(r.missing[b], count);
     }
+    cbf_dsim_model_free(m);
     free_run(&r);
 }
 
@@ -166,7 +178,7 @@ static void saturation_counted(void **state)
 {
     (void)state;
     const size_t spc = 65536, total = 4 * spc;
-    run r = do_run("saturate", 8, spc, total, 1.6, 0.02, "", "", 1);
+    run r = do_run("saturate", 8, spc, total, 1.6, 0.02, "", "", 1, 0);
     cbf_dsim_model *m = model(8, 1.6, 0.02);
     int16_t *v = malloc(spc * sizeof *v);
     uint64_t sum = 0;
