@@ -66,7 +66,7 @@ static const char yaml_fmt[] =
     "    plugin: fsim\n"
     "    params: {antennas: 5, channels: 6, spectra_per_heap: 32, batches: 7, length: 35,\n"
     "             start: %lld, delays: [0, 2, 4, 6, 8], signal: 40, noise: 20, seed: %d,\n"
-    "             missing_antennas: [1, 4], missing_batches: [9, 20]}\n"
+    "             missing_antennas: [1, 4], missing_batches: [9, 20], bits: %d}\n"
     "  corr:\n"
     "    plugin: correlator\n"
     "    params: {heap_accumulation_threshold: 3}\n"
@@ -81,15 +81,16 @@ static const char yaml_fmt[] =
     "  - reduce.out -> sink.in\n"
     "  - fsim.out -> sink.in\n";
 
-static void test_against_reference(void **state)
+/* bits: fsim's output width. filesink widens CI4 to int8 pairs, which is
+ * the CI8 layout the reference reads, with values in [-7, 7]. */
+static void against_reference(int bits)
 {
-    (void)state;
     char yaml[256], h5[256], text[2048];
     snprintf(yaml, sizeof yaml, "/tmp/xeng-pipe-%d.yaml", (int)getpid());
     snprintf(h5, sizeof h5, "/tmp/xeng-pipe-%d.h5", (int)getpid());
     const int ants = 5, ch = 6, sph = 32, hat = 3;
     const int64_t step = (int64_t)sph * 2 * ch, start = 1000 * hat * step + step + 17;
-    snprintf(text, sizeof text, yaml_fmt, (long long)start, (int)(getpid() % 1000), h5);
+    snprintf(text, sizeof text, yaml_fmt, (long long)start, (int)(getpid() % 1000), bits, h5);
     FILE *fp = fopen(yaml, "w");
     assert_non_null(fp);
     fputs(text, fp);
@@ -158,6 +159,18 @@ static void test_against_reference(void **state)
     unlink(h5);
 }
 
+static void test_against_reference(void **state)
+{
+    (void)state;
+    against_reference(8);
+}
+
+static void test_against_reference_4bit(void **state)
+{
+    (void)state;
+    against_reference(4);
+}
+
 /* pipelines/xeng.yaml as shipped: 12 dumps; dump 0 (partial) all magic,
  * dump 3 magic on antenna 3's baselines only, the rest data. */
 static void test_shipped_pipeline(void **state)
@@ -210,6 +223,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_against_reference),
+        cmocka_unit_test(test_against_reference_4bit),
         cmocka_unit_test(test_shipped_pipeline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
