@@ -111,6 +111,9 @@ static int corr_init(cbf_node *node, cbf_error *err)
     };
     if ((rc = cbf_node_pool_create(node, &pc, &s->pool, err)) != 0)
         return rc;
+    if (cbf_node_use_gpu(node))
+        cbf_log_warn("%s: the correlator plugin has no GPU path yet; using the exact "
+                "CPU kernel", cbf_node_name(node));
     s->c_dumps = cbf_node_counter(node, "dumps");
     s->c_dropped = cbf_node_counter(node, "unfinished_dumps_dropped");
     return 0;
