@@ -145,11 +145,26 @@ static int load_yaml(loader *L, const char *path)
                            p.problem ? p.problem : "malformed YAML", p.context ? " " : "",
                            p.context ? p.context : "");
     }
+    if (ok) {
+        L->doc_loaded = 1;
+        /* a second document would be silently ignored: refuse it */
+        yaml_document_t extra;
+        if (!yaml_parser_load(&p, &extra)) {
+            rc = cbf_error_set(L->err, CBF_ECONFIG, "%s:%zu:%zu: YAML syntax error: %s", path,
+                               p.problem_mark.line + 1, p.problem_mark.column + 1,
+                               p.problem ? p.problem : "malformed YAML");
+        } else {
+            if (yaml_document_get_root_node(&extra))
+                rc = cbf_error_set(L->err, CBF_ECONFIG,
+                                   "%s:%zu:%zu: a second YAML document; a pipeline is one document",
+                                   path, extra.start_mark.line + 1, extra.start_mark.column + 1);
+            yaml_document_delete(&extra);
+        }
+    }
     yaml_parser_delete(&p);
     fclose(f);
     if (rc)
         return rc;
-    L->doc_loaded = 1;
     yaml_node_t *root = yaml_document_get_root_node(&L->doc);
     snprintf(L->root_where, sizeof L->root_where, "%s:1:1", path);
     if (!root)

@@ -30,6 +30,10 @@ static void top_level_key(void **state)
     tu_expect_error("engine:\n  gpu: auto\nnodse:\n  src: {plugin: tsrc}\n", NULL, 0, CBF_ECONFIG, 3, 1,
                     E("unknown top-level key 'nodse'", "did you mean 'nodes'"));
     tu_expect_error("engine: {gpu: auto}\n", NULL, 0, CBF_ECONFIG, 1, 1, E("no nodes"));
+    tu_expect_error("nodes:\n  src: {plugin: tsrc}\n---\nnodes: {}\n", NULL, 0, CBF_ECONFIG, 3, 1,
+                    E("second YAML document"));
+    tu_expect_error("- a\n- b\n", NULL, 0, CBF_ECONFIG, 1, 1, E("expected a mapping"));
+    tu_expect_error("", NULL, 0, CBF_ECONFIG, 1, 1, E("empty"));
 }
 
 static void engine_keys(void **state)

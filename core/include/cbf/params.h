@@ -18,7 +18,7 @@ extern "C" {
 #endif
 
 typedef enum cbf_param_type {
-    CBF_PARAM_INT,        /* int64; YAML integer (1e6-style written as float is refused) */
+    CBF_PARAM_INT,        /* int64; also 2**20, 1_048_576, 0x10, and 1712e6 when exactly whole */
     CBF_PARAM_FLOAT,      /* double; YAML integer or float */
     CBF_PARAM_BOOL,       /* true/false */
     CBF_PARAM_STRING,     /* any scalar */
