@@ -1,0 +1,688 @@
+/* receiver: SPEAD heaps from UDP (unicast or multicast, recvmmsg, one
+ * thread per socket) or from a pcap capture, assembled into chunks.
+ *
+ * Streams: "digitiser" (MeerKAT digitiser heaps, two polarisations told
+ * apart by the least significant bit of digitiser_id) into cbf.adc.packed
+ * chunks; "feng" (F-engine heaps of n_ants antennas) into cbf.xeng.batch
+ * chunks. A heap is placed by its timestamp; chunks are kept open in a
+ * window of `chunks_in_flight` so reordered heaps still land, and a chunk
+ * leaves with a presence flag per heap (digitiser) or per batch and antenna
+ * (feng). Everything dropped is counted: malformed packets by reason,
+ * incomplete heaps, late heaps, heaps whose items do not fit the stream. */
+#include <cbf/cbf.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "spead.h"
+#include "udp.h"
+#ifdef CBF_HAVE_PCAP
+#include "pcap_udp.h"
+#endif
+
+#define MAX_SOCKETS 32
+#define RECV_BATCH 64
+#define RECV_BUF 9216
+#define HEAP_SAMPLES 4096   /* MeerKAT digitiser heap */
+
+static const cbf_param_decl params[] = {
+    {"source", CBF_PARAM_CHOICE, "udp", CBF_NORANGE, "udp|pcap", "where packets come from"},
+    {"address", CBF_PARAM_STRING, "127.0.0.1:7148", CBF_NORANGE, NULL,
+     "comma-separated a.b.c.d:port to receive on (multicast groups are joined)"},
+    {"interface", CBF_PARAM_STRING, "127.0.0.1", CBF_NORANGE, NULL,
+     "IPv4 address of the interface on which multicast groups are joined"},
+    {"threads_per_address", CBF_PARAM_INT, "1", CBF_RANGE(1, 8), NULL,
+     "sockets (SO_REUSEPORT) and threads per address, for rates one core cannot take"},
+    {"pcap", CBF_PARAM_STRING, "", CBF_NORANGE, NULL, "capture file for source: pcap"},
+    {"stream", CBF_PARAM_CHOICE, "digitiser", CBF_NORANGE, "digitiser|feng", "what the heaps are"},
+    {"antennas", CBF_PARAM_INT, "1", CBF_RANGE(1, 4096), NULL, "antennas in a chunk"},
+    {"bits", CBF_PARAM_INT, "10", CBF_RANGE(2, 16), NULL, "digitiser: bits per sample"},
+    {"samples_per_chunk", CBF_PARAM_INT, "1048576", CBF_RANGE(4096, 1 << 30), NULL,
+     "digitiser: samples per antenna and pol in a chunk, a multiple of 4096"},
+    {"adc_sample_rate", CBF_PARAM_FLOAT, "1712e6", CBF_RANGE(1, 1e12), NULL, "digitiser sample rate in Hz"},
+    {"channels", CBF_PARAM_INT, "1024", CBF_RANGE(1, 1 << 20), NULL,
+     "feng: channels this X-engine takes (from first_channel)"},
+    {"first_channel", CBF_PARAM_INT, "0", CBF_RANGE(0, 1 << 24), NULL, "feng: first channel taken"},
+    {"channels_per_heap", CBF_PARAM_INT, "0", CBF_RANGE(0, 1 << 20), NULL,
+     "feng: channels in one F-engine heap; 0 = channels"},
+    {"spectra_per_heap", CBF_PARAM_INT, "256", CBF_RANGE(1, 1 << 16), NULL, "feng: spectra per heap"},
+    {"samples_between_spectra", CBF_PARAM_INT, "0", CBF_RANGE(0, 1 << 30), NULL,
+     "feng: digitiser samples from one spectrum to the next; 0 = 2 x total_channels"},
+    {"total_channels", CBF_PARAM_INT, "0", CBF_RANGE(0, 1 << 24), NULL,
+     "feng: channels of the whole band (attribute for consumers); 0 = channels"},
+    {"batches", CBF_PARAM_INT, "4", CBF_RANGE(1, 4096), NULL, "feng: batches (heap times) per chunk"},
+    {"chunks_in_flight", CBF_PARAM_INT, "2", CBF_RANGE(1, 64), NULL,
+     "chunks open at once: the reordering window in time"},
+    {"heap_window", CBF_PARAM_INT, "64", CBF_RANGE(1, 4096), NULL,
+     "heaps assembled at once per socket (packet reordering window)"},
+    {"buffers", CBF_PARAM_INT, "4", CBF_RANGE(2, 64), NULL, "output buffers in the pool"},
+    {"stops", CBF_PARAM_INT, "1", CBF_RANGE(0, 4096), NULL,
+     "stream stops (one per sender) that end the stream; 0 = run until stopped"},
+    {"drop_rate", CBF_PARAM_FLOAT, "0", CBF_RANGE(0, 1), NULL,
+     "testing: drop this fraction of data packets on arrival (seeded), to exercise loss handling"},
+    {"drop_seed", CBF_PARAM_INT, "1", CBF_RANGE(0, 4.6e18), NULL, "testing: seed of drop_rate"},
+    {"idle_timeout", CBF_PARAM_FLOAT, "0", CBF_RANGE(0, 1e6), NULL,
+     "end when no packet came for this many seconds after the first; 0 = never"},
+};
+
+static const cbf_port_decl ports[] = {
+    {"out", CBF_PORT_OUT, "cbf.adc.packed", 1, 0, "stream digitiser: packed sample chunks"},
+    {"batches", CBF_PORT_OUT, "cbf.xeng.batch", 1, 0, "stream feng: X-engine input chunks"},
+};
+
+/* The runtime shows 16 counters per node, so the codec's reasons are shown
+ * in four groups; the end-of-run log line gives every reason. */
+enum { G_FOREIGN, G_HEADER, G_LENGTH, G_SIZE, N_GROUPS };
+static const char *const group_names[N_GROUPS] = {
+    "malformed_foreign", "malformed_header", "malformed_length", "malformed_heap_size"};
+
+static int reason_group(int reason)
+{
+    switch (reason) {
+    case CBF_SPEAD_ERR_MAGIC: case CBF_SPEAD_ERR_VERSION: case CBF_SPEAD_ERR_FLAVOUR:
+        return G_FOREIGN;   /* not SPEAD-64-48 at all */
+    case CBF_SPEAD_ERR_PAYLOAD_LEN: case CBF_SPEAD_ERR_OFFSET: case CBF_SPEAD_ERR_ADDRESS:
+        return G_LENGTH;
+    case CBF_SPEAD_ERR_HEAP_SIZE: case CBF_SPEAD_ERR_SIZE_CHANGED:
+        return G_SIZE;
+    default:
+        return G_HEADER;    /* short, item count, missing, not immediate, duplicate */
+    }
+}
+
+typedef struct chunk {
+    cbf_buffer *buf;
+    int64_t index;
+    uint16_t *pieces;   /* per flag: pieces received (feng: channel ranges) */
+} chunk;
+
+typedef struct receiver receiver;
+
+typedef struct worker {
+    receiver *r;
+    int fd;
+    cbf_spead_assembler *as;
+    pthread_t thread;
+    bool started;
+    int rc;
+    cbf_error err;
+    uint8_t *bufs;             /* RECV_BATCH packets of RECV_BUF bytes */
+    uint64_t rng;              /* drop_rate's generator */
+    cbf_spead_packet *pkt;     /* scratch for drop_rate's look at a packet */
+    cbf_spead_counters seen;   /* assembler counters already added to the node's */
+} worker;
+
+struct receiver {
+    cbf_node *node;
+    cbf_port *out;
+    cbf_pool *pool;
+    cbf_port_desc d;
+    bool feng;
+    /* shape */
+    int antennas, bits;
+    size_t spc, heap_bytes, heaps;                 /* digitiser */
+    size_t channels, first, cph, spectra, spb, batches, ranges;  /* feng */
+    int64_t chunk_step;                            /* samples per chunk */
+    size_t n_flags;
+    /* chunk window, guarded by lock */
+    pthread_mutex_t lock;
+    chunk *ring;
+    int n_ring;
+    int64_t base;
+    bool started;
+    int64_t last_index;
+    uint64_t seq;
+    int stops_needed, stops_seen;
+    bool done;
+    double idle_timeout, last_packet;
+    double drop_rate;
+    int send_rc;
+    /* sockets */
+    worker workers[MAX_SOCKETS];
+    int n_workers;
+    bool pcap;
+    const char *pcap_path;
+    cbf_counter *c_packets, *c_bytes, *c_heaps, *c_incomplete, *c_late_packets, *c_duplicate,
+        *c_late_heaps, *c_bad_heaps, *c_chunks, *c_missing, *c_descriptors, *c_dropped_test,
+        *c_malformed[N_GROUPS];
+};
+
+/* ---- Chunks ------------------------------------------------------------ */
+
+/* Sends the chunk in slot i (called with the lock held). */
+static int emit(receiver *r, chunk *c)
+{
+    cbf_buffer *b = c->buf;
+    c->buf = NULL;
+    uint64_t missing = 0;
+    for (size_t f = 0; f < r->n_flags; f++)
+        missing += !b->present[f];
+    b->missing = missing;
+    b->seq = r->seq++;
+    cbf_counter_add(r->c_chunks, 1);
+    cbf_counter_add(r->c_missing, missing);
+    return cbf_port_send(r->out, b);
+}
+
+/* Makes sure chunk idx has a buffer: zeroed payload, every flag missing
+ * until its heaps arrive. */
+static int open_chunk(receiver *r, chunk *c, int64_t idx)
+{
+    if (c->buf)
+        return 0;
+    int rc = cbf_pool_get(r->pool, &c->buf);
+    if (rc)
+        return rc;
+    c->index = idx;
+    c->buf->timestamp = idx * r->chunk_step;
+    memset(c->buf->data, 0, cbf_port_desc_bytes(&r->d));
+    memset(c->buf->present, 0, r->n_flags);
+    c->buf->n_present = r->n_flags;
+    memset(c->pieces, 0, r->n_flags * sizeof *c->pieces);
+    return 0;
+}
+
+/* Moves the window so that idx fits, sending chunks that fall out of it.
+ * A chunk that saw no heap at all still goes out, all flagged missing, so
+ * the timeline downstream has no holes. */
+static int advance(receiver *r, int64_t idx)
+{
+    while (idx >= r->base + r->n_ring) {
+        chunk *c = &r->ring[r->base % r->n_ring];
+        int rc = open_chunk(r, c, r->base);
+        if (!rc)
+            rc = emit(r, c);
+        if (rc)
+            return rc;
+        r->base++;
+    }
+    return 0;
+}
+
+/* Copies one heap's bytes into chunk idx at offset and counts it towards
+ * flag (present once `need` pieces have come). */
+static void place(receiver *r, int64_t idx, size_t flag, size_t offset, const uint8_t *data,
+                  size_t len, unsigned need)
+{
+    pthread_mutex_lock(&r->lock);
+    if (!r->started) {
+        r->base = idx;
+        r->started = true;
+    }
+    if (r->send_rc)
+        goto out;
+    if (idx < r->base) {
+        cbf_counter_add(r->c_late_heaps, 1);
+        goto out;
+    }
+    if ((r->send_rc = advance(r, idx)))
+        goto out;
+    chunk *c = &r->ring[idx % r->n_ring];
+    if ((r->send_rc = open_chunk(r, c, idx)))
+        goto out;
+    if (c->pieces[flag] >= need) {   /* the same heap again (a second sender, a replay) */
+        cbf_counter_add(r->c_bad_heaps, 1);
+        goto out;
+    }
+    memcpy((uint8_t *)c->buf->data + offset, data, len);
+    if (++c->pieces[flag] == need)
+        c->buf->present[flag] = 1;
+    if (idx > r->last_index)
+        r->last_index = idx;
+out:
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* At the end: every chunk up to the last one that saw a heap. */
+static int drain(receiver *r)
+{
+    pthread_mutex_lock(&r->lock);
+    int rc = r->send_rc;
+    /* advance() keeps n_ring chunks open; here every one up to the last goes. */
+    if (!rc && r->started && r->last_index >= r->base)
+        rc = advance(r, r->last_index + r->n_ring);
+    for (int i = 0; i < r->n_ring; i++)
+        if (r->ring[i].buf) {   /* after an error: give buffers back unsent */
+            cbf_buffer_unref(r->ring[i].buf);
+            r->ring[i].buf = NULL;
+        }
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
+/* ---- Heaps ------------------------------------------------------------- */
+
+static bool immediate(const cbf_spead_heap *h, uint16_t id, uint64_t *v)
+{
+    const cbf_spead_item *it = cbf_spead_heap_find(h, id);
+    if (!it || !it->immediate)
+        return false;
+    *v = it->value;
+    return true;
+}
+
+static bool addressed(const cbf_spead_heap *h, uint16_t id, const uint8_t **data, size_t *len)
+{
+    const cbf_spead_item *it = cbf_spead_heap_find(h, id);
+    return it && cbf_spead_heap_item_bytes(h, it, data, len) == 0;
+}
+
+static void on_dig_heap(receiver *r, const cbf_spead_heap *h)
+{
+    uint64_t ts, id;
+    const uint8_t *data;
+    size_t len;
+    if (!immediate(h, 0x1600, &ts) || !immediate(h, 0x3101, &id) || !addressed(h, 0x3300, &data, &len) ||
+        len != r->heap_bytes || ts % HEAP_SAMPLES || (id >> 1) >= (uint64_t)r->antennas) {
+        cbf_counter_add(r->c_bad_heaps, 1);
+        return;
+    }
+    size_t input = (size_t)id;   /* 2 x antenna + pol */
+    int64_t idx = (int64_t)(ts / r->spc);
+    size_t hh = (size_t)(ts % r->spc) / HEAP_SAMPLES;
+    place(r, idx, input * r->heaps + hh, input * r->heaps * r->heap_bytes + hh * r->heap_bytes, data,
+          len, 1);
+}
+
+static void on_feng_heap(receiver *r, const cbf_spead_heap *h)
+{
+    uint64_t ts, ant, freq;
+    const uint8_t *data;
+    size_t len;
+    size_t heap_bytes = r->cph * r->spectra * 4;
+    uint64_t step = (uint64_t)r->spectra * r->spb;
+    if (!immediate(h, 0x1600, &ts) || !immediate(h, 0x4101, &ant) || !immediate(h, 0x4103, &freq) ||
+        !addressed(h, 0x4300, &data, &len) || len != heap_bytes || ts % step ||
+        ant >= (uint64_t)r->antennas || freq < r->first || freq >= r->first + r->channels ||
+        (freq - r->first) % r->cph) {
+        cbf_counter_add(r->c_bad_heaps, 1);
+        return;
+    }
+    uint64_t batch = ts / step;
+    int64_t idx = (int64_t)(batch / r->batches);
+    size_t b = (size_t)(batch % r->batches), flag = b * (size_t)r->antennas + (size_t)ant;
+    /* [batch][antenna][channel][spectrum][pol]: a heap's channel range is contiguous. */
+    size_t offset = (flag * r->channels + (size_t)(freq - r->first)) * r->spectra * 4;
+    place(r, idx, flag, offset, data, len, (unsigned)r->ranges);
+}
+
+static void on_heap(const cbf_spead_heap *h, void *user)
+{
+    receiver *r = user;
+    if (cbf_spead_heap_find(h, CBF_SPEAD_DESCRIPTOR)) {
+        cbf_counter_add(r->c_descriptors, 1);
+        return;
+    }
+    if (r->feng)
+        on_feng_heap(r, h);
+    else
+        on_dig_heap(r, h);
+}
+
+/* Adds what the worker's assembler counted since last time to the node's counters. */
+static void publish(worker *w)
+{
+    receiver *r = w->r;
+    const cbf_spead_counters *k = cbf_spead_assembler_counters(w->as);
+    cbf_counter_add(r->c_packets, k->packets - w->seen.packets);
+    cbf_counter_add(r->c_bytes, k->bytes - w->seen.bytes);
+    cbf_counter_add(r->c_heaps, k->heaps - w->seen.heaps);
+    cbf_counter_add(r->c_incomplete, k->incomplete - w->seen.incomplete);
+    cbf_counter_add(r->c_late_packets, k->late - w->seen.late);
+    cbf_counter_add(r->c_duplicate, k->duplicate - w->seen.duplicate);
+    for (int i = 1; i < CBF_SPEAD_N_REASONS; i++)
+        cbf_counter_add(r->c_malformed[reason_group(i)], k->malformed[i] - w->seen.malformed[i]);
+    w->seen = *k;
+}
+
+/* ---- Sources ----------------------------------------------------------- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static bool finished(receiver *r)
+{
+    pthread_mutex_lock(&r->lock);
+    bool d = r->done || r->send_rc;
+    if (!d && r->idle_timeout > 0 && r->last_packet > 0 && now_s() - r->last_packet > r->idle_timeout)
+        d = r->done = true;
+    pthread_mutex_unlock(&r->lock);
+    return d || cbf_node_stopping(r->node);
+}
+
+static void count_stop(receiver *r)
+{
+    pthread_mutex_lock(&r->lock);
+    r->stops_seen++;
+    if (r->stops_needed && r->stops_seen >= r->stops_needed)
+        r->done = true;
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* Loss injection for tests: only data packets (not descriptors, not stream
+ * stop), so that every drop costs exactly the heap it belongs to. */
+static bool drop_test(worker *w, const uint8_t *buf, size_t len)
+{
+    receiver *r = w->r;
+    if (r->drop_rate <= 0 || cbf_spead_decode(buf, len, w->pkt) != CBF_SPEAD_OK ||
+        w->pkt->stream_ctrl >= 0)
+        return false;
+    for (int i = 0; i < w->pkt->n_items; i++)
+        if (w->pkt->items[i].id == CBF_SPEAD_DESCRIPTOR)
+            return false;
+    w->rng ^= w->rng << 13;
+    w->rng ^= w->rng >> 7;
+    w->rng ^= w->rng << 17;
+    if ((double)(w->rng >> 11) * 0x1p-53 >= r->drop_rate)
+        return false;
+    cbf_counter_add(r->c_dropped_test, 1);
+    return true;
+}
+
+static void *udp_loop(void *arg)
+{
+    worker *w = arg;
+    receiver *r = w->r;
+    struct mmsghdr msgs[RECV_BATCH];
+    struct iovec iov[RECV_BATCH];
+    while (!finished(r)) {
+        for (int i = 0; i < RECV_BATCH; i++) {
+            iov[i] = (struct iovec){.iov_base = w->bufs + (size_t)i * RECV_BUF, .iov_len = RECV_BUF};
+            msgs[i].msg_hdr = (struct msghdr){.msg_iov = &iov[i], .msg_iovlen = 1};
+        }
+        int n = recvmmsg(w->fd, msgs, RECV_BATCH, MSG_WAITFORONE, NULL);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+                continue;   /* the receive timeout: look at stop and idle again */
+            w->rc = cbf_error_set(&w->err, CBF_EIO, "recvmmsg: %s", strerror(errno));
+            break;
+        }
+        pthread_mutex_lock(&r->lock);
+        r->last_packet = now_s();
+        pthread_mutex_unlock(&r->lock);
+        for (int i = 0; i < n; i++) {
+            const uint8_t *b = w->bufs + (size_t)i * RECV_BUF;
+            if (!drop_test(w, b, msgs[i].msg_len) && cbf_spead_assembler_add(w->as, b, msgs[i].msg_len))
+                count_stop(r);
+        }
+        publish(w);
+    }
+    return NULL;
+}
+
+static int pcap_loop(receiver *r, worker *w, cbf_error *err)
+{
+#ifdef CBF_HAVE_PCAP
+    cbf_pcap_reader *pr;
+    int rc = cbf_pcap_reader_open(r->pcap_path, &pr, err);
+    if (rc)
+        return rc;
+    const uint8_t *p;
+    size_t len;
+    uint64_t n = 0;
+    while (!finished(r) && (rc = cbf_pcap_reader_next(pr, 0, &p, &len, NULL, err)) == 1) {
+        if (!drop_test(w, p, len) && cbf_spead_assembler_add(w->as, p, len))
+            count_stop(r);
+        if (++n % RECV_BATCH == 0)
+            publish(w);
+    }
+    cbf_pcap_reader_close(pr);
+    return rc < 0 ? rc : 0;
+#else
+    (void)r;
+    (void)w;
+    return cbf_error_set(err, CBF_ENOTSUP, "receiver: source pcap needs libpcap, which this build lacks");
+#endif
+}
+
+/* ---- Plugin ------------------------------------------------------------ */
+
+static int set_desc(receiver *r, const cbf_params *p, cbf_error *err)
+{
+    cbf_port_desc *d = &r->d;
+    double rate = cbf_params_float(p, "adc_sample_rate");
+    r->antennas = (int)cbf_params_int(p, "antennas");
+    if (!r->feng) {
+        r->bits = (int)cbf_params_int(p, "bits");
+        r->spc = (size_t)cbf_params_int(p, "samples_per_chunk");
+        if (r->spc % HEAP_SAMPLES)
+            return cbf_error_set(err, CBF_ECONFIG, "%s: samples_per_chunk %zu is not a multiple of %d",
+                                 cbf_params_where(p, "samples_per_chunk"), r->spc, HEAP_SAMPLES);
+        r->heap_bytes = (size_t)HEAP_SAMPLES * (size_t)r->bits / 8;
+        r->heaps = r->spc / HEAP_SAMPLES;
+        r->chunk_step = (int64_t)r->spc;
+        cbf_port_desc_init(d, CBF_DTYPE_PACKED, CBF_MEM_HOST);
+        d->bits = r->bits;
+        cbf_port_desc_add_axis(d, "antenna", (size_t)r->antennas);
+        cbf_port_desc_add_axis(d, "pol", 2);
+        cbf_port_desc_add_axis(d, "byte", r->heaps * r->heap_bytes);
+        r->n_flags = (size_t)r->antennas * 2 * r->heaps;
+        d->present_axis = "heap";
+        cbf_port_desc_set_attr(d, "samples_per_chunk", (double)r->spc);
+        cbf_port_desc_set_attr(d, "heap_samples", HEAP_SAMPLES);
+    } else {
+        r->channels = (size_t)cbf_params_int(p, "channels");
+        r->first = (size_t)cbf_params_int(p, "first_channel");
+        r->cph = (size_t)cbf_params_int(p, "channels_per_heap");
+        r->cph = r->cph ? r->cph : r->channels;
+        r->spectra = (size_t)cbf_params_int(p, "spectra_per_heap");
+        size_t total = (size_t)cbf_params_int(p, "total_channels");
+        total = total ? total : r->channels;
+        r->spb = (size_t)cbf_params_int(p, "samples_between_spectra");
+        r->spb = r->spb ? r->spb : 2 * total;
+        r->batches = (size_t)cbf_params_int(p, "batches");
+        if (r->channels % r->cph)
+            return cbf_error_set(err, CBF_ECONFIG, "%s: %zu channels are not whole heaps of %zu",
+                                 cbf_params_where(p, "channels_per_heap"), r->channels, r->cph);
+        r->ranges = r->channels / r->cph;
+        r->chunk_step = (int64_t)(r->batches * r->spectra * r->spb);
+        cbf_port_desc_init(d, CBF_DTYPE_CI8, CBF_MEM_HOST);
+        cbf_port_desc_add_axis(d, "batch", r->batches);
+        cbf_port_desc_add_axis(d, "antenna", (size_t)r->antennas);
+        cbf_port_desc_add_axis(d, "channel", r->channels);
+        cbf_port_desc_add_axis(d, "spectrum", r->spectra);
+        cbf_port_desc_add_axis(d, "pol", 2);
+        r->n_flags = r->batches * (size_t)r->antennas;
+        d->present_axis = "batch_antenna";
+        cbf_port_desc_set_attr(d, "channels", (double)total);
+        cbf_port_desc_set_attr(d, "first_channel", (double)r->first);
+        cbf_port_desc_set_attr(d, "spectra_per_heap", (double)r->spectra);
+        cbf_port_desc_set_attr(d, "samples_between_spectra", (double)r->spb);
+        cbf_port_desc_set_attr(d, "n_ants", r->antennas);
+    }
+    d->n_present = r->n_flags;
+    d->timestamp_step = r->chunk_step;
+    cbf_port_desc_set_attr(d, "adc_sample_rate", rate);
+    return cbf_port_set_desc(r->out, d, err);
+}
+
+static void receiver_fini(cbf_node *node)
+{
+    receiver *r = cbf_node_state(node);
+    if (!r)
+        return;
+    for (int i = 0; i < r->n_workers; i++) {
+        if (r->workers[i].fd >= 0)
+            close(r->workers[i].fd);
+        cbf_spead_assembler_destroy(r->workers[i].as);
+        free(r->workers[i].bufs);
+        free(r->workers[i].pkt);
+    }
+    if (r->ring)
+        for (int i = 0; i < r->n_ring; i++)
+            free(r->ring[i].pieces);
+    free(r->ring);
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+}
+
+static int open_workers(receiver *r, const cbf_params *p, cbf_error *err)
+{
+    size_t heap = r->feng ? r->cph * r->spectra * 4 : r->heap_bytes;
+    cbf_spead_assembler_config ac = {
+        .max_heap_size = heap > 65536 ? heap : 65536,   /* room for descriptor heaps too */
+        .window = (int)cbf_params_int(p, "heap_window"), .on_heap = on_heap, .user = r,
+    };
+    cbf_udp_endpoint eps[MAX_SOCKETS];
+    int n_eps = 1, per = 1;
+    if (!r->pcap) {
+        n_eps = cbf_udp_parse_endpoints(cbf_params_string(p, "address"), cbf_params_where(p, "address"),
+                                        eps, MAX_SOCKETS, err);
+        if (n_eps < 0)
+            return n_eps;
+        per = (int)cbf_params_int(p, "threads_per_address");
+        if (n_eps * per > MAX_SOCKETS)
+            return cbf_error_set(err, CBF_ECONFIG, "%s: more than %d sockets in all",
+                                 cbf_params_where(p, "threads_per_address"), MAX_SOCKETS);
+    }
+    for (int e = 0; e < n_eps; e++)
+        for (int k = 0; k < per; k++) {
+            worker *w = &r->workers[r->n_workers++];
+            w->r = r;
+            w->fd = -1;
+            int rc = cbf_spead_assembler_create(&ac, &w->as, err);
+            w->rng = (uint64_t)cbf_params_int(p, "drop_seed") * 0x9e3779b97f4a7c15ull + 1 +
+                     (uint64_t)r->n_workers;
+            if (!rc && !(w->pkt = malloc(sizeof *w->pkt)))
+                rc = cbf_error_set(err, CBF_ENOMEM, "receiver: out of memory");
+            if (!rc && !r->pcap && !(w->bufs = malloc((size_t)RECV_BATCH * RECV_BUF)))
+                rc = cbf_error_set(err, CBF_ENOMEM, "receiver: out of memory");
+            if (!rc && !r->pcap) {
+                rc = cbf_udp_open_rx(&eps[e], cbf_params_string(p, "interface"), 64 << 20, per > 1,
+                                     &w->fd, err);
+                if (rc)
+                    return cbf_error_prefix(err, "%s", cbf_params_where(p, "address"));
+                struct timeval tv = {0, 100000};   /* wake to see stop requests */
+                setsockopt(w->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+            }
+            if (rc)
+                return rc;
+        }
+    return 0;
+}
+
+static int receiver_init(cbf_node *node, cbf_error *err)
+{
+    receiver *r = calloc(1, sizeof(*r));
+    if (!r)
+        return cbf_error_set(err, CBF_ENOMEM, "receiver: out of memory");
+    pthread_mutex_init(&r->lock, NULL);
+    cbf_node_set_state(node, r);
+    r->node = node;
+    const cbf_params *p = cbf_node_params(node);
+    r->feng = !strcmp(cbf_params_string(p, "stream"), "feng");
+    r->out = cbf_node_port(node, r->feng ? "batches" : "out", 0);
+    if (!r->out)
+        return cbf_error_set(err, CBF_ECONFIG, "%s: stream %s sends on port '%s', which is not wired",
+                             cbf_params_where(p, "stream"), r->feng ? "feng" : "digitiser",
+                             r->feng ? "batches" : "out");
+    r->pcap = !strcmp(cbf_params_string(p, "source"), "pcap");
+    r->pcap_path = cbf_params_string(p, "pcap");
+    if (r->pcap && !r->pcap_path[0])
+        return cbf_error_set(err, CBF_ECONFIG, "%s: source is pcap but no pcap file is given",
+                             cbf_params_where(p, "pcap"));
+    r->stops_needed = (int)cbf_params_int(p, "stops");
+    r->idle_timeout = cbf_params_float(p, "idle_timeout");
+    r->drop_rate = cbf_params_float(p, "drop_rate");
+    int rc = set_desc(r, p, err);
+    if (rc)
+        return rc;
+    r->n_ring = (int)cbf_params_int(p, "chunks_in_flight");
+    r->ring = calloc((size_t)r->n_ring, sizeof *r->ring);
+    for (int i = 0; r->ring && i < r->n_ring; i++)
+        if (!(r->ring[i].pieces = calloc(r->n_flags, sizeof(uint16_t))))
+            return cbf_error_set(err, CBF_ENOMEM, "receiver: out of memory");
+    if (!r->ring)
+        return cbf_error_set(err, CBF_ENOMEM, "receiver: out of memory");
+    cbf_pool_config pc = {.name = "out", .kind = CBF_MEM_HOST,
+                          .count = (size_t)cbf_params_int(p, "buffers"),
+                          .size = cbf_port_desc_bytes(&r->d), .n_present = r->n_flags};
+    if ((rc = cbf_node_pool_create(node, &pc, &r->pool, err)))
+        return rc;
+    if (r->n_ring >= (int)pc.count)
+        return cbf_error_set(err, CBF_ECONFIG, "%s: chunks_in_flight %d needs more than %zu buffers",
+                             cbf_params_where(p, "buffers"), r->n_ring, pc.count);
+    static const char *names[] = {"packets", "bytes", "heaps", "heaps_incomplete", "packets_late",
+                                  "packets_duplicate", "heaps_late", "heaps_bad", "chunks",
+                                  "flags_missing", "descriptors", "packets_dropped_test"};
+    cbf_counter **slots[] = {&r->c_packets, &r->c_bytes, &r->c_heaps, &r->c_incomplete,
+                             &r->c_late_packets, &r->c_duplicate, &r->c_late_heaps, &r->c_bad_heaps,
+                             &r->c_chunks, &r->c_missing, &r->c_descriptors, &r->c_dropped_test};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        *slots[i] = cbf_node_counter(node, names[i]);
+    for (int i = 0; i < N_GROUPS; i++)
+        r->c_malformed[i] = cbf_node_counter(node, group_names[i]);
+    return open_workers(r, p, err);
+}
+
+static void log_reasons(const receiver *r)
+{
+    char line[512];
+    size_t n = 0;
+    for (int i = 1; i < CBF_SPEAD_N_REASONS; i++) {
+        uint64_t v = 0;
+        for (int k = 0; k < r->n_workers; k++)
+            v += cbf_spead_assembler_counters(r->workers[k].as)->malformed[i];
+        if (v && n < sizeof line)
+            n += (size_t)snprintf(line + n, sizeof line - n, " %s=%llu",
+                                  cbf_spead_reason_name((cbf_spead_reason)i), (unsigned long long)v);
+    }
+    if (n)
+        cbf_log_warn("%s: malformed packets dropped:%s", cbf_node_name(r->node), line);
+}
+
+static int receiver_run(cbf_node *node, cbf_error *err)
+{
+    receiver *r = cbf_node_state(node);
+    int rc = 0;
+    if (r->pcap) {
+        rc = pcap_loop(r, &r->workers[0], err);
+    } else {
+        for (int i = 1; i < r->n_workers; i++)
+            r->workers[i].started =
+                pthread_create(&r->workers[i].thread, NULL, udp_loop, &r->workers[i]) == 0;
+        udp_loop(&r->workers[0]);
+        for (int i = 1; i < r->n_workers; i++)
+            if (r->workers[i].started)
+                pthread_join(r->workers[i].thread, NULL);
+        for (int i = 0; i < r->n_workers && !rc; i++)
+            if ((rc = r->workers[i].rc))
+                *err = r->workers[i].err;
+    }
+    /* Heaps still incomplete are dropped and counted; the rest is placed. */
+    for (int i = 0; i < r->n_workers; i++) {
+        cbf_spead_assembler_flush(r->workers[i].as);
+        publish(&r->workers[i]);
+    }
+    log_reasons(r);
+    int drc = drain(r);
+    if (!rc && drc && drc != CBF_ESTOPPED)
+        rc = cbf_error_set(err, drc, "receiver: sending a chunk failed");
+    return rc;
+}
+
+static const cbf_plugin_desc desc = {
+    .abi = CBF_PLUGIN_ABI,
+    .name = "receiver",
+    .version = "0.1.0",
+    .summary = "SPEAD heaps from UDP or pcap into digitiser or X-engine input chunks",
+    .params = params,
+    .n_params = CBF_COUNT_OF(params),
+    .ports = ports,
+    .n_ports = CBF_COUNT_OF(ports),
+    .init = receiver_init,
+    .run = receiver_run,
+    .fini = receiver_fini,
+};
+
+CBF_PLUGIN_DEFINE(desc)

@@ -1,0 +1,439 @@
+/* sender: buffers out as SPEAD heaps over UDP (sendmmsg), in the item
+ * layout of MeerKAT's streams so that spead2-based tools read them.
+ *
+ * The stream follows from the input descriptor: packed samples are
+ * digitiser heaps (one per antenna, pol and 4096 samples), complex int8/int4
+ * [batch][channel][spectrum][pol] is the F-engine stream (one heap per batch
+ * and channel range; flagged batches are not sent), complex int32
+ * [channel][baseline_product] is the X-engine stream (one heap per dump and
+ * channel range, paced over the dump interval). Channel range r goes to
+ * destination r mod n, which is how X-engines subscribe to "their" group. */
+#include <cbf/cbf.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "spead.h"
+#include "udp.h"
+
+#define MAX_DEST 64
+#define MAX_BATCH 256
+
+static const cbf_param_decl params[] = {
+    {"destinations", CBF_PARAM_STRING, NULL, CBF_NORANGE, NULL,
+     "comma-separated a.b.c.d:port; channel range (or input) r goes to entry r mod n"},
+    {"interface", CBF_PARAM_STRING, "127.0.0.1", CBF_NORANGE, NULL,
+     "IPv4 address of the interface packets leave from"},
+    {"ttl", CBF_PARAM_INT, "1", CBF_RANGE(0, 255), NULL, "multicast TTL"},
+    {"packet_size", CBF_PARAM_INT, "8872", CBF_RANGE(128, 65000), NULL, "largest packet in bytes"},
+    {"rate_gbps", CBF_PARAM_FLOAT, "0", CBF_RANGE(0, 1000), NULL,
+     "rate limit in Gbit/s of UDP payload; 0 = unlimited (X-engine: paced over the dump)"},
+    {"channels_per_heap", CBF_PARAM_INT, "0", CBF_RANGE(0, 1 << 20), NULL,
+     "F/X-engine channels per heap; 0 = channels / number of destinations"},
+    {"descriptor_interval", CBF_PARAM_FLOAT, "5", CBF_RANGE(0, 3600), NULL,
+     "seconds between descriptor heaps (also sent at start); 0 = at start only"},
+    {"batch", CBF_PARAM_INT, "32", CBF_RANGE(1, MAX_BATCH), NULL, "packets per sendmmsg call"},
+};
+
+static const cbf_port_decl ports[] = {
+    {"in", CBF_PORT_IN, "*", 0, 0,
+     "cbf.adc.packed, cbf.feng.spectra or cbf.xeng.vis buffers (host memory or copied to it)"},
+};
+
+typedef enum { S_DIG, S_FENG, S_XENG } stream_kind;
+
+typedef struct sender {
+    stream_kind kind;
+    cbf_port *in;
+    cbf_port_desc d;
+    int fd;
+    cbf_udp_endpoint dest[MAX_DEST];
+    int n_dest;
+    size_t packet_size;
+    double rate;                 /* bytes/s; 0 = unlimited */
+    double desc_interval;
+    int batch;
+    /* stream shape */
+    size_t n_outer;              /* dig: antennas; feng: batches */
+    size_t n_ranges, per_heap;   /* channel ranges and channels per range (feng, xeng) */
+    size_t heap_bytes;
+    size_t spectra, spb;         /* feng: spectra per heap, samples between spectra */
+    uint64_t feng_id;
+    double dump_s;               /* xeng: seconds per dump, for pacing */
+    uint8_t *host;               /* staging copy of non-host buffers */
+    /* packets in flight for one sendmmsg */
+    uint8_t *arena;
+    struct mmsghdr msgs[MAX_BATCH];
+    struct iovec iov[MAX_BATCH];
+    int n_queued;
+    uint64_t heap_cnt;
+    double next_time, last_desc;
+    cbf_counter *c_packets, *c_bytes, *c_heaps, *c_skipped, *c_errors;
+} sender;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int flush(sender *s, cbf_error *err)
+{
+    int done = 0;
+    while (done < s->n_queued) {
+        int n = sendmmsg(s->fd, s->msgs + done, (unsigned)(s->n_queued - done), 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            /* No receiver on a unicast port (ECONNREFUSED) is not the
+             * sender's failure: count the packet lost and go on. */
+            if (errno == ECONNREFUSED) {
+                cbf_counter_add(s->c_errors, 1);
+                done++;
+                continue;
+            }
+            return cbf_error_set(err, CBF_EIO, "sendmmsg: %s", strerror(errno));
+        }
+        done += n;
+    }
+    s->n_queued = 0;
+    return 0;
+}
+
+/* Paces by holding each batch until the rate allows it: a token bucket
+ * whose depth is one batch. */
+static void pace(sender *s, size_t bytes, double rate)
+{
+    if (rate <= 0)
+        return;
+    double t = now_s();
+    if (s->next_time < t)
+        s->next_time = t;
+    double wait = s->next_time - t;
+    if (wait > 0) {
+        struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+    s->next_time += (double)bytes / rate;
+}
+
+static int send_heap(sender *s, const cbf_spead_item_out *items, int n, int dest, bool repeat,
+                     double rate, cbf_error *err)
+{
+    cbf_spead_encoder e;
+    int rc = cbf_spead_encoder_init(&e, s->heap_cnt++ & CBF_SPEAD_ADDR_MASK, items, n, s->packet_size,
+                                    repeat, err);
+    if (rc)
+        return rc;
+    size_t len;
+    for (;;) {
+        uint8_t *p = s->arena + (size_t)s->n_queued * s->packet_size;
+        if ((len = cbf_spead_encoder_next(&e, p)) == 0)
+            break;
+        s->iov[s->n_queued] = (struct iovec){.iov_base = p, .iov_len = len};
+        s->msgs[s->n_queued].msg_hdr = (struct msghdr){
+            .msg_name = &s->dest[dest].addr, .msg_namelen = sizeof s->dest[dest].addr,
+            .msg_iov = &s->iov[s->n_queued], .msg_iovlen = 1};
+        s->n_queued++;
+        cbf_counter_add(s->c_packets, 1);
+        cbf_counter_add(s->c_bytes, len);
+        if (s->n_queued == s->batch) {
+            pace(s, (size_t)s->batch * s->packet_size, rate);
+            if ((rc = flush(s, err)))
+                return rc;
+        }
+    }
+    cbf_counter_add(s->c_heaps, 1);
+    return 0;
+}
+
+static void u48(cbf_spead_descriptor *d, uint16_t id, const char *name, const char *doc)
+{
+    memset(d, 0, sizeof(*d));
+    d->id = id;
+    snprintf(d->name, sizeof d->name, "%s", name);
+    snprintf(d->description, sizeof d->description, "%s", doc);
+    d->n_fields = 1;
+    d->field_code[0] = 'u';
+    d->field_bits[0] = 48;
+}
+
+static void array_desc(cbf_spead_descriptor *d, uint16_t id, const char *name, const char *doc,
+                       const char *dtype, int ndim, const size_t *shape)
+{
+    memset(d, 0, sizeof(*d));
+    d->id = id;
+    snprintf(d->name, sizeof d->name, "%s", name);
+    snprintf(d->description, sizeof d->description, "%s", doc);
+    snprintf(d->dtype, sizeof d->dtype, "%s", dtype);
+    d->ndim = ndim;
+    for (int i = 0; i < ndim; i++)
+        d->shape[i] = shape[i];
+}
+
+/* The descriptor heap of this stream, to every destination. */
+static int send_descriptors(sender *s, cbf_error *err)
+{
+    cbf_spead_descriptor d[4];
+    int n = 0;
+    u48(&d[n++], 0x1600, "timestamp", "Digitiser sample count (ADC clock) of the heap's first sample");
+    if (s->kind == S_DIG) {
+        u48(&d[n++], 0x3101, "digitiser_id", "Digitiser serial; least significant bit = polarisation");
+        u48(&d[n++], 0x3102, "digitiser_status", "Digitiser status flags");
+        size_t shape[1] = {s->heap_bytes};
+        array_desc(&d[n++], 0x3300, "raw_data", "Packed big-endian signed samples", "|u1", 1, shape);
+    } else if (s->kind == S_FENG) {
+        u48(&d[n++], 0x4101, "feng_id", "F-engine (input antenna) index");
+        u48(&d[n++], 0x4103, "frequency", "First channel in the heap");
+        size_t shape[4] = {s->per_heap, s->spectra, 2, 2};
+        if (s->d.dtype == CBF_DTYPE_CI8)
+            array_desc(&d[n++], 0x4300, "feng_raw", "Channelised complex data", "|i1", 4, shape);
+        else
+            array_desc(&d[n++], 0x4300, "feng_raw", "Channelised complex data, 4-bit (real high nibble)",
+                       "|u1", 3, shape);
+    } else {
+        u48(&d[n++], 0x4103, "frequency", "First channel in the heap");
+        size_t shape[3] = {s->per_heap, s->d.shape[1], 2};
+        array_desc(&d[n++], 0x1800, "xeng_raw", "Integrated baseline correlation products", "<i4", 3, shape);
+    }
+    uint8_t raw[4][640];
+    cbf_spead_item_out items[4];
+    for (int i = 0; i < n; i++) {
+        size_t len = cbf_spead_descriptor_encode(&d[i], raw[i], sizeof raw[i]);
+        if (!len)
+            return cbf_error_set(err, CBF_EINTERNAL, "sender: descriptor of %s does not fit", d[i].name);
+        items[i] = (cbf_spead_item_out){.id = CBF_SPEAD_DESCRIPTOR, .data = raw[i], .len = len};
+    }
+    for (int k = 0; k < s->n_dest; k++) {
+        int rc = send_heap(s, items, n, k, false, s->rate, err);
+        if (rc)
+            return rc;
+    }
+    s->last_desc = now_s();
+    return flush(s, err);
+}
+
+static int classify(sender *s, const cbf_params *p, cbf_error *err)
+{
+    const cbf_port_desc *d = &s->d;
+    double v;
+    if (d->dtype == CBF_DTYPE_PACKED && d->ndim == 3) {
+        s->kind = S_DIG;
+        if (cbf_port_desc_get_attr(d, "heap_samples", &v) || v <= 0 || (size_t)v * (size_t)d->bits % 8)
+            return cbf_error_set(err, CBF_ECONFIG, "sender: digitiser input lacks a valid heap_samples");
+        s->heap_bytes = (size_t)v * (size_t)d->bits / 8;
+        s->n_outer = d->shape[0];
+        if (d->shape[2] % s->heap_bytes || d->n_present != d->shape[0] * 2 * (d->shape[2] / s->heap_bytes))
+            return cbf_error_set(err, CBF_ECONFIG, "sender: digitiser buffer is not whole heaps");
+        if (s->heap_bytes + 72 > s->packet_size)
+            return cbf_error_set(err, CBF_ECONFIG,
+                                 "%s: packet_size %zu cannot carry a %zu-byte digitiser heap in one packet",
+                                 cbf_params_where(p, "packet_size"), s->packet_size, s->heap_bytes);
+        return 0;
+    }
+    size_t chans;
+    if ((d->dtype == CBF_DTYPE_CI8 || d->dtype == CBF_DTYPE_CI4) && d->ndim == 4) {
+        s->kind = S_FENG;
+        s->n_outer = d->shape[0];
+        chans = d->shape[1];
+        s->spectra = d->shape[2];
+        if (d->shape[3] != 2 || d->n_present != d->shape[0])
+            return cbf_error_set(err, CBF_ECONFIG, "sender: F-engine input is not [batch][channel][spectrum][2 pols]");
+        if (cbf_port_desc_get_attr(d, "samples_between_spectra", &v))
+            return cbf_error_set(err, CBF_ECONFIG, "sender: F-engine input lacks samples_between_spectra");
+        s->spb = (size_t)v;
+        s->feng_id = cbf_port_desc_get_attr(d, "antenna", &v) ? 0 : (uint64_t)v;
+    } else if (d->dtype == CBF_DTYPE_CI32 && d->ndim == 2) {
+        s->kind = S_XENG;
+        chans = d->shape[0];
+        double rate;
+        if (!cbf_port_desc_get_attr(d, "adc_sample_rate", &rate) && rate > 0)
+            s->dump_s = (double)d->timestamp_step / rate;
+    } else {
+        return cbf_error_set(err, CBF_ECONFIG,
+                             "sender: input is %s with %d axes: not a digitiser, F-engine or X-engine stream",
+                             cbf_dtype_name(d->dtype), d->ndim);
+    }
+    s->per_heap = (size_t)cbf_params_int(p, "channels_per_heap");
+    if (!s->per_heap)
+        s->per_heap = chans / (size_t)s->n_dest;
+    if (!s->per_heap || chans % s->per_heap)
+        return cbf_error_set(err, CBF_ECONFIG, "%s: %zu channels do not split into heaps of %zu",
+                             cbf_params_where(p, "channels_per_heap"), chans, s->per_heap);
+    s->n_ranges = chans / s->per_heap;
+    return 0;
+}
+
+static void sender_fini(cbf_node *node)
+{
+    sender *s = cbf_node_state(node);
+    if (!s)
+        return;
+    if (s->fd >= 0)
+        close(s->fd);
+    free(s->arena);
+    free(s->host);
+    free(s);
+}
+
+static int sender_init(cbf_node *node, cbf_error *err)
+{
+    sender *s = calloc(1, sizeof(*s));
+    if (!s)
+        return cbf_error_set(err, CBF_ENOMEM, "sender: out of memory");
+    s->fd = -1;
+    cbf_node_set_state(node, s);
+    const cbf_params *p = cbf_node_params(node);
+    s->in = cbf_node_port(node, "in", 0);
+    s->d = *cbf_port_get_desc(s->in);
+    s->packet_size = (size_t)cbf_params_int(p, "packet_size");
+    s->rate = cbf_params_float(p, "rate_gbps") * 1e9 / 8;
+    s->desc_interval = cbf_params_float(p, "descriptor_interval");
+    s->batch = (int)cbf_params_int(p, "batch");
+    int n = cbf_udp_parse_endpoints(cbf_params_string(p, "destinations"),
+                                    cbf_params_where(p, "destinations"), s->dest, MAX_DEST, err);
+    if (n < 0)
+        return n;
+    s->n_dest = n;
+    int rc = classify(s, p, err);
+    if (rc)
+        return rc;
+    if (s->d.mem != CBF_MEM_HOST && !(s->host = malloc(cbf_port_desc_bytes(&s->d))))
+        return cbf_error_set(err, CBF_ENOMEM, "sender: out of memory");
+    if (!(s->arena = malloc((size_t)s->batch * s->packet_size)))
+        return cbf_error_set(err, CBF_ENOMEM, "sender: out of memory");
+    if ((rc = cbf_udp_open_tx(cbf_params_string(p, "interface"), (int)cbf_params_int(p, "ttl"),
+                              8 << 20, &s->fd, err)))
+        return cbf_error_prefix(err, "%s", cbf_params_where(p, "interface"));
+    s->c_packets = cbf_node_counter(node, "packets");
+    s->c_bytes = cbf_node_counter(node, "bytes");
+    s->c_heaps = cbf_node_counter(node, "heaps");
+    s->c_skipped = cbf_node_counter(node, "heaps_not_sent_missing");
+    s->c_errors = cbf_node_counter(node, "packets_refused");
+    return 0;
+}
+
+static int send_dig(sender *s, const cbf_buffer *b, const uint8_t *data, cbf_error *err)
+{
+    size_t per_stream = s->d.shape[2], heaps = per_stream / s->heap_bytes;
+    double samples = (double)(s->heap_bytes * 8 / (size_t)s->d.bits);
+    for (size_t h = 0; h < heaps; h++)
+        for (size_t in = 0; in < 2 * s->n_outer; in++) {
+            if (!b->present[in * heaps + h]) {
+                cbf_counter_add(s->c_skipped, 1);
+                continue;
+            }
+            cbf_spead_item_out items[] = {
+                {.id = 0x1600, .immediate = true, .value = (uint64_t)b->timestamp + (uint64_t)(h * samples)},
+                {.id = 0x3101, .immediate = true, .value = (uint64_t)in},   /* LSB = pol */
+                {.id = 0x3102, .immediate = true, .value = 0},
+                {.id = 0x3300, .data = data + in * per_stream + h * s->heap_bytes, .len = s->heap_bytes},
+            };
+            int rc = send_heap(s, items, 4, (int)(in % (size_t)s->n_dest), true, s->rate, err);
+            if (rc)
+                return rc;
+        }
+    return 0;
+}
+
+static int send_feng(sender *s, const cbf_buffer *b, const uint8_t *data, cbf_error *err)
+{
+    size_t esize = s->d.dtype == CBF_DTYPE_CI8 ? 2 : 1;
+    size_t heap_bytes = s->per_heap * s->spectra * 2 * esize;
+    for (size_t bt = 0; bt < s->n_outer; bt++) {
+        if (!b->present[bt]) {
+            cbf_counter_add(s->c_skipped, s->n_ranges);
+            continue;
+        }
+        uint64_t ts = (uint64_t)b->timestamp + bt * s->spectra * s->spb;
+        for (size_t r = 0; r < s->n_ranges; r++) {
+            /* [batch][channel][spectrum][pol]: a channel range of one batch is contiguous. */
+            cbf_spead_item_out items[] = {
+                {.id = 0x1600, .immediate = true, .value = ts},
+                {.id = 0x4101, .immediate = true, .value = s->feng_id},
+                {.id = 0x4103, .immediate = true, .value = r * s->per_heap},
+                {.id = 0x4300, .data = data + (bt * s->n_ranges + r) * heap_bytes, .len = heap_bytes},
+            };
+            int rc = send_heap(s, items, 4, (int)(r % (size_t)s->n_dest), false, s->rate, err);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+static int send_xeng(sender *s, const cbf_buffer *b, const uint8_t *data, cbf_error *err)
+{
+    size_t heap_bytes = s->per_heap * s->d.shape[1] * 8;
+    /* Spread a dump's packets over 90% of the dump interval, so the
+     * switches see a steady rate rather than a burst per dump. */
+    double rate = s->rate;
+    if (rate <= 0 && s->dump_s > 0)
+        rate = (double)(heap_bytes * s->n_ranges) / (0.9 * s->dump_s);
+    for (size_t r = 0; r < s->n_ranges; r++) {
+        cbf_spead_item_out items[] = {
+            {.id = 0x1600, .immediate = true, .value = (uint64_t)b->timestamp},
+            {.id = 0x4103, .immediate = true, .value = r * s->per_heap},
+            {.id = 0x1800, .data = data + r * heap_bytes, .len = heap_bytes},
+        };
+        int rc = send_heap(s, items, 3, (int)(r % (size_t)s->n_dest), false, rate, err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int sender_run(cbf_node *node, cbf_error *err)
+{
+    sender *s = cbf_node_state(node);
+    int rc = send_descriptors(s, err);
+    cbf_buffer *b;
+    while (!rc && (rc = cbf_port_recv(s->in, &b)) == 0) {
+        const uint8_t *data = b->data;
+        if (s->host) {
+            rc = cbf_buffer_copy_to_host(b, s->host, cbf_port_desc_bytes(&s->d), err);
+            data = s->host;
+        }
+        if (!rc && s->desc_interval > 0 && now_s() - s->last_desc > s->desc_interval)
+            rc = send_descriptors(s, err);
+        if (!rc)
+            rc = s->kind == S_DIG ? send_dig(s, b, data, err)
+                 : s->kind == S_FENG ? send_feng(s, b, data, err) : send_xeng(s, b, data, err);
+        cbf_buffer_unref(b);
+    }
+    if (rc == CBF_EOS)
+        rc = 0;
+    if (!rc)
+        rc = flush(s, err);
+    /* Stream stop to every destination, also after an error, so receivers end. */
+    for (int k = 0; k < s->n_dest; k++) {
+        uint8_t stop[64];
+        size_t n = cbf_spead_encode_stop(s->heap_cnt++ & CBF_SPEAD_ADDR_MASK, stop);
+        if (sendto(s->fd, stop, n, 0, (struct sockaddr *)&s->dest[k].addr, sizeof s->dest[k].addr) < 0 &&
+            !rc && errno != ECONNREFUSED)
+            rc = cbf_error_set(err, CBF_EIO, "sending stream stop: %s", strerror(errno));
+    }
+    return rc == CBF_ESTOPPED ? 0 : rc;
+}
+
+static const cbf_plugin_desc desc = {
+    .abi = CBF_PLUGIN_ABI,
+    .name = "sender",
+    .version = "0.1.0",
+    .summary = "SPEAD heaps over UDP: digitiser, F-engine or X-engine stream (sendmmsg, rate limit)",
+    .params = params,
+    .n_params = CBF_COUNT_OF(params),
+    .ports = ports,
+    .n_ports = CBF_COUNT_OF(ports),
+    .init = sender_init,
+    .run = sender_run,
+    .fini = sender_fini,
+};
+
+CBF_PLUGIN_DEFINE(desc)
