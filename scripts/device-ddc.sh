@@ -29,6 +29,8 @@ if ! ninja -C "$B" tools/bench/cbf-bench >>"$OUT/build.log" 2>&1; then
         -L/usr/local/cuda/lib64 -lcudart -lstdc++ -lm -o "$BENCH" >>"$OUT/build.log" 2>&1 ||
         { tail -20 "$OUT/build.log"; BENCH=""; }
 fi
+PLUGIN_TARGETS="tools/cbf-run plugins/dsim/cbf_dsim.so plugins/filesink/cbf_filesink.so plugins/ddc/cbf_ddc.so tests/ddc/test_ddc_plugin"
+ninja -C "$B" $PLUGIN_TARGETS >>"$OUT/build.log" 2>&1 && HAVE_PLUGIN=1 || HAVE_PLUGIN=0
 rc=0
 "$B/tests/ddc/test_filter_design" >"$OUT/test_filter_design.log" 2>&1
 r=$?
@@ -43,6 +45,18 @@ for mode in cpu 4 8 16; do
     grep -E "seed|FAILED|PASSED|ERROR|worst error|skipped" "$OUT/test_$mode.log" | head -8
     [ $r -eq 0 ] || rc=1
 done
+if [ $HAVE_PLUGIN = 1 ]; then
+    for mode in "" --gpu; do
+        CBF_BUILD_ROOT=$PWD/$B CBF_PLUGIN_PATH=$PWD/$B/plugins "$B/tests/ddc/test_ddc_plugin" $mode \
+            >"$OUT/plugin${mode:-_cpu}.log" 2>&1
+        r=$?
+        echo "== test_ddc_plugin ${mode:---cpu}: exit $r"
+        grep -E "FAILED|PASSED|ERROR|skipped" "$OUT/plugin${mode:-_cpu}.log" | head -5
+        [ $r -eq 0 ] || rc=1
+    done
+else
+    echo "== plugin targets did not build (see build.log)"
+fi
 if command -v compute-sanitizer >/dev/null; then
     timeout 120 compute-sanitizer --tool memcheck --leak-check no "$B/tests/ddc/test_ddc" --gpu \
         --per-thread 16 >"$OUT/memcheck.log" 2>&1

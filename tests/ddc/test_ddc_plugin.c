@@ -1,0 +1,217 @@
+/* The ddc plugin through the real cbf-run: dsim -> ddc -> filesink, with
+ * dsim's samples recorded beside. Every output buffer equals cbf_ddc_cpu run
+ * on the recorded stream (bit for bit on the CPU engine; on the GPU engine
+ * within 1e-5 of the buffer's largest value, the sincospif rounding);
+ * buffer timestamps and presence flags follow the absolute output grid and
+ * the missing heap; two input chunk sizes give the same bits. Skips (77)
+ * without cbf-run, and with --gpu without a GPU. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <math.h>
+
+#include "ddc.h"
+#include "filter_design.h"
+#include "pipeline.h"
+
+#ifdef CBF_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+#define S 8
+#define TAPS 64
+#define N_OUT 4096
+#define LENGTH 196608
+#define HEAP 4096
+#define MISSING_HEAP 21
+
+static int use_gpu;
+
+static const char *yaml_fmt =
+    "engine: {gpu: %s}\n"
+    "nodes:\n"
+    "  dsim:\n"
+    "    plugin: dsim\n"
+    "    params: {antennas: 2, bits: 10, samples_per_chunk: %d, length: %d, seed: 5,\n"
+    "             tones: [{frequency: 301.1e6, amplitude: 0.3}], noise: 0.05,\n"
+    "             missing: [%d]}\n"
+    "  ddc:\n"
+    "    plugin: ddc\n"
+    "    params: {centre_frequency: 300e6, decimation: %d, taps: %d, antenna: 1,\n"
+    "             outputs_per_buffer: %d}\n"
+    "  sink:\n"
+    "    plugin: filesink\n"
+    "    params: {path: %s, overwrite: true}\n"
+    "edges:\n"
+    "  - dsim.out -> sink.in\n"
+    "  - ddc.out -> sink.in\n"
+    "  - dsim.out -> ddc.in\n";
+
+typedef struct result {
+    size_t n_chunks, n_buf, bytes;
+    uint8_t *dsim;
+    float *ddc;
+    int64_t *ts;
+    uint8_t *present;
+} result;
+
+static result do_run(const char *name, int chunk)
+{
+    char yaml[2048], path[512];
+    snprintf(path, sizeof path, "%s/%s.h5", pl_tmpdir(), name);
+    snprintf(yaml, sizeof yaml, yaml_fmt, use_gpu ? "required" : "none", chunk, LENGTH,
+             MISSING_HEAP, S, TAPS, N_OUT, path);
+    int rc = pl_run(name, yaml);
+    if (rc)
+        fprintf(stderr, "%s", pl_log(name));
+    assert_int_equal(rc, 0);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    assert_true(f >= 0);
+    result r = {0};
+    int rank;
+    hsize_t d[8];
+    r.dsim = pl_read(f, "/dsim/data", H5T_NATIVE_UINT8, &rank, d);
+    assert_non_null(r.dsim);
+    assert_int_equal(rank, 4); /* [chunk][antenna][pol][byte] */
+    r.n_chunks = d[0];
+    r.bytes = d[3];
+    r.ddc = pl_read(f, "/ddc/data", H5T_NATIVE_FLOAT, &rank, d);
+    assert_non_null(r.ddc);
+    assert_int_equal(rank, 4); /* [buffer][pol][sample][re_im] */
+    assert_int_equal(d[1], 2);
+    assert_int_equal(d[2], N_OUT);
+    r.n_buf = d[0];
+    r.ts = pl_read(f, "/ddc/timestamp", H5T_NATIVE_INT64, &rank, d);
+    r.present = pl_read(f, "/ddc/present", H5T_NATIVE_UINT8, &rank, d);
+    assert_non_null(r.ts);
+    assert_non_null(r.present);
+    assert_int_equal(d[1], N_OUT / (HEAP / S));
+    double decimation;
+    assert_int_equal(pl_attr_double(f, "/ddc", "decimation", &decimation), 0);
+    assert_true(decimation == S);
+    H5Fclose(f);
+    return r;
+}
+
+static void result_free(result *r)
+{
+    free(r->dsim);
+    free(r->ddc);
+    free(r->ts);
+    free(r->present);
+}
+
+/* Antenna 1's two pols as contiguous packed streams (padded for the kernel). */
+static void streams(const result *r, uint8_t *pol[2])
+{
+    for (int p = 0; p < 2; p++) {
+        pol[p] = calloc(cbf_ddc_packed_bytes(LENGTH, 10), 1);
+        for (size_t c = 0; c < r->n_chunks; c++)
+            memcpy(pol[p] + c * r->bytes, r->dsim + ((c * 2 + 1) * 2 + (size_t)p) * r->bytes,
+                   r->bytes);
+    }
+}
+
+static void check(const result *r)
+{
+    /* Buffer k holds outputs [k N, (k + 1) N): it needs samples up to
+     * ((k + 1) N - 1) S + taps, so LENGTH holds 5 of them. */
+    assert_int_equal(r->n_buf, 5);
+    cbf_ddc_config cfg = {10, S, TAPS, cbf_ddc_mix_step(300e6 / 1712e6)};
+    double h[TAPS];
+    float z[2 * TAPS];
+    char msg[256];
+    assert_int_equal(cbf_fd_ddc_design(TAPS, S, 0.005, h, NULL, NULL, msg, sizeof msg), 0);
+    assert_int_equal(cbf_ddc_weights(&cfg, h, z, msg, sizeof msg), 0);
+    uint8_t *pol[2];
+    streams(r, pol);
+    float *want = malloc(4 * sizeof(float) * N_OUT);
+    const size_t block = HEAP / S, blocks = N_OUT / block;
+    for (size_t k = 0; k < r->n_buf; k++) {
+        assert_int_equal(r->ts[k], (int64_t)(k * N_OUT * S));
+        cbf_ddc_job job = {{pol[0], pol[1]}, LENGTH, 0, (size_t)r->ts[k], N_OUT, want, N_OUT};
+        assert_int_equal(cbf_ddc_cpu(&cfg, z, &job, msg, sizeof msg), 0);
+        const float *got = r->ddc + k * 4 * N_OUT;
+        if (!use_gpu) {
+            assert_memory_equal(got, want, 4 * sizeof(float) * N_OUT);
+        } else {
+            double big = 0.0, diff = 0.0;
+            for (size_t i = 0; i < 4 * N_OUT; i++) {
+                big = fmax(big, fabs(want[i]));
+                diff = fmax(diff, fabs(got[i] - want[i]));
+            }
+            if (!(diff <= 1e-5 * big))
+                fail_msg("buffer %zu: GPU differs from CPU by %g (largest %g)", k, diff, big);
+        }
+        for (size_t b = 0; b < blocks; b++) {
+            size_t lo = (size_t)r->ts[k] + b * block * S, hi = lo + (block - 1) * S + TAPS;
+            int touches = lo < (MISSING_HEAP + 1) * HEAP && hi > MISSING_HEAP * HEAP;
+            assert_int_equal(r->present[k * blocks + b], !touches);
+        }
+    }
+    free(want);
+    free(pol[0]);
+    free(pol[1]);
+}
+
+static void matches_kernel_for_two_chunkings(void **state)
+{
+    (void)state;
+    result a = do_run("ddc_small_chunks", 16384);
+    check(&a);
+    result b = do_run("ddc_large_chunks", 65536);
+    check(&b);
+    assert_int_equal(a.n_buf, b.n_buf);
+    assert_memory_equal(a.ddc, b.ddc, a.n_buf * 4 * sizeof(float) * N_OUT);
+    result_free(&a);
+    result_free(&b);
+}
+
+static void bad_parameters_are_config_errors(void **state)
+{
+    (void)state;
+    char yaml[1024];
+    snprintf(yaml, sizeof yaml,
+             "engine: {gpu: none}\n"
+             "nodes:\n"
+             "  dsim: {plugin: dsim, params: {samples_per_chunk: 16384, length: 16384}}\n"
+             "  ddc: {plugin: ddc, params: {centre_frequency: 1e8, decimation: 8, taps: 40}}\n"
+             "  sink: {plugin: filesink, params: {path: %s/bad.h5, overwrite: true}}\n"
+             "edges:\n"
+             "  - dsim.out -> ddc.in\n"
+             "  - ddc.out -> sink.in\n", pl_tmpdir());
+    int rc = pl_run("ddc_bad_taps", yaml);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(pl_log("ddc_bad_taps"), "taps 40"));
+}
+
+int main(int argc, char **argv)
+{
+    use_gpu = argc > 1 && !strcmp(argv[1], "--gpu");
+    if (!pl_cbf_run()) {
+        printf("skipped: cbf-run is not built\n");
+        return 77;
+    }
+    if (use_gpu) {
+        int n = 0;
+#ifdef CBF_HAVE_CUDA
+        if (cudaGetDeviceCount(&n) != cudaSuccess)
+            n = 0;
+#endif
+        if (!n) {
+            printf("skipped: no CUDA GPU here (or built without CUDA)\n");
+            return 77;
+        }
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(matches_kernel_for_two_chunkings),
+        cmocka_unit_test(bad_parameters_are_config_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
