@@ -301,6 +301,47 @@ static void missing_file(void **state)
     assert_null(g);
 }
 
+/* Every prefix of a valid pipeline, and the pipeline with each character
+ * replaced by a few troublesome ones, loads or fails cleanly: a known code
+ * and a one-line message that starts with the file's place. */
+static void mutations(void **state)
+{
+    (void)state;
+    static const char good[] =
+        "engine:\n  queue_depth: 3\n  gpu: none\nnodes:\n  p:\n    plugin: tparams\n"
+        "    params: {req: 2**3, taps: [1, -2], tones: [{frequency: 1, amplitude: 2}], window: rect}\n"
+        "  src: {plugin: tsrc, params: {count: 9}}\n  sink: {plugin: tsink}\n"
+        "edges:\n  - src.out -> sink.in\n  - {from: src.aux, to: sink.in, depth: 2}\n";
+    static const char subst[] = {'x', ':', '[', '{', ' ', '-', '.', '\'', '#', '\n', '0'};
+    char text[sizeof good], head[600];
+    snprintf(head, sizeof head, "%s/p.yaml:", tu_tmpdir());
+    size_t n = sizeof good - 1, loads = 0, fails = 0;
+    for (size_t cut = 0; cut <= n; cut++) {
+        for (size_t k = 0; k <= sizeof subst; k++) {
+            memcpy(text, good, sizeof good);
+            if (k == sizeof subst)
+                text[cut] = '\0';
+            else if (cut < n)
+                text[cut] = subst[k];
+            else
+                continue;
+            cbf_graph *g = NULL;
+            cbf_error err = {0};
+            int rc = tu_load(text, NULL, 0, &g, &err);
+            loads++;
+            if (!rc) {
+                cbf_graph_free(g);
+                continue;
+            }
+            fails++;
+            if (rc != CBF_ECONFIG || strncmp(err.msg, head, strlen(head)) || strchr(err.msg, '\n'))
+                fail_msg("rc %d, '%s' for:\n%s", rc, err.msg, text);
+        }
+    }
+    assert_true(fails > loads / 4);   /* most mutations are mistakes */
+    assert_true(fails < loads);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -322,6 +363,7 @@ int main(void)
         cmocka_unit_test(overrides),
         cmocka_unit_test(plugin_path_relative),
         cmocka_unit_test(missing_file),
+        cmocka_unit_test(mutations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
