@@ -26,6 +26,32 @@ static size_t numpy_header(const cbf_spead_descriptor *d, char *out, size_t cap)
     return n < cap ? n : 0;
 }
 
+static void named(cbf_spead_descriptor *d, uint16_t id, const char *name, const char *doc)
+{
+    memset(d, 0, sizeof(*d));
+    d->id = id;
+    snprintf(d->name, sizeof d->name, "%s", name);
+    snprintf(d->description, sizeof d->description, "%s", doc);
+}
+
+void cbf_spead_descriptor_u48(cbf_spead_descriptor *d, uint16_t id, const char *name, const char *doc)
+{
+    named(d, id, name, doc);
+    d->n_fields = 1;
+    d->field_code[0] = 'u';
+    d->field_bits[0] = 48;
+}
+
+void cbf_spead_descriptor_array(cbf_spead_descriptor *d, uint16_t id, const char *name, const char *doc,
+                                const char *dtype, int ndim, const size_t *shape)
+{
+    named(d, id, name, doc);
+    snprintf(d->dtype, sizeof d->dtype, "%s", dtype);
+    d->ndim = ndim < CBF_SPEAD_DESC_MAX_DIMS ? ndim : CBF_SPEAD_DESC_MAX_DIMS;
+    for (int i = 0; i < d->ndim; i++)
+        d->shape[i] = shape[i];
+}
+
 size_t cbf_spead_descriptor_encode(const cbf_spead_descriptor *d, uint8_t *buf, size_t cap)
 {
     if (d->ndim < 0 || d->ndim > CBF_SPEAD_DESC_MAX_DIMS || d->n_fields < 0 ||

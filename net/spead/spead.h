@@ -209,6 +209,13 @@ typedef struct cbf_spead_descriptor {
     bool fortran_order;
 } cbf_spead_descriptor;
 
+/* Fills d for an immediate item read as one unsigned 48-bit field (how
+ * MeerKAT describes timestamps and indices). */
+void cbf_spead_descriptor_u48(cbf_spead_descriptor *d, uint16_t id, const char *name, const char *doc);
+/* Fills d for an array item with a numpy dtype ("|i1", "<i4") and shape. */
+void cbf_spead_descriptor_array(cbf_spead_descriptor *d, uint16_t id, const char *name, const char *doc,
+                                const char *dtype, int ndim, const size_t *shape);
+
 /* Raw bytes of a descriptor (the embedded SPEAD packet spead2 writes):
  * returns the length, or 0 when cap is too small. */
 size_t cbf_spead_descriptor_encode(const cbf_spead_descriptor *d, uint8_t *buf, size_t cap);

@@ -153,54 +153,30 @@ static int send_heap(sender *s, const cbf_spead_item_out *items, int n, int dest
     return 0;
 }
 
-static void u48(cbf_spead_descriptor *d, uint16_t id, const char *name, const char *doc)
-{
-    memset(d, 0, sizeof(*d));
-    d->id = id;
-    snprintf(d->name, sizeof d->name, "%s", name);
-    snprintf(d->description, sizeof d->description, "%s", doc);
-    d->n_fields = 1;
-    d->field_code[0] = 'u';
-    d->field_bits[0] = 48;
-}
-
-static void array_desc(cbf_spead_descriptor *d, uint16_t id, const char *name, const char *doc,
-                       const char *dtype, int ndim, const size_t *shape)
-{
-    memset(d, 0, sizeof(*d));
-    d->id = id;
-    snprintf(d->name, sizeof d->name, "%s", name);
-    snprintf(d->description, sizeof d->description, "%s", doc);
-    snprintf(d->dtype, sizeof d->dtype, "%s", dtype);
-    d->ndim = ndim;
-    for (int i = 0; i < ndim; i++)
-        d->shape[i] = shape[i];
-}
-
 /* The descriptor heap of this stream, to every destination. */
 static int send_descriptors(sender *s, cbf_error *err)
 {
     cbf_spead_descriptor d[4];
     int n = 0;
-    u48(&d[n++], 0x1600, "timestamp", "Digitiser sample count (ADC clock) of the heap's first sample");
+    cbf_spead_descriptor_u48(&d[n++], 0x1600, "timestamp", "Digitiser sample count (ADC clock) of the heap's first sample");
     if (s->kind == S_DIG) {
-        u48(&d[n++], 0x3101, "digitiser_id", "Digitiser serial; least significant bit = polarisation");
-        u48(&d[n++], 0x3102, "digitiser_status", "Digitiser status flags");
+        cbf_spead_descriptor_u48(&d[n++], 0x3101, "digitiser_id", "Digitiser serial; least significant bit = polarisation");
+        cbf_spead_descriptor_u48(&d[n++], 0x3102, "digitiser_status", "Digitiser status flags");
         size_t shape[1] = {s->heap_bytes};
-        array_desc(&d[n++], 0x3300, "raw_data", "Packed big-endian signed samples", "|u1", 1, shape);
+        cbf_spead_descriptor_array(&d[n++], 0x3300, "raw_data", "Packed big-endian signed samples", "|u1", 1, shape);
     } else if (s->kind == S_FENG) {
-        u48(&d[n++], 0x4101, "feng_id", "F-engine (input antenna) index");
-        u48(&d[n++], 0x4103, "frequency", "First channel in the heap");
+        cbf_spead_descriptor_u48(&d[n++], 0x4101, "feng_id", "F-engine (input antenna) index");
+        cbf_spead_descriptor_u48(&d[n++], 0x4103, "frequency", "First channel in the heap");
         size_t shape[4] = {s->per_heap, s->spectra, 2, 2};
         if (s->d.dtype == CBF_DTYPE_CI8)
-            array_desc(&d[n++], 0x4300, "feng_raw", "Channelised complex data", "|i1", 4, shape);
+            cbf_spead_descriptor_array(&d[n++], 0x4300, "feng_raw", "Channelised complex data", "|i1", 4, shape);
         else
-            array_desc(&d[n++], 0x4300, "feng_raw", "Channelised complex data, 4-bit (real high nibble)",
+            cbf_spead_descriptor_array(&d[n++], 0x4300, "feng_raw", "Channelised complex data, 4-bit (real high nibble)",
                        "|u1", 3, shape);
     } else {
-        u48(&d[n++], 0x4103, "frequency", "First channel in the heap");
+        cbf_spead_descriptor_u48(&d[n++], 0x4103, "frequency", "First channel in the heap");
         size_t shape[3] = {s->per_heap, s->d.shape[1], 2};
-        array_desc(&d[n++], 0x1800, "xeng_raw", "Integrated baseline correlation products", "<i4", 3, shape);
+        cbf_spead_descriptor_array(&d[n++], 0x1800, "xeng_raw", "Integrated baseline correlation products", "<i4", 3, shape);
     }
     uint8_t raw[4][640];
     cbf_spead_item_out items[4];

@@ -86,17 +86,6 @@ static cbf_spead_item_out descriptor_item(cbf_spead_descriptor *d, uint8_t *buf,
     return (cbf_spead_item_out){.id = CBF_SPEAD_DESCRIPTOR, .data = buf, .len = n};
 }
 
-static void u48_descriptor(cbf_spead_descriptor *d, uint16_t id, const char *name, const char *doc)
-{
-    memset(d, 0, sizeof(*d));
-    d->id = id;
-    snprintf(d->name, sizeof d->name, "%s", name);
-    snprintf(d->description, sizeof d->description, "%s", doc);
-    d->n_fields = 1;
-    d->field_code[0] = 'u';
-    d->field_bits[0] = 48;
-}
-
 static int send_engine(int port, const char *ref_path, uint64_t seed, bool xeng)
 {
     int fd = socket(AF_INET, SOCK_DGRAM, 0);
@@ -115,26 +104,17 @@ static int send_engine(int port, const char *ref_path, uint64_t seed, bool xeng)
     cbf_spead_descriptor d[4];
     static uint8_t dbuf[4][512];
     cbf_spead_item_out desc[4];
-    u48_descriptor(&d[0], 0x1600, "timestamp", "Digitiser sample count of the first sample");
-    u48_descriptor(&d[1], 0x4103, "frequency", "First channel in the heap");
-    u48_descriptor(&d[2], 0x4101, "feng_id", "Antenna (F-engine) index");
-    memset(&d[3], 0, sizeof d[3]);
+    cbf_spead_descriptor_u48(&d[0], 0x1600, "timestamp", "Digitiser sample count of the first sample");
+    cbf_spead_descriptor_u48(&d[1], 0x4103, "frequency", "First channel in the heap");
+    cbf_spead_descriptor_u48(&d[2], 0x4101, "feng_id", "Antenna (F-engine) index");
     size_t payload;
     if (xeng) {
-        d[3].id = 0x1800;
-        snprintf(d[3].name, sizeof d[3].name, "xeng_raw");
-        snprintf(d[3].description, sizeof d[3].description, "Integrated visibilities");
-        snprintf(d[3].dtype, sizeof d[3].dtype, "<i4");
-        d[3].ndim = 3;
-        d[3].shape[0] = XENG_CHANS; d[3].shape[1] = XENG_BASELINES * 4; d[3].shape[2] = 2;
+        size_t shape[3] = {XENG_CHANS, XENG_BASELINES * 4, 2};
+        cbf_spead_descriptor_array(&d[3], 0x1800, "xeng_raw", "Integrated visibilities", "<i4", 3, shape);
         payload = XENG_CHANS * XENG_BASELINES * 4 * 2 * 4;
     } else {
-        d[3].id = 0x4300;
-        snprintf(d[3].name, sizeof d[3].name, "feng_raw");
-        snprintf(d[3].description, sizeof d[3].description, "Channelised complex data");
-        snprintf(d[3].dtype, sizeof d[3].dtype, "|i1");
-        d[3].ndim = 4;
-        d[3].shape[0] = FENG_CHANS; d[3].shape[1] = FENG_SPECTRA; d[3].shape[2] = 2; d[3].shape[3] = 2;
+        size_t shape[4] = {FENG_CHANS, FENG_SPECTRA, 2, 2};
+        cbf_spead_descriptor_array(&d[3], 0x4300, "feng_raw", "Channelised complex data", "|i1", 4, shape);
         payload = FENG_CHANS * FENG_SPECTRA * 4;
     }
     int nd = xeng ? 3 : 4;   /* the X-engine stream has no feng_id */
