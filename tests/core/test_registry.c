@@ -37,6 +37,8 @@ static void broken_files(void **state)
     expect_refused("bad_type", CBF_EPLUGIN, "bad_type/cbf_tbaddecl.so", "parameter 'mode': unknown type 42");
     expect_refused("bad_default", CBF_EPLUGIN, "bad_default/cbf_tbaddecl.so",
                    "parameter 'taps': default '17' is not valid: 17 is out of range [1, 16]");
+    expect_refused("bad_dup_port", CBF_EPLUGIN, "bad_dup_port/cbf_tbaddecl.so",
+                   "plugin 'tbaddecl': port 'out' is declared twice");
     expect_refused("nowhere", CBF_EIO, "plugin directory", "nowhere");
 }
 

@@ -30,9 +30,21 @@ static const cbf_param_decl params[] = {
 static const cbf_param_decl params[] = {
     {"taps", CBF_PARAM_INT, "17", CBF_RANGE(1, 16), NULL, "default out of its own range"},
 };
+#elif BAD == 6
+static const cbf_param_decl params[] = {
+    {"taps", CBF_PARAM_INT, "16", CBF_NORANGE, NULL, "taps"},
+};
+static const cbf_port_decl ports[] = {
+    {"out", CBF_PORT_OUT, "test.a", 0, 0, "one"},
+    {"out", CBF_PORT_OUT, "test.b", 0, 0, "the same name again"},
+};
 #endif
 
-#if BAD >= 3
+#if BAD >= 6
+static const cbf_plugin_desc desc = {CBF_PLUGIN_ABI, "tbaddecl", "1.0", "invalid declarations",
+                                     params, CBF_COUNT_OF(params), ports, CBF_COUNT_OF(ports),
+                                     NULL, run_nothing, NULL};
+#elif BAD >= 3
 static const cbf_plugin_desc desc = {CBF_PLUGIN_ABI, "tbaddecl", "1.0", "invalid declarations",
                                      params, CBF_COUNT_OF(params), NULL, 0, NULL, run_nothing, NULL};
 #endif
