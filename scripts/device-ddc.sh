@@ -32,26 +32,31 @@ fi
 PLUGIN_TARGETS="tools/cbf-run plugins/dsim/cbf_dsim.so plugins/filesink/cbf_filesink.so plugins/ddc/cbf_ddc.so tests/ddc/test_ddc_plugin"
 ninja -C "$B" $PLUGIN_TARGETS >>"$OUT/build.log" 2>&1 && HAVE_PLUGIN=1 || HAVE_PLUGIN=0
 rc=0
-"$B/tests/ddc/test_filter_design" >"$OUT/test_filter_design.log" 2>&1
+T="$OUT/tests.log"
+"$B/tests/ddc/test_filter_design" >"$T" 2>&1
 r=$?
-echo "== test_filter_design: exit $r ($(grep -c '  OK ' "$OUT/test_filter_design.log") OK)"
+echo "== test_filter_design: exit $r ($(grep -c '  OK ' "$T") OK)"
 [ $r -eq 0 ] || rc=1
 for mode in cpu 4 8 16; do
     args=""
     [ "$mode" = cpu ] || args="--gpu --per-thread $mode"
-    "$B/tests/ddc/test_ddc" $args >"$OUT/test_$mode.log" 2>&1
+    echo "==== test_ddc $args" >>"$T"
+    "$B/tests/ddc/test_ddc" $args >"$OUT/one.log" 2>&1
     r=$?
+    cat "$OUT/one.log" >>"$T"
     echo "== test_ddc ${args:---cpu}: exit $r"
-    grep -E "seed|FAILED|PASSED|ERROR|worst error|skipped" "$OUT/test_$mode.log" | head -8
+    grep -E "seed|FAILED|PASSED|ERROR|skipped" "$OUT/one.log" | head -4
     [ $r -eq 0 ] || rc=1
 done
 if [ $HAVE_PLUGIN = 1 ]; then
     for mode in "" --gpu; do
+        echo "==== test_ddc_plugin $mode" >>"$T"
         CBF_BUILD_ROOT=$PWD/$B CBF_PLUGIN_PATH=$PWD/$B/plugins "$B/tests/ddc/test_ddc_plugin" $mode \
-            >"$OUT/plugin${mode:-_cpu}.log" 2>&1
+            >"$OUT/one.log" 2>&1
         r=$?
+        cat "$OUT/one.log" >>"$T"
         echo "== test_ddc_plugin ${mode:---cpu}: exit $r"
-        grep -E "FAILED|PASSED|ERROR|skipped" "$OUT/plugin${mode:-_cpu}.log" | head -5
+        grep -E "FAILED|PASSED|ERROR|skipped" "$OUT/one.log" | head -5
         [ $r -eq 0 ] || rc=1
     done
 else
@@ -62,6 +67,19 @@ if command -v compute-sanitizer >/dev/null; then
         --per-thread 16 >"$OUT/memcheck.log" 2>&1
     echo "== memcheck: exit $? ($(grep -c 'Invalid\|out of bounds' "$OUT/memcheck.log") invalid accesses)"
     tail -2 "$OUT/memcheck.log"
+fi
+rm -f "$OUT/one.log"
+# Instruction mix of the C = 8, W = 8 kernels (general and aligned paths).
+if command -v cuobjdump >/dev/null; then
+    cuobjdump -sass "$B"/kernels/ddc/libcbf_kernel_ddc.a.p/ddc.cu.o >"$OUT/sass.txt" 2>&1
+    for k in ILi8ELi8ELb0E ILi8ELi8ELb1E; do
+        echo "== SASS $k:"
+        awk -v k="$k" '/Function :/{f = index($0, k) > 0} f' "$OUT/sass.txt" |
+            grep -oE '^ +/\*[0-9a-f]{4}\*/ +(@!?P[0-9T] +)?[A-Z0-9]+' | awk '{print $NF}' |
+            sort | uniq -c | sort -rn | head -12 | tr '\n' ' '
+        echo
+    done | tee "$OUT/sass_mix.txt"
+    gzip -f "$OUT/sass.txt"
 fi
 if [ -n "$BENCH" ]; then
     "$BENCH" ddc ${DDC_BENCH_ARGS:-} >"$OUT/bench.md" 2>"$OUT/bench.err"

@@ -47,7 +47,12 @@ __device__ __forceinline__ uint32_t word_at(const uint32_t *__restrict__ w, int 
     return __byte_perm(__ldg(w + min(i, last)), 0, 0x0123);
 }
 
-template <int C, int W>
+/* ALIGNED: S x bits is a whole number of words, so every sample j of a step
+ * q sits at the same bit offset and crosses into lo at the same step: one
+ * test per q instead of one per sample, leaving three integer operations
+ * per decoded sample. Integer instructions issue at half the FMA rate, so
+ * per-sample bookkeeping, not the FMAs, bounds the general path. */
+template <int C, int W, bool ALIGNED>
 __global__ void __launch_bounds__(BLOCK) ddc_kernel(
     const uint32_t *__restrict__ in0, const uint32_t *__restrict__ in1, long long start,
     int bits, int S, const float2 *__restrict__ zg, uint32_t phase0, uint32_t out_step,
@@ -88,11 +93,19 @@ __global__ void __launch_bounds__(BLOCK) ddc_kernel(
         for (int p = 0; p < W; p++)
             zq[p] = zs[p * S + q];
         const int relq = rel0 + q * bits;
+        if (ALIGNED && (relq & 31) < bits) {
+            const int w = (relq >> 5) + 1, sw = SB >> 5;
+#pragma unroll
+            for (int j = 0; j < C + W - 1; j++) {
+                hi[j] = lo[j];
+                lo[j] = word_at(base, w + j * sw, last);
+            }
+        }
 #pragma unroll
         for (int j = 0; j < C + W - 1; j++) {
-            const int rel = relq + j * SB, off = rel & 31;
+            const int rel = relq + j * SB, off = ALIGNED ? relq & 31 : rel & 31;
             /* The sample starts in lo now: slide the pair by one word. */
-            if (off < bits) {
+            if (!ALIGNED && off < bits) {
                 hi[j] = lo[j];
                 lo[j] = word_at(base, (rel >> 5) + 1, last);
             }
@@ -128,15 +141,16 @@ __global__ void __launch_bounds__(BLOCK) ddc_kernel(
 typedef void (*ddc_fn)(const uint32_t *, const uint32_t *, long long, int, int, const float2 *,
                        uint32_t, uint32_t, long long, long long, float2 *, long long);
 
-static ddc_fn pick(int c, int w)
+#define ROW(c, a) {ddc_kernel<c, 4, a>, ddc_kernel<c, 8, a>, ddc_kernel<c, 12, a>, ddc_kernel<c, 16, a>}
+static ddc_fn pick(int c, int w, bool aligned)
 {
-    static const ddc_fn table[3][4] = {
-        {ddc_kernel<4, 4>, ddc_kernel<4, 8>, ddc_kernel<4, 12>, ddc_kernel<4, 16>},
-        {ddc_kernel<8, 4>, ddc_kernel<8, 8>, ddc_kernel<8, 12>, ddc_kernel<8, 16>},
-        {ddc_kernel<16, 4>, ddc_kernel<16, 8>, ddc_kernel<16, 12>, ddc_kernel<16, 16>},
+    static const ddc_fn table[2][3][4] = {
+        {ROW(4, false), ROW(8, false), ROW(16, false)},
+        {ROW(4, true), ROW(8, true), ROW(16, true)},
     };
-    return table[c == 4 ? 0 : c == 8 ? 1 : 2][w / 4 - 1];
+    return table[aligned][c == 4 ? 0 : c == 8 ? 1 : 2][w / 4 - 1];
 }
+#undef ROW
 
 extern "C" int cbf_ddc_cuda_create(const cbf_ddc_config *cfg, const float *z_host,
                                    int per_thread, cbf_ddc_cuda **out, char *msg,
@@ -184,7 +198,8 @@ extern "C" int cbf_ddc_cuda_run(cbf_ddc_cuda *plan, const cbf_ddc_job *job, void
     dim3 grid((unsigned)((threads + BLOCK - 1) / BLOCK), 2);
     const uint32_t phase0 = cbf_ddc_phase(job->timestamp + job->start, cfg->mix_step);
     const uint32_t out_step = (uint32_t)((uint64_t)cfg->decimation * cfg->mix_step);
-    pick(C, cfg->taps / cfg->decimation)<<<grid, BLOCK, (size_t)cfg->taps * sizeof(float2),
+    const bool aligned = cfg->decimation * cfg->bits % 32 == 0;
+    pick(C, cfg->taps / cfg->decimation, aligned)<<<grid, BLOCK, (size_t)cfg->taps * sizeof(float2),
                                            (cudaStream_t)stream>>>(
         (const uint32_t *)job->in[0], (const uint32_t *)job->in[1], (long long)job->start,
         cfg->bits, cfg->decimation, plan->z, phase0, out_step, (long long)job->outputs,
