@@ -25,7 +25,7 @@ B=build-device-runtime
 GPU=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1)
 echo "GPU: $GPU"
 targets="tests/runtime/test_pool tests/runtime/test_engine"
-for p in rt_count rt_pass rt_sink rt_leak; do targets+=" tests/runtime/plugins/cbf_$p.so"; done
+for p in rt_count rt_pass rt_sink rt_leak rt_merge; do targets+=" tests/runtime/plugins/cbf_$p.so"; done
 {
     meson setup "$B" -Dtests=true && ninja -C "$B" $targets &&
         { [ ! -f tools/cbf-run.c ] || ninja -C "$B" tools/cbf-run tests/runtime/test_cbf_run; }

@@ -302,6 +302,45 @@ static void test_gpu_decision(void **state)
     }
 }
 
+static void test_multi_input(void **state)
+{
+    (void)state;
+    src->count = 60;
+    const char *nodes[] = {"s1", "rt_count", "s2", "rt_count", "p", "rt_pass", "m", "rt_merge"};
+    /* Three edges into one multi input, one through a pass-through. */
+    rt_edge_spec edges[] = {{"s1.out", "m.in", 2}, {"s2.out", "p.in", 1}, {"p.out", "m.in", 3},
+                            {"s1.out", "m.in", 1}};
+    cbf_graph *g = rt_graph(nodes, 4, edges, 4, CBF_GPU_NONE);
+    assert_non_null(g);
+    cbf_node_stats st[4];
+    cbf_error err;
+    assert_int_equal(run_graph(g, st, 4, &err), CBF_OK);
+    const cbf_node_stats *m = find(st, 4, "m");
+    assert_int_equal(counter(m, "inputs"), 3);
+    /* Each of the three queues delivered its own stream, in order. */
+    assert_int_equal(counter(m, "received"), 180);
+    assert_int_equal(counter(m, "order_errors"), 0);
+    assert_int_equal(m->buffers_in, 180);
+}
+
+static void test_consumer_returns_early(void **state)
+{
+    (void)state;
+    src->count = 100;
+    sink->stop_after = 10;
+    const char *nodes[] = {"src", "rt_count", "snk", "rt_sink"};
+    rt_edge_spec edges[] = {{"src.out", "snk.in", 2}};
+    cbf_graph *g = rt_graph(nodes, 2, edges, 1, CBF_GPU_NONE);
+    assert_non_null(g);
+    cbf_node_stats st[2];
+    cbf_error err;
+    /* The source must not stay blocked on a consumer that has gone. */
+    assert_int_equal(run_graph(g, st, 2, &err), CBF_OK);
+    assert_int_equal(counter(find(st, 2, "src"), "sent"), 100);
+    assert_int_equal(counter(find(st, 2, "snk"), "received"), 10);
+    assert_int_equal(src->pool_free_at_fini, 4);
+}
+
 static void test_gpu_memory_through_graph(void **state)
 {
     (void)state;
@@ -343,6 +382,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stop_drains, setup, teardown),
         cmocka_unit_test_setup_teardown(test_init_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpu_decision, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_multi_input, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_consumer_returns_early, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpu_memory_through_graph, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

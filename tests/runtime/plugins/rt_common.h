@@ -15,6 +15,7 @@ typedef struct rt_knobs {
     int64_t size;       /* source: bytes per buffer (multiple of 8) */
     int64_t pool;       /* source: buffers in its pool */
     int64_t delay_us;   /* sink: time spent on each buffer (a slow consumer) */
+    int64_t stop_after; /* sink: return after this many buffers, 0 = at end of stream */
     int64_t fail_at;    /* fail: index of the buffer it fails on */
     int64_t fail_init;  /* fail: fail in init instead */
     int64_t mem;        /* source: cbf_mem_kind of its pool (pinned/device need a GPU) */

@@ -14,6 +14,7 @@ typedef struct {
     cbf_pool *pool;
     int64_t count;
     cbf_counter *sent;
+    int64_t max_out;    /* reported through the knobs in fini (one thread then) */
     /* Pinned/device pools: words are written into a ring of pinned staging
      * slots and uploaded asynchronously; a slot is reused only after its
      * own upload finished, so the consumer really does wait on the event. */
@@ -72,8 +73,8 @@ static int run(cbf_node *n, cbf_error *err)
         if (rc)
             return rc;
         int64_t in_use = (int64_t)(cbf_pool_count(s->pool) - cbf_pool_free_count(s->pool));
-        if (in_use > rt_test_knobs.pool_max_out)
-            rt_test_knobs.pool_max_out = in_use;
+        if (in_use > s->max_out)
+            s->max_out = in_use;
         size_t slot = seq % (s->n_slots ? s->n_slots : 1);
         uint64_t *w = b->data;
 #ifdef CBF_HAVE_CUDA
@@ -123,6 +124,8 @@ static void fini(cbf_node *n)
     rt_test_knobs.fini_calls++;
     if (s && s->pool)
         rt_test_knobs.pool_free_at_fini = (int64_t)cbf_pool_free_count(s->pool);
+    if (s && s->max_out > rt_test_knobs.pool_max_out)
+        rt_test_knobs.pool_max_out = s->max_out;
 #ifdef CBF_HAVE_CUDA
     if (s && s->stream)
         cudaStreamSynchronize((cudaStream_t)s->stream);

@@ -31,7 +31,10 @@ static int run(cbf_node *n, cbf_error *err)
     counters *c = cbf_node_state(n);
     cbf_port *in = cbf_node_port(n, "in", 0);
     int64_t delay_us = rt_param(n, "delay_us", rt_test_knobs.delay_us);
+    int64_t stop_after = rt_param(n, "stop_after", rt_test_knobs.stop_after);
     for (uint64_t expect = 0;; expect++) {
+        if (stop_after > 0 && cbf_counter_get(c->received) >= (uint64_t)stop_after)
+            return CBF_OK; /* seen enough: the runtime releases the rest */
         cbf_buffer *b;
         int rc = cbf_port_recv(in, &b);
         if (rc == CBF_EOS)
@@ -72,6 +75,7 @@ static void fini(cbf_node *n)
 
 static const cbf_param_decl params[] = {
     {"delay_us", CBF_PARAM_INT, "0", CBF_RANGE(0, 1e7), NULL, "microseconds spent per buffer"},
+    {"stop_after", CBF_PARAM_INT, "0", CBF_RANGE(0, 1e15), NULL, "return after this many buffers; 0: at end of stream"},
 };
 static const cbf_port_decl ports[] = {{"in", CBF_PORT_IN, RT_TYPE, 0, 0, "counting words"}};
 static const cbf_plugin_desc desc = {CBF_PLUGIN_ABI, "rt_sink", "1", "test: checking, optionally slow sink",
