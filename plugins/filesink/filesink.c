@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "h5util.h"
@@ -59,7 +60,19 @@ typedef struct filesink {
     int n;
     input *in;
     cbf_counter *c_written, *c_dropped;
+    double last_flush;    /* CLOCK_MONOTONIC seconds, under h5_lock */
 } filesink;
+
+/* A long capture stays readable if the process dies: the file is flushed
+ * at most this often (seconds), besides at the end. */
+#define FLUSH_PERIOD 5.0
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static hid_t type_of(cbf_dtype t, int *complex)
 {
@@ -260,6 +273,7 @@ static int filesink_init(cbf_node *node, cbf_error *err)
     /* HDF5 would print its error stack to stderr; errors are returned instead. */
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     int rc = create_file(s, p, err);
+    s->last_flush = now_s();
     for (int i = 0; rc == 0 && i < s->n; i++) {
         input *in = &s->in[i];
         in->node = node;
@@ -309,6 +323,10 @@ static int write_buffer(filesink *s, input *in, cbf_buffer *b)
         rc |= h5u_append(in->present, H5T_NATIVE_UINT8, 1, &np, n, b->present);
     if (na)
         rc |= h5u_append(in->aux, H5T_NATIVE_UINT8, 1, &na, n, b->aux);
+    if (rc == 0 && now_s() - s->last_flush > FLUSH_PERIOD) {
+        rc |= H5Fflush(s->file, H5F_SCOPE_LOCAL) < 0;
+        s->last_flush = now_s();
+    }
     pthread_mutex_unlock(&h5_lock);
     if (rc)
         return cbf_error_set(&in->err, CBF_EIO, "filesink: %s: writing buffer %llu of /%s failed",
