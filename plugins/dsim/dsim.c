@@ -171,7 +171,7 @@ static int dsim_init(cbf_node *node, cbf_error *err)
     char msg[256];
     int rc = read_params(s, p, &tones, &delays, &cfg, err);
     if (rc == 0 && (rc = cbf_dsim_model_create(&cfg, &s->model, msg, sizeof msg)) != 0)
-        cbf_error_set(err, rc == -2 ? CBF_ENOMEM : CBF_ECONFIG, "%s", msg);
+        rc = cbf_error_set(err, rc == -2 ? CBF_ENOMEM : CBF_ECONFIG, "%s", msg);
     free(tones);
     free(delays);
     if (rc)
