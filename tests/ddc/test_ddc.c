@@ -348,8 +348,8 @@ static void tone_lands_in_its_bin(void **state)
         double complex want = a / 2 * amp *
                               cexp(I * (theta + 2 * M_PI * ((double)tph / bins +
                                                             fd * (c.cfg.taps - 1) / 2.0)));
-        printf("# offset %d bins: bin %d, |Y| / (a/2) = %.6g, expected %.6g\n", offsets[o],
-               best_k, cabs(best) / (a / 2), amp);
+        printf("# offset %d bins (output bin %d): strongest bin %d at |Y| / (a/2) = %.6g; "
+               "A(offset) = %.6g\n", offsets[o], bin, best_k, cabs(best) / (a / 2), amp);
         if (offsets[o] == delta) { /* in the passband */
             assert_int_equal(best_k, bin);
             assert_true(amp >= rep.pass_min && amp <= rep.pass_max);
