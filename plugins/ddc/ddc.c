@@ -82,6 +82,7 @@ static int cuda_ok(cudaError_t e, const char *what, cbf_error *err)
 
 static int stage_alloc(ddc_state *s, uint8_t **p, size_t n, cbf_error *err)
 {
+    (void)s; /* only the GPU path looks at it */
 #ifdef CBF_HAVE_CUDA
     if (s->gpu)
         return cuda_ok(cudaMalloc((void **)p, n), "staging cudaMalloc", err);
@@ -94,6 +95,7 @@ static int stage_alloc(ddc_state *s, uint8_t **p, size_t n, cbf_error *err)
 static int stage_copy(ddc_state *s, void *dst, const void *src, size_t n, cbf_mem_kind kind,
                       cbf_error *err)
 {
+    (void)s;
 #ifdef CBF_HAVE_CUDA
     if (s->gpu)
         return cuda_ok(cudaMemcpyAsync(dst, src, n,
