@@ -15,6 +15,7 @@ struct cbf_fft_post_cpu {
     float complex *gains;     /* [channel][pol] */
     float complex *twiddle;   /* [r][s]: exp(-2 pi i r s / channels), s < m */
     float complex *half;      /* [k]: exp(-pi i k / channels), k < channels */
+    float complex *rot;       /* [k][pol]: this run's exp(i (-pi d k / channels + phi)) */
 };
 
 int cbf_fft_post_cpu_create(const cbf_fft_post_config *cfg, cbf_fft_post_cpu **out, char *msg,
@@ -31,8 +32,9 @@ int cbf_fft_post_cpu_create(const cbf_fft_post_config *cfg, cbf_fft_post_cpu **o
         p->gains = malloc(sizeof(float complex) * 2 * (size_t)N);
         p->twiddle = malloc(sizeof(float complex) * (size_t)N);
         p->half = malloc(sizeof(float complex) * (size_t)N);
+        p->rot = malloc(sizeof(float complex) * 2 * (size_t)N);
     }
-    if (!p || !scratch || !p->gains || !p->twiddle || !p->half) {
+    if (!p || !scratch || !p->gains || !p->twiddle || !p->half || !p->rot) {
         fftwf_free(scratch);
         cbf_fft_post_cpu_destroy(p);
         if (msg && msglen)
@@ -91,8 +93,7 @@ static void emit(const cbf_fft_post_cpu *p, const cbf_fft_post_args *a, int pol,
                  int k, float complex x, uint64_t *sat)
 {
     const int N = p->cfg.channels, sph = p->cfg.spectra_per_heap;
-    double ang = -M_PI * (double)a->fine_delay[pol] * k / N + a->phase[pol];
-    x *= (float)cos(ang) + I * (float)sin(ang);
+    x *= p->rot[2 * k + pol];
     x *= p->gains[2 * k + pol];
     int re, im, lim = p->cfg.out_bits == 8 ? 127 : 7;
     int clipped = quant(crealf(x), lim, &re);
@@ -153,6 +154,12 @@ int cbf_fft_post_cpu_run(cbf_fft_post_cpu *plan, const cbf_fft_post_args *args,
                      args->data_pol_stride, c->spectra * row);
         return CBF_FFT_POST_EINVAL;
     }
+    /* Delay and phase are fixed for a run: one rotation per channel. */
+    for (int k = 0; k < c->channels; k++)
+        for (int pol = 0; pol < 2; pol++) {
+            double ang = -M_PI * (double)args->fine_delay[pol] * k / c->channels + args->phase[pol];
+            plan->rot[2 * k + pol] = (float)cos(ang) + I * (float)sin(ang);
+        }
     for (int pol = 0; pol < 2; pol++) {
         saturated[pol] = 0;
         for (size_t sp = 0; sp < c->spectra; sp++) {
@@ -176,5 +183,6 @@ void cbf_fft_post_cpu_destroy(cbf_fft_post_cpu *plan)
     free(plan->gains);
     free(plan->twiddle);
     free(plan->half);
+    free(plan->rot);
     free(plan);
 }

@@ -24,10 +24,11 @@ int cbf_pfb_fir_cpu(const cbf_pfb_job *job, const float *weights, uint64_t power
     const size_t step = 2 * (size_t)job->channels, taps = (size_t)job->taps;
     const size_t m = (size_t)job->channels / (size_t)job->unzip;
     int log_n = job->unzip == 4 ? 2 : job->unzip == 2 ? 1 : 0;
-    float *ring = malloc(taps * step * sizeof(float));
+    float *ring = malloc(taps * step * sizeof(float)), *acc = malloc(step * sizeof(float));
     size_t *perm = malloc(step * sizeof(size_t));
-    if (!ring || !perm) {
+    if (!ring || !perm || !acc) {
         free(ring);
+        free(acc);
         free(perm);
         if (msg && msglen)
             strncpy(msg, "pfb: out of memory for the FIR ring", msglen - 1);
@@ -51,19 +52,25 @@ int cbf_pfb_fir_cpu(const cbf_pfb_job *job, const float *weights, uint64_t power
             }
             if (row + 1 < taps)
                 continue;
+            /* Taps outer, columns inner: the column loop vectorises, and
+             * each column still sums its taps in order 0..taps-1. */
             size_t s = row + 1 - taps;
-            float *out = job->out + (size_t)p * job->out_pol_stride + s * step;
-            for (size_t j = 0; j < step; j++) {
-                float acc = 0.0f;
-                for (size_t t = 0; t < taps; t++)
-                    acc += weights[t * step + j] * ring[((s + t) % taps) * step + j];
-                out[perm[j]] = acc;
+            for (size_t j = 0; j < step; j++)
+                acc[j] = 0.0f;
+            for (size_t t = 0; t < taps; t++) {
+                const float *w = weights + t * step, *x = ring + ((s + t) % taps) * step;
+                for (size_t j = 0; j < step; j++)
+                    acc[j] += w[j] * x[j];
             }
+            float *out = job->out + (size_t)p * job->out_pol_stride + s * step;
+            for (size_t j = 0; j < step; j++)
+                out[perm[j]] = acc[j];
         }
         if (power)
             power[p] += pw;
     }
     free(ring);
+    free(acc);
     free(perm);
     return 0;
 }
