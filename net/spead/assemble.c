@@ -222,8 +222,9 @@ int cbf_spead_assembler_add(cbf_spead_assembler *a, const uint8_t *buf, size_t l
         return 0;
     }
     if (p->stream_ctrl == CBF_SPEAD_CTRL_STOP) {
+        /* Not flushed here: with several senders into one socket, one
+         * sender's stop must not cut the others' heaps short. */
         a->counters.stops++;
-        cbf_spead_assembler_flush(a);
         return 1;
     }
     slot *s = find_or_open(a, p);

@@ -141,9 +141,9 @@ typedef struct cbf_spead_assembler cbf_spead_assembler;
 int cbf_spead_assembler_create(const cbf_spead_assembler_config *cfg,
                                cbf_spead_assembler **out, cbf_error *err);
 void cbf_spead_assembler_destroy(cbf_spead_assembler *a);
-/* Offers one packet. Returns 1 when it carried stream stop (the heaps in
- * flight have then been flushed), else 0; bad packets are counted, never
- * an error. */
+/* Offers one packet. Returns 1 when it carried stream stop, else 0; bad
+ * packets are counted, never an error. A stop does not flush: the caller
+ * flushes when its stream ends (after the last of several senders' stops). */
 int cbf_spead_assembler_add(cbf_spead_assembler *a, const uint8_t *buf, size_t len);
 /* Delivers (or drops, per deliver_incomplete) every heap in flight. */
 void cbf_spead_assembler_flush(cbf_spead_assembler *a);

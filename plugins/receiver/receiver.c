@@ -279,11 +279,13 @@ static void on_dig_heap(receiver *r, const cbf_spead_heap *h)
     const uint8_t *data;
     size_t len;
     if (!immediate(h, 0x1600, &ts) || !immediate(h, 0x3101, &id) || !addressed(h, 0x3300, &data, &len) ||
-        len != r->heap_bytes || ts % HEAP_SAMPLES || (id >> 1) >= (uint64_t)r->antennas) {
+        len != r->heap_bytes || ts % HEAP_SAMPLES || (r->antennas > 1 && (id >> 1) >= (uint64_t)r->antennas)) {
         cbf_counter_add(r->c_bad_heaps, 1);
         return;
     }
-    size_t input = (size_t)id;   /* 2 x antenna + pol */
+    /* 2 x antenna + pol. One antenna per engine (MeerKAT's F-engines): the
+     * groups joined select the antenna, and digitiser_id is only the pol. */
+    size_t input = r->antennas == 1 ? (size_t)(id & 1) : (size_t)id;
     int64_t idx = (int64_t)(ts / r->spc);
     size_t hh = (size_t)(ts % r->spc) / HEAP_SAMPLES;
     place(r, idx, input * r->heaps + hh, input * r->heaps * r->heap_bytes + hh * r->heap_bytes, data,

@@ -35,6 +35,8 @@ static const cbf_param_decl params[] = {
      "rate limit in Gbit/s of UDP payload; 0 = unlimited (X-engine: paced over the dump)"},
     {"channels_per_heap", CBF_PARAM_INT, "0", CBF_RANGE(0, 1 << 20), NULL,
      "F/X-engine channels per heap; 0 = channels / number of destinations"},
+    {"feng_id", CBF_PARAM_INT, "-1", CBF_RANGE(-1, 65535), NULL,
+     "F-engine stream: feng_id sent; -1 = the input's 'antenna' attribute"},
     {"descriptor_interval", CBF_PARAM_FLOAT, "5", CBF_RANGE(0, 3600), NULL,
      "seconds between descriptor heaps (also sent at start); 0 = at start only"},
     {"batch", CBF_PARAM_INT, "32", CBF_RANGE(1, MAX_BATCH), NULL, "packets per sendmmsg call"},
@@ -123,12 +125,20 @@ static void pace(sender *s, size_t bytes, double rate)
     s->next_time += (double)bytes / rate;
 }
 
+/* Heap counters: a running count with the F-engine's id in the low 12
+ * bits, so that heaps of several F-engines arriving at one X-engine socket
+ * never share a counter (a receiver, ours or spead2, keys heaps by it). */
+static uint64_t next_cnt(sender *s)
+{
+    uint64_t id = s->kind == S_FENG ? s->feng_id & 0xfff : 0;
+    return ((s->heap_cnt++ << 12) | id) & CBF_SPEAD_ADDR_MASK;
+}
+
 static int send_heap(sender *s, const cbf_spead_item_out *items, int n, int dest, bool repeat,
                      double rate, cbf_error *err)
 {
     cbf_spead_encoder e;
-    int rc = cbf_spead_encoder_init(&e, s->heap_cnt++ & CBF_SPEAD_ADDR_MASK, items, n, s->packet_size,
-                                    repeat, err);
+    int rc = cbf_spead_encoder_init(&e, next_cnt(s), items, n, s->packet_size, repeat, err);
     if (rc)
         return rc;
     size_t len;
@@ -225,6 +235,8 @@ static int classify(sender *s, const cbf_params *p, cbf_error *err)
             return cbf_error_set(err, CBF_ECONFIG, "sender: F-engine input lacks samples_between_spectra");
         s->spb = (size_t)v;
         s->feng_id = cbf_port_desc_get_attr(d, "antenna", &v) ? 0 : (uint64_t)v;
+        if (cbf_params_int(p, "feng_id") >= 0)
+            s->feng_id = (uint64_t)cbf_params_int(p, "feng_id");
     } else if (d->dtype == CBF_DTYPE_CI32 && d->ndim == 2) {
         s->kind = S_XENG;
         chans = d->shape[0];
@@ -390,7 +402,7 @@ static int sender_run(cbf_node *node, cbf_error *err)
     /* Stream stop to every destination, also after an error, so receivers end. */
     for (int k = 0; k < s->n_dest; k++) {
         uint8_t stop[64];
-        size_t n = cbf_spead_encode_stop(s->heap_cnt++ & CBF_SPEAD_ADDR_MASK, stop);
+        size_t n = cbf_spead_encode_stop(next_cnt(s), stop);
         if (sendto(s->fd, stop, n, 0, (struct sockaddr *)&s->dest[k].addr, sizeof s->dest[k].addr) < 0 &&
             !rc && errno != ECONNREFUSED)
             rc = cbf_error_set(err, CBF_EIO, "sending stream stop: %s", strerror(errno));

@@ -286,10 +286,12 @@ static void test_eviction_and_stop(void **s)
     uint8_t stop[64];
     size_t n = cbf_spead_encode_stop(77, stop);
     assert_int_equal(cbf_spead_assembler_add(a, stop, n), 1);
+    assert_int_equal(c.n, 2);                /* a stop alone flushes nothing */
+    cbf_spead_assembler_flush(a);
     const cbf_spead_counters *k = cbf_spead_assembler_counters(a);
     assert_int_equal(k->late, 1);
     assert_int_equal(k->heaps, 1);
-    assert_int_equal(k->incomplete, 3);     /* 0 evicted, 2 and 3 flushed by stop */
+    assert_int_equal(k->incomplete, 3);     /* 0 evicted, 2 and 3 flushed at the end */
     assert_int_equal(k->stops, 1);
     assert_int_equal(c.n, 4);
     assert_int_equal(c.cnt[2], 2);           /* flushed oldest first */
