@@ -23,12 +23,14 @@
 
 #define MAX_DEST 64
 #define MAX_BATCH 256
+#define MAX_IF 8
 
 static const cbf_param_decl params[] = {
     {"destinations", CBF_PARAM_STRING, NULL, CBF_NORANGE, NULL,
      "comma-separated a.b.c.d:port; channel range (or input) r goes to entry r mod n"},
     {"interface", CBF_PARAM_STRING, "127.0.0.1", CBF_NORANGE, NULL,
-     "IPv4 address of the interface packets leave from"},
+     "IPv4 address of the interface packets leave from; several, comma-separated, share the "
+     "heaps round robin"},
     {"ttl", CBF_PARAM_INT, "1", CBF_RANGE(0, 255), NULL, "multicast TTL"},
     {"packet_size", CBF_PARAM_INT, "8872", CBF_RANGE(128, 65000), NULL, "largest packet in bytes"},
     {"rate_gbps", CBF_PARAM_FLOAT, "0", CBF_RANGE(0, 1000), NULL,
@@ -49,11 +51,21 @@ static const cbf_port_decl ports[] = {
 
 typedef enum { S_DIG, S_FENG, S_XENG } stream_kind;
 
+/* Packets waiting for one interface's sendmmsg. */
+typedef struct txq {
+    int fd;
+    uint8_t *arena;
+    struct mmsghdr msgs[MAX_BATCH];
+    struct iovec iov[MAX_BATCH];
+    int n;
+} txq;
+
 typedef struct sender {
     stream_kind kind;
     cbf_port *in;
     cbf_port_desc d;
-    int fd;
+    txq q[MAX_IF];
+    int n_if;
     cbf_udp_endpoint dest[MAX_DEST];
     int n_dest;
     size_t packet_size;
@@ -68,11 +80,6 @@ typedef struct sender {
     uint64_t feng_id;
     double dump_s;               /* xeng: seconds per dump, for pacing */
     uint8_t *host;               /* staging copy of non-host buffers */
-    /* packets in flight for one sendmmsg */
-    uint8_t *arena;
-    struct mmsghdr msgs[MAX_BATCH];
-    struct iovec iov[MAX_BATCH];
-    int n_queued;
     uint64_t heap_cnt;
     double next_time, last_desc;
     cbf_counter *c_packets, *c_bytes, *c_heaps, *c_skipped, *c_errors;
@@ -85,11 +92,11 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int flush(sender *s, cbf_error *err)
+static int flush_q(sender *s, txq *q, cbf_error *err)
 {
     int done = 0;
-    while (done < s->n_queued) {
-        int n = sendmmsg(s->fd, s->msgs + done, (unsigned)(s->n_queued - done), 0);
+    while (done < q->n) {
+        int n = sendmmsg(q->fd, q->msgs + done, (unsigned)(q->n - done), 0);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -104,8 +111,16 @@ static int flush(sender *s, cbf_error *err)
         }
         done += n;
     }
-    s->n_queued = 0;
+    q->n = 0;
     return 0;
+}
+
+static int flush(sender *s, cbf_error *err)
+{
+    int rc = 0;
+    for (int i = 0; i < s->n_if && !rc; i++)
+        rc = flush_q(s, &s->q[i], err);
+    return rc;
 }
 
 /* Paces by holding each batch until the rate allows it: a token bucket
@@ -137,25 +152,28 @@ static uint64_t next_cnt(sender *s)
 static int send_heap(sender *s, const cbf_spead_item_out *items, int n, int dest, bool repeat,
                      double rate, cbf_error *err)
 {
+    /* Whole heaps round robin over the interfaces: a heap's packets stay
+     * in order on one path. */
+    txq *q = &s->q[s->heap_cnt % (uint64_t)s->n_if];
     cbf_spead_encoder e;
     int rc = cbf_spead_encoder_init(&e, next_cnt(s), items, n, s->packet_size, repeat, err);
     if (rc)
         return rc;
     size_t len;
     for (;;) {
-        uint8_t *p = s->arena + (size_t)s->n_queued * s->packet_size;
+        uint8_t *p = q->arena + (size_t)q->n * s->packet_size;
         if ((len = cbf_spead_encoder_next(&e, p)) == 0)
             break;
-        s->iov[s->n_queued] = (struct iovec){.iov_base = p, .iov_len = len};
-        s->msgs[s->n_queued].msg_hdr = (struct msghdr){
+        q->iov[q->n] = (struct iovec){.iov_base = p, .iov_len = len};
+        q->msgs[q->n].msg_hdr = (struct msghdr){
             .msg_name = &s->dest[dest].addr, .msg_namelen = sizeof s->dest[dest].addr,
-            .msg_iov = &s->iov[s->n_queued], .msg_iovlen = 1};
-        s->n_queued++;
+            .msg_iov = &q->iov[q->n], .msg_iovlen = 1};
+        q->n++;
         cbf_counter_add(s->c_packets, 1);
         cbf_counter_add(s->c_bytes, len);
-        if (s->n_queued == s->batch) {
+        if (q->n == s->batch) {
             pace(s, (size_t)s->batch * s->packet_size, rate);
-            if ((rc = flush(s, err)))
+            if ((rc = flush_q(s, q, err)))
                 return rc;
         }
     }
@@ -258,14 +276,41 @@ static int classify(sender *s, const cbf_params *p, cbf_error *err)
     return 0;
 }
 
+static int open_interfaces(sender *s, const cbf_params *p, cbf_error *err)
+{
+    const char *list = cbf_params_string(p, "interface");
+    while (*list) {
+        size_t len = strcspn(list, ",");
+        char addr[64];
+        if (len == 0 || len >= sizeof addr || s->n_if == MAX_IF)
+            return cbf_error_set(err, CBF_ECONFIG, "%s: interface list '%s' (at most %d addresses)",
+                                 cbf_params_where(p, "interface"), cbf_params_string(p, "interface"),
+                                 MAX_IF);
+        memcpy(addr, list, len);
+        addr[len] = '\0';
+        list += len + (list[len] == ',');
+        txq *q = &s->q[s->n_if++];
+        q->fd = -1;
+        if (!(q->arena = malloc((size_t)s->batch * s->packet_size)))
+            return cbf_error_set(err, CBF_ENOMEM, "sender: out of memory");
+        if (cbf_udp_open_tx(addr, (int)cbf_params_int(p, "ttl"), 8 << 20, &q->fd, err))
+            return cbf_error_prefix(err, "%s", cbf_params_where(p, "interface"));
+    }
+    if (s->n_if == 0)
+        return cbf_error_set(err, CBF_ECONFIG, "%s: no interface given", cbf_params_where(p, "interface"));
+    return 0;
+}
+
 static void sender_fini(cbf_node *node)
 {
     sender *s = cbf_node_state(node);
     if (!s)
         return;
-    if (s->fd >= 0)
-        close(s->fd);
-    free(s->arena);
+    for (int i = 0; i < s->n_if; i++) {
+        if (s->q[i].fd >= 0)
+            close(s->q[i].fd);
+        free(s->q[i].arena);
+    }
     free(s->host);
     free(s);
 }
@@ -275,7 +320,6 @@ static int sender_init(cbf_node *node, cbf_error *err)
     sender *s = calloc(1, sizeof(*s));
     if (!s)
         return cbf_error_set(err, CBF_ENOMEM, "sender: out of memory");
-    s->fd = -1;
     cbf_node_set_state(node, s);
     const cbf_params *p = cbf_node_params(node);
     s->in = cbf_node_port(node, "in", 0);
@@ -294,11 +338,8 @@ static int sender_init(cbf_node *node, cbf_error *err)
         return rc;
     if (s->d.mem != CBF_MEM_HOST && !(s->host = malloc(cbf_port_desc_bytes(&s->d))))
         return cbf_error_set(err, CBF_ENOMEM, "sender: out of memory");
-    if (!(s->arena = malloc((size_t)s->batch * s->packet_size)))
-        return cbf_error_set(err, CBF_ENOMEM, "sender: out of memory");
-    if ((rc = cbf_udp_open_tx(cbf_params_string(p, "interface"), (int)cbf_params_int(p, "ttl"),
-                              8 << 20, &s->fd, err)))
-        return cbf_error_prefix(err, "%s", cbf_params_where(p, "interface"));
+    if ((rc = open_interfaces(s, p, err)))
+        return rc;
     s->c_packets = cbf_node_counter(node, "packets");
     s->c_bytes = cbf_node_counter(node, "bytes");
     s->c_heaps = cbf_node_counter(node, "heaps");
@@ -403,7 +444,7 @@ static int sender_run(cbf_node *node, cbf_error *err)
     for (int k = 0; k < s->n_dest; k++) {
         uint8_t stop[64];
         size_t n = cbf_spead_encode_stop(next_cnt(s), stop);
-        if (sendto(s->fd, stop, n, 0, (struct sockaddr *)&s->dest[k].addr, sizeof s->dest[k].addr) < 0 &&
+        if (sendto(s->q[0].fd, stop, n, 0, (struct sockaddr *)&s->dest[k].addr, sizeof s->dest[k].addr) < 0 &&
             !rc && errno != ECONNREFUSED)
             rc = cbf_error_set(err, CBF_EIO, "sending stream stop: %s", strerror(errno));
     }

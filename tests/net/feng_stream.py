@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""F-engine stream: dsim -> pfb -> fft_post -> sender, checked two ways
+"""F-engine stream: dsim -> pfb -> fft_post -> sender (heaps shared round
+robin by two interfaces, 127.0.0.1 and 127.0.0.2), checked two ways
 against dsim -> pfb -> fft_post -> filesink (CPU path, same seed):
   1. spead2 receives the heaps and decodes every item: descriptors (names,
      shapes, dtypes), timestamps, feng_id, frequency and feng_raw values;
@@ -80,7 +81,9 @@ def main():
         port = free_port()
         stream = spead2.recv.Stream(spead2.ThreadPool(), spead2.recv.StreamConfig(max_heaps=8))
         stream.add_udp_reader(port, bind_hostname="127.0.0.1", buffer_size=16 << 20)
+        # Two interfaces (two loopback addresses): heaps alternate between them.
         sender = {"plugin": "sender", "params": {"destinations": f"127.0.0.1:{port}",
+                                                 "interface": "127.0.0.1,127.0.0.2",
                                                  "channels_per_heap": CPH, "rate_gbps": 0.5}}
         subprocess.run([cbf_run, run(cbf_run, tmp, "tx", feng(sender)), "--quiet"], check=True, timeout=120)
         ig = spead2.ItemGroup()
