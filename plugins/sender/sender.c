@@ -434,6 +434,11 @@ static int sender_run(cbf_node *node, cbf_error *err)
         if (!rc)
             rc = s->kind == S_DIG ? send_dig(s, b, data, err)
                  : s->kind == S_FENG ? send_feng(s, b, data, err) : send_xeng(s, b, data, err);
+        /* Every interface's queue out at the end of a buffer: queues filling
+         * at different speeds would otherwise reorder heaps by more than a
+         * buffer, which receivers' windows need not cover. */
+        if (!rc && s->n_if > 1)
+            rc = flush(s, err);
         cbf_buffer_unref(b);
     }
     if (rc == CBF_EOS)
