@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +115,8 @@ typedef struct worker {
     cbf_error err;
     uint8_t *bufs;             /* RECV_BATCH packets of RECV_BUF bytes */
     uint64_t rng;              /* drop_rate's generator */
+    uint32_t kernel_drops;     /* SO_RXQ_OVFL: the socket's drop count last seen */
+    uint8_t ctrl[RECV_BATCH][64];
     cbf_spead_packet *pkt;     /* scratch for drop_rate's look at a packet */
     cbf_spead_counters seen;   /* assembler counters already added to the node's */
 } worker;
@@ -142,6 +145,7 @@ struct receiver {
     bool done;
     double idle_timeout, last_packet;
     double drop_rate;
+    atomic_uint_fast64_t descriptors;   /* in the end-of-run log, not a counter (16 at most) */
     int send_rc;
     /* sockets */
     worker workers[MAX_SOCKETS];
@@ -149,7 +153,7 @@ struct receiver {
     bool pcap;
     const char *pcap_path;
     cbf_counter *c_packets, *c_bytes, *c_heaps, *c_incomplete, *c_late_packets, *c_duplicate,
-        *c_late_heaps, *c_bad_heaps, *c_chunks, *c_missing, *c_descriptors, *c_dropped_test,
+        *c_late_heaps, *c_bad_heaps, *c_chunks, *c_missing, *c_kernel_drops, *c_dropped_test,
         *c_malformed[N_GROUPS];
 };
 
@@ -318,7 +322,7 @@ static void on_heap(const cbf_spead_heap *h, void *user)
 {
     receiver *r = user;
     if (cbf_spead_heap_find(h, CBF_SPEAD_DESCRIPTOR)) {
-        cbf_counter_add(r->c_descriptors, 1);
+        atomic_fetch_add(&r->descriptors, 1);
         return;
     }
     if (r->feng)
@@ -391,6 +395,20 @@ static bool drop_test(worker *w, const uint8_t *buf, size_t len)
     return true;
 }
 
+/* The kernel's count of packets this socket dropped for want of buffer
+ * space (SO_RXQ_OVFL), cumulative: add what is new. */
+static void count_kernel_drops(worker *w, struct msghdr *h)
+{
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL &&
+            c->cmsg_len >= CMSG_LEN(sizeof(uint32_t))) {
+            uint32_t v;
+            memcpy(&v, CMSG_DATA(c), sizeof v);
+            cbf_counter_add(w->r->c_kernel_drops, (uint32_t)(v - w->kernel_drops));
+            w->kernel_drops = v;
+        }
+}
+
 static void *udp_loop(void *arg)
 {
     worker *w = arg;
@@ -400,7 +418,9 @@ static void *udp_loop(void *arg)
     while (!finished(r)) {
         for (int i = 0; i < RECV_BATCH; i++) {
             iov[i] = (struct iovec){.iov_base = w->bufs + (size_t)i * RECV_BUF, .iov_len = RECV_BUF};
-            msgs[i].msg_hdr = (struct msghdr){.msg_iov = &iov[i], .msg_iovlen = 1};
+            msgs[i].msg_hdr = (struct msghdr){.msg_iov = &iov[i], .msg_iovlen = 1,
+                                              .msg_control = w->ctrl[i],
+                                              .msg_controllen = sizeof w->ctrl[i]};
         }
         int n = recvmmsg(w->fd, msgs, RECV_BATCH, MSG_WAITFORONE, NULL);
         if (n < 0) {
@@ -413,6 +433,7 @@ static void *udp_loop(void *arg)
         r->last_packet = now_s();
         pthread_mutex_unlock(&r->lock);
         for (int i = 0; i < n; i++) {
+            count_kernel_drops(w, &msgs[i].msg_hdr);
             const uint8_t *b = w->bufs + (size_t)i * RECV_BUF;
             if (!drop_test(w, b, msgs[i].msg_len) && cbf_spead_assembler_add(w->as, b, msgs[i].msg_len))
                 count_stop(r);
@@ -565,7 +586,9 @@ static int open_workers(receiver *r, const cbf_params *p, cbf_error *err)
                 if (rc)
                     return cbf_error_prefix(err, "%s", cbf_params_where(p, "address"));
                 struct timeval tv = {0, 100000};   /* wake to see stop requests */
+                int one = 1;
                 setsockopt(w->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+                setsockopt(w->fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof one);
             }
             if (rc)
                 return rc;
@@ -616,10 +639,10 @@ static int receiver_init(cbf_node *node, cbf_error *err)
                              cbf_params_where(p, "buffers"), r->n_ring, pc.count);
     static const char *names[] = {"packets", "bytes", "heaps", "heaps_incomplete", "packets_late",
                                   "packets_duplicate", "heaps_late", "heaps_bad", "chunks",
-                                  "flags_missing", "descriptors", "packets_dropped_test"};
+                                  "flags_missing", "packets_dropped_kernel", "packets_dropped_test"};
     cbf_counter **slots[] = {&r->c_packets, &r->c_bytes, &r->c_heaps, &r->c_incomplete,
                              &r->c_late_packets, &r->c_duplicate, &r->c_late_heaps, &r->c_bad_heaps,
-                             &r->c_chunks, &r->c_missing, &r->c_descriptors, &r->c_dropped_test};
+                             &r->c_chunks, &r->c_missing, &r->c_kernel_drops, &r->c_dropped_test};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         *slots[i] = cbf_node_counter(node, names[i]);
     for (int i = 0; i < N_GROUPS; i++)
@@ -641,6 +664,8 @@ static void log_reasons(const receiver *r)
     }
     if (n)
         cbf_log_warn("%s: malformed packets dropped:%s", cbf_node_name(r->node), line);
+    cbf_log_info("%s: %llu descriptor heaps seen", cbf_node_name(r->node),
+                 (unsigned long long)atomic_load(&r->descriptors));
 }
 
 static int receiver_run(cbf_node *node, cbf_error *err)
