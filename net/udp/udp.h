@@ -36,6 +36,13 @@ int cbf_udp_open_rx(const cbf_udp_endpoint *ep, const char *iface, size_t rcvbuf
  * loops back, so engines on one host hear each other). */
 int cbf_udp_open_tx(const char *iface, int ttl, size_t sndbuf, int *fd_out, cbf_error *err);
 
+/* transport is "socket" or "ibverbs". Returns 0 when the socket path is
+ * to be used (asked for, or ibverbs unavailable and fallback allowed, which
+ * is logged), else CBF_ENOTSUP naming what ibverbs lacks; where is the YAML
+ * place of the parameter. */
+int cbf_net_choose_transport(const char *transport, bool fallback, const char *iface,
+                             const char *where, cbf_error *err);
+
 #ifdef __cplusplus
 }
 #endif

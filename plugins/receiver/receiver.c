@@ -36,6 +36,10 @@ static const cbf_param_decl params[] = {
     {"source", CBF_PARAM_CHOICE, "udp", CBF_NORANGE, "udp|pcap", "where packets come from"},
     {"address", CBF_PARAM_STRING, "127.0.0.1:7148", CBF_NORANGE, NULL,
      "comma-separated a.b.c.d:port to receive on (multicast groups are joined)"},
+    {"transport", CBF_PARAM_CHOICE, "socket", CBF_NORANGE, "socket|ibverbs",
+     "socket, or ibverbs raw packets (not implemented yet: an error, or sockets with fallback)"},
+    {"fallback", CBF_PARAM_BOOL, "false", CBF_NORANGE, NULL,
+     "with transport ibverbs: use sockets (logged) when ibverbs is unavailable"},
     {"interface", CBF_PARAM_STRING, "127.0.0.1", CBF_NORANGE, NULL,
      "IPv4 address of the interface on which multicast groups are joined"},
     {"threads_per_address", CBF_PARAM_INT, "1", CBF_RANGE(1, 8), NULL,
@@ -647,6 +651,11 @@ static int receiver_init(cbf_node *node, cbf_error *err)
         *slots[i] = cbf_node_counter(node, names[i]);
     for (int i = 0; i < N_GROUPS; i++)
         r->c_malformed[i] = cbf_node_counter(node, group_names[i]);
+    if (!r->pcap && (rc = cbf_net_choose_transport(cbf_params_string(p, "transport"),
+                                                   cbf_params_bool(p, "fallback"),
+                                                   cbf_params_string(p, "interface"),
+                                                   cbf_params_where(p, "transport"), err)))
+        return rc;
     return open_workers(r, p, err);
 }
 

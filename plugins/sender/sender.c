@@ -28,6 +28,10 @@
 static const cbf_param_decl params[] = {
     {"destinations", CBF_PARAM_STRING, NULL, CBF_NORANGE, NULL,
      "comma-separated a.b.c.d:port; channel range (or input) r goes to entry r mod n"},
+    {"transport", CBF_PARAM_CHOICE, "socket", CBF_NORANGE, "socket|ibverbs",
+     "socket, or ibverbs raw packets (not implemented yet: an error, or sockets with fallback)"},
+    {"fallback", CBF_PARAM_BOOL, "false", CBF_NORANGE, NULL,
+     "with transport ibverbs: use sockets (logged) when ibverbs is unavailable"},
     {"interface", CBF_PARAM_STRING, "127.0.0.1", CBF_NORANGE, NULL,
      "IPv4 address of the interface packets leave from; several, comma-separated, share the "
      "heaps round robin"},
@@ -338,6 +342,12 @@ static int sender_init(cbf_node *node, cbf_error *err)
         return rc;
     if (s->d.mem != CBF_MEM_HOST && !(s->host = malloc(cbf_port_desc_bytes(&s->d))))
         return cbf_error_set(err, CBF_ENOMEM, "sender: out of memory");
+    char first_if[64];
+    snprintf(first_if, sizeof first_if, "%.*s", (int)strcspn(cbf_params_string(p, "interface"), ","),
+             cbf_params_string(p, "interface"));
+    if ((rc = cbf_net_choose_transport(cbf_params_string(p, "transport"), cbf_params_bool(p, "fallback"),
+                                       first_if, cbf_params_where(p, "transport"), err)))
+        return rc;
     if ((rc = open_interfaces(s, p, err)))
         return rc;
     s->c_packets = cbf_node_counter(node, "packets");
