@@ -23,6 +23,7 @@
 
 #include "spead.h"
 #include "udp.h"
+#include "window.h"
 #ifdef CBF_HAVE_PCAP
 #include "pcap_udp.h"
 #endif
@@ -101,12 +102,6 @@ static int reason_group(int reason)
     }
 }
 
-typedef struct chunk {
-    cbf_buffer *buf;
-    int64_t index;
-    uint16_t *pieces;   /* per flag: pieces received (feng: channel ranges) */
-} chunk;
-
 typedef struct receiver receiver;
 
 typedef struct worker {
@@ -128,7 +123,6 @@ typedef struct worker {
 struct receiver {
     cbf_node *node;
     cbf_port *out;
-    cbf_pool *pool;
     cbf_port_desc d;
     bool feng;
     /* shape */
@@ -137,132 +131,22 @@ struct receiver {
     size_t channels, first, cph, spectra, spb, batches, ranges;  /* feng */
     int64_t chunk_step;                            /* samples per chunk */
     size_t n_flags;
-    /* chunk window, guarded by lock */
-    pthread_mutex_t lock;
-    chunk *ring;
-    int n_ring;
-    int64_t base;
-    bool started;
-    int64_t last_index;
-    uint64_t seq;
+    rx_window win;
+    pthread_mutex_t lock;          /* guards the end-of-stream state below */
     int stops_needed, stops_seen;
     bool done;
     double idle_timeout, last_packet;
     double drop_rate;
     atomic_uint_fast64_t descriptors;   /* in the end-of-run log, not a counter (16 at most) */
-    int send_rc;
     /* sockets */
     worker workers[MAX_SOCKETS];
     int n_workers;
     bool pcap;
     const char *pcap_path;
     cbf_counter *c_packets, *c_bytes, *c_heaps, *c_incomplete, *c_late_packets, *c_duplicate,
-        *c_late_heaps, *c_bad_heaps, *c_chunks, *c_missing, *c_kernel_drops, *c_dropped_test,
+        *c_kernel_drops, *c_dropped_test,
         *c_malformed[N_GROUPS];
 };
-
-/* ---- Chunks ------------------------------------------------------------ */
-
-/* Sends the chunk in slot i (called with the lock held). */
-static int emit(receiver *r, chunk *c)
-{
-    cbf_buffer *b = c->buf;
-    c->buf = NULL;
-    uint64_t missing = 0;
-    for (size_t f = 0; f < r->n_flags; f++)
-        missing += !b->present[f];
-    b->missing = missing;
-    b->seq = r->seq++;
-    cbf_counter_add(r->c_chunks, 1);
-    cbf_counter_add(r->c_missing, missing);
-    return cbf_port_send(r->out, b);
-}
-
-/* Makes sure chunk idx has a buffer: zeroed payload, every flag missing
- * until its heaps arrive. */
-static int open_chunk(receiver *r, chunk *c, int64_t idx)
-{
-    if (c->buf)
-        return 0;
-    int rc = cbf_pool_get(r->pool, &c->buf);
-    if (rc)
-        return rc;
-    c->index = idx;
-    c->buf->timestamp = idx * r->chunk_step;
-    memset(c->buf->data, 0, cbf_port_desc_bytes(&r->d));
-    memset(c->buf->present, 0, r->n_flags);
-    c->buf->n_present = r->n_flags;
-    memset(c->pieces, 0, r->n_flags * sizeof *c->pieces);
-    return 0;
-}
-
-/* Moves the window so that idx fits, sending chunks that fall out of it.
- * A chunk that saw no heap at all still goes out, all flagged missing, so
- * the timeline downstream has no holes. */
-static int advance(receiver *r, int64_t idx)
-{
-    while (idx >= r->base + r->n_ring) {
-        chunk *c = &r->ring[r->base % r->n_ring];
-        int rc = open_chunk(r, c, r->base);
-        if (!rc)
-            rc = emit(r, c);
-        if (rc)
-            return rc;
-        r->base++;
-    }
-    return 0;
-}
-
-/* Copies one heap's bytes into chunk idx at offset and counts it towards
- * flag (present once `need` pieces have come). */
-static void place(receiver *r, int64_t idx, size_t flag, size_t offset, const uint8_t *data,
-                  size_t len, unsigned need)
-{
-    pthread_mutex_lock(&r->lock);
-    if (!r->started) {
-        r->base = idx;
-        r->started = true;
-    }
-    if (r->send_rc)
-        goto out;
-    if (idx < r->base) {
-        cbf_counter_add(r->c_late_heaps, 1);
-        goto out;
-    }
-    if ((r->send_rc = advance(r, idx)))
-        goto out;
-    chunk *c = &r->ring[idx % r->n_ring];
-    if ((r->send_rc = open_chunk(r, c, idx)))
-        goto out;
-    if (c->pieces[flag] >= need) {   /* the same heap again (a second sender, a replay) */
-        cbf_counter_add(r->c_bad_heaps, 1);
-        goto out;
-    }
-    memcpy((uint8_t *)c->buf->data + offset, data, len);
-    if (++c->pieces[flag] == need)
-        c->buf->present[flag] = 1;
-    if (idx > r->last_index)
-        r->last_index = idx;
-out:
-    pthread_mutex_unlock(&r->lock);
-}
-
-/* At the end: every chunk up to the last one that saw a heap. */
-static int drain(receiver *r)
-{
-    pthread_mutex_lock(&r->lock);
-    int rc = r->send_rc;
-    /* advance() keeps n_ring chunks open; here every one up to the last goes. */
-    if (!rc && r->started && r->last_index >= r->base)
-        rc = advance(r, r->last_index + r->n_ring);
-    for (int i = 0; i < r->n_ring; i++)
-        if (r->ring[i].buf) {   /* after an error: give buffers back unsent */
-            cbf_buffer_unref(r->ring[i].buf);
-            r->ring[i].buf = NULL;
-        }
-    pthread_mutex_unlock(&r->lock);
-    return rc;
-}
 
 /* ---- Heaps ------------------------------------------------------------- */
 
@@ -288,7 +172,7 @@ static void on_dig_heap(receiver *r, const cbf_spead_heap *h)
     size_t len;
     if (!immediate(h, 0x1600, &ts) || !immediate(h, 0x3101, &id) || !addressed(h, 0x3300, &data, &len) ||
         len != r->heap_bytes || ts % HEAP_SAMPLES || (r->antennas > 1 && (id >> 1) >= (uint64_t)r->antennas)) {
-        cbf_counter_add(r->c_bad_heaps, 1);
+        cbf_counter_add(r->win.c_bad_heaps, 1);
         return;
     }
     /* 2 x antenna + pol. One antenna per engine (MeerKAT's F-engines): the
@@ -296,7 +180,7 @@ static void on_dig_heap(receiver *r, const cbf_spead_heap *h)
     size_t input = r->antennas == 1 ? (size_t)(id & 1) : (size_t)id;
     int64_t idx = (int64_t)(ts / r->spc);
     size_t hh = (size_t)(ts % r->spc) / HEAP_SAMPLES;
-    place(r, idx, input * r->heaps + hh, input * r->heaps * r->heap_bytes + hh * r->heap_bytes, data,
+    rx_window_place(&r->win, idx, input * r->heaps + hh, input * r->heaps * r->heap_bytes + hh * r->heap_bytes, data,
           len, 1);
 }
 
@@ -311,7 +195,7 @@ static void on_feng_heap(receiver *r, const cbf_spead_heap *h)
         !addressed(h, 0x4300, &data, &len) || len != heap_bytes || ts % step ||
         ant >= (uint64_t)r->antennas || freq < r->first || freq >= r->first + r->channels ||
         (freq - r->first) % r->cph) {
-        cbf_counter_add(r->c_bad_heaps, 1);
+        cbf_counter_add(r->win.c_bad_heaps, 1);
         return;
     }
     uint64_t batch = ts / step;
@@ -319,7 +203,7 @@ static void on_feng_heap(receiver *r, const cbf_spead_heap *h)
     size_t b = (size_t)(batch % r->batches), flag = b * (size_t)r->antennas + (size_t)ant;
     /* [batch][antenna][channel][spectrum][pol]: a heap's channel range is contiguous. */
     size_t offset = (flag * r->channels + (size_t)(freq - r->first)) * r->spectra * 4;
-    place(r, idx, flag, offset, data, len, (unsigned)r->ranges);
+    rx_window_place(&r->win, idx, flag, offset, data, len, (unsigned)r->ranges);
 }
 
 static void on_heap(const cbf_spead_heap *h, void *user)
@@ -363,7 +247,7 @@ static double now_s(void)
 static bool finished(receiver *r)
 {
     pthread_mutex_lock(&r->lock);
-    bool d = r->done || r->send_rc;
+    bool d = r->done || atomic_load(&r->win.send_rc);
     if (!d && r->idle_timeout > 0 && r->last_packet > 0 && now_s() - r->last_packet > r->idle_timeout)
         d = r->done = true;
     pthread_mutex_unlock(&r->lock);
@@ -545,10 +429,7 @@ static void receiver_fini(cbf_node *node)
         free(r->workers[i].bufs);
         free(r->workers[i].pkt);
     }
-    if (r->ring)
-        for (int i = 0; i < r->n_ring; i++)
-            free(r->ring[i].pieces);
-    free(r->ring);
+    rx_window_free(&r->win);
     pthread_mutex_destroy(&r->lock);
     free(r);
 }
@@ -626,27 +507,25 @@ static int receiver_init(cbf_node *node, cbf_error *err)
     int rc = set_desc(r, p, err);
     if (rc)
         return rc;
-    r->n_ring = (int)cbf_params_int(p, "chunks_in_flight");
-    r->ring = calloc((size_t)r->n_ring, sizeof *r->ring);
-    for (int i = 0; r->ring && i < r->n_ring; i++)
-        if (!(r->ring[i].pieces = calloc(r->n_flags, sizeof(uint16_t))))
-            return cbf_error_set(err, CBF_ENOMEM, "receiver: out of memory");
-    if (!r->ring)
-        return cbf_error_set(err, CBF_ENOMEM, "receiver: out of memory");
+    int n_ring = (int)cbf_params_int(p, "chunks_in_flight");
     cbf_pool_config pc = {.name = "out", .kind = CBF_MEM_HOST,
                           .count = (size_t)cbf_params_int(p, "buffers"),
                           .size = cbf_port_desc_bytes(&r->d), .n_present = r->n_flags};
-    if ((rc = cbf_node_pool_create(node, &pc, &r->pool, err)))
-        return rc;
-    if (r->n_ring >= (int)pc.count)
+    if (n_ring >= (int)pc.count)
         return cbf_error_set(err, CBF_ECONFIG, "%s: chunks_in_flight %d needs more than %zu buffers",
-                             cbf_params_where(p, "buffers"), r->n_ring, pc.count);
+                             cbf_params_where(p, "buffers"), n_ring, pc.count);
+    r->win.out = r->out;
+    r->win.n_flags = r->n_flags;
+    r->win.bytes = pc.size;
+    r->win.chunk_step = r->chunk_step;
+    if ((rc = cbf_node_pool_create(node, &pc, &r->win.pool, err)) || (rc = rx_window_init(&r->win, n_ring, err)))
+        return rc;
     static const char *names[] = {"packets", "bytes", "heaps", "heaps_incomplete", "packets_late",
                                   "packets_duplicate", "heaps_late", "heaps_bad", "chunks",
                                   "flags_missing", "packets_dropped_kernel", "packets_dropped_test"};
     cbf_counter **slots[] = {&r->c_packets, &r->c_bytes, &r->c_heaps, &r->c_incomplete,
-                             &r->c_late_packets, &r->c_duplicate, &r->c_late_heaps, &r->c_bad_heaps,
-                             &r->c_chunks, &r->c_missing, &r->c_kernel_drops, &r->c_dropped_test};
+                             &r->c_late_packets, &r->c_duplicate, &r->win.c_late_heaps, &r->win.c_bad_heaps,
+                             &r->win.c_chunks, &r->win.c_missing, &r->c_kernel_drops, &r->c_dropped_test};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         *slots[i] = cbf_node_counter(node, names[i]);
     for (int i = 0; i < N_GROUPS; i++)
@@ -701,7 +580,7 @@ static int receiver_run(cbf_node *node, cbf_error *err)
         publish(&r->workers[i]);
     }
     log_reasons(r);
-    int drc = drain(r);
+    int drc = rx_window_drain(&r->win);
     if (!rc && drc && drc != CBF_ESTOPPED)
         rc = cbf_error_set(err, drc, "receiver: sending a chunk failed");
     return rc;

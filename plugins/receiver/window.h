@@ -1,0 +1,46 @@
+/* window.h: the receiver's chunk window (private to the plugin).
+ *
+ * Heaps are placed into output chunks by timestamp. `n_ring` consecutive
+ * chunks are open at once; a heap for a newer chunk sends the oldest ones
+ * on, and a heap for a chunk already sent is late. Thread-safe: the socket
+ * threads place heaps concurrently. */
+#ifndef CBF_RX_WINDOW_H
+#define CBF_RX_WINDOW_H
+
+#include <cbf/cbf.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct rx_chunk {
+    cbf_buffer *buf;
+    uint16_t *pieces;   /* per flag: pieces received (feng: channel ranges) */
+} rx_chunk;
+
+typedef struct rx_window {
+    pthread_mutex_t lock;
+    cbf_port *out;
+    cbf_pool *pool;
+    size_t n_flags, bytes;
+    int64_t chunk_step;            /* samples per chunk */
+    rx_chunk *ring;
+    int n_ring;
+    int64_t base, last_index;
+    bool started;
+    uint64_t seq;
+    atomic_int send_rc;            /* first failure to get or send a buffer; read by any thread */
+    cbf_counter *c_late_heaps, *c_bad_heaps, *c_chunks, *c_missing;
+} rx_window;
+
+/* The counters and out, pool, n_flags, bytes, chunk_step must be set before. */
+int rx_window_init(rx_window *w, int n_ring, cbf_error *err);
+void rx_window_free(rx_window *w);
+/* Copies one heap's bytes into chunk idx at offset and counts it towards
+ * flag, which becomes present once `need` pieces have come. */
+void rx_window_place(rx_window *w, int64_t idx, size_t flag, size_t offset, const uint8_t *data,
+                     size_t len, unsigned need);
+/* At the end: sends every chunk up to the last one that saw a heap. */
+int rx_window_drain(rx_window *w);
+
+#endif
