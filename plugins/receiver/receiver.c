@@ -44,7 +44,8 @@ static const cbf_param_decl params[] = {
     {"interface", CBF_PARAM_STRING, "127.0.0.1", CBF_NORANGE, NULL,
      "IPv4 address of the interface on which multicast groups are joined"},
     {"threads_per_address", CBF_PARAM_INT, "1", CBF_RANGE(1, 8), NULL,
-     "sockets (SO_REUSEPORT) and threads per address, for rates one core cannot take"},
+     "sockets (SO_REUSEPORT, unicast only) and threads per address; each address has its own "
+     "thread anyway"},
     {"pcap", CBF_PARAM_STRING, "", CBF_NORANGE, NULL, "capture file for source: pcap"},
     {"stream", CBF_PARAM_CHOICE, "digitiser", CBF_NORANGE, "digitiser|feng", "what the heaps are"},
     {"antennas", CBF_PARAM_INT, "1", CBF_RANGE(1, 4096), NULL, "antennas in a chunk"},
@@ -449,6 +450,15 @@ static int open_workers(receiver *r, const cbf_params *p, cbf_error *err)
         if (n_eps < 0)
             return n_eps;
         per = (int)cbf_params_int(p, "threads_per_address");
+        /* Every socket joined to a group gets every packet of it, so
+         * SO_REUSEPORT spreads only unicast flows. */
+        for (int e = 0; e < n_eps && per > 1; e++)
+            if (eps[e].multicast)
+                return cbf_error_set(err, CBF_ECONFIG,
+                                     "%s: threads_per_address %d needs unicast addresses: each socket "
+                                     "joined to a multicast group receives all of it (list several "
+                                     "groups instead, one thread each)",
+                                     cbf_params_where(p, "threads_per_address"), per);
         if (n_eps * per > MAX_SOCKETS)
             return cbf_error_set(err, CBF_ECONFIG, "%s: more than %d sockets in all",
                                  cbf_params_where(p, "threads_per_address"), MAX_SOCKETS);

@@ -6,7 +6,12 @@ drops that fraction of packets (seeded): exactly as many heaps must come out
 flagged missing as packets were dropped (one packet per digitiser heap), and
 every heap still flagged present must equal the reference.
 
-usage: loopback.py CBF_RUN [--drop RATE]
+With --threads the stream is unicast to 127.0.0.1, the sender splits heaps
+over two interfaces (127.0.0.1 and 127.0.0.2: two flows) and the receiver
+runs two sockets and threads on the port (SO_REUSEPORT spreads flows): the
+result must not change and no heap may arrive twice.
+
+usage: loopback.py CBF_RUN [--drop RATE | --threads]
 """
 import os
 import socket
@@ -53,12 +58,13 @@ def write_yaml(path, doc):
 def main():
     cbf_run = sys.argv[1]
     drop = float(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[2] == "--drop" else 0.0
+    threads = "--threads" in sys.argv
     with open(os.path.join(ROOT, "pipelines", "dsim-sender.yaml")) as f:
         sender = yaml.safe_load(f)
     with open(os.path.join(ROOT, "pipelines", "receiver-hdf5.yaml")) as f:
         receiver = yaml.safe_load(f)
     port = free_port()
-    group = f"239.10.0.{7 + int(drop * 100)}:{port}"
+    group = f"239.10.0.{7 + int(drop * 100) + 50 * threads}:{port}"
     dsim = sender["nodes"]["dsim"]["params"]
     dsim.update(samples_per_chunk=SPC, length=LENGTH, seed=11)
     sender["nodes"]["send"]["params"].update(destinations=group, rate_gbps=0.5)
@@ -66,6 +72,10 @@ def main():
     rx.update(address=group, samples_per_chunk=SPC, idle_timeout=10)
     if drop:
         rx.update(drop_rate=drop, drop_seed=5)
+    if threads:
+        group = f"127.0.0.1:{port}"
+        rx.update(threads_per_address=2, address=group)
+        sender["nodes"]["send"]["params"].update(interface="127.0.0.1,127.0.0.2", destinations=group)
     with tempfile.TemporaryDirectory() as tmp:
         receiver["nodes"]["sink"]["params"]["path"] = os.path.join(tmp, "rx.h5")
         reference = {"engine": {"gpu": "none"},
@@ -97,11 +107,15 @@ def main():
         n_heaps = SPC // 4096
         shape = data.shape[:3] + (n_heaps, heap_bytes)
         same = (data.reshape(shape) == ref.reshape(shape)).all(axis=-1).reshape(present.shape)
+        bad = [int(w.split("=")[1]) for w in rx_log.split() if w.startswith("heaps_bad=")]
+        if bad != [0]:
+            fail(f"heaps placed twice or not fitting the stream: {bad}")
         if not drop:
             if not np.array_equal(data, ref) or not present.all():
                 fail(f"received samples differ ({(~same).sum()} heaps) or flags missing "
                      f"({(present == 0).sum()})")
-            print(f"ok: {present.size} heaps in {len(present)} chunks identical over loopback multicast")
+            print(f"ok: {present.size} heaps in {len(present)} chunks identical over loopback multicast"
+                  + (" (2 interfaces, 2 receiving threads)" if threads else ""))
             return 0
         dropped = [int(w.split("=")[1]) for w in rx_log.split() if w.startswith("packets_dropped_test=")]
         if not dropped:
