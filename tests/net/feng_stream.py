@@ -5,7 +5,8 @@ against dsim -> pfb -> fft_post -> filesink (CPU path, same seed):
   1. spead2 receives the heaps and decodes every item: descriptors (names,
      shapes, dtypes), timestamps, feng_id, frequency and feng_raw values;
   2. our receiver (stream: feng) assembles them into an X-engine batch in a
-     second cbf-run process and filesink writes it: same bytes, all present.
+     second cbf-run process and filesink writes it: same bytes, the same
+     batch flagged; descriptors resent periodically arrive more than once.
 
 usage: feng_stream.py CBF_RUN
 """
@@ -124,6 +125,7 @@ def main():
         # 2. our receiver as the X-engine's input.
         port = free_port()
         sender["params"]["destinations"] = f"127.0.0.1:{port}"
+        sender["params"]["descriptor_interval"] = 1e-6   # descriptors again before every buffer
         rx_path = os.path.join(tmp, "rx.h5")
         rx = {"engine": {"gpu": "none"},
               "nodes": {"recv": {"plugin": "receiver", "params": {
@@ -143,6 +145,9 @@ def main():
         log = proc.communicate(timeout=60)[0]
         if proc.returncode:
             fail(f"receiver exited {proc.returncode}: {log}")
+        seen = [int(w) for w in log.split("descriptor heaps seen")[0].split()[-1:]]
+        if not seen or seen[0] < 2:
+            fail(f"periodic descriptors: the receiver saw {seen}")
         out = h5py.File(rx_path)["recv"]
         data = out["data"][()]                                  # [buf][batch][ant][chan][spec][pol][2]
         present = out["present"][()]                            # [buf][batch x antenna]
