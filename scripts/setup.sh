@@ -24,14 +24,14 @@ for d in /usr/local/cuda/bin /usr/lib/cuda/bin; do
 done
 export PATH
 
-# Test peers (spead2, numpy, h5py) live in a virtual environment of their own,
+# Test peers (spead2, numpy, h5py, PyYAML) live in a virtual environment of their own,
 # never in the system Python. Only the tests use them.
 if [ "${CBF_SETUP_PYTHON:-0}" = 1 ]; then
     if [ ! -x build-venv/bin/python ]; then
         python3 -m venv build-venv
     fi
-    build-venv/bin/python -c 'import numpy, h5py, spead2' 2>/dev/null ||
-        build-venv/bin/python -m pip install -q numpy h5py spead2
+    build-venv/bin/python -c 'import numpy, h5py, spead2, yaml' 2>/dev/null ||
+        build-venv/bin/python -m pip install -q numpy h5py spead2 pyyaml
     pyopt="-Dtest_python=$PWD/build-venv/bin/python"
 else
     pyopt=""
