@@ -486,7 +486,7 @@ static void fini(cbf_node *node)
 static const cbf_plugin_desc desc = {
     CBF_PLUGIN_ABI, "pfb", "0.1.0",
     "wideband PFB FIR with packed-sample decode, coarse delay and digitiser power",
-    params, CBF_COUNT_OF(params), ports, CBF_COUNT_OF(ports), init, run, fini,
+    params, CBF_COUNT_OF(params), ports, CBF_COUNT_OF(ports), init, run, fini, NULL, 0, NULL,
 };
 
 CBF_PLUGIN_DEFINE(desc)
