@@ -99,8 +99,8 @@ static int gpu_setup(cbf_node *node, corr *s, cbf_mem_kind in_mem, cbf_error *er
             return rc;
         s->uploaded = ev;
     }
-    cbf_log_info("%s: tensor-core correlator on the GPU, %d accumulator slice(s), %s input",
-                 cbf_node_name(node), s->slices, cbf_mem_kind_name(in_mem));
+    cbf_log_info("tensor-core correlator on the GPU, %d accumulator slice(s), %s input",
+                 s->slices, cbf_mem_kind_name(in_mem));
     return 0;
 }
 #endif
