@@ -209,7 +209,6 @@ static double complex *reference(const chain *c)
     double complex *X = malloc(sizeof(double complex) * 2 * SPECTRA * N);
     double *x = malloc(sizeof(double) * c->in_samples);
     double complex mix[T_DDC];
-    (void)mix;
     for (int j = 0; j < STEP; j++)
         tw[j] = cexp(-2.0 * M_PI * I * j / STEP);
     for (int p = 0; p < 2; p++) {
