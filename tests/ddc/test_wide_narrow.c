@@ -47,7 +47,7 @@ static const branch branches[3] = {
     {"wide",
      "  pfb_w: {plugin: pfb, params: {channels: 1024, taps: 16, spectra_per_buffer: 64}}\n"
      "  post_w: {plugin: fft_post, params: {spectra_per_heap: 64, gain: [0.05, 0.0]}}\n",
-     "  - dsim.out -> pfb_w.in\n  - pfb_w.out -> post_w.in\n  - post_w.out -> sink_wide.in\n",
+     "  - %s.out -> pfb_w.in\n  - pfb_w.out -> post_w.in\n  - post_w.out -> sink_wide.in\n",
      1024, 380, 790},
     {"narrow1",
      "  ddc1: {plugin: ddc, params: {centre_frequency: 300.9375e6, decimation: 8}}\n"
@@ -55,14 +55,14 @@ static const branch branches[3] = {
      "                               coarse_delay: [0, 3]}}\n"
      "  post_n1: {plugin: fft_post, params: {spectra_per_heap: 32, gain: [0.1, 0.02],\n"
      "                                      fine_delay: [0.0, 2.5], phase: [0.0, 0.5]}}\n",
-     "  - dsim.out -> ddc1.in\n  - ddc1.out -> pfb_n1.in\n  - pfb_n1.out -> post_n1.in\n"
+     "  - %s.out -> ddc1.in\n  - ddc1.out -> pfb_n1.in\n  - pfb_n1.out -> post_n1.in\n"
      "  - post_n1.out -> sink_narrow1.in\n",
      256, 168, -1},
     {"narrow2",
      "  ddc2: {plugin: ddc, params: {centre_frequency: 668.75e6, decimation: 16}}\n"
      "  pfb_n2: {plugin: pfb, params: {channels: 128, taps: 8, spectra_per_buffer: 32}}\n"
      "  post_n2: {plugin: fft_post, params: {spectra_per_heap: 16, gain: [0.2, 0.0]}}\n",
-     "  - dsim.out -> ddc2.in\n  - ddc2.out -> pfb_n2.in\n  - pfb_n2.out -> post_n2.in\n"
+     "  - %s.out -> ddc2.in\n  - ddc2.out -> pfb_n2.in\n  - pfb_n2.out -> post_n2.in\n"
      "  - post_n2.out -> sink_narrow2.in\n",
      128, 44, -1},
 };
@@ -84,13 +84,16 @@ static size_t count(const hsize_t *d, int rank)
 }
 
 /* Runs the branches whose bit is set in `mask` in one engine, sinks in
- * <tmp>/<run>_<branch>.h5. */
+ * <tmp>/<run>_<branch>.h5. The engine of all three feeds them through an
+ * upload node (one copy to the GPU shared by reference; a pass-through on
+ * the CPU), the single-branch engines straight from dsim. */
 static void run_engine(const char *run, unsigned mask)
 {
     char yaml[8192], *p = yaml;
     size_t left = sizeof yaml;
-    int n = snprintf(p, left, "engine: {gpu: %s}\nnodes:\n%s", use_gpu ? "required" : "none",
-                     dsim_yaml);
+    const char *src = mask == 7 ? "up" : "dsim";
+    int n = snprintf(p, left, "engine: {gpu: %s}\nnodes:\n%s%s", use_gpu ? "required" : "none",
+                     dsim_yaml, mask == 7 ? "  up: {plugin: upload}\n" : "");
     p += n, left -= (size_t)n;
     for (int b = 0; b < 3; b++)
         if (mask >> b & 1) {
@@ -99,11 +102,11 @@ static void run_engine(const char *run, unsigned mask)
                          pl_tmpdir(), run, branches[b].name);
             p += n, left -= (size_t)n;
         }
-    n = snprintf(p, left, "edges:\n");
+    n = snprintf(p, left, "edges:\n%s", mask == 7 ? "  - dsim.out -> up.in\n" : "");
     p += n, left -= (size_t)n;
     for (int b = 0; b < 3; b++)
         if (mask >> b & 1) {
-            n = snprintf(p, left, "%s", branches[b].edges);
+            n = snprintf(p, left, branches[b].edges, src);
             p += n, left -= (size_t)n;
         }
     assert_true(left > 1);
