@@ -17,7 +17,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total 
 cat "$OUT/gpu.txt"
 TARGETS="tests/ddc/test_narrowband tests/ddc/test_wide_narrow tests/feng/test_feng tools/cbf-run
  plugins/dsim/cbf_dsim.so plugins/filesink/cbf_filesink.so plugins/ddc/cbf_ddc.so
- plugins/pfb/cbf_pfb.so plugins/fft_post/cbf_fft_post.so tools/bench/cbf-bench"
+  plugins/pfb/cbf_pfb.so plugins/fft_post/cbf_fft_post.so plugins/upload/cbf_upload.so tools/bench/cbf-bench"
 { meson setup "$B" >/dev/null && ninja -C "$B" $TARGETS; } >"$OUT/build.log" 2>&1 ||
     { tail -40 "$OUT/build.log"; exit 1; }
 echo "== build ok"
