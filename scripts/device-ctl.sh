@@ -11,12 +11,13 @@ mkdir -p "$OUT"
 B=build-device-ctl
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 {
-    meson setup "$B" -Dtests=true >/dev/null &&
+    meson setup "$B" -Dtests=true &&
         ninja -C "$B" tests/feng/test_feng tests/feng/test_feng_pipeline tests/feng/cbf_feng_capture.so \
             tests/control/test_feng_control plugins/dsim/cbf_dsim.so plugins/pfb/cbf_pfb.so \
             plugins/fft_post/cbf_fft_post.so
-} >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+} >"$OUT/build.log" 2>&1 || { echo "build failed"; tail -40 "$OUT/build.log"; exit 1; }
 echo "== build ok"
+ldd "$B/core/libcbf.so" | grep -E "not found|zmq|jansson"
 rc=0
 export CBF_PLUGIN_PATH="$PWD/$B/plugins" CBF_BUILD_ROOT="$PWD/$B"
 for t in tests/feng/test_feng tests/feng/test_feng_pipeline tests/control/test_feng_control; do
