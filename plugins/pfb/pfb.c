@@ -239,9 +239,8 @@ static int init(cbf_node *node, cbf_error *err)
     int rc;
     s->scale = 1;
     if (in->dtype != CBF_DTYPE_CF32 && in->dtype != CBF_DTYPE_PACKED)
-        return cbf_error_set(err, CBF_ECONFIG, "pfb: input of %s: takes packed digitiser samples "
-                             "(cbf.adc.packed) or complex ddc output (cbf.ddc.complex)",
-                             cbf_dtype_name(in->dtype));
+        return cbf_error_set(err, CBF_ECONFIG, "pfb: input is neither packed digitiser samples "
+                             "(cbf.adc.packed) nor complex ddc output (cbf.ddc.complex)");
     if (in->dtype == CBF_DTYPE_CF32)
         rc = complex_input(s, p, in, &rate, err);
     else
