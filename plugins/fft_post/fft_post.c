@@ -47,6 +47,8 @@ typedef struct post_state {
     cbf_fft_post_cpu *cpu;
     cbf_fft_post_cuda *cuda;
     void *stream;
+    cbf_gpu_timer *timer;   /* a buffer's kernels: the gpu_ms_per_buffer gauge */
+    cbf_gauge *g_gpu_ms;
     void *d_out;            /* device output before the copy to the pinned buffer */
     cbf_pool *pool;
     cbf_counter *c_batches, *c_missing, *c_sat[2];
@@ -140,6 +142,9 @@ static int setup_backend(cbf_node *node, post_state *s, const float *gains, cbf_
         if ((rc = cuda_ok(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "fft_post: stream", err)))
             return rc;
         s->stream = st;
+        if ((rc = cbf_gpu_timer_create(&s->timer, err)))
+            return rc;
+        s->g_gpu_ms = cbf_node_gauge(node, "gpu_ms_per_buffer");
         if ((rc = cuda_ok(cudaMalloc(&s->d_out, s->out_bytes), "fft_post: output cudaMalloc", err)) ||
             (rc = kern(cbf_fft_post_cuda_create(&s->cfg, s->stream, &s->cuda, msg, MSG), msg, err)))
             return rc;
@@ -293,7 +298,11 @@ static int process(post_state *s, cbf_buffer *in, cbf_buffer *out, uint64_t sat[
         int rc = cbf_buffer_wait_stream(in, s->stream, err);
         a.out = s->d_out;
         if (!rc)
+            rc = cbf_gpu_timer_start(s->timer, s->stream, err);
+        if (!rc)
             rc = kern(cbf_fft_post_cuda_run(s->cuda, &a, msg, MSG), msg, err);
+        if (!rc)
+            rc = cbf_gpu_timer_stop(s->timer, s->stream, err);
         if (!rc)
             rc = cuda_ok(cudaMemcpyAsync(out->data, s->d_out, s->out_bytes, cudaMemcpyDeviceToHost,
                                          (cudaStream_t)s->stream), "fft_post: download", err);
@@ -302,6 +311,8 @@ static int process(post_state *s, cbf_buffer *in, cbf_buffer *out, uint64_t sat[
         /* Waits for the stream: the output is complete when the counts are. */
         if (!rc)
             rc = kern(cbf_fft_post_cuda_saturated(s->cuda, sat, msg, MSG), msg, err);
+        if (!rc)
+            cbf_gauge_set(s->g_gpu_ms, cbf_gpu_timer_ms(s->timer));
         return rc;
     }
 #endif
@@ -371,6 +382,7 @@ static void fini(cbf_node *node)
     cudaFree(s->d_out);
     if (s->stream)
         cudaStreamDestroy((cudaStream_t)s->stream);
+    cbf_gpu_timer_destroy(s->timer);
 #endif
     free(s);
 }

@@ -66,6 +66,8 @@ typedef struct pfb_state {
     float *weights;
     cbf_pfb_cuda *plan;
     void *stream;
+    cbf_gpu_timer *timer;   /* a buffer's kernels: the gpu_ms_per_buffer gauge */
+    cbf_gauge *g_gpu_ms;
     stage st[2];
     int cur;              /* which stage is live */
     size_t cap;           /* samples a stage holds */
@@ -292,6 +294,9 @@ static int init(cbf_node *node, cbf_error *err)
         if ((rc = cuda_ok(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "pfb: stream", err)))
             return rc;
         s->stream = st;
+        if ((rc = cbf_gpu_timer_create(&s->timer, err)))
+            return rc;
+        s->g_gpu_ms = cbf_node_gauge(node, "gpu_ms_per_buffer");
         if ((rc = kern(cbf_pfb_cuda_create(s->channels, s->taps, s->weights, &s->plan, msg, MSG), msg, err)))
             return rc;
     }
@@ -559,6 +564,10 @@ static int produce(cbf_node *node, pfb_state *s, cbf_error *err)
     memcpy(s->flags + heaps, st->present + cap_heaps, heaps);
     uint64_t power[2] = {0, 0};
     size_t sections = 0;
+#ifdef CBF_HAVE_CUDA
+    if (s->gpu)
+        rc = cbf_gpu_timer_start(s->timer, s->stream, err);
+#endif
     for (size_t v = 0, e; v < s->spectra && !rc; v = e) {
         const int64_t *c0 = &s->coarse[v], *c1 = &s->coarse[s->spectra + v];
         for (e = v + 1; e < s->spectra && s->coarse[e] == *c0 && s->coarse[s->spectra + e] == *c1; e++)
@@ -574,10 +583,15 @@ static int produce(cbf_node *node, pfb_state *s, cbf_error *err)
         sections++;
     }
 #ifdef CBF_HAVE_CUDA
+    if (!rc && s->gpu)
+        rc = cbf_gpu_timer_stop(s->timer, s->stream, err);
+    /* Waits for the stream (wideband); the timer is read after that. */
     if (!rc && s->gpu && !s->cplx)
         rc = kern(cbf_pfb_cuda_power(s->plan, s->stream, power, msg, MSG), msg, err);
     if (!rc && s->gpu)
         rc = cbf_buffer_record(out, s->stream, err);
+    if (!rc && s->gpu && !s->cplx)
+        cbf_gauge_set(s->g_gpu_ms, cbf_gpu_timer_ms(s->timer));
 #endif
     if (rc) {
         cbf_buffer_unref(out);
@@ -733,6 +747,7 @@ static void fini(cbf_node *node)
     cbf_pfb_cuda_destroy(s->plan);
     if (s->stream)
         cudaStreamDestroy((cudaStream_t)s->stream);
+    cbf_gpu_timer_destroy(s->timer);
 #endif
     free(s->weights);
     free(s->coarse);

@@ -287,3 +287,26 @@ void cbf_gauge_set(cbf_gauge *g, double v)
     if (g)
         g->v = v;
 }
+/* The GPU path never runs on the stand-in runtime (CPU only). */
+int cbf_gpu_timer_create(cbf_gpu_timer **out, cbf_error *err)
+{
+    (void)err;
+    *out = NULL;
+    return 0;
+}
+int cbf_gpu_timer_start(cbf_gpu_timer *t, void *stream, cbf_error *err)
+{
+    (void)t, (void)stream, (void)err;
+    return 0;
+}
+int cbf_gpu_timer_stop(cbf_gpu_timer *t, void *stream, cbf_error *err)
+{
+    (void)t, (void)stream, (void)err;
+    return 0;
+}
+double cbf_gpu_timer_ms(const cbf_gpu_timer *t)
+{
+    (void)t;
+    return 0;
+}
+void cbf_gpu_timer_destroy(cbf_gpu_timer *t) { (void)t; }
