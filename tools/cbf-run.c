@@ -208,7 +208,7 @@ static void watch(run_state *r, bool show, bool tty)
             size_t width = term_width() - 1;
             if (strlen(line) > width)
                 line[width] = '\0';
-            fprintf(stderr, "\r%s\033[K", line);
+            cbf_log_status(line);
             drew = true;
         } else {
             cbf_log_info("%s", line);
@@ -217,7 +217,7 @@ static void watch(run_state *r, bool show, bool tty)
     }
     pthread_mutex_unlock(&r->mu);
     if (drew)
-        fprintf(stderr, "\r\033[K");
+        cbf_log_status(NULL);
 }
 
 /* ---- the table at exit ---- */

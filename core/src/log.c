@@ -1,6 +1,9 @@
 /* log.c: one line per message on stderr. A single fputs per line keeps lines
  * from different node threads whole; the level is read without a lock since
- * a stale value for one message does no harm. */
+ * a stale value for one message does no harm. The status line (cbf-run's
+ * progress on a terminal) is under a mutex: a log line has to clear it,
+ * print, and draw it again as one write. */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -15,6 +18,9 @@ static atomic_int log_level = CBF_LOG_INFO;
 static _Thread_local const char *thread_name;
 static struct timespec log_t0;
 static atomic_flag log_t0_set = ATOMIC_FLAG_INIT;
+
+static pthread_mutex_t status_mu = PTHREAD_MUTEX_INITIALIZER;
+static char status_line[1024];
 
 static const char *const level_names[] = {"error", "warn", "info", "debug", "trace"};
 
@@ -38,6 +44,15 @@ int cbf_log_level_parse(const char *text, cbf_log_level *out)
 
 void cbf_log_set_thread_name(const char *name) { thread_name = name; }
 
+void cbf_log_status(const char *line)
+{
+    pthread_mutex_lock(&status_mu);
+    snprintf(status_line, sizeof status_line, "%s", line ? line : "");
+    fprintf(stderr, "\r%s\033[K", status_line);
+    fflush(stderr);
+    pthread_mutex_unlock(&status_mu);
+}
+
 void cbf_log(cbf_log_level level, const char *fmt, ...)
 {
     if ((int)level > atomic_load(&log_level))
@@ -60,5 +75,14 @@ void cbf_log(cbf_log_level level, const char *fmt, ...)
     size_t len = strlen(line);
     line[len] = '\n';
     line[len + 1] = '\0';
-    fputs(line, stderr);
+    pthread_mutex_lock(&status_mu);
+    if (status_line[0]) {
+        char out[sizeof line + sizeof status_line + 16];
+        snprintf(out, sizeof out, "\r\033[K%s%s\033[K", line, status_line);
+        fputs(out, stderr);
+        fflush(stderr);
+    } else {
+        fputs(line, stderr);
+    }
+    pthread_mutex_unlock(&status_mu);
 }

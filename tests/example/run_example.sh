@@ -35,7 +35,7 @@ make -C "$work/ex" > "$work/make.log" 2>&1 || { cat "$work/make.log"; echo "FAIL
 [ -f "$work/ex/cbf_rms.so" ] || { echo "FAIL: cbf_rms.so not built"; exit 1; }
 
 # Only the installed plugins and the example: not the build tree's.
-(cd "$work/ex" && LD_LIBRARY_PATH="$libdir" CBF_PLUGIN_PATH="$work/ex:$plugindir" \
+(cd "$work/ex" && LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" CBF_PLUGIN_PATH="$work/ex:$plugindir" \
     "$cbf_run" rms.yaml) > "$work/run.log" 2>&1 ||
     { cat "$work/run.log"; echo "FAIL: cbf-run rms.yaml"; exit 1; }
 

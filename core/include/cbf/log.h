@@ -20,6 +20,12 @@ cbf_log_level cbf_log_get_level(void);
 /* Parses "error", "warn", "info", "debug", "trace"; returns 0 or CBF_EINVAL. */
 int cbf_log_level_parse(const char *text, cbf_log_level *out);
 
+/* A status line kept at the bottom of a terminal (cbf-run's progress):
+ * drawn in place, cleared before every log line and drawn again after it,
+ * so log lines never run into it. NULL or "" removes it. Only for stderr on
+ * a terminal; the caller decides that. */
+void cbf_log_status(const char *line);
+
 /* Names the calling thread's node in its log lines (NULL for none). */
 void cbf_log_set_thread_name(const char *name);
 

@@ -1,0 +1,50 @@
+"""Runs pipelines/feng-wideband.yaml on the CPU (shortened) and reads its
+HDF5 with scripts/feng-channels.py, as the README tells a user to: both dsim
+tones must be the two strongest channels of each polarisation, in the
+channels the pipeline's comment promises (1000 and 3000 of 4096)."""
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    import h5py  # noqa: F401
+    import numpy  # noqa: F401
+    import yaml  # noqa: F401
+except ImportError as e:
+    print(f"skipped: h5py/numpy/yaml not importable ({e})")
+    sys.exit(77)
+
+src, build = os.environ["CBF_SOURCE_ROOT"], os.environ["CBF_BUILD_ROOT"]
+with tempfile.TemporaryDirectory() as tmp:
+    h5 = os.path.join(tmp, "fw.h5")
+    run = subprocess.run([os.path.join(build, "tools", "cbf-run"),
+                          os.path.join(src, "pipelines", "feng-wideband.yaml"),
+                          "--set", "dsim.length=4194304", "--set", f"sink.path={h5}"],
+                         capture_output=True, text=True, timeout=240)
+    if run.returncode != 0:
+        sys.exit(f"cbf-run failed ({run.returncode}):\n{run.stderr}")
+    out = subprocess.run([sys.executable, os.path.join(src, "scripts", "feng-channels.py"), h5,
+                          "--top", "2", "--pipeline",
+                          os.path.join(src, "pipelines", "feng-wideband.yaml")],
+                         capture_output=True, text=True, timeout=60)
+    print(out.stdout, out.stderr)
+    if out.returncode != 0:
+        sys.exit("feng-channels.py failed")
+    rows = [ln.split("|") for ln in out.stdout.splitlines() if ln.strip().startswith("| ") and
+            ln.split("|")[1].strip().isdigit()]
+    tops = {}
+    for r in rows:
+        tops.setdefault(int(r[1]), []).append((int(r[2]), float(r[4])))
+    for pol in (0, 1):
+        chans = [c for c, _ in tops.get(pol, [])]
+        if chans != [1000, 3000]:
+            sys.exit(f"pol {pol}: strongest channels {chans}, expected [1000, 3000]")
+        # Tone amplitudes 0.2 and 0.1 of full scale: the first about twice the second.
+        ratio = tops[pol][0][1] / tops[pol][1][1]
+        if not 1.9 < ratio < 2.1:
+            sys.exit(f"pol {pol}: tone amplitude ratio {ratio:.3f}, expected about 2")
+    for tone in ("channel 1000.00", "channel 3000.00"):
+        if tone not in out.stdout:
+            sys.exit(f"the tone list lacks '{tone}'")
+print("ok")
