@@ -30,7 +30,7 @@ if ! ninja -C "$B" tools/bench/cbf-bench >>"$OUT/build.log" 2>&1; then
 fi
 echo "== build ok"
 cuobjdump -sass "$B/kernels/correlator/libcbf_kernel_correlator.a" 2>/dev/null |
-    grep -oE "\b(IMMA|HMMA|IGMMA|HGMMA)[.A-Z0-9]*" | sort | uniq -c >"$OUT/sass.txt"
+    grep -oE "\b(IMMA|HMMA|IGMMA|HGMMA|STL|LDL)[.A-Z0-9]*" | sort | uniq -c >"$OUT/sass.txt"
 echo "== tensor instructions in SASS:"; cat "$OUT/sass.txt"
 rc=0
 for mode in "" --gpu; do
@@ -47,7 +47,7 @@ if [ -z "${XENG_NO_SANITIZE:-}" ] && command -v compute-sanitizer >/dev/null; th
     tail -3 "$OUT/memcheck.log"
 fi
 {
-    timeout ${XENG_BENCH_TIMEOUT:-180} "$BENCH" xeng ${XENG_BENCH_ARGS:-}
+    timeout ${XENG_BENCH_TIMEOUT:-180} "$BENCH" xeng ${XENG_BENCH_ARGS:---block 0,64}
     echo
     timeout 60 "$BENCH" xeng --bits 4 --block 64 --ants 256,1024
 } >"$OUT/bench.md" 2>"$OUT/bench.err"

@@ -19,6 +19,7 @@
  * the int64 accumulators (read-add-write, one accumulator per blockIdx.z)
  * at least that often, and at the end of every call. */
 #include "correlator.h"
+#include "correlator_sm90.h"
 
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -35,6 +36,7 @@ struct cbf_corr_cuda {
     int ntiles;
     int2 *tiles;  /* device: (a1 origin, a2 origin) of each tile */
     int sms;
+    int sm90;     /* the wgmma kernel of correlator_sm90.cu serves this plan */
 };
 
 #define CUDA_TRY(call)                                                                      \
@@ -67,12 +69,6 @@ __device__ __forceinline__ void mma(int c[4], unsigned a0, unsigned a1, unsigned
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-/* (r0, i0, r1, i1) -> (-i0, r0, -i1, r1): 0x00FF00FF minus the imaginary
- * bytes negates them, the 0xFF bytes absorbing the borrows. */
-__device__ __forceinline__ unsigned conj_perm(unsigned v)
-{
-    return __byte_perm(v, 0x00FF00FFu - (v & 0xFF00FF00u), 0x2705);
-}
 
 /* Four CI4 bytes -> their sign-extended high (re) and low (im) nibbles. */
 __device__ __forceinline__ void expand4(unsigned x, unsigned &re, unsigned &im)
@@ -233,8 +229,8 @@ __global__ void __launch_bounds__(THREADS)
                     /* column g: antenna g / 4, pol (g / 2) % 2, g odd: the
                      * (-im, re) column that yields the imaginary part */
                     unsigned w0 = (g & 2) ? p1[0] : p0[0], w1 = (g & 2) ? p1[1] : p0[1];
-                    b[ni][0] = (g & 1) ? conj_perm(w0) : w0;
-                    b[ni][1] = (g & 1) ? conj_perm(w1) : w1;
+                    b[ni][0] = (g & 1) ? cbf_corr_conj_perm(w0) : w0;
+                    b[ni][1] = (g & 1) ? cbf_corr_conj_perm(w1) : w1;
                 }
 #pragma unroll
                 for (int mi = 0; mi < MF; mi++)
@@ -272,7 +268,20 @@ int cbf_corr_cuda_create(const cbf_corr_shape *shape, int block_ants, cbf_corr_c
                  shape->channels);
         return CBF_CORR_EINVAL;
     }
-    if (block_ants == 0)
+    /* block_ants 0 on an H100/H200 (compute capability 9.0), for 8-bit
+     * input in whole 64-spectrum stages: the wgmma kernel with 64 x 64
+     * tiles. Anything else, or an explicit size: the mma.sync kernel. */
+    int sm90 = 0;
+#ifdef CBF_CORR_SM90
+    if (block_ants == 0 && cbf_corr_sm90_fits(shape)) {
+        sm90 = cbf_corr_sm90_prepare() == cudaSuccess;
+        if (!sm90)
+            (void)cudaGetLastError(); /* not this GPU: clear it, use the portable kernel */
+    }
+#endif
+    if (sm90)
+        block_ants = CBF_CORR_SM90_TILE;
+    else if (block_ants == 0)
         block_ants = shape->n_ants <= 32 ? 32 : 64;
     if (block_ants != 32 && block_ants != 48 && block_ants != 64) {
         snprintf(msg, msglen, "correlator: block_ants %d: must be 32, 48 or 64", block_ants);
@@ -287,7 +296,9 @@ int cbf_corr_cuda_create(const cbf_corr_shape *shape, int block_ants, cbf_corr_c
     p->shape = *shape;
     p->sms = sms;
     p->ry = block_ants;
-    p->rx = block_ants == 64 ? 32 : block_ants; /* 64 x 32, as the seeds do */
+    p->sm90 = sm90;
+    /* mma.sync: 64 x 32 as the seeds do; wgmma: 64 x 64 */
+    p->rx = block_ants == 64 && !sm90 ? 32 : block_ants;
     /* Triangular map: only tiles holding some a1 <= a2 are launched. */
     const int n = shape->n_ants, ny = (n + p->ry - 1) / p->ry, nx = (n + p->rx - 1) / p->rx;
     int2 *host = (int2 *)malloc(sizeof(int2) * (size_t)ny * nx);
@@ -337,8 +348,14 @@ int cbf_corr_cuda_run(cbf_corr_cuda *p, const cbf_corr_job *job, void *stream, c
     }
     if (job->batch_end == job->batch_begin)
         return 0;
-    dim3 grid((unsigned)p->ntiles, (unsigned)s->channels, (unsigned)job->slices);
     cudaStream_t st = (cudaStream_t)stream;
+#ifdef CBF_CORR_SM90
+    if (p->sm90) {
+        CUDA_TRY(cbf_corr_sm90_launch(job, p->tiles, p->ntiles, st));
+        return 0;
+    }
+#endif
+    dim3 grid((unsigned)p->ntiles, (unsigned)s->channels, (unsigned)job->slices);
     const size_t len = cbf_corr_accum_len(s);
     long long *acc = (long long *)job->accum;
 #define LAUNCH(B, Y, X)                                                                         \
@@ -363,6 +380,12 @@ int cbf_corr_cuda_run(cbf_corr_cuda *p, const cbf_corr_job *job, void *stream, c
 #undef LAUNCH
     CUDA_TRY(cudaGetLastError());
     return 0;
+}
+
+const char *cbf_corr_cuda_kernel(const cbf_corr_cuda *p)
+{
+    return p->sm90 ? "wgmma 64x64" : p->ry == 64 ? "mma.sync 64x32"
+                                  : p->ry == 48 ? "mma.sync 48x48" : "mma.sync 32x32";
 }
 
 void cbf_corr_cuda_destroy(cbf_corr_cuda *p)

@@ -73,9 +73,12 @@ int cbf_corr_job_check(const cbf_corr_job *job, char *msg, size_t msglen);
 int cbf_corr_cpu(const cbf_corr_job *job, char *msg, size_t msglen);
 
 /* Tensor-core correlation (int8 mma, int32 products, int64 accumulators).
- * block_ants: receivers per thread block, 32, 48 or 64 (0: choose); the
- * plan holds the triangular tile map for one shape. Runs on a stream
- * (cudaStream_t as void *), no host synchronisation. */
+ * block_ants: receivers per thread block, 32, 48 or 64 for the portable
+ * mma.sync kernel, or 0 to choose: on compute capability 9.0 (H100, H200)
+ * with 8-bit input and spectra_per_heap a multiple of 64, the Hopper wgmma
+ * kernel (64 x 64 tiles); otherwise mma.sync with 32 or 64. The plan holds
+ * the triangular tile map for one shape. Runs on a stream (cudaStream_t as
+ * void *), no host synchronisation. */
 typedef struct cbf_corr_cuda cbf_corr_cuda;
 int cbf_corr_cuda_create(const cbf_corr_shape *shape, int block_ants, cbf_corr_cuda **out,
                          char *msg, size_t msglen);
@@ -83,6 +86,8 @@ int cbf_corr_cuda_run(cbf_corr_cuda *plan, const cbf_corr_job *job, void *stream
                       size_t msglen);
 /* Slices that fill the GPU for `batches` batches of this plan's shape. */
 int cbf_corr_cuda_auto_slices(const cbf_corr_cuda *plan, size_t batches);
+/* Which kernel and tile the plan runs, e.g. "wgmma 64x64", "mma.sync 64x32". */
+const char *cbf_corr_cuda_kernel(const cbf_corr_cuda *plan);
 void cbf_corr_cuda_destroy(cbf_corr_cuda *plan);
 
 #ifdef __cplusplus

@@ -96,15 +96,18 @@ static void check_correlate(const cbf_corr_shape *s, size_t batches, size_t b0, 
 
 /* ---- tests ------------------------------------------------------------ */
 
+/* On the GPU: block 0 (the automatic choice: the wgmma kernel on an
+ * H100/H200 when the shape suits it) and each mma.sync tile size, with
+ * several slice counts. */
 static void each_block(const cbf_corr_shape *s, size_t batches, size_t b0, size_t b1)
 {
-    static const int blocks[] = {32, 48, 64};
+    static const int blocks[] = {0, 32, 48, 64}, slices[] = {3, 1, 2, 3};
     if (!use_gpu) {
         check_correlate(s, batches, b0, b1, 1, 0);
         return;
     }
-    for (int k = 0; k < 3; k++)
-        check_correlate(s, batches, b0, b1, 1 + k, blocks[k]);
+    for (int k = 0; k < 4; k++)
+        check_correlate(s, batches, b0, b1, slices[k], blocks[k]);
 }
 
 static void test_antenna_counts(void **state)
@@ -115,6 +118,19 @@ static void test_antenna_counts(void **state)
         cbf_corr_shape s = {ns[i], 2, 64, 8};
         /* a batch range inside the buffer: the kernel must not stray out */
         each_block(&s, 4, 1, 3 + (i & 1));
+    }
+}
+
+/* Tiles of the wgmma kernel (64 x 64) and of mma.sync in numbers: several
+ * tile rows and columns, a last partial tile, and 192 spectra per heap (3
+ * of the wgmma kernel's 64-spectrum stages, so stages run across batches). */
+static void test_large_n(void **state)
+{
+    (void)state;
+    static const int ns[] = {256, 300, 512};
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        cbf_corr_shape s = {ns[i], 2, i == 1 ? 64 : 192, 8};
+        each_block(&s, 3, 1, 3);
     }
 }
 
@@ -133,6 +149,8 @@ static void test_many_channels(void **state)
     (void)state;
     cbf_corr_shape s = {4, 1024, 32, 8};
     each_block(&s, 2, 0, 2);
+    cbf_corr_shape s1 = {70, 300, 64, 8}; /* the wgmma kernel's stage size */
+    each_block(&s1, 2, 0, 2);
     cbf_corr_shape s2 = {33, 96, 32, 8};
     each_block(&s2, 3, 1, 3);
 }
@@ -382,7 +400,8 @@ int main(int argc, char **argv)
            seed);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_args),      cmocka_unit_test(test_dump_split),
-        cmocka_unit_test(test_antenna_counts), cmocka_unit_test(test_4bit),
+        cmocka_unit_test(test_antenna_counts), cmocka_unit_test(test_large_n),
+        cmocka_unit_test(test_4bit),
         cmocka_unit_test(test_many_channels), cmocka_unit_test(test_reducer),
         cmocka_unit_test(test_saturation),    cmocka_unit_test(test_dumps),
     };

@@ -29,7 +29,7 @@
     } while (0)
 
 typedef struct opts {
-    int ants[16], n_ants, bits, reps, block;
+    int ants[16], n_ants, bits, reps, blocks[8], n_blocks;
     double gib; /* input bytes per call, GiB */
 } opts;
 
@@ -208,8 +208,8 @@ static int bench_one(const opts *o, int n, int block, double int8_ops, double co
     const double rate = ops / (t * 1e-3);
     const double bytes = (double)in_bytes + 2.0 * (double)len * 8;
     const double bound_ms = bytes / copy_bps * 1e3;
-    printf("| %d | %d-bit | %d | %d | %.0f | %d | %.3f | %.1f | %.1f%% | %.2f | %.1f%% |\n", n,
-           o->bits, block ? block : 0, sh.channels, spectra, slices, t, rate / 1e12,
+    printf("| %d | %d-bit | %s | %d | %.0f | %d | %.3f | %.1f | %.1f%% | %.2f | %.1f%% |\n", n,
+           o->bits, cbf_corr_cuda_kernel(c.plan), sh.channels, spectra, slices, t, rate / 1e12,
            100.0 * rate / int8_ops, bound_ms, 100.0 * bound_ms / t);
     cudaFree(in);
     cudaFree(acc);
@@ -226,11 +226,15 @@ static int parse(int argc, char **argv, opts *o)
     o->gib = 1.0;
     for (size_t i = 0; i < sizeof def / sizeof def[0]; i++)
         o->ants[o->n_ants++] = def[i];
+    static const int defb[] = {0, 32, 48, 64};
+    for (size_t i = 0; i < sizeof defb / sizeof defb[0]; i++)
+        o->blocks[o->n_blocks++] = defb[i];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help")) {
-            printf("usage: cbf-bench xeng [--ants 64,80,...] [--bits 8|4] [--block 0|32|48|64]"
-                   " [--reps N] [--gib G]\n  --block 0 (default) times 32, 48 and 64\n");
+            printf("usage: cbf-bench xeng [--ants 64,80,...] [--bits 8|4] [--block 0,32,48,64]"
+                   " [--reps N] [--gib G]\n  --block: tile sizes to time (default all); 0 is the"
+                   " automatic choice (wgmma on an H100/H200)\n");
             return 1;
         } else if (v && !strcmp(a, "--ants")) {
             o->n_ants = 0;
@@ -245,7 +249,15 @@ static int parse(int argc, char **argv, opts *o)
         } else if (v && !strcmp(a, "--bits")) {
             o->bits = atoi(v), i++;
         } else if (v && !strcmp(a, "--block")) {
-            o->block = atoi(v), i++;
+            o->n_blocks = 0;
+            for (char *p = (char *)v; *p && o->n_blocks < 8;) {
+                o->blocks[o->n_blocks++] = (int)strtol(p, &p, 10);
+                if (*p == ',')
+                    p++;
+                else
+                    break;
+            }
+            i++;
         } else if (v && !strcmp(a, "--reps")) {
             o->reps = atoi(v), i++;
         } else if (v && !strcmp(a, "--gib")) {
@@ -282,18 +294,13 @@ int cbf_bench_xeng(int argc, char **argv)
            prop.name, prop.multiProcessorCount, int8_ops / 1e12, copy_bps / 1e12);
     printf("spectra_per_heap 256; Tops/s = 8 x 2N(N+1) x channels x spectra / time; bound = "
            "(input + accumulator read and write) / copy rate\n\n");
-    printf("| N | input | block | channels | spectra/call | slices | ms | Tops/s | of cuBLAS "
+    printf("| N | input | kernel | channels | spectra/call | slices | ms | Tops/s | of cuBLAS "
            "int8 | bound ms | of bound |\n");
     printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
-    static const int blocks[] = {32, 48, 64};
     for (int i = 0; i < o.n_ants; i++)
-        for (int k = 0; k < 3; k++) {
-            int b = o.block ? o.block : blocks[k];
-            if (bench_one(&o, o.ants[i], b, int8_ops, copy_bps, s))
+        for (int k = 0; k < o.n_blocks; k++)
+            if (bench_one(&o, o.ants[i], o.blocks[k], int8_ops, copy_bps, s))
                 return 1;
-            if (o.block)
-                break;
-        }
     cudaStreamDestroy(s);
     return 0;
 }

@@ -1,0 +1,38 @@
+/* correlator_sm90.h: the Hopper (sm_90a) warpgroup-MMA correlator, private to
+ * this folder. correlator.cu calls it for plans it can serve (see
+ * cbf_corr_sm90_fits); correlator_sm90.cu is compiled for sm_90a alone. */
+#ifndef CBF_KERNEL_CORRELATOR_SM90_H
+#define CBF_KERNEL_CORRELATOR_SM90_H
+
+#include <cuda_runtime.h>
+#include <stddef.h>
+
+#include "correlator.h"
+
+/* Antennas per tile side: 64 rows (A) x 64 columns (B). */
+#define CBF_CORR_SM90_TILE 64
+
+#ifdef __CUDACC__
+/* (r0, i0, r1, i1) -> (-i0, r0, -i1, r1): 0x00FF00FF minus the imaginary
+ * bytes negates them, the 0xFF bytes absorbing the borrows. Both kernels
+ * build B's imaginary-part columns with it. */
+__device__ __forceinline__ unsigned cbf_corr_conj_perm(unsigned v)
+{
+    return __byte_perm(v, 0x00FF00FFu - (v & 0xFF00FF00u), 0x2705);
+}
+#endif
+
+/* 1 when the shape suits the kernel: 8-bit, spectra_per_heap a multiple of
+ * its 64-spectrum stage. */
+int cbf_corr_sm90_fits(const cbf_corr_shape *s);
+
+/* Checks that the device can run the sm_90a image and raises the kernel's
+ * shared-memory limit; cudaSuccess or the error. */
+cudaError_t cbf_corr_sm90_prepare(void);
+
+/* tiles: device array of (a1 origin, a2 origin), a1 origin <= a2 origin,
+ * both multiples of CBF_CORR_SM90_TILE. */
+cudaError_t cbf_corr_sm90_launch(const cbf_corr_job *job, const int2 *tiles, int ntiles,
+                                 cudaStream_t stream);
+
+#endif
