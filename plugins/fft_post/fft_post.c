@@ -308,7 +308,7 @@ static const cbf_plugin_desc desc = {
     CBF_PLUGIN_ABI, "fft_post", "0.1.0",
     "FFT (wideband real or narrowband complex), gains, fine delay, quantisation and heap "
     "transpose (F-engine back end)",
-    params, CBF_COUNT_OF(params), ports, CBF_COUNT_OF(ports), init, run, fini,
+    params, CBF_COUNT_OF(params), ports, CBF_COUNT_OF(ports), init, run, fini, NULL, 0, NULL,
 };
 
 CBF_PLUGIN_DEFINE(desc)

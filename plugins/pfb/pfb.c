@@ -583,7 +583,7 @@ static const cbf_plugin_desc desc = {
     CBF_PLUGIN_ABI, "pfb", "0.1.0",
     "PFB FIR: wideband (packed-sample decode, digitiser power) or narrowband (complex ddc "
     "output), with coarse delay",
-    params, CBF_COUNT_OF(params), ports, CBF_COUNT_OF(ports), init, run, fini,
+    params, CBF_COUNT_OF(params), ports, CBF_COUNT_OF(ports), init, run, fini, NULL, 0, NULL,
 };
 
 CBF_PLUGIN_DEFINE(desc)

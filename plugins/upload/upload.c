@@ -149,7 +149,7 @@ static void fini(cbf_node *node)
 static const cbf_plugin_desc desc = {
     CBF_PLUGIN_ABI, "upload", "0.1.0",
     "copies digitiser chunks to the GPU once, for several GPU consumers to share",
-    params, CBF_COUNT_OF(params), ports, CBF_COUNT_OF(ports), init, run, fini,
+    params, CBF_COUNT_OF(params), ports, CBF_COUNT_OF(ports), init, run, fini, NULL, 0, NULL,
 };
 
 CBF_PLUGIN_DEFINE(desc)
