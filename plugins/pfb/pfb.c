@@ -238,6 +238,9 @@ static int init(cbf_node *node, cbf_error *err)
     double rate;
     int rc;
     s->scale = 1;
+    if (in->dtype != CBF_DTYPE_CF32 && in->dtype != CBF_DTYPE_PACKED)
+        return cbf_error_set(err, CBF_ECONFIG, "pfb: input is neither packed digitiser samples "
+                             "(cbf.adc.packed) nor complex ddc output (cbf.ddc.complex)");
     if (in->dtype == CBF_DTYPE_CF32)
         rc = complex_input(s, p, in, &rate, err);
     else
@@ -490,8 +493,8 @@ static int fill_gap(cbf_node *node, pfb_state *s, int64_t ts, cbf_error *err)
     int64_t expect = s->first + (int64_t)s->len;
     cbf_counter_add(s->c_gaps, 1);
     if (ts < expect || ts - expect > (int64_t)(4 * s->spectra * s->step + s->window)) {
-        cbf_log_warn("pfb: input jumps from sample %lld to %lld: restarting", (long long)expect,
-                     (long long)ts);
+        cbf_log_warn("pfb: input jumps from digitiser sample %lld to %lld: restarting",
+                     (long long)(expect * s->scale), (long long)(ts * s->scale));
         start_at(s, ts);
         return 0;
     }
