@@ -531,7 +531,7 @@ static int receiver_init(cbf_node *node, cbf_error *err)
     if ((rc = open_workers(r, p, &choice, err)))
         return rc;
     if (!r->pcap && r->n_workers)
-        cbf_log_info("%s: %d %s queue(s)", cbf_node_name(node), r->n_workers,
+        cbf_log_info("%d %s queue(s)", r->n_workers,
                      cbf_net_rx_transport(r->workers[0].rx) == CBF_NET_IBVERBS ? "ibverbs" : "socket");
     return 0;
 }
@@ -549,9 +549,8 @@ static void log_reasons(const receiver *r)
                                   cbf_spead_reason_name((cbf_spead_reason)i), (unsigned long long)v);
     }
     if (n)
-        cbf_log_warn("%s: malformed packets dropped:%s", cbf_node_name(r->node), line);
-    cbf_log_info("%s: %llu descriptor heaps seen", cbf_node_name(r->node),
-                 (unsigned long long)atomic_load(&r->descriptors));
+        cbf_log_warn("malformed packets dropped:%s", line);   /* the runtime prefixes the node */
+    cbf_log_info("%llu descriptor heaps seen", (unsigned long long)atomic_load(&r->descriptors));
 }
 
 static int receiver_run(cbf_node *node, cbf_error *err)

@@ -318,7 +318,7 @@ static int sender_init(cbf_node *node, cbf_error *err)
         return cbf_error_set(err, CBF_ENOMEM, "sender: out of memory");
     if ((rc = open_interfaces(s, p, err)))
         return rc;
-    cbf_log_info("%s: %d %s queue(s)", cbf_node_name(node), s->n_if,
+    cbf_log_info("%d %s queue(s)", s->n_if,
                  cbf_net_tx_transport(s->q[0]) == CBF_NET_IBVERBS ? "ibverbs" : "socket");
     s->c_packets = cbf_node_counter(node, "packets");
     s->c_bytes = cbf_node_counter(node, "bytes");

@@ -60,6 +60,27 @@ def write_yaml(path, doc):
         yaml.safe_dump(doc, f)
 
 
+def compare_with_dsim(cbf_run, dsim, tmp):
+    """Runs dsim -> filesink with the dsim parameters given and compares
+    tmp/rx.h5 (node recv) with it, heap by heap: returns the presence flags,
+    whether each heap is equal, both data arrays and their shape in heaps."""
+    reference = {"engine": {"gpu": "none"},
+                 "nodes": {"dsim": {"plugin": "dsim", "params": dsim},
+                           "sink": {"plugin": "filesink", "params": {"path": os.path.join(tmp, "ref.h5")}}},
+                 "edges": ["dsim.out -> sink.in"]}
+    write_yaml(os.path.join(tmp, "ref.yaml"), reference)
+    subprocess.run([cbf_run, os.path.join(tmp, "ref.yaml"), "--quiet"], check=True, timeout=60)
+    got = h5py.File(os.path.join(tmp, "rx.h5"))["recv"]
+    want = h5py.File(os.path.join(tmp, "ref.h5"))["dsim"]
+    if not np.array_equal(got["timestamp"][()], want["timestamp"][()]):
+        fail(f"timestamps {got['timestamp'][()]} != {want['timestamp'][()]}")
+    present = got["present"][()]
+    data, ref = got["data"][()], want["data"][()]
+    shape = data.shape[:3] + (dsim["samples_per_chunk"] // 4096, 4096 * dsim["bits"] // 8)
+    same = (data.reshape(shape) == ref.reshape(shape)).all(axis=-1).reshape(present.shape)
+    return present, same, data, ref, shape
+
+
 def refuse(cbf_run, receiver, tmp):
     """transport: ibverbs without fallback on loopback: cbf-run must fail
     in init, naming the parameter's YAML place and what is missing."""
@@ -106,12 +127,7 @@ def main():
         receiver["nodes"]["sink"]["params"]["path"] = os.path.join(tmp, "rx.h5")
         if fallback:
             refuse(cbf_run, receiver, tmp)
-        reference = {"engine": {"gpu": "none"},
-                     "nodes": {"dsim": {"plugin": "dsim", "params": dsim},
-                               "sink": {"plugin": "filesink",
-                                        "params": {"path": os.path.join(tmp, "ref.h5")}}},
-                     "edges": ["dsim.out -> sink.in"]}
-        for name, doc in [("tx", sender), ("rx", receiver), ("ref", reference)]:
+        for name, doc in [("tx", sender), ("rx", receiver)]:
             write_yaml(os.path.join(tmp, name + ".yaml"), doc)
         rx_proc = subprocess.Popen([cbf_run, os.path.join(tmp, "rx.yaml")],
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -131,17 +147,7 @@ def main():
                     fail(f"{who} did not report its fallback to sockets: {log}")
         if rx_proc.returncode:
             fail(f"receiver exited {rx_proc.returncode}: {rx_log}")
-        subprocess.run([cbf_run, os.path.join(tmp, "ref.yaml"), "--quiet"], check=True, timeout=60)
-        got = h5py.File(os.path.join(tmp, "rx.h5"))["recv"]
-        want = h5py.File(os.path.join(tmp, "ref.h5"))["dsim"]
-        if not np.array_equal(got["timestamp"][()], want["timestamp"][()]):
-            fail(f"timestamps {got['timestamp'][()]} != {want['timestamp'][()]}")
-        present = got["present"][()]
-        data, ref = got["data"][()], want["data"][()]
-        heap_bytes = 4096 * 10 // 8
-        n_heaps = SPC // 4096
-        shape = data.shape[:3] + (n_heaps, heap_bytes)
-        same = (data.reshape(shape) == ref.reshape(shape)).all(axis=-1).reshape(present.shape)
+        present, same, data, ref, shape = compare_with_dsim(cbf_run, dsim, tmp)
         bad = [int(w.split("=")[1]) for w in rx_log.split() if w.startswith("heaps_bad=")]
         if bad != [0]:
             fail(f"heaps placed twice or not fitting the stream: {bad}")

@@ -51,6 +51,7 @@ typedef struct shared {
     const stream_shape *s;
     const options *o;
     int port;
+    bool raw;                    /* the ceiling: datagrams of the packet size, no SPEAD */
     atomic_bool stop;
     atomic_uint_fast64_t tx_packets, tx_bytes, rx_packets, rx_bytes, rx_heaps;
 } shared;
@@ -81,7 +82,20 @@ static void *send_loop(void *arg)
     for (size_t i = 0; i < s->heap_bytes; i++)
         payload[i] = (uint8_t)(i * 131 + 7);
     uint64_t n = 0, packets = 0, bytes = 0;
-    while (!atomic_load(&sh->stop) && !t->rc) {
+    while (sh->raw && !atomic_load(&sh->stop) && !t->rc) {
+        /* The same batches of packet-sized datagrams with no encoding. */
+        uint8_t *p;
+        int full = 0;
+        for (int k = 0; k < BATCH && !full && !t->rc; k++)
+            if (!(t->rc = cbf_net_tx_buffer(t->tx, &p, &t->err)) &&
+                (full = cbf_net_tx_commit(t->tx, s->packet, &t->to, &t->err)) < 0)
+                t->rc = full;
+        if (!t->rc)
+            t->rc = cbf_net_tx_flush(t->tx, NULL, &t->err);
+        atomic_fetch_add(&sh->tx_packets, BATCH);
+        atomic_fetch_add(&sh->tx_bytes, (uint64_t)BATCH * s->packet);
+    }
+    while (!sh->raw && !atomic_load(&sh->stop) && !t->rc) {
         /* Heap counters distinct per thread (index in bits 40 up), all within 48 bits. */
         uint64_t cnt = ((uint64_t)t->index << 40 | n) & CBF_SPEAD_ADDR_MASK;
         cbf_spead_item_out items[] = {
@@ -143,7 +157,8 @@ static void *recv_loop(void *arg)
         }
         uint64_t bytes = 0;
         for (int i = 0; i < n; i++) {
-            cbf_spead_assembler_add(a, pkt[i], len[i]);
+            if (!sh->raw)
+                cbf_spead_assembler_add(a, pkt[i], len[i]);
             bytes += len[i];
         }
         atomic_fetch_add(&sh->rx_packets, (uint64_t)n);
@@ -167,9 +182,14 @@ static int endpoint(const options *o, int i, int port, cbf_udp_endpoint *ep, cbf
     return cbf_udp_parse_endpoint(text, "cbf-bench net", ep, err);
 }
 
-static int one_run(const stream_shape *s, int threads, const options *o)
+typedef struct result {
+    double tx_pps, tx_gbps, rx_pps, rx_gbps, heaps_ps, lost;
+} result;
+
+/* One measurement of send and receive together. */
+static int one_run(const stream_shape *s, int threads, bool raw, const options *o, result *out)
 {
-    shared sh = {.s = s, .o = o};
+    shared sh = {.s = s, .o = o, .raw = raw};
     thread_arg rx[MAX_THREADS] = {0}, tx[MAX_THREADS] = {0};
     pthread_t rt[MAX_THREADS], tt[MAX_THREADS];
     cbf_net_choice choice = {.transport = o->transport, .where = "cbf-bench net --transport"};
@@ -232,9 +252,9 @@ static int one_run(const stream_shape *s, int threads, const options *o)
     }
     double dt = now_s() - t0;
     double txp = (double)sh.tx_packets, rxp = (double)sh.rx_packets;
-    printf("%-9s %7zu %3d %12.0f %8.2f %12.0f %8.2f %10.0f %7.2f%%\n", s->name, s->packet, threads,
-           txp / dt, (double)sh.tx_bytes * 8 / dt / 1e9, rxp / dt, (double)sh.rx_bytes * 8 / dt / 1e9,
-           (double)sh.rx_heaps / dt, txp > 0 ? 100.0 * (1 - rxp / txp) : 0.0);
+    *out = (result){.tx_pps = txp / dt, .tx_gbps = (double)sh.tx_bytes * 8 / dt / 1e9, .rx_pps = rxp / dt,
+                    .rx_gbps = (double)sh.rx_bytes * 8 / dt / 1e9, .heaps_ps = (double)sh.rx_heaps / dt,
+                    .lost = txp > 0 ? 100.0 * (1 - rxp / txp) : 0.0};
     return rc;
 }
 
@@ -270,11 +290,21 @@ int cbf_bench_net(int argc, char **argv)
     }
     printf("# transport %s, interface %s, %s; rates of UDP payload\n", o.transport, o.iface,
            o.group ? "one multicast group per thread" : "unicast, receivers share the port");
-    printf("%-9s %7s %3s %12s %8s %12s %8s %10s %8s\n", "stream", "packet", "thr", "tx pkt/s",
-           "tx Gb/s", "rx pkt/s", "rx Gb/s", "heaps/s", "lost");
+    printf("# each stream row follows a udp-only row: datagrams of the same size and threads with no\n"
+           "# SPEAD encoding or assembly, the ceiling of the path; rx/ceil = rx pkt/s over the ceiling's\n");
+    printf("%-9s %7s %3s %12s %8s %12s %8s %10s %8s %9s\n", "stream", "packet", "thr", "tx pkt/s",
+           "tx Gb/s", "rx pkt/s", "rx Gb/s", "heaps/s", "lost", "rx/ceil");
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
-        for (int t = 1; t <= o.max_threads; t *= 2)
-            if (one_run(&shapes[k], t, &o))
+        for (int t = 1; t <= o.max_threads; t *= 2) {
+            result ceil, r;
+            if (one_run(&shapes[k], t, true, &o, &ceil) || one_run(&shapes[k], t, false, &o, &r))
                 return 1;
+            printf("%-9s %7zu %3d %12.0f %8.2f %12.0f %8.2f %10s %7.2f%%\n", "udp-only", shapes[k].packet, t,
+                   ceil.tx_pps, ceil.tx_gbps, ceil.rx_pps, ceil.rx_gbps, "-", ceil.lost);
+            printf("%-9s %7zu %3d %12.0f %8.2f %12.0f %8.2f %10.0f %7.2f%% %8.2f\n", shapes[k].name,
+                   shapes[k].packet, t, r.tx_pps, r.tx_gbps, r.rx_pps, r.rx_gbps, r.heaps_ps, r.lost,
+                   ceil.rx_pps > 0 ? r.rx_pps / ceil.rx_pps : 0.0);
+            fflush(stdout);
+        }
     return 0;
 }
