@@ -617,11 +617,12 @@ static int produce(cbf_node *node, pfb_state *s, cbf_error *err)
     if ((rc = cbf_port_send(cbf_node_port(node, "out", 0), out)))
         return rc;
     /* Keep what the next buffer's earliest window needs, from a heap
-     * boundary (under the models known now: a later request that moves a
-     * window earlier than this finds its spectra flagged missing). */
+     * boundary, and half the headroom more: a model requested later may
+     * step the delay by that much (on_request refuses larger steps), and
+     * its windows then still find their samples. */
     int64_t lo, hi;
     coarse_range(s, s->next_g, s->spectra, &lo, &hi);
-    int64_t keep = s->next_g * (int64_t)s->step - hi;
+    int64_t keep = s->next_g * (int64_t)s->step - hi - (int64_t)(s->headroom / 2);
     keep -= ((keep % (int64_t)s->heap) + (int64_t)s->heap) % (int64_t)s->heap;
     return shift_stage(s, keep, err);
 }

@@ -21,6 +21,7 @@
 #include <complex.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -48,6 +49,7 @@
 #define LENGTH (1 << 22)
 #define T_GAIN ((1 << 21) + 3 * STEP + 100)   /* inside buffer 64, from its spectrum 4 */
 #define T_DELAY ((1 << 21) + 10 * STEP)
+#define T_DELAY2 (T_DELAY + 2 * B + 21 * STEP)  /* a second model for pol 0, a step up */
 #define RATE 1712e6
 
 static int use_gpu;
@@ -255,6 +257,9 @@ static void check_gain(void)
 static const double D0[2] = {3.3, -2.6}, RT[2] = {4e-5, -3e-5}, PH0[2] = {0.5, -1.0},
                     PHR_HZ[2] = {1e5, -5e4};
 
+/* Pol 0's second model, from T_DELAY2: the delay steps up by ~5 samples. */
+static const double D2 = 12.25, RT2 = -2e-5, PH2 = 0.2, PHR2_HZ = 3e4;
+
 static void model(int pol, int64_t sp, int64_t *coarse, double *fine, double *phase)
 {
     int64_t t = sp * STEP;
@@ -263,11 +268,12 @@ static void model(int pol, int64_t sp, int64_t *coarse, double *fine, double *ph
         *fine = *phase = 0;
         return;
     }
-    double dt = (double)(t - T_DELAY);
-    double d = D0[pol] + RT[pol] * dt;
+    int second = pol == 0 && t >= T_DELAY2;
+    double dt = (double)(t - (second ? T_DELAY2 : T_DELAY));
+    double d = second ? D2 + RT2 * dt : D0[pol] + RT[pol] * dt;
     *coarse = (int64_t)floor(d + 0.5);
     *fine = d - (double)*coarse;
-    *phase = PH0[pol] + 2 * M_PI * PHR_HZ[pol] / RATE * dt;
+    *phase = second ? PH2 + 2 * M_PI * PHR2_HZ / RATE * dt : PH0[pol] + 2 * M_PI * PHR_HZ[pol] / RATE * dt;
 }
 
 static void check_delay(void)
@@ -298,6 +304,10 @@ static void check_delay(void)
     double max_phase_step = 0;
     for (size_t i = 0; i < d.n; i++) {
         const capbuf *x = &d.b[i];
+        for (size_t f = 0; f < x->np; f++)
+            if (!x->present[f])
+                fail_msg("buffer at %lld: batch %zu flagged missing (a delay step lost its samples)",
+                         (long long)x->ts, f);
         for (size_t t = 0; t < SPB; t++) {
             int64_t sp = x->ts / STEP + (int64_t)t;
             for (int p = 0; p < 2; p++) {
@@ -312,8 +322,10 @@ static void check_delay(void)
                 double prev_ph, pf;
                 int64_t pc;
                 model(p, sp - 1, &pc, &pf, &prev_ph);
-                if (sp * STEP > T_DELAY)
-                    max_phase_step = fmax(max_phase_step, fabs(ph - prev_ph));
+                int64_t t = sp * STEP;
+                bool same_model = t - STEP >= T_DELAY && (p == 1 || t < T_DELAY2 || t - STEP >= T_DELAY2);
+                if (same_model)
+                    max_phase_step = fmax(max_phase_step, fabs(remainder(ph - prev_ph, 2 * M_PI)));
                 feng_ref_setup s = {N_CH, TAPS, bits, w, fine, ph, gains};
                 int64_t start = sp * STEP - c - s0;
                 assert_true(start >= 0 && (size_t)(start + STEP * TAPS) <= adc.n * CHUNK);
@@ -369,6 +381,10 @@ static void test_requests_on_running_feng(void **state)
         "{\"request\": \"delays\", \"node\": \"pfb_d\", \"pol\": 1, \"delay\": %.17g, "
         "\"delay_rate\": %.17g, \"phase\": %.17g, \"phase_rate\": %.17g, \"at\": %d}",
         D0[1] / RATE, RT[1], PH0[1], 2 * M_PI * PHR_HZ[1], T_DELAY));
+    expect_ok("delays pol 0, second model", request(
+        "{\"request\": \"delays\", \"node\": \"pfb_d\", \"pol\": 0, \"delay\": %.17g, "
+        "\"delay_rate\": %.17g, \"phase\": %.17g, \"phase_rate\": %.17g, \"at\": %lld}",
+        D2 / RATE, RT2, PH2, 2 * M_PI * PHR2_HZ, (long long)T_DELAY2));
 
     /* Bad requests of each kind: refused, nothing changed (checked below). */
     expect_refused("gain without a node", request("{\"request\": \"gain\", \"values\": [1]}"),
