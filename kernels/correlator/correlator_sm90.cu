@@ -23,7 +23,12 @@
  * 12, 13) in its first 16 bytes and (2, 3, 6, 7, ...) in its second, the
  * order the A fragment (thread t: bytes 4t..4t+3 and 16+4t..) makes
  * natural; B is written in the same order, and k is summed over.
-
+ *
+ * Each stage: issue the four MMAs, write the next stage's B into the other
+ * buffer and start the loads of the stage after it, wait for the MMAs,
+ * build the next A fragments, block barrier. (Warp-specialised and
+ * wait_group-1 pipelined versions were tried and were slower on the H100:
+ * docs/performance.md.)
  *
  * int32 exactness: one stage adds at most 64 x 2 x 127^2 per element, so
  * 1023 stages (65472 spectra) stay below 2^31; registers are flushed into
@@ -31,8 +36,6 @@
 #include "correlator_sm90.h"
 
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
 
 #define THREADS 256
 #define TS 64                   /* spectra per stage */
@@ -81,65 +84,6 @@ __device__ __forceinline__ void wgmma_n256(int *d, const unsigned a[4], uint64_t
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
 }
 
-/* D(64 x 128, s32) += A(64 x 32, s8, registers) B(128 x 32, s8, shared). */
-__device__ __forceinline__ void wgmma_n128(int *d, const unsigned a[4], uint64_t desc)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 "
-                 "{"
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
-                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
-                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-                 "}, {%64, %65, %66, %67}, %68, p;\n"
-                 "}\n"
-                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
-                   "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]),
-                   "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
-                   "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]),
-                   "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]),
-                   "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]),
-                   "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]),
-                   "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-}
-
-
-/* D(64 x 256, s32) += A(64 x 32, s8, shared) B(256 x 32, s8, shared). */
-__device__ __forceinline__ void wgmma_ss_n256(int *d, uint64_t desc_a, uint64_t desc_b)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8 "
-                 "{"
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
-                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
-                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
-                 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"
-                 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,"
-                 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111,"
-                 "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-                 "}, %128, %129, p;\n"
-                 "}\n"
-                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
-                   "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]),
-                   "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
-                   "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]),
-                   "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]),
-                   "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]),
-                   "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]),
-                   "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63]),
-                   "+r"(d[64]), "+r"(d[65]), "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]), "+r"(d[70]), "+r"(d[71]),
-                   "+r"(d[72]), "+r"(d[73]), "+r"(d[74]), "+r"(d[75]), "+r"(d[76]), "+r"(d[77]), "+r"(d[78]), "+r"(d[79]),
-                   "+r"(d[80]), "+r"(d[81]), "+r"(d[82]), "+r"(d[83]), "+r"(d[84]), "+r"(d[85]), "+r"(d[86]), "+r"(d[87]),
-                   "+r"(d[88]), "+r"(d[89]), "+r"(d[90]), "+r"(d[91]), "+r"(d[92]), "+r"(d[93]), "+r"(d[94]), "+r"(d[95]),
-                   "+r"(d[96]), "+r"(d[97]), "+r"(d[98]), "+r"(d[99]), "+r"(d[100]), "+r"(d[101]), "+r"(d[102]), "+r"(d[103]),
-                   "+r"(d[104]), "+r"(d[105]), "+r"(d[106]), "+r"(d[107]), "+r"(d[108]), "+r"(d[109]), "+r"(d[110]), "+r"(d[111]),
-                   "+r"(d[112]), "+r"(d[113]), "+r"(d[114]), "+r"(d[115]), "+r"(d[116]), "+r"(d[117]), "+r"(d[118]), "+r"(d[119]),
-                   "+r"(d[120]), "+r"(d[121]), "+r"(d[122]), "+r"(d[123]), "+r"(d[124]), "+r"(d[125]), "+r"(d[126]), "+r"(d[127])
-                 : "l"(desc_a), "l"(desc_b));
-}
-
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wg_commit()
 {
@@ -170,20 +114,6 @@ __device__ __forceinline__ uint64_t sw128_desc(unsigned saddr)
 {
     return (uint64_t)((saddr & 0x3FFFFu) >> 4) | ((uint64_t)1 << 16) |
            ((uint64_t)(1024 >> 4) << 32) | ((uint64_t)1 << 62);
-}
-
-__device__ __forceinline__ void wg_wait1()
-{
-    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-}
-/* Named barriers between the loading warpgroup and the multiplying ones. */
-__device__ __forceinline__ void bar_sync(int id, int n)
-{
-    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
-}
-__device__ __forceinline__ void bar_arrive(int id, int n)
-{
-    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
 }
 
 /* Where stage `it` of a block's batch range starts, relative to a sample
@@ -239,31 +169,6 @@ __device__ __forceinline__ void store_b_unit(const uint4 bn[4], int bl, int bks,
         }
 }
 
-/* A rows of one antenna (al within the tile) for spectra 16 aks .. + 15 of
- * a stage: row (al / 32) 64 + 16 ((al % 32) / 8) + 8 p1 + al % 8 holds
- * pol p1 as (re, im), the order in which the accumulator rows of
- * warpgroup al / 32 come out (warp w: rows 16 w + g for pol 0, + 8 for
- * pol 1); same swizzle as B. Neighbouring antennas differ in row % 8, so a
- * store phase (two antennas x four aks) is free of bank conflicts. */
-__device__ __forceinline__ void store_a_unit(const uint4 an[4], int al, int aks, unsigned buf)
-{
-    const int row0 = (al >> 5) * 64 + ((al & 31) >> 3) * 16 + (al & 7);
-#pragma unroll
-    for (int p1 = 0; p1 < 2; p1++)
-#pragma unroll
-        for (int kc = 0; kc < 2; kc++) {
-            unsigned v[4];
-#pragma unroll
-            for (int k = 0; k < 4; k++)
-                v[k] = __byte_perm(kc ? an[k].z : an[k].x, kc ? an[k].w : an[k].y,
-                                   p1 ? 0x7632 : 0x5410);
-            const int row = row0 + 8 * p1;
-            st_shared16(buf + (unsigned)row * 128u +
-                            ((unsigned)((2 * aks + kc) ^ (row & 7)) << 4),
-                        make_uint4(v[0], v[1], v[2], v[3]));
-        }
-}
-
 /* A fragments of one stage from a thread's raw samples (an[ks]: spectra
  * 16 ks + 4 t .. + 3 of its antenna, both pols): rows g (pol 0), g + 8
  * (pol 1); bytes 4t.. hold spectra 4t, 4t+1, bytes 16+4t.. 4t+2, 4t+3. */
@@ -316,12 +221,10 @@ __global__ void __launch_bounds__(THREADS, 1)
 #ifdef CBF_SM90_DEVICE
     extern __shared__ unsigned char smem_dyn[];
     const unsigned sbase = ((unsigned)__cvta_generic_to_shared(smem_dyn) + 1023u) & ~1023u;
-
     const int2 tile = tiles[blockIdx.x];
     const int chan = blockIdx.y;
-    const size_t nb = b_end - b_begin, per = (nb + gridDim.z - 1) / gridDim.z;
-    const size_t lo = b_begin + blockIdx.z * per;
-    const size_t hi = lo + per < b_end ? lo + per : b_end;
+    size_t lo, hi;
+    cbf_corr_slice_range(b_begin, b_end, &lo, &hi);
     if (lo >= hi)
         return; /* uniform over the block */
     const int steps = spectra / TS;
@@ -329,321 +232,13 @@ __global__ void __launch_bounds__(THREADS, 1)
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wg = warp >> 2, w = warp & 3;
     const int g = lane >> 2, t = lane & 3;
-    /* A warpgroup whose antennas all lie past the last one only loads. */
+    /* A warpgroup whose antennas all lie past the last one computes on
+     * zeros and writes nothing (a branch around wgmma would make ptxas
+     * serialise them). */
     const bool active = tile.x + 32 * wg < n_ants;
     const int a1 = tile.x + 32 * wg + 8 * w + g; /* this thread's A antenna */
     /* B: this thread permutes antenna tile.y + bl, spectra 16 bks .. + 15 of
-     * each stage; lanes 4 apart take neighbouring antennas, which with the
-     * part swap below keeps the 16-byte stores free of bank conflicts. */
-    const int bl = warp * 8 + (lane >> 2), bks = lane & 3;
-    const int b_ant = tile.y + bl;
-    const size_t per_ant = (size_t)channels * spectra * 4, per_batch = (size_t)n_ants * per_ant;
-    const unsigned char *a_src =
-        a1 < n_ants ? in + (size_t)a1 * per_ant + (size_t)chan * spectra * 4 + 16 * t : nullptr;
-    const unsigned char *b_src =
-        b_ant < n_ants ? in + (size_t)b_ant * per_ant + (size_t)chan * spectra * 4 + 64 * bks
-                       : nullptr;
-    auto stage_off = [&](long long it) -> size_t {
-        const long long q = it / steps;
-        return (size_t)(lo + q) * per_batch + (size_t)(it - q * steps) * (TS * 4);
-    };
-
-    uint4 an[4], bn[4]; /* raw samples of a coming stage: A rows, B columns */
-    auto load_a = [&](long long it) {
-        const bool ok = a_src && it < niter;
-        const uint4 *p = ok ? reinterpret_cast<const uint4 *>(a_src + stage_off(it)) : nullptr;
-#pragma unroll
-        for (int k = 0; k < 4; k++)
-            an[k] = ok ? __ldg(p + 4 * k) : make_uint4(0, 0, 0, 0);
-    };
-    auto load_b = [&](long long it) {
-        const bool ok = b_src && it < niter;
-        const uint4 *p = ok ? reinterpret_cast<const uint4 *>(b_src + stage_off(it)) : nullptr;
-#pragma unroll
-        for (int k = 0; k < 4; k++)
-            bn[k] = ok ? __ldg(p + k) : make_uint4(0, 0, 0, 0);
-    };
-    auto store_b = [&](unsigned buf) {
-#pragma unroll
-        for (int p2 = 0; p2 < 2; p2++)
-#pragma unroll
-            for (int kc = 0; kc < 2; kc++) {
-                unsigned re[4], im[4];
-#pragma unroll
-                for (int k = 0; k < 4; k++) {
-                    re[k] = __byte_perm(kc ? bn[k].z : bn[k].x, kc ? bn[k].w : bn[k].y,
-                                        p2 ? 0x7632 : 0x5410);
-                    im[k] = cbf_corr_conj_perm(re[k]);
-                }
-#pragma unroll
-                for (int ps = 0; ps < 2; ps++) {
-                    /* odd antennas store their parts in the other order */
-                    const int part = ps ^ (bl & 1);
-                    const int c = 4 * bl + 2 * p2 + part;
-                    const unsigned addr =
-                        buf + (unsigned)c * 128u + ((unsigned)((2 * bks + kc) ^ (c & 7)) << 4);
-                    st_shared16(addr, part ? make_uint4(im[0], im[1], im[2], im[3])
-                                           : make_uint4(re[0], re[1], re[2], re[3]));
-                }
-            }
-    };
-    unsigned af[4][4]; /* A fragments of the stage being multiplied */
-    auto frag_a = [&]() {
-#pragma unroll
-        for (int ks = 0; ks < 4; ks++) {
-            af[ks][0] = __byte_perm(an[ks].x, an[ks].y, 0x5410); /* row g: pol 0 */
-            af[ks][1] = __byte_perm(an[ks].x, an[ks].y, 0x7632); /* row g + 8: pol 1 */
-            af[ks][2] = __byte_perm(an[ks].z, an[ks].w, 0x5410);
-            af[ks][3] = __byte_perm(an[ks].z, an[ks].w, 0x7632);
-        }
-    };
-
-    int acc[128];
-#pragma unroll
-    for (int i = 0; i < 128; i++)
-        acc[i] = 0;
-    const size_t nbl = (size_t)n_ants * (n_ants + 1) / 2;
-    long long *acc_out = accum + blockIdx.z * accum_len + (size_t)chan * nbl * 8;
-    /* Accumulator j-th quad: rows g (p1 = 0) and g + 8 (p1 = 1), columns
-     * 8 j + 2 t + (0, 1) = antenna 2 j + t / 2, p2 = t % 2, (re, im): the
-     * products (0, p2) and (1, p2) are adjacent in SPEC.md order. */
-    auto flush = [&]() {
-#pragma unroll
-        for (int j = 0; j < 32; j++) {
-            const int a2 = tile.y + 2 * j + (t >> 1), p2 = t & 1;
-            if (a2 < n_ants && a1 <= a2) {
-                longlong2 *p = reinterpret_cast<longlong2 *>(
-                    acc_out + (((size_t)a2 * (a2 + 1) / 2 + a1) * 4 + 2 * p2) * 2);
-                longlong2 v0 = p[0], v1 = p[1];
-                v0.x += acc[4 * j];
-                v0.y += acc[4 * j + 1];
-                v1.x += acc[4 * j + 2];
-                v1.y += acc[4 * j + 3];
-                p[0] = v0;
-                p[1] = v1;
-            }
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                acc[4 * j + e] = 0;
-            /* one quad at a time: hoisting all 64 loads would spill */
-            asm volatile("" ::: "memory");
-        }
-    };
-
-    load_a(0);
-    load_b(0);
-    store_b(sbase);
-    frag_a();
-    load_a(1);
-    load_b(1);
-    fence_async_smem();
-    __syncthreads();
-    for (long long it0 = 0; it0 < niter; it0 += FLUSH_STAGES) {
-    const long long it1 = it0 + FLUSH_STAGES < niter ? it0 + FLUSH_STAGES : niter;
-    for (long long it = it0; it < it1; it++) {
-        const unsigned cur = sbase + (unsigned)(it & 1) * BBYTES;
-        /* every warpgroup multiplies (zeros past the last antenna): a
-         * branch around wgmma would make ptxas serialise them */
-#pragma unroll
-        for (int i = 0; i < 128; i++)
-            keep(acc[i]);
-        wg_fence();
-#pragma unroll
-        for (int ks = 0; ks < 4; ks++)
-            wgmma_n256(acc, af[ks], sw128_desc(cur + 32 * ks));
-        wg_commit();
-        /* while the tensor cores run: B of the next stage into the other
-         * buffer (last read by the MMAs waited for at the previous end) */
-        if (it + 1 < niter)
-            store_b(sbase + (unsigned)((it + 1) & 1) * BBYTES);
-        load_b(it + 2);
-        fence_async_smem();
-        wg_wait0();
-#pragma unroll
-        for (int i = 0; i < 128; i++)
-            keep(acc[i]);
-#pragma unroll
-        for (int ks = 0; ks < 4; ks++)
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                keep(af[ks][e]);
-        frag_a(); /* stage it + 1 */
-        load_a(it + 2);
-        __syncthreads(); /* B of stage it + 1 written; everyone done with stage it */
-    }
-    if (active)
-        flush();
-    }
-#else
-    __trap(); /* wgmma needs sm_90a */
-#endif
-}
-
-
-#define WS_THREADS 384 /* warpgroups 0, 1: multiply; 2: load and permute */
-#define NRING 3        /* stages in shared memory */
-#define ABYTES (TILE * 2 * TS * 2) /* one stage of A: 128 rows of 128 bytes */
-#define WS_SMEM (NRING * (ABYTES + BBYTES) + 1024)
-#define BAR_FULL 1  /* + stage: A and B written, multiply */
-#define BAR_EMPTY 4 /* + stage: read by both warpgroups' MMAs, overwrite */
-
-/* Warp-specialised version: warpgroup 2 loads the samples of A's and B's
- * antennas and writes the operands (A: (re, im) rows, B: (re, im) and
- * (-im, re) columns) into a ring of three stages in shared memory; named
- * barriers say FULL when a stage is written and EMPTY when both
- * multiplying warpgroups' MMAs on it completed. Warpgroups 0 and 1 only
- * multiply (A and B from shared memory) and keep one stage of wgmma in
- * flight (wait_group 1), so the tensor cores never drain between stages.
- * 384 threads leave 168 registers each: the 128 accumulators fit. */
-__global__ void __launch_bounds__(WS_THREADS, 1)
-    corr_wgmma_ws(const unsigned char *__restrict__ in, long long *__restrict__ accum,
-                  const int2 *__restrict__ tiles, int n_ants, int channels, int spectra,
-                  size_t b_begin, size_t b_end, size_t accum_len)
-{
-#ifdef CBF_SM90_DEVICE
-    extern __shared__ unsigned char smem_dyn[];
-    const unsigned sbase = ((unsigned)__cvta_generic_to_shared(smem_dyn) + 1023u) & ~1023u;
-    const int2 tile = tiles[blockIdx.x];
-    const int chan = blockIdx.y;
-    const size_t nb = b_end - b_begin, per = (nb + gridDim.z - 1) / gridDim.z;
-    const size_t lo = b_begin + blockIdx.z * per;
-    const size_t hi = lo + per < b_end ? lo + per : b_end;
-    if (lo >= hi)
-        return; /* uniform over the block */
-    const int steps = spectra / TS;
-    const long long niter = (long long)(hi - lo) * steps;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wg = warp >> 2, w = warp & 3;
-    const size_t per_ant = (size_t)channels * spectra * 4, per_batch = (size_t)n_ants * per_ant;
-    const size_t chan_off = (size_t)chan * spectra * 4;
-    /* stage s: A at sbase + s ABYTES, B at sbase + NRING ABYTES + s BBYTES */
-    const unsigned bbase = sbase + NRING * ABYTES;
-
-    if (wg == 2) {
-        /* units (antenna within the tile, 16-spectrum quarter q): antennas
-         * w 8 + lane / 4 and 32 + w 8 + lane / 4 of A's and of B's tile */
-        const int q = lane & 3;
-        int ul[2];
-        const unsigned char *asrc[2], *bsrc[2];
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            ul[r] = (w + 4 * r) * 8 + (lane >> 2);
-            const int aa = tile.x + ul[r], ba = tile.y + ul[r];
-            asrc[r] = aa < n_ants ? in + (size_t)aa * per_ant + chan_off + 64 * q : nullptr;
-            bsrc[r] = ba < n_ants ? in + (size_t)ba * per_ant + chan_off + 64 * q : nullptr;
-        }
-        uint4 rb[2][4], ra[4];
-        Cursor c = cursor_at(0, steps, lo, per_batch);
-        auto load = [&](uint4 (&d)[4], const unsigned char *src) {
-#pragma unroll
-            for (int k = 0; k < 4; k++)
-                d[k] = src ? __ldg(reinterpret_cast<const uint4 *>(src + c.off) + k)
-                           : make_uint4(0, 0, 0, 0);
-        };
-        load(rb[0], bsrc[0]);
-        load(rb[1], bsrc[1]);
-        int s = 0;
-        for (long long it = 0; it < niter; it++) {
-            if (it >= NRING)
-                bar_sync(BAR_EMPTY + s, WS_THREADS);
-            const unsigned abuf = sbase + (unsigned)s * ABYTES;
-            const unsigned bbuf = bbase + (unsigned)s * BBYTES;
-            /* B's samples are loaded a stage ahead; A's, which need fewer
-             * instructions, while B's are permuted (registers: one stage of
-             * B plus one A unit in flight) */
-            const Cursor cur = c;
-            cursor_next(c, steps, per_batch);
-            const bool more = it + 1 < niter;
-#pragma unroll
-            for (int r = 0; r < 2; r++) {
-                {
-                    const Cursor nx = c;
-                    c = cur;
-                    load(ra, asrc[r]);
-                    c = nx;
-                }
-                store_b_unit(rb[r], ul[r], q, bbuf);
-                if (more)
-                    load(rb[r], bsrc[r]);
-                store_a_unit(ra, ul[r], q, abuf);
-            }
-            fence_async_smem();
-            bar_arrive(BAR_FULL + s, WS_THREADS);
-            s = s + 1 == NRING ? 0 : s + 1;
-        }
-    } else {
-        const int g = lane >> 2, t = lane & 3;
-        const bool active = tile.x + 32 * wg < n_ants;
-        const int a1 = tile.x + 32 * wg + 8 * w + g;
-        const size_t nbl = (size_t)n_ants * (n_ants + 1) / 2;
-        long long *acc_out = accum + blockIdx.z * accum_len + (size_t)chan * nbl * 8;
-        int acc[128];
-#pragma unroll
-        for (int i = 0; i < 128; i++)
-            acc[i] = 0;
-        long long it = 0;
-        int s = 0;
-        for (long long it0 = 0; it0 < niter; it0 += FLUSH_STAGES) {
-            const long long it1 = it0 + FLUSH_STAGES < niter ? it0 + FLUSH_STAGES : niter;
-            for (; it < it1; it++) {
-                bar_sync(BAR_FULL + s, WS_THREADS);
-#pragma unroll
-                for (int i = 0; i < 128; i++)
-                    keep(acc[i]);
-                wg_fence();
-                const unsigned abuf = sbase + (unsigned)s * ABYTES + (unsigned)wg * 8192u;
-                const unsigned bbuf = bbase + (unsigned)s * BBYTES;
-#pragma unroll
-                for (int ks = 0; ks < 4; ks++)
-                    wgmma_ss_n256(acc, sw128_desc(abuf + 32 * ks), sw128_desc(bbuf + 32 * ks));
-                wg_commit();
-                wg_wait1(); /* stage it - 1 done: hand its buffers back */
-                if (it > 0 && it - 1 + NRING < niter)
-                    bar_arrive(BAR_EMPTY + (s == 0 ? NRING - 1 : s - 1), WS_THREADS);
-                s = s + 1 == NRING ? 0 : s + 1;
-            }
-            wg_wait0();
-#pragma unroll
-            for (int i = 0; i < 128; i++)
-                keep(acc[i]);
-            if (active)
-                flush_tile(acc, acc_out, a1, tile.y, t, n_ants);
-        }
-    }
-#else
-    __trap(); /* wgmma needs sm_90a */
-#endif
-}
-
-
-#define PNBUF 3 /* B stages in shared memory for the pipelined kernel */
-#define P_SMEM (PNBUF * BBYTES + 1024)
-#define P_FLUSH 1022 /* stages per flush: even (fragment sets alternate), <= 1023 */
-
-/* The same block and data flow as corr_wgmma, but with one stage of MMAs
- * kept in flight across the block barrier: three B buffers and two sets of
- * A fragments, wait_group 1 instead of 0, so the tensor cores do not drain
- * at every stage. */
-__global__ void __launch_bounds__(THREADS, 1)
-    corr_wgmma_pipe(const unsigned char *__restrict__ in, long long *__restrict__ accum,
-                    const int2 *__restrict__ tiles, int n_ants, int channels, int spectra,
-                    size_t b_begin, size_t b_end, size_t accum_len)
-{
-#ifdef CBF_SM90_DEVICE
-    extern __shared__ unsigned char smem_dyn[];
-    const unsigned sbase = ((unsigned)__cvta_generic_to_shared(smem_dyn) + 1023u) & ~1023u;
-    const int2 tile = tiles[blockIdx.x];
-    const int chan = blockIdx.y;
-    const size_t nb = b_end - b_begin, per = (nb + gridDim.z - 1) / gridDim.z;
-    const size_t lo = b_begin + blockIdx.z * per;
-    const size_t hi = lo + per < b_end ? lo + per : b_end;
-    if (lo >= hi)
-        return; /* uniform over the block */
-    const int steps = spectra / TS;
-    const long long niter = (long long)(hi - lo) * steps;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wg = warp >> 2, w = warp & 3;
-    const int g = lane >> 2, t = lane & 3;
-    const bool active = tile.x + 32 * wg < n_ants;
-    const int a1 = tile.x + 32 * wg + 8 * w + g;
+     * each stage (see store_b_unit). */
     const int bl = warp * 8 + (lane >> 2), bks = lane & 3;
     const int b_ant = tile.y + bl;
     const size_t per_ant = (size_t)channels * spectra * 4, per_batch = (size_t)n_ants * per_ant;
@@ -652,8 +247,8 @@ __global__ void __launch_bounds__(THREADS, 1)
         a1 < n_ants ? in + (size_t)a1 * per_ant + chan_off + 16 * t : nullptr;
     const unsigned char *b_src =
         b_ant < n_ants ? in + (size_t)b_ant * per_ant + chan_off + 64 * bks : nullptr;
-    Cursor ca = cursor_at(0, steps, lo, per_batch), cb = ca;
-    uint4 an[4], bn[4];
+    Cursor ca = cursor_at(0, steps, lo, per_batch), cb = ca; /* stage of an, bn */
+    uint4 an[4], bn[4]; /* raw samples of a coming stage: A rows, B columns */
     auto load_a = [&]() {
 #pragma unroll
         for (int k = 0; k < 4; k++)
@@ -668,7 +263,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     };
     const size_t nbl = (size_t)n_ants * (n_ants + 1) / 2;
     long long *acc_out = accum + blockIdx.z * accum_len + (size_t)chan * nbl * 8;
-    unsigned af0[4][4], af1[4][4];
+    unsigned af[4][4]; /* A fragments of the stage being multiplied */
     int acc[128];
 #pragma unroll
     for (int i = 0; i < 128; i++)
@@ -677,7 +272,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     load_a();
     load_b();
     store_b_unit(bn, bl, bks, sbase);
-    frag_a(an, af0);
+    frag_a(an, af);
     cursor_next(ca, steps, per_batch);
     cursor_next(cb, steps, per_batch);
     if (niter > 1) {
@@ -687,58 +282,41 @@ __global__ void __launch_bounds__(THREADS, 1)
     fence_async_smem();
     __syncthreads();
     long long it = 0;
-    int s = 0; /* B buffer of stage it */
-    auto step = [&](unsigned (&cur)[4][4], unsigned (&nx)[4][4]) {
+    for (long long it0 = 0; it0 < niter; it0 += FLUSH_STAGES) {
+        const long long it1 = it0 + FLUSH_STAGES < niter ? it0 + FLUSH_STAGES : niter;
+        for (; it < it1; it++) {
+            const unsigned cur = sbase + (unsigned)(it & 1) * BBYTES;
 #pragma unroll
-        for (int i = 0; i < 128; i++)
-            keep(acc[i]);
-        wg_fence();
-        const unsigned buf = sbase + (unsigned)s * BBYTES;
+            for (int i = 0; i < 128; i++)
+                keep(acc[i]);
+            wg_fence();
 #pragma unroll
-        for (int ks = 0; ks < 4; ks++)
-            wgmma_n256(acc, cur[ks], sw128_desc(buf + 32 * ks));
-        wg_commit();
-        const int s1 = s + 1 == PNBUF ? 0 : s + 1;
-        /* B of stage it + 1 into the buffer of stage it - 2, whose MMAs
-         * both warpgroups waited for before the last barrier */
-        if (it + 1 < niter)
-            store_b_unit(bn, bl, bks, sbase + (unsigned)s1 * BBYTES);
-        cursor_next(cb, steps, per_batch);
-        if (it + 2 < niter)
-            load_b();
-        wg_wait1(); /* stage it - 1 done: its fragments are free */
+            for (int ks = 0; ks < 4; ks++)
+                wgmma_n256(acc, af[ks], sw128_desc(cur + 32 * ks));
+            wg_commit();
+            /* while the tensor cores run: B of the next stage into the other
+             * buffer (last read by the MMAs waited for at the previous end) */
+            if (it + 1 < niter)
+                store_b_unit(bn, bl, bks, sbase + (unsigned)((it + 1) & 1) * BBYTES);
+            cursor_next(cb, steps, per_batch);
+            if (it + 2 < niter)
+                load_b();
+            fence_async_smem();
+            wg_wait0();
 #pragma unroll
-        for (int ks = 0; ks < 4; ks++)
+            for (int i = 0; i < 128; i++)
+                keep(acc[i]);
 #pragma unroll
-            for (int e = 0; e < 4; e++)
-                keep(nx[ks][e]);
-        frag_a(an, nx); /* stage it + 1 */
-        cursor_next(ca, steps, per_batch);
-        if (it + 2 < niter)
-            load_a();
-        fence_async_smem();
-        __syncthreads();
-        s = s1;
-        it++;
-    };
-    for (long long it0 = 0; it0 < niter; it0 += P_FLUSH) {
-        const long long it1 = it0 + P_FLUSH < niter ? it0 + P_FLUSH : niter;
-        while (it < it1) {
-            step(af0, af1);
-            if (it < it1)
-                step(af1, af0);
+            for (int ks = 0; ks < 4; ks++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    keep(af[ks][e]);
+            frag_a(an, af); /* stage it + 1 */
+            cursor_next(ca, steps, per_batch);
+            if (it + 2 < niter)
+                load_a();
+            __syncthreads(); /* B of stage it + 1 written; everyone done with stage it */
         }
-        wg_wait0();
-#pragma unroll
-        for (int i = 0; i < 128; i++)
-            keep(acc[i]);
-#pragma unroll
-        for (int ks = 0; ks < 4; ks++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                keep(af0[ks][e]);
-                keep(af1[ks][e]);
-            }
         if (active)
             flush_tile(acc, acc_out, a1, tile.y, t, n_ants);
     }
@@ -746,8 +324,6 @@ __global__ void __launch_bounds__(THREADS, 1)
     __trap(); /* wgmma needs sm_90a */
 #endif
 }
-
-static int sm90_variant = -1; /* 0: simple (default), 1: warp-specialised, 2: pipelined */
 
 int cbf_corr_sm90_fits(const cbf_corr_shape *s)
 {
@@ -766,19 +342,8 @@ cudaError_t cbf_corr_sm90_prepare(void)
         return e;
     if (major != 9 || minor != 0)
         return cudaErrorNoKernelImageForDevice; /* sm_90a code runs on 9.0 alone */
-    if (sm90_variant < 0) {
-        /* CBF_CORR_SM90=simple times the first version (cbf-bench only) */
-        const char *v = getenv("CBF_CORR_SM90");
-        sm90_variant = v && !strcmp(v, "ws") ? 1 : v && !strcmp(v, "pipe") ? 2 : 0;
-    }
     e = cudaFuncSetAttribute(corr_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              SMEM_BYTES);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(corr_wgmma_ws, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 WS_SMEM);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(corr_wgmma_pipe, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 P_SMEM);
     return e;
 }
 
@@ -787,18 +352,9 @@ cudaError_t cbf_corr_sm90_launch(const cbf_corr_job *job, const int2 *tiles, int
 {
     const cbf_corr_shape *s = &job->shape;
     dim3 grid((unsigned)ntiles, (unsigned)s->channels, (unsigned)job->slices);
-    if (sm90_variant == 0)
-        corr_wgmma<<<grid, THREADS, SMEM_BYTES, stream>>>(
-            job->in, (long long *)job->accum, tiles, s->n_ants, s->channels,
-            s->spectra_per_heap, job->batch_begin, job->batch_end, cbf_corr_accum_len(s));
-    else if (sm90_variant == 2)
-        corr_wgmma_pipe<<<grid, THREADS, P_SMEM, stream>>>(
-            job->in, (long long *)job->accum, tiles, s->n_ants, s->channels,
-            s->spectra_per_heap, job->batch_begin, job->batch_end, cbf_corr_accum_len(s));
-    else
-        corr_wgmma_ws<<<grid, WS_THREADS, WS_SMEM, stream>>>(
-            job->in, (long long *)job->accum, tiles, s->n_ants, s->channels,
-            s->spectra_per_heap, job->batch_begin, job->batch_end, cbf_corr_accum_len(s));
+    corr_wgmma<<<grid, THREADS, SMEM_BYTES, stream>>>(
+        job->in, (long long *)job->accum, tiles, s->n_ants, s->channels, s->spectra_per_heap,
+        job->batch_begin, job->batch_end, cbf_corr_accum_len(s));
     return cudaGetLastError();
 }
 
