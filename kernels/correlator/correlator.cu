@@ -130,8 +130,9 @@ __global__ void __launch_bounds__(THREADS)
 
     const int2 tile = tiles[blockIdx.x];
     const int chan = blockIdx.y;
-    size_t lo, hi;
-    cbf_corr_slice_range(b_begin, b_end, &lo, &hi);
+    const size_t nb = b_end - b_begin, per = (nb + gridDim.z - 1) / gridDim.z;
+    const size_t lo = b_begin + blockIdx.z * per;
+    const size_t hi = lo + per < b_end ? lo + per : b_end;
     if (lo >= hi)
         return; /* uniform over the block */
     const int steps = spectra / TT;

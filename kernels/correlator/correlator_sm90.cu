@@ -23,12 +23,8 @@
  * 12, 13) in its first 16 bytes and (2, 3, 6, 7, ...) in its second, the
  * order the A fragment (thread t: bytes 4t..4t+3 and 16+4t..) makes
  * natural; B is written in the same order, and k is summed over.
- *
- * Each stage: issue the four MMAs, write the next stage's B into the other
- * buffer and start the loads of the stage after it, wait for the MMAs,
- * build the next A fragments, block barrier. (Warp-specialised and
- * wait_group-1 pipelined versions were tried and were slower on the H100:
- * docs/performance.md.)
+ * (Warp-specialised and wait_group-1 pipelined versions were tried and were
+ * slower on the H100: docs/performance.md.)
  *
  * int32 exactness: one stage adds at most 64 x 2 x 127^2 per element, so
  * 1023 stages (65472 spectra) stay below 2^31; registers are flushed into
@@ -115,102 +111,6 @@ __device__ __forceinline__ uint64_t sw128_desc(unsigned saddr)
     return (uint64_t)((saddr & 0x3FFFFu) >> 4) | ((uint64_t)1 << 16) |
            ((uint64_t)(1024 >> 4) << 32) | ((uint64_t)1 << 62);
 }
-
-/* Where stage `it` of a block's batch range starts, relative to a sample
- * stream's first byte, advanced one stage at a time (no division in the
- * loop). */
-struct Cursor {
-    size_t off;
-    int step;
-};
-__device__ __forceinline__ Cursor cursor_at(long long it, int steps, size_t lo, size_t per_batch)
-{
-    const long long q = it / steps;
-    const int st = (int)(it - q * steps);
-    return Cursor{(size_t)(lo + q) * per_batch + (size_t)st * (TS * 4), st};
-}
-__device__ __forceinline__ void cursor_next(Cursor &c, int steps, size_t per_batch)
-{
-    c.off += TS * 4;
-    if (++c.step == steps) {
-        c.step = 0;
-        c.off += per_batch - (size_t)steps * (TS * 4);
-    }
-}
-
-/* B columns of one antenna (bl within the tile) for spectra 16 bks .. + 15
- * of a stage, from its raw samples bn (4 spectra, both pols, per uint4):
- * columns 4 bl + 2 p2 + (0: (re, im), 1: (-im, re)), 16-byte chunk
- * 2 bks + kc of the 128-byte row, swizzled. Odd antennas store their two
- * parts in the other order, so that the 8 lanes of a store phase (two
- * antennas x four bks) hit 8 distinct 16-byte bank groups. */
-__device__ __forceinline__ void store_b_unit(const uint4 bn[4], int bl, int bks, unsigned buf)
-{
-#pragma unroll
-    for (int p2 = 0; p2 < 2; p2++)
-#pragma unroll
-        for (int kc = 0; kc < 2; kc++) {
-            unsigned re[4], im[4];
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                re[k] = __byte_perm(kc ? bn[k].z : bn[k].x, kc ? bn[k].w : bn[k].y,
-                                    p2 ? 0x7632 : 0x5410);
-                im[k] = cbf_corr_conj_perm(re[k]);
-            }
-#pragma unroll
-            for (int ps = 0; ps < 2; ps++) {
-                const int part = ps ^ (bl & 1);
-                const int c = 4 * bl + 2 * p2 + part;
-                const unsigned addr =
-                    buf + (unsigned)c * 128u + ((unsigned)((2 * bks + kc) ^ (c & 7)) << 4);
-                st_shared16(addr, part ? make_uint4(im[0], im[1], im[2], im[3])
-                                       : make_uint4(re[0], re[1], re[2], re[3]));
-            }
-        }
-}
-
-/* A fragments of one stage from a thread's raw samples (an[ks]: spectra
- * 16 ks + 4 t .. + 3 of its antenna, both pols): rows g (pol 0), g + 8
- * (pol 1); bytes 4t.. hold spectra 4t, 4t+1, bytes 16+4t.. 4t+2, 4t+3. */
-__device__ __forceinline__ void frag_a(const uint4 an[4], unsigned af[4][4])
-{
-#pragma unroll
-    for (int ks = 0; ks < 4; ks++) {
-        af[ks][0] = __byte_perm(an[ks].x, an[ks].y, 0x5410);
-        af[ks][1] = __byte_perm(an[ks].x, an[ks].y, 0x7632);
-        af[ks][2] = __byte_perm(an[ks].z, an[ks].w, 0x5410);
-        af[ks][3] = __byte_perm(an[ks].z, an[ks].w, 0x7632);
-    }
-}
-
-/* Adds a warpgroup's 64 x 256 int32 tile into the int64 accumulators and
- * zeroes it. Quad j: rows g (p1 = 0) and g + 8 (p1 = 1), columns
- * 8 j + 2 t + (0, 1) = antenna 2 j + t / 2, p2 = t % 2, (re, im): the
- * products (0, p2) and (1, p2) are adjacent in SPEC.md order. */
-__device__ __forceinline__ void flush_tile(int acc[128], long long *acc_out, int a1, int a2_0,
-                                           int t, int n_ants)
-{
-    /* 32-bit offsets: n_ants <= 4096 keeps them below 2^27 */
-#pragma unroll
-    for (int j = 0; j < 32; j++) {
-        const unsigned a2 = (unsigned)(a2_0 + 2 * j + (t >> 1));
-        if (a2 < (unsigned)n_ants && (unsigned)a1 <= a2) {
-            longlong2 *p = reinterpret_cast<longlong2 *>(
-                acc_out + ((a2 * (a2 + 1) / 2 + (unsigned)a1) * 4 + 2 * (t & 1)) * 2);
-            longlong2 v0 = p[0], v1 = p[1];
-            v0.x += acc[4 * j];
-            v0.y += acc[4 * j + 1];
-            v1.x += acc[4 * j + 2];
-            v1.y += acc[4 * j + 3];
-            p[0] = v0;
-            p[1] = v1;
-        }
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-            acc[4 * j + e] = 0;
-        asm volatile("" ::: "memory"); /* one quad at a time: hoisting all loads spills */
-    }
-}
 #endif
 
 __global__ void __launch_bounds__(THREADS, 1)
@@ -221,10 +121,12 @@ __global__ void __launch_bounds__(THREADS, 1)
 #ifdef CBF_SM90_DEVICE
     extern __shared__ unsigned char smem_dyn[];
     const unsigned sbase = ((unsigned)__cvta_generic_to_shared(smem_dyn) + 1023u) & ~1023u;
+
     const int2 tile = tiles[blockIdx.x];
     const int chan = blockIdx.y;
-    size_t lo, hi;
-    cbf_corr_slice_range(b_begin, b_end, &lo, &hi);
+    const size_t nb = b_end - b_begin, per = (nb + gridDim.z - 1) / gridDim.z;
+    const size_t lo = b_begin + blockIdx.z * per;
+    const size_t hi = lo + per < b_end ? lo + per : b_end;
     if (lo >= hi)
         return; /* uniform over the block */
     const int steps = spectra / TS;
@@ -232,93 +134,150 @@ __global__ void __launch_bounds__(THREADS, 1)
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wg = warp >> 2, w = warp & 3;
     const int g = lane >> 2, t = lane & 3;
-    /* A warpgroup whose antennas all lie past the last one computes on
-     * zeros and writes nothing (a branch around wgmma would make ptxas
-     * serialise them). */
+    /* A warpgroup whose antennas all lie past the last one only loads. */
     const bool active = tile.x + 32 * wg < n_ants;
     const int a1 = tile.x + 32 * wg + 8 * w + g; /* this thread's A antenna */
     /* B: this thread permutes antenna tile.y + bl, spectra 16 bks .. + 15 of
-     * each stage (see store_b_unit). */
+     * each stage; lanes 4 apart take neighbouring antennas, which with the
+     * part swap below keeps the 16-byte stores free of bank conflicts. */
     const int bl = warp * 8 + (lane >> 2), bks = lane & 3;
     const int b_ant = tile.y + bl;
     const size_t per_ant = (size_t)channels * spectra * 4, per_batch = (size_t)n_ants * per_ant;
-    const size_t chan_off = (size_t)chan * spectra * 4;
     const unsigned char *a_src =
-        a1 < n_ants ? in + (size_t)a1 * per_ant + chan_off + 16 * t : nullptr;
+        a1 < n_ants ? in + (size_t)a1 * per_ant + (size_t)chan * spectra * 4 + 16 * t : nullptr;
     const unsigned char *b_src =
-        b_ant < n_ants ? in + (size_t)b_ant * per_ant + chan_off + 64 * bks : nullptr;
-    Cursor ca = cursor_at(0, steps, lo, per_batch), cb = ca; /* stage of an, bn */
+        b_ant < n_ants ? in + (size_t)b_ant * per_ant + (size_t)chan * spectra * 4 + 64 * bks
+                       : nullptr;
+    auto stage_off = [&](long long it) -> size_t {
+        const long long q = it / steps;
+        return (size_t)(lo + q) * per_batch + (size_t)(it - q * steps) * (TS * 4);
+    };
+
     uint4 an[4], bn[4]; /* raw samples of a coming stage: A rows, B columns */
-    auto load_a = [&]() {
+    auto load_a = [&](long long it) {
+        const bool ok = a_src && it < niter;
+        const uint4 *p = ok ? reinterpret_cast<const uint4 *>(a_src + stage_off(it)) : nullptr;
 #pragma unroll
         for (int k = 0; k < 4; k++)
-            an[k] = a_src ? __ldg(reinterpret_cast<const uint4 *>(a_src + ca.off) + 4 * k)
-                          : make_uint4(0, 0, 0, 0);
+            an[k] = ok ? __ldg(p + 4 * k) : make_uint4(0, 0, 0, 0);
     };
-    auto load_b = [&]() {
+    auto load_b = [&](long long it) {
+        const bool ok = b_src && it < niter;
+        const uint4 *p = ok ? reinterpret_cast<const uint4 *>(b_src + stage_off(it)) : nullptr;
 #pragma unroll
         for (int k = 0; k < 4; k++)
-            bn[k] = b_src ? __ldg(reinterpret_cast<const uint4 *>(b_src + cb.off) + k)
-                          : make_uint4(0, 0, 0, 0);
+            bn[k] = ok ? __ldg(p + k) : make_uint4(0, 0, 0, 0);
     };
-    const size_t nbl = (size_t)n_ants * (n_ants + 1) / 2;
-    long long *acc_out = accum + blockIdx.z * accum_len + (size_t)chan * nbl * 8;
+    auto store_b = [&](unsigned buf) {
+#pragma unroll
+        for (int p2 = 0; p2 < 2; p2++)
+#pragma unroll
+            for (int kc = 0; kc < 2; kc++) {
+                unsigned re[4], im[4];
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    re[k] = __byte_perm(kc ? bn[k].z : bn[k].x, kc ? bn[k].w : bn[k].y,
+                                        p2 ? 0x7632 : 0x5410);
+                    im[k] = cbf_corr_conj_perm(re[k]);
+                }
+#pragma unroll
+                for (int ps = 0; ps < 2; ps++) {
+                    /* odd antennas store their parts in the other order */
+                    const int part = ps ^ (bl & 1);
+                    const int c = 4 * bl + 2 * p2 + part;
+                    const unsigned addr =
+                        buf + (unsigned)c * 128u + ((unsigned)((2 * bks + kc) ^ (c & 7)) << 4);
+                    st_shared16(addr, part ? make_uint4(im[0], im[1], im[2], im[3])
+                                           : make_uint4(re[0], re[1], re[2], re[3]));
+                }
+            }
+    };
     unsigned af[4][4]; /* A fragments of the stage being multiplied */
+    auto frag_a = [&]() {
+#pragma unroll
+        for (int ks = 0; ks < 4; ks++) {
+            af[ks][0] = __byte_perm(an[ks].x, an[ks].y, 0x5410); /* row g: pol 0 */
+            af[ks][1] = __byte_perm(an[ks].x, an[ks].y, 0x7632); /* row g + 8: pol 1 */
+            af[ks][2] = __byte_perm(an[ks].z, an[ks].w, 0x5410);
+            af[ks][3] = __byte_perm(an[ks].z, an[ks].w, 0x7632);
+        }
+    };
+
     int acc[128];
 #pragma unroll
     for (int i = 0; i < 128; i++)
         acc[i] = 0;
+    const size_t nbl = (size_t)n_ants * (n_ants + 1) / 2;
+    long long *acc_out = accum + blockIdx.z * accum_len + (size_t)chan * nbl * 8;
+    /* Accumulator j-th quad: rows g (p1 = 0) and g + 8 (p1 = 1), columns
+     * 8 j + 2 t + (0, 1) = antenna 2 j + t / 2, p2 = t % 2, (re, im): the
+     * products (0, p2) and (1, p2) are adjacent in SPEC.md order. */
+    auto flush = [&]() {
+#pragma unroll
+        for (int j = 0; j < 32; j++) {
+            const int a2 = tile.y + 2 * j + (t >> 1), p2 = t & 1;
+            if (a2 < n_ants && a1 <= a2) {
+                longlong2 *p = reinterpret_cast<longlong2 *>(
+                    acc_out + (((size_t)a2 * (a2 + 1) / 2 + a1) * 4 + 2 * p2) * 2);
+                longlong2 v0 = p[0], v1 = p[1];
+                v0.x += acc[4 * j];
+                v0.y += acc[4 * j + 1];
+                v1.x += acc[4 * j + 2];
+                v1.y += acc[4 * j + 3];
+                p[0] = v0;
+                p[1] = v1;
+            }
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                acc[4 * j + e] = 0;
+            /* one quad at a time: hoisting all 64 loads would spill */
+            asm volatile("" ::: "memory");
+        }
+    };
 
-    load_a();
-    load_b();
-    store_b_unit(bn, bl, bks, sbase);
-    frag_a(an, af);
-    cursor_next(ca, steps, per_batch);
-    cursor_next(cb, steps, per_batch);
-    if (niter > 1) {
-        load_a();
-        load_b();
-    }
+    load_a(0);
+    load_b(0);
+    store_b(sbase);
+    frag_a();
+    load_a(1);
+    load_b(1);
     fence_async_smem();
     __syncthreads();
-    long long it = 0;
     for (long long it0 = 0; it0 < niter; it0 += FLUSH_STAGES) {
-        const long long it1 = it0 + FLUSH_STAGES < niter ? it0 + FLUSH_STAGES : niter;
-        for (; it < it1; it++) {
-            const unsigned cur = sbase + (unsigned)(it & 1) * BBYTES;
+    const long long it1 = it0 + FLUSH_STAGES < niter ? it0 + FLUSH_STAGES : niter;
+    for (long long it = it0; it < it1; it++) {
+        const unsigned cur = sbase + (unsigned)(it & 1) * BBYTES;
+        /* every warpgroup multiplies (zeros past the last antenna): a
+         * branch around wgmma would make ptxas serialise them */
 #pragma unroll
-            for (int i = 0; i < 128; i++)
-                keep(acc[i]);
-            wg_fence();
+        for (int i = 0; i < 128; i++)
+            keep(acc[i]);
+        wg_fence();
 #pragma unroll
-            for (int ks = 0; ks < 4; ks++)
-                wgmma_n256(acc, af[ks], sw128_desc(cur + 32 * ks));
-            wg_commit();
-            /* while the tensor cores run: B of the next stage into the other
-             * buffer (last read by the MMAs waited for at the previous end) */
-            if (it + 1 < niter)
-                store_b_unit(bn, bl, bks, sbase + (unsigned)((it + 1) & 1) * BBYTES);
-            cursor_next(cb, steps, per_batch);
-            if (it + 2 < niter)
-                load_b();
-            fence_async_smem();
-            wg_wait0();
+        for (int ks = 0; ks < 4; ks++)
+            wgmma_n256(acc, af[ks], sw128_desc(cur + 32 * ks));
+        wg_commit();
+        /* while the tensor cores run: B of the next stage into the other
+         * buffer (last read by the MMAs waited for at the previous end) */
+        if (it + 1 < niter)
+            store_b(sbase + (unsigned)((it + 1) & 1) * BBYTES);
+        load_b(it + 2);
+        fence_async_smem();
+        wg_wait0();
 #pragma unroll
-            for (int i = 0; i < 128; i++)
-                keep(acc[i]);
+        for (int i = 0; i < 128; i++)
+            keep(acc[i]);
 #pragma unroll
-            for (int ks = 0; ks < 4; ks++)
+        for (int ks = 0; ks < 4; ks++)
 #pragma unroll
-                for (int e = 0; e < 4; e++)
-                    keep(af[ks][e]);
-            frag_a(an, af); /* stage it + 1 */
-            cursor_next(ca, steps, per_batch);
-            if (it + 2 < niter)
-                load_a();
-            __syncthreads(); /* B of stage it + 1 written; everyone done with stage it */
-        }
-        if (active)
-            flush_tile(acc, acc_out, a1, tile.y, t, n_ants);
+            for (int e = 0; e < 4; e++)
+                keep(af[ks][e]);
+        frag_a(); /* stage it + 1 */
+        load_a(it + 2);
+        __syncthreads(); /* B of stage it + 1 written; everyone done with stage it */
+    }
+    if (active)
+        flush();
     }
 #else
     __trap(); /* wgmma needs sm_90a */
@@ -342,9 +301,8 @@ cudaError_t cbf_corr_sm90_prepare(void)
         return e;
     if (major != 9 || minor != 0)
         return cudaErrorNoKernelImageForDevice; /* sm_90a code runs on 9.0 alone */
-    e = cudaFuncSetAttribute(corr_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             SMEM_BYTES);
-    return e;
+    return cudaFuncSetAttribute(corr_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                SMEM_BYTES);
 }
 
 cudaError_t cbf_corr_sm90_launch(const cbf_corr_job *job, const int2 *tiles, int ntiles,

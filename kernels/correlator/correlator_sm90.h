@@ -20,16 +20,6 @@ __device__ __forceinline__ unsigned cbf_corr_conj_perm(unsigned v)
 {
     return __byte_perm(v, 0x00FF00FFu - (v & 0xFF00FF00u), 0x2705);
 }
-
-/* Batches [lo, hi) of this block's slice (blockIdx.z of gridDim.z) of
- * [b_begin, b_end); lo >= hi when the slice is empty. */
-__device__ __forceinline__ void cbf_corr_slice_range(size_t b_begin, size_t b_end, size_t *lo,
-                                                     size_t *hi)
-{
-    const size_t nb = b_end - b_begin, per = (nb + gridDim.z - 1) / gridDim.z;
-    *lo = b_begin + blockIdx.z * per;
-    *hi = *lo + per < b_end ? *lo + per : b_end;
-}
 #endif
 
 /* 1 when the shape suits the kernel: 8-bit, spectra_per_heap a multiple of
