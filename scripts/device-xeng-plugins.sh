@@ -16,7 +16,7 @@ B=${XENG_BUILD:-build-device-xeng-plugins}
 L="$OUT/xeng-plugins.log"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$L" 2>&1
 cat "$L"
-targets=(tests/xeng/test_xeng tests/xeng/test_xeng_pipeline tools/cbf-run)
+targets=(tests/xeng/test_xeng tests/xeng/test_xeng_pipeline tests/xeng/cbf_xeng_to_device.so tools/cbf-run)
 for p in fsim correlator reducer filesink dsim pfb fft_post gather; do
     targets+=("plugins/$p/cbf_$p.so")
 done

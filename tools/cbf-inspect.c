@@ -1,7 +1,7 @@
 /* cbf-inspect: what plugins this installation has, and what each accepts.
  *
  *   cbf-inspect [--plugin-path DIR]...          one line per plugin
- *   cbf-inspect [--plugin-path DIR]... NAME     its parameters and ports
+ *   cbf-inspect [--plugin-path DIR]... NAME     its parameters, ports and requests
  *
  * Exit status: 0, 1 when a plugin file is broken (the registry refuses to
  * start with one), 2 for a usage error or an unknown plugin name. */
@@ -80,6 +80,30 @@ static void limits(const cbf_param_decl *p, char *buf, size_t n)
     }
 }
 
+/* A declaration table (parameters, or a request's arguments) as columns. */
+static void show_decls(const cbf_param_decl *decls, int n, const char *indent, int header)
+{
+    int wn = 4, wt = 4, wd = 7, wl = 6;
+    char lim[512];
+    for (int i = 0; i < n; i++) {
+        const cbf_param_decl *p = &decls[i];
+        limits(p, lim, sizeof lim);
+        wn = (int)fmax(wn, strlen(p->name));
+        wt = (int)fmax(wt, strlen(type_name(p->type)));
+        wd = (int)fmax(wd, strlen(p->def ? p->def : "required"));
+        wl = (int)fmax(wl, strlen(lim));
+    }
+    if (header)
+        printf("%s%-*s  %-*s  %-*s  %-*s  %s\n", indent, wn, "NAME", wt, "TYPE", wd, "DEFAULT", wl,
+               "LIMITS", "DESCRIPTION");
+    for (int i = 0; i < n; i++) {
+        const cbf_param_decl *p = &decls[i];
+        limits(p, lim, sizeof lim);
+        printf("%s%-*s  %-*s  %-*s  %-*s  %s\n", indent, wn, p->name, wt, type_name(p->type), wd,
+               p->def ? (p->def[0] ? p->def : "\"\"") : "required", wl, lim, p->doc ? p->doc : "");
+    }
+}
+
 static void show_params(const cbf_plugin_desc *d)
 {
     printf("\nParameters:\n");
@@ -87,23 +111,7 @@ static void show_params(const cbf_plugin_desc *d)
         printf("  (none)\n");
         return;
     }
-    int wn = 4, wt = 4, wd = 7, wl = 6;
-    char lim[512];
-    for (int i = 0; i < d->n_params; i++) {
-        const cbf_param_decl *p = &d->params[i];
-        limits(p, lim, sizeof lim);
-        wn = (int)fmax(wn, strlen(p->name));
-        wt = (int)fmax(wt, strlen(type_name(p->type)));
-        wd = (int)fmax(wd, strlen(p->def ? p->def : "required"));
-        wl = (int)fmax(wl, strlen(lim));
-    }
-    printf("  %-*s  %-*s  %-*s  %-*s  %s\n", wn, "NAME", wt, "TYPE", wd, "DEFAULT", wl, "LIMITS", "DESCRIPTION");
-    for (int i = 0; i < d->n_params; i++) {
-        const cbf_param_decl *p = &d->params[i];
-        limits(p, lim, sizeof lim);
-        printf("  %-*s  %-*s  %-*s  %-*s  %s\n", wn, p->name, wt, type_name(p->type), wd,
-               p->def ? (p->def[0] ? p->def : "\"\"") : "required", wl, lim, p->doc ? p->doc : "");
-    }
+    show_decls(d->params, d->n_params, "  ", 1);
 }
 
 static void show_ports(const cbf_plugin_desc *d)
@@ -126,6 +134,20 @@ static void show_ports(const cbf_plugin_desc *d)
                  p->multi ? ", multi" : "");
         printf("  %-*s  %-6s  %-*s  %-14s  %s\n", wn, p->name, p->dir == CBF_PORT_IN ? "input" : "output",
                wt, p->type, wiring, p->doc ? p->doc : "");
+    }
+}
+
+static void show_requests(const cbf_plugin_desc *d)
+{
+    printf("\nRequests (cbf-ctl; docs/control.md):\n");
+    if (!d->n_requests) {
+        printf("  (none)\n");
+        return;
+    }
+    for (int i = 0; i < d->n_requests; i++) {
+        const cbf_request_decl *r = &d->requests[i];
+        printf("  %s: %s\n", r->name, r->doc ? r->doc : "");
+        show_decls(r->args, r->n_args, "    ", 0);
     }
 }
 
@@ -160,6 +182,7 @@ static int show_one(const cbf_registry *reg, const char *name)
         printf("file: %s\n", cbf_registry_path_at(reg, i));
         show_params(d);
         show_ports(d);
+        show_requests(d);
         return 0;
     }
     const char *near = NULL;

@@ -28,7 +28,11 @@ struct cbf_engine {
     cbf_error first_err;
 
     bool ran, torn_down;
+    cbf_control *control;      /* REP requests, PUB sensors (NULL: none configured) */
 };
+
+const cbf_graph *cbf_rt_engine_graph(const cbf_engine *e) { return e->g; }
+cbf_node *cbf_rt_engine_node(cbf_engine *e, size_t i) { return i < e->g->n_nodes ? &e->nodes[i] : NULL; }
 
 static atomic_flag said_no_gpu = ATOMIC_FLAG_INIT;
 
@@ -138,6 +142,7 @@ static int build(cbf_engine *e, cbf_error *err)
         n->gpu_device = e->gpu_device;
         n->stopping = &e->stopping;
         n->aborting = &e->aborting;
+        cbf_rt_node_mailbox_init(n);
         int np = n->g->plugin->n_ports;
         n->slots = calloc(np ? (size_t)np : 1, sizeof *n->slots);
         if (!n->slots)
@@ -231,6 +236,7 @@ static void release(cbf_engine *e)
                 free(s->ports);
             }
             free(n->slots);
+            cbf_rt_node_mailbox_destroy(n);
         }
     }
     if (e->inputs)
@@ -285,6 +291,8 @@ int cbf_engine_create(cbf_graph *g, cbf_engine **out, cbf_error *err)
         rc = build(e, err);
     if (rc == CBF_OK)
         rc = init_nodes(e, err);
+    if (rc == CBF_OK)
+        rc = cbf_rt_control_open(e, &e->control, err);
     if (rc != CBF_OK) {
         /* fini runs for every node whose init was called, the failing one
          * included: init may have allocated before it failed. */
@@ -345,6 +353,7 @@ static void *node_main(void *arg)
     if (rc == CBF_ESTOPPED && atomic_load(&e->aborting))
         rc = CBF_OK;  /* unwinding after another node's error: not a second error */
     n->rc = rc < 0 ? rc : CBF_OK;
+    cbf_rt_node_mailbox_close(n);
     if (n->rc < 0)
         fail(e, n, n->rc, &n->err);
     for (int pi = 0; pi < n->g->plugin->n_ports; pi++) {
@@ -368,6 +377,13 @@ int cbf_engine_run(cbf_engine *e, cbf_error *err)
         return cbf_error_set(err, CBF_EINVAL, "engine: run may be called once");
     e->ran = true;
     atomic_store(&e->t_start_ns, cbf_rt_now_ns());
+    if (e->control) {
+        int crc = cbf_rt_control_start(e->control, err);
+        if (crc != CBF_OK) {
+            teardown(e, NULL);
+            return crc;
+        }
+    }
     size_t started = 0;
     for (; started < e->g->n_nodes; started++) {
         cbf_node *n = &e->nodes[started];
@@ -381,6 +397,8 @@ int cbf_engine_run(cbf_engine *e, cbf_error *err)
     for (size_t i = 0; i < started; i++)
         pthread_join(e->nodes[i].thread, NULL);
     atomic_store(&e->t_end_ns, cbf_rt_now_ns());
+    cbf_rt_control_close(e->control);   /* a last sensor message, with the final counts */
+    e->control = NULL;
     cbf_error leak;
     cbf_error_clear(&leak);
     int lrc = teardown(e, &leak);
@@ -421,6 +439,8 @@ void cbf_engine_free(cbf_engine *e)
 {
     if (!e)
         return;
+    cbf_rt_control_close(e->control);
+    e->control = NULL;
     if (!e->torn_down) {
         cbf_error leak;
         teardown(e, &leak);

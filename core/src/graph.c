@@ -520,7 +520,7 @@ static int parse_nodes(loader *L, const yaml_node_t *m)
         rc = apply_overrides(L);
     for (size_t i = 0; i < n && !rc; i++) {
         cbf_graph_node *gn = &L->g->nodes[i];
-        cbf_params_ctx ctx = {L->g->path, gn->name, gn->where, gn->plugin->name};
+        cbf_params_ctx ctx = {L->g->path, gn->name, gn->where, gn->plugin->name, NULL};
         rc = cbf_params_build(gn->plugin->params, gn->plugin->n_params, L->src[i].kv, L->src[i].n_kv,
                               &ctx, &gn->params, L->err);
     }

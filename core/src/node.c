@@ -64,6 +64,9 @@ int cbf_node_port_count(const cbf_node *n, const char *name)
 
 bool cbf_node_stopping(const cbf_node *n)
 {
+    /* Sources poll this between buffers: their requests are handled here. */
+    if (n == current_node)
+        cbf_rt_node_drain(current_node);
     return atomic_load(n->stopping) || atomic_load(n->aborting);
 }
 

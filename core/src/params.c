@@ -888,6 +888,10 @@ static int check_keys(const cbf_param_decl *decls, int n_decls, const cbf_kv *kv
             for (int j = 0; j < n_decls && nc < 256; j++)
                 cands[nc++] = decls[j].name;
             const char *near = cbf_closest_name(kv[i].key, cands, nc);
+            if (ctx->request)
+                return cbf_error_set(err, CBF_EINVAL, "request '%s' of node '%s' has no argument '%s'%s%s%s",
+                                     ctx->request, ctx->node, kv[i].key, near ? "; did you mean '" : "",
+                                     near ? near : "", near ? "'?" : "");
             return cbf_error_set(err, CBF_ECONFIG,
                                  "%s: node '%s': plugin '%s' has no parameter '%s'%s%s%s%s%s%s",
                                  kv[i].key_where, ctx->node, ctx->plugin, kv[i].key,
@@ -921,6 +925,9 @@ static int build_one(const cbf_param_decl *d, const cbf_kv *kv, size_t n_kv,
     if (src) {
         pv->given = true;
         if (read_value(d, src->doc, src->value, pv, &f)) {
+            if (ctx->request)
+                return cbf_error_set(err, CBF_EINVAL, "request '%s' of node '%s': argument '%s': %s",
+                                     ctx->request, ctx->node, d->name, f.why);
             char place[CBF_WHERE_MAX];
             if (src->override || !f.at)
                 snprintf(place, sizeof place, "%s", src->where);
@@ -937,6 +944,10 @@ static int build_one(const cbf_param_decl *d, const cbf_kv *kv, size_t n_kv,
             return cbf_error_set(err, CBF_EPLUGIN,
                                  "%s: node '%s': plugin '%s': default '%s' of parameter '%s' is not valid: %s",
                                  ctx->node_where, ctx->node, ctx->plugin, d->def, d->name, f.why);
+    } else if (ctx->request) {
+        return cbf_error_set(err, CBF_EINVAL, "request '%s' of node '%s': argument '%s' is required (%s%s%s)",
+                             ctx->request, ctx->node, d->name, type_word(d->type), d->doc ? ": " : "",
+                             d->doc ? d->doc : "");
     } else {
         return cbf_error_set(err, CBF_ECONFIG, "%s: node '%s': parameter '%s' is required (%s%s%s)",
                              ctx->node_where, ctx->node, d->name, type_word(d->type),

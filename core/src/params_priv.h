@@ -27,6 +27,8 @@ typedef struct cbf_params_ctx {
     const char *node;
     const char *node_where;
     const char *plugin;
+    const char *request;             /* arguments of this runtime request (control.c),
+                                        NULL for parameters; file is NULL then */
 } cbf_params_ctx;
 
 /* Validates the given values against the declarations, fills in defaults

@@ -15,6 +15,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +109,44 @@ static int check_ports(const cbf_plugin_desc *d, cbf_error *err)
     return 0;
 }
 
+/* Names the core answers itself (control.c) or reads from a request. */
+static const char *const reserved[] = {"requests", "sensors", "log-level", "shutdown", "request", "node"};
+
+static int check_requests(const cbf_plugin_desc *d, cbf_error *err)
+{
+    if (d->n_requests < 0 || (d->n_requests && !d->requests))
+        return cbf_error_set(err, CBF_EPLUGIN, "n_requests %d without a requests table", d->n_requests);
+    if (d->n_requests && !d->request)
+        return cbf_error_set(err, CBF_EPLUGIN, "declares requests but has no request function");
+    for (int i = 0; i < d->n_requests; i++) {
+        const cbf_request_decl *r = &d->requests[i];
+        bool ok = r->name && r->name[0];
+        for (const char *c = r->name; ok && *c; c++)
+            ok = (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '_';
+        if (!ok)
+            return cbf_error_set(err, CBF_EPLUGIN, "request name '%s' is not lower-case letters, digits, "
+                                 "'-' and '_'", r->name ? r->name : "(null)");
+        for (size_t k = 0; k < sizeof reserved / sizeof reserved[0]; k++)
+            if (!strcmp(r->name, reserved[k]))
+                return cbf_error_set(err, CBF_EPLUGIN, "request name '%s' is reserved for the core", r->name);
+        for (int j = 0; j < i; j++)
+            if (!strcmp(d->requests[j].name, r->name))
+                return cbf_error_set(err, CBF_EPLUGIN, "request '%s' is declared twice", r->name);
+        int rc = cbf_params_check_decls(r->args, r->n_args, err);
+        if (rc)
+            return cbf_error_prefix(err, "request '%s'", r->name);
+        for (int j = 0; j < r->n_args; j++) {
+            if (r->args[j].type == CBF_PARAM_RECORDS)
+                return cbf_error_set(err, CBF_EPLUGIN, "request '%s': argument '%s': records are not "
+                                     "accepted in requests", r->name, r->args[j].name);
+            if (!strcmp(r->args[j].name, "request") || !strcmp(r->args[j].name, "node"))
+                return cbf_error_set(err, CBF_EPLUGIN, "request '%s': argument name '%s' is reserved",
+                                     r->name, r->args[j].name);
+        }
+    }
+    return 0;
+}
+
 static int check_desc(const cbf_plugin_desc *d, cbf_error *err)
 {
     if (!d->name || !d->name[0])
@@ -117,6 +156,8 @@ static int check_desc(const cbf_plugin_desc *d, cbf_error *err)
     int rc = cbf_params_check_decls(d->params, d->n_params, err);
     if (!rc)
         rc = check_ports(d, err);
+    if (!rc)
+        rc = check_requests(d, err);
     if (rc)
         cbf_error_prefix(err, "plugin '%s'", d->name);
     return rc;

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "cbf/buffer.h"
+#include "cbf/control.h"
 #include "cbf/graph.h"
 #include "cbf/node.h"
 #include "cbf/port.h"
@@ -17,6 +18,7 @@
 
 #define CBF_RT_HIDDEN __attribute__((visibility("hidden")))
 #define CBF_MAX_COUNTERS 16
+#define CBF_MAX_GAUGES 16
 #define CBF_COUNTER_NAME_MAX 32
 
 /* ---- clock ---- */
@@ -70,6 +72,23 @@ struct cbf_counter {
     atomic_uint_least64_t value;
 };
 
+struct cbf_gauge {
+    char name[CBF_COUNTER_NAME_MAX];
+    atomic_uint_least64_t bits;   /* the double's bits */
+};
+
+/* One runtime request on its way to a node (request.c, control.c). The
+ * control thread owns it; the node thread fills rc/err/reply and sets done. */
+struct cbf_request {
+    const cbf_request_decl *decl;
+    cbf_params *args;
+    struct cbf_reply *reply;
+    int rc;
+    cbf_error err;
+    bool taken, done;
+    struct cbf_request *next;
+};
+
 typedef struct cbf_port_slot {
     const cbf_port_decl *decl;
     cbf_port **ports;      /* inputs: one per edge in to_index order; outputs: one or none */
@@ -93,6 +112,16 @@ struct cbf_node {
 
     struct cbf_counter counters[CBF_MAX_COUNTERS];
     atomic_int n_counters;
+    struct cbf_gauge gauges[CBF_MAX_GAUGES];
+    atomic_int n_gauges;
+
+    /* Mailbox of runtime requests (request.c): the control thread queues,
+     * the node's thread takes them between buffers. */
+    pthread_mutex_t mb_mu;
+    pthread_cond_t mb_cv;
+    struct cbf_request *mb_head;
+    atomic_bool mb_pending;
+    bool mb_closed;        /* run has returned: no more requests */
 
     /* Engine bookkeeping. */
     bool init_called;
@@ -108,6 +137,34 @@ CBF_RT_HIDDEN void cbf_rt_node_set_current(cbf_node *n);
 /* Adds blocked time to a node's wait counters (n may be NULL). */
 CBF_RT_HIDDEN void cbf_rt_node_add_wait(cbf_node *n, bool output, uint64_t ns);
 CBF_RT_HIDDEN void cbf_rt_node_stats(const cbf_node *n, uint64_t now_ns, cbf_node_stats *out);
+
+/* ---- requests (request.c) ---- */
+CBF_RT_HIDDEN void cbf_rt_node_mailbox_init(cbf_node *n);
+CBF_RT_HIDDEN void cbf_rt_node_mailbox_destroy(cbf_node *n);
+/* Node thread: handles what is queued. Cheap (one atomic load) when empty. */
+CBF_RT_HIDDEN int cbf_rt_node_drain(cbf_node *n);
+/* Node thread, after run returned: fails what is queued and refuses more. */
+CBF_RT_HIDDEN void cbf_rt_node_mailbox_close(cbf_node *n);
+/* Control thread: queues req, wakes the node, waits for it to be handled.
+ * When the node has not taken it within timeout_ms, it is withdrawn
+ * (nothing changed) and CBF_EIO returned with a message in req->err. */
+CBF_RT_HIDDEN int cbf_rt_node_submit(cbf_node *n, struct cbf_request *req, int timeout_ms);
+/* reply objects (jansson inside) */
+CBF_RT_HIDDEN struct cbf_reply *cbf_rt_reply_new(void);
+CBF_RT_HIDDEN void cbf_rt_reply_free(struct cbf_reply *r);
+CBF_RT_HIDDEN void *cbf_rt_reply_json(struct cbf_reply *r);   /* json_t *, borrowed */
+
+/* ---- engine internals the control thread reads (engine.c) ---- */
+CBF_RT_HIDDEN const cbf_graph *cbf_rt_engine_graph(const cbf_engine *e);
+CBF_RT_HIDDEN cbf_node *cbf_rt_engine_node(cbf_engine *e, size_t i);
+
+/* ---- control plane (control.c): REP requests, PUB sensors ---- */
+typedef struct cbf_control cbf_control;
+/* Binds the sockets the engine settings name (none: *out = NULL, 0). */
+CBF_RT_HIDDEN int cbf_rt_control_open(cbf_engine *e, cbf_control **out, cbf_error *err);
+CBF_RT_HIDDEN int cbf_rt_control_start(cbf_control *c, cbf_error *err);
+/* Stops the thread (publishing a last sensor message) and closes. */
+CBF_RT_HIDDEN void cbf_rt_control_close(cbf_control *c);
 
 /* ---- GPU glue (gpu_cuda.c / gpu_none.c) ---- */
 CBF_RT_HIDDEN int cbf_rt_gpu_alloc(cbf_mem_kind kind, size_t size, void **out, cbf_error *err);

@@ -117,7 +117,7 @@ __device__ __forceinline__ void load_bins(const float2 *__restrict__ z, int m, i
 /* eff[k][pol] = gain x exp(i (-pi d k / N + phi)): the delay and phase are
  * fixed for a run, so they are folded into the gains once per run rather
  * than evaluated again for every spectrum. */
-__global__ void eff_gain_kernel(const float2 *__restrict__ gains, int channels, float d0,
+__global__ void eff_gain_kernel(const float2 *__restrict__ gains, int channels, int k0, float d0,
                                 float d1, float ph0, float ph1, float2 *__restrict__ eff)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -125,7 +125,9 @@ __global__ void eff_gain_kernel(const float2 *__restrict__ gains, int channels, 
         return;
     int k = i >> 1, pol = i & 1;
     float d = pol ? d1 : d0, ph = pol ? ph1 : ph0;
-    eff[i] = cmul(gains[i], expi_pi(fmaf(-d / (float)channels, (float)k, ph * (float)M_1_PI)));
+    /* k0: the channel at DC (0 wideband, channels / 2 narrowband). */
+    eff[i] = cmul(gains[i],
+                  expi_pi(fmaf(-d / (float)channels, (float)(k - k0), ph * (float)M_1_PI)));
 }
 
 /* Gain (with delay and phase), quantise one value of one pol; returns its
@@ -270,6 +272,55 @@ __global__ void __launch_bounds__(TILE *ROWS_OF(N_UNZIP), BLOCKS_OF(N_UNZIP)) po
     }
 }
 
+/* Narrowband: channel c is bin c - N/2 (mod 2N) of one 2N-point transform.
+ * A block covers 32 channels x 32 spectra: loads run along the channels
+ * (consecutive bins but for the wrap at c = N/2), the transposed stores
+ * along the spectra as in post_kernel. */
+__global__ void __launch_bounds__(TILE * 8) post_complex_kernel(
+    const float2 *__restrict__ data, long long pol_stride, int channels, long long spectra,
+    int sph, int bits, const float2 *__restrict__ eff, void *out,
+    unsigned long long *sat_count)
+{
+    __shared__ unsigned tile[TILE][TILE + 1];
+    const int N = channels, c = blockIdx.x * TILE + threadIdx.x;
+    const int k = (c + 3 * N / 2) & (2 * N - 1);
+    const long long g0 = (long long)blockIdx.y * TILE;
+    unsigned sat[2] = {0, 0};
+    for (int ty = threadIdx.y; ty < TILE; ty += blockDim.y) {
+        long long g = g0 + ty;
+        if (g >= spectra)
+            continue;
+        unsigned packed = 0;
+#pragma unroll
+        for (int pol = 0; pol < 2; pol++) {
+            float2 x = __ldg(data + pol * pol_stride + g * 2LL * N + k);
+            packed |= finish(x, c, pol, eff, bits, &sat[pol]) << (pol * (bits == 8 ? 16 : 8));
+        }
+        tile[threadIdx.x][ty] = packed;
+    }
+    __syncthreads();
+    const int lane = threadIdx.x;
+    const long long g = g0 + lane;
+    if (g < spectra) {
+        const long long b = g / sph, t = g % sph;
+        for (int row = threadIdx.y; row < TILE; row += blockDim.y) {
+            long long idx = (b * N + blockIdx.x * TILE + row) * sph + t;
+            unsigned v = tile[row][lane];
+            if (bits == 8)
+                ((unsigned *)out)[idx] = v;
+            else
+                ((unsigned short *)out)[idx] = (unsigned short)v;
+        }
+    }
+    for (int pol = 0; pol < 2; pol++) {
+        unsigned v = sat[pol];
+        for (int off = 16; off; off >>= 1)
+            v += __shfl_down_sync(0xffffffffu, v, off);
+        if (lane == 0 && v)
+            atomicAdd(sat_count + pol, (unsigned long long)v);
+    }
+}
+
 extern "C" int cbf_fft_post_cuda_create(const cbf_fft_post_config *cfg, void *stream,
                                         cbf_fft_post_cuda **out, char *msg, size_t msglen)
 {
@@ -283,7 +334,7 @@ extern "C" int cbf_fft_post_cuda_create(const cbf_fft_post_config *cfg, void *st
     p->stream = (cudaStream_t)stream;
     *out = p;
     const int N = cfg->channels;
-    int m = N / cfg->unzip;
+    int m = cfg->complex_in ? 2 * N : N / cfg->unzip;
     cudaError_t e = cudaMalloc((void **)&p->gains, sizeof(float2) * 2 * N);
     if (e == cudaSuccess)
         e = cudaMalloc((void **)&p->eff, sizeof(float2) * 2 * N);
@@ -341,11 +392,11 @@ extern "C" int cbf_fft_post_cuda_set_gains(cbf_fft_post_cuda *plan, const float 
 static int check_args(const cbf_fft_post_cuda *plan, const cbf_fft_post_args *a, char *msg,
                       size_t msglen)
 {
-    size_t need = plan->cfg.spectra * 2 * (size_t)plan->cfg.channels;
+    size_t need = plan->cfg.spectra * cbf_fft_post_row_floats(&plan->cfg);
     if (a->data_pol_stride >= need)
         return 0;
     if (msg && msglen)
-        snprintf(msg, msglen, "fft_post: data_pol_stride %zu < spectra x 2 x channels %zu",
+        snprintf(msg, msglen, "fft_post: data_pol_stride %zu < spectra x row %zu floats",
                  a->data_pol_stride, need);
     return CBF_FFT_POST_EINVAL;
 }
@@ -380,16 +431,22 @@ extern "C" int cbf_fft_post_cuda_post(cbf_fft_post_cuda *plan, const cbf_fft_pos
     dim3 block(TILE, ROWS_OF(c->unzip));
     CUDA_TRY(cudaMemsetAsync(plan->sat, 0, 2 * sizeof(unsigned long long), plan->stream));
     eff_gain_kernel<<<(2 * c->channels + 255) / 256, 256, 0, plan->stream>>>(
-        plan->gains, c->channels, args->fine_delay[0], args->fine_delay[1], args->phase[0],
+        plan->gains, c->channels, c->complex_in ? c->channels / 2 : 0, args->fine_delay[0], args->fine_delay[1], args->phase[0],
         args->phase[1], plan->eff);
     CUDA_TRY(cudaGetLastError());
     const float2 *data = (const float2 *)args->data;
     long long ps = (long long)(args->data_pol_stride / 2);
+    if (c->complex_in) {
+        dim3 cgrid((unsigned)(c->channels / TILE), (unsigned)((c->spectra + TILE - 1) / TILE));
+        post_complex_kernel<<<cgrid, dim3(TILE, 8), 0, plan->stream>>>(
+            data, ps, c->channels, (long long)c->spectra, c->spectra_per_heap, c->out_bits,
+            plan->eff, args->out, plan->sat);
+    }
 #define LAUNCH(NU)                                                                           \
     post_kernel<NU><<<grid, block, 0, plan->stream>>>(                                       \
         data, ps, c->channels, (long long)c->spectra, c->spectra_per_heap, c->out_bits,      \
         plan->eff, args->out, plan->sat)
-    if (c->unzip == 1)
+    else if (c->unzip == 1)
         LAUNCH(1);
     else if (c->unzip == 2)
         LAUNCH(2);

@@ -16,6 +16,15 @@
  *     [batch] slab cut by channel range is a SPEC.md feng_raw heap. The
  *     Nyquist bin is dropped.
  *
+ * Narrowband (complex_in = 1, input from the pfb's complex FIR): one
+ * complex-to-complex transform of 2 x channels points per spectrum (no
+ * unzipping, no real-to-complex fix-up); of its bins only the inner half,
+ * k in [-channels/2, channels/2), is kept, output channel c being bin
+ * c - channels/2 (mod 2 x channels): channel 0 is the lowest frequency and
+ * DC (the mixer frequency) is channel channels/2. Gains are indexed by c,
+ * and the fine delay turns channel c by -pi d (c - channels/2) / channels
+ * with d in samples of the complex input (digitiser samples / decimation).
+ *
  * Return values are 0 or negative codes equal to cbf/error.h's CBF_E*. */
 #ifndef CBF_KERNEL_FFT_POST_H
 #define CBF_KERNEL_FFT_POST_H
@@ -37,6 +46,7 @@ typedef struct cbf_fft_post_config {
     int spectra_per_heap;    /* > 0 */
     size_t spectra;          /* spectra per run: a multiple of spectra_per_heap */
     int out_bits;            /* 8 (CI8) or 4 (CI4) */
+    int complex_in;          /* 0: wideband (real input); 1: narrowband, unzip must be 1 */
 } cbf_fft_post_config;
 
 int cbf_fft_post_config_check(const cbf_fft_post_config *cfg, char *msg, size_t msglen);
@@ -46,9 +56,10 @@ size_t cbf_fft_post_out_bytes(const cbf_fft_post_config *cfg);
 
 typedef struct cbf_fft_post_args {
     float *data;             /* FIR output, transformed in place (device for CUDA) */
-    size_t data_pol_stride;  /* floats from pol 0 to pol 1, >= spectra x 2 x channels */
+    size_t data_pol_stride;  /* floats from pol 0 to pol 1, >= spectra x 2 x channels
+                                (x 4 x channels when complex_in) */
     void *out;               /* cbf_fft_post_out_bytes bytes (device for CUDA) */
-    float fine_delay[2];     /* digitiser samples, per pol */
+    float fine_delay[2];     /* input samples of the FIR (digitiser samples in wideband), per pol */
     float phase[2];          /* radians, per pol */
 } cbf_fft_post_args;
 
@@ -81,6 +92,9 @@ int cbf_fft_post_cuda_run(cbf_fft_post_cuda *plan, const cbf_fft_post_args *args
 int cbf_fft_post_cuda_saturated(cbf_fft_post_cuda *plan, uint64_t saturated[2], char *msg,
                                 size_t msglen);
 void cbf_fft_post_cuda_destroy(cbf_fft_post_cuda *plan);
+
+/* Floats of FIR output per spectrum: 2 x channels, or 4 x channels when complex_in. */
+size_t cbf_fft_post_row_floats(const cbf_fft_post_config *cfg);
 
 /* Missing data: an output batch is present when all its spectra are. */
 void cbf_fft_post_batch_presence(const uint8_t *spectrum_present, size_t spectra,

@@ -24,7 +24,7 @@ int cbf_fft_post_cpu_create(const cbf_fft_post_config *cfg, cbf_fft_post_cpu **o
     int rc = cbf_fft_post_config_check(cfg, msg, msglen);
     if (rc)
         return rc;
-    const int N = cfg->channels, n = cfg->unzip, m = N / n;
+    const int N = cfg->channels, n = cfg->unzip, m = cfg->complex_in ? 2 * N : N / n;
     cbf_fft_post_cpu *p = calloc(1, sizeof(*p));
     fftwf_complex *scratch = fftwf_alloc_complex((size_t)m);
     if (p) {
@@ -53,7 +53,7 @@ int cbf_fft_post_cpu_create(const cbf_fft_post_config *cfg, cbf_fft_post_cpu **o
     }
     for (int i = 0; i < 2 * N; i++)
         p->gains[i] = 1.0f;
-    for (int r = 0; r < n; r++)
+    for (int r = 0; r < n && !cfg->complex_in; r++)
         for (int s = 0; s < m; s++) {
             double a = -2.0 * M_PI * r * s / N;
             p->twiddle[r * m + s] = (float)cos(a) + I * (float)sin(a);
@@ -143,21 +143,33 @@ static void post_spectrum(const cbf_fft_post_cpu *p, const cbf_fft_post_args *a,
     }
 }
 
+/* Narrowband: bins [-N/2, N/2) of the 2N-point transform, channel c from
+ * bin c - N/2 (mod 2N), so channel 0 is the lowest frequency. */
+static void post_complex_spectrum(const cbf_fft_post_cpu *p, const cbf_fft_post_args *a,
+                                  int pol, size_t sp, const float complex *z, uint64_t *sat)
+{
+    const int N = p->cfg.channels;
+    for (int c = 0; c < N; c++)
+        emit(p, a, pol, sp, c, z[(c + 3 * N / 2) & (2 * N - 1)], sat);
+}
+
 int cbf_fft_post_cpu_run(cbf_fft_post_cpu *plan, const cbf_fft_post_args *args,
                          uint64_t saturated[2], char *msg, size_t msglen)
 {
     const cbf_fft_post_config *c = &plan->cfg;
-    const size_t row = 2 * (size_t)c->channels, m = (size_t)(c->channels / c->unzip);
+    const size_t row = cbf_fft_post_row_floats(c);
+    const size_t m = c->complex_in ? row / 2 : (size_t)(c->channels / c->unzip);
     if (args->data_pol_stride < c->spectra * row) {
         if (msg && msglen)
-            snprintf(msg, msglen, "fft_post: data_pol_stride %zu < spectra x 2 x channels %zu",
+            snprintf(msg, msglen, "fft_post: data_pol_stride %zu < spectra x %zu floats",
                      args->data_pol_stride, c->spectra * row);
         return CBF_FFT_POST_EINVAL;
     }
     /* Delay and phase are fixed for a run: one rotation per channel. */
     for (int k = 0; k < c->channels; k++)
         for (int pol = 0; pol < 2; pol++) {
-            double ang = -M_PI * (double)args->fine_delay[pol] * k / c->channels + args->phase[pol];
+            double kk = c->complex_in ? k - c->channels / 2 : k;
+            double ang = -M_PI * (double)args->fine_delay[pol] * kk / c->channels + args->phase[pol];
             plan->rot[2 * k + pol] = (float)cos(ang) + I * (float)sin(ang);
         }
     for (int pol = 0; pol < 2; pol++) {
@@ -168,7 +180,11 @@ int cbf_fft_post_cpu_run(cbf_fft_post_cpu *plan, const cbf_fft_post_args *args,
                 fftwf_complex *v = (fftwf_complex *)d + (size_t)r * m;
                 fftwf_execute_dft(plan->plan, v, v);
             }
-            post_spectrum(plan, args, pol, sp, (const float complex *)d, &saturated[pol]);
+            if (c->complex_in)
+                post_complex_spectrum(plan, args, pol, sp, (const float complex *)d,
+                                      &saturated[pol]);
+            else
+                post_spectrum(plan, args, pol, sp, (const float complex *)d, &saturated[pol]);
         }
     }
     return 0;

@@ -19,6 +19,10 @@ int cbf_fft_post_config_check(const cbf_fft_post_config *cfg, char *msg, size_t 
         why = "spectra must be a positive multiple of spectra_per_heap";
     else if (cfg->out_bits != 8 && cfg->out_bits != 4)
         why = "out_bits must be 8 or 4";
+    else if (cfg->complex_in != 0 && cfg->complex_in != 1)
+        why = "complex_in must be 0 or 1";
+    else if (cfg->complex_in && cfg->unzip != 1)
+        why = "complex (narrowband) input needs unzip 1";
     if (!why)
         return 0;
     if (msg && msglen)
@@ -31,6 +35,11 @@ int cbf_fft_post_config_check(const cbf_fft_post_config *cfg, char *msg, size_t 
 size_t cbf_fft_post_out_bytes(const cbf_fft_post_config *cfg)
 {
     return cfg->spectra * (size_t)cfg->channels * 2 * (cfg->out_bits == 8 ? 2 : 1);
+}
+
+size_t cbf_fft_post_row_floats(const cbf_fft_post_config *cfg)
+{
+    return (cfg->complex_in ? 4 : 2) * (size_t)cfg->channels;
 }
 
 void cbf_fft_post_batch_presence(const uint8_t *spectrum_present, size_t spectra,

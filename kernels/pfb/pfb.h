@@ -86,6 +86,35 @@ int cbf_pfb_cuda_power(cbf_pfb_cuda *plan, void *stream, uint64_t power[2], char
                        size_t msglen);
 void cbf_pfb_cuda_destroy(cbf_pfb_cuda *plan);
 
+/* Narrowband (complex) FIR, for the ddc output (cbf.ddc.complex): complex
+ * float32 (re, im) input [pol][sample], step = 2 x channels complex samples
+ * per spectrum (the 2N-point complex transform whose outer half fft_post
+ * discards). Re and im are two independent real streams filtered with the
+ * same weights, the weight index being the complex sample's (the float
+ * index halved):
+ *   y[j] = sum_t w[t step + j] x[start + s step + t step + j], j < step,
+ * with cbf_pfb_weights(channels, ...) (step x taps). Output
+ * [pol][spectra][step complex] in natural order: no unzipping, fft_post's
+ * complex mode transforms all 2N points in one FFT. No digitiser power
+ * (the seed leaves it to the wideband PFB). */
+typedef struct cbf_pfb_cjob {
+    int channels;            /* power of two, 64..65536 (output channels) */
+    int taps;                /* 1..16 */
+    const float *in[2];      /* complex per pol (device memory for CUDA) */
+    size_t in_samples;       /* complex samples readable in each in[pol] */
+    int64_t start[2];        /* first complex sample of spectrum 0's window */
+    size_t spectra;
+    float *out;              /* [pol][spectra][2 x step floats] (device for CUDA) */
+    size_t out_pol_stride;   /* floats from pol 0 to pol 1, >= spectra x 2 x step */
+} cbf_pfb_cjob;
+
+int cbf_pfb_cjob_check(const cbf_pfb_cjob *job, char *msg, size_t msglen);
+int cbf_pfb_fir_complex_cpu(const cbf_pfb_cjob *job, const float *weights, char *msg,
+                            size_t msglen);
+/* Uses a plan made by cbf_pfb_cuda_create(channels, taps, weights). */
+int cbf_pfb_cuda_run_complex(cbf_pfb_cuda *plan, const cbf_pfb_cjob *job, void *stream,
+                             char *msg, size_t msglen);
+
 /* Missing data: heap_present[pol][heaps] flags (1 present) for heaps of
  * heap_samples samples, heap 0 starting at sample 0 of the input. Spectrum s
  * is present when every heap its window [start[pol] + s step, + W) touches

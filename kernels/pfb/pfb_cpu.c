@@ -74,3 +74,37 @@ int cbf_pfb_fir_cpu(const cbf_pfb_job *job, const float *weights, uint64_t power
     free(perm);
     return 0;
 }
+
+/* Complex FIR: the float row of 2 x step values is filtered column by
+ * column, column f using the weight of complex sample f / 2. Taps are
+ * summed in order 0..taps-1 per column; the column loop vectorises. */
+int cbf_pfb_fir_complex_cpu(const cbf_pfb_cjob *job, const float *weights, char *msg,
+                            size_t msglen)
+{
+    int rc = cbf_pfb_cjob_check(job, msg, msglen);
+    if (rc)
+        return rc;
+    const size_t step = 2 * (size_t)job->channels, row = 2 * step, taps = (size_t)job->taps;
+    float *wf = malloc(taps * row * sizeof(float));
+    if (!wf) {
+        if (msg && msglen)
+            strncpy(msg, "pfb: out of memory for the complex FIR weights", msglen - 1);
+        return CBF_PFB_ENOMEM;
+    }
+    for (size_t i = 0; i < taps * row; i++)
+        wf[i] = weights[(i / row) * step + (i % row) / 2];
+    for (int p = 0; p < 2; p++)
+        for (size_t s = 0; s < job->spectra; s++) {
+            const float *x = job->in[p] + 2 * ((size_t)job->start[p] + s * step);
+            float *out = job->out + (size_t)p * job->out_pol_stride + s * row;
+            for (size_t f = 0; f < row; f++)
+                out[f] = 0.0f;
+            for (size_t t = 0; t < taps; t++) {
+                const float *w = wf + t * row, *xt = x + t * row;
+                for (size_t f = 0; f < row; f++)
+                    out[f] += w[f] * xt[f];
+            }
+        }
+    free(wf);
+    return 0;
+}

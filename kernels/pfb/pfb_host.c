@@ -108,6 +108,26 @@ int cbf_pfb_job_check(const cbf_pfb_job *job, char *msg, size_t msglen)
     return 0;
 }
 
+int cbf_pfb_cjob_check(const cbf_pfb_cjob *job, char *msg, size_t msglen)
+{
+    int rc = check_shape(job->channels, job->taps, msg, msglen);
+    if (rc || !job->spectra)
+        return rc;
+    const size_t step = 2 * (size_t)job->channels;
+    if (job->out_pol_stride < job->spectra * 2 * step)
+        return fail(msg, msglen, "out_pol_stride %zu < spectra x 2 x step %zu floats",
+                    job->out_pol_stride, job->spectra * 2 * step);
+    for (int p = 0; p < 2; p++) {
+        int64_t last = job->start[p] + (int64_t)((job->spectra + job->taps - 1) * step);
+        if (job->start[p] < 0 || last > (int64_t)job->in_samples)
+            return fail(msg, msglen,
+                        "pol %d: windows need complex samples [%lld, %lld) but the input "
+                        "holds [0, %zu)", p, (long long)job->start[p], (long long)last,
+                        job->in_samples);
+    }
+    return 0;
+}
+
 int cbf_pfb_spectrum_presence(const uint8_t *heap_present, size_t heaps, size_t heap_samples,
                               const int64_t start[2], size_t step, size_t window,
                               size_t spectra, uint32_t *scratch, uint8_t *out, char *msg,

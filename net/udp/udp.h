@@ -1,6 +1,8 @@
-/* udp.h: UDP sockets for SPEAD streams: endpoints "host:port", unicast or
- * multicast (joined on the interface with the given address), batch I/O
- * through recvmmsg/sendmmsg done by the callers. */
+/* udp.h: UDP for SPEAD streams: endpoints "host:port", unicast or
+ * multicast (joined on the interface with the given address), and the
+ * transport interface the receiver, sender and cbf-bench use: batches of
+ * datagrams in and out through sockets (recvmmsg/sendmmsg) or through the
+ * ibverbs raw-packet queues (net/ibv), chosen by `transport`. */
 #ifndef CBF_UDP_H
 #define CBF_UDP_H
 
@@ -36,12 +38,79 @@ int cbf_udp_open_rx(const cbf_udp_endpoint *ep, const char *iface, size_t rcvbuf
  * loops back, so engines on one host hear each other). */
 int cbf_udp_open_tx(const char *iface, int ttl, size_t sndbuf, int *fd_out, cbf_error *err);
 
-/* transport is "socket" or "ibverbs". Returns 0 when the socket path is
- * to be used (asked for, or ibverbs unavailable and fallback allowed, which
- * is logged), else CBF_ENOTSUP naming what ibverbs lacks; where is the YAML
- * place of the parameter. */
-int cbf_net_choose_transport(const char *transport, bool fallback, const char *iface,
-                             const char *where, cbf_error *err);
+/* ---- Transports: one interface over sockets or ibverbs -------------------- */
+
+typedef enum cbf_net_transport { CBF_NET_SOCKET, CBF_NET_IBVERBS } cbf_net_transport;
+
+/* How a pipeline asked for its packets to travel: transport is "socket" or
+ * "ibverbs"; with fallback, ibverbs that cannot work (not built, no RDMA
+ * NIC behind the interface, the device refuses) gives sockets and a logged
+ * warning instead of an error; where is the YAML place of the parameter. */
+typedef struct cbf_net_choice {
+    const char *transport;
+    bool fallback;
+    const char *where;
+} cbf_net_choice;
+
+/* Which transport a choice gets on interface iface: CBF_NET_SOCKET or
+ * CBF_NET_IBVERBS (the RDMA NIC is there and libibverbs lists it), or
+ * CBF_ENOTSUP naming what ibverbs lacks. The open calls below decide again
+ * (opening the device can still fail); this is for messages and checks made
+ * before anything is opened. */
+int cbf_net_choose_transport(const cbf_net_choice *c, const char *iface, cbf_error *err);
+
+typedef struct cbf_net_rx cbf_net_rx;
+
+typedef struct cbf_net_rx_config {
+    cbf_udp_endpoint ep;
+    const char *iface;       /* IPv4 address of the interface */
+    size_t rcvbuf;           /* socket: SO_RCVBUF asked for */
+    bool reuseport;          /* socket: share the port (several threads) */
+    int timeout_ms;          /* longest wait in cbf_net_rx_recv */
+    int batch;               /* most packets one recv returns (at most 64) */
+    size_t max_packet;       /* largest UDP payload taken */
+    uint32_t ring_slots;     /* ibverbs: receive ring (0 = 4096) */
+    cbf_net_choice choice;
+} cbf_net_rx_config;
+
+typedef struct cbf_net_rx_stats {
+    uint64_t kernel_drops;   /* socket: dropped for want of buffer space (SO_RXQ_OVFL) */
+    uint64_t bad_frames;     /* ibverbs: frames steered here that were not valid UDP */
+} cbf_net_rx_stats;
+
+int cbf_net_rx_open(const cbf_net_rx_config *cfg, cbf_net_rx **out, cbf_error *err);
+/* Up to cfg->batch UDP payloads, valid until the next call; waits at most
+ * timeout_ms for the first. Returns the count (0: nothing came) or an error. */
+int cbf_net_rx_recv(cbf_net_rx *rx, const uint8_t **pkt, size_t *len, cbf_error *err);
+cbf_net_transport cbf_net_rx_transport(const cbf_net_rx *rx);
+void cbf_net_rx_stats_get(const cbf_net_rx *rx, cbf_net_rx_stats *s);
+void cbf_net_rx_close(cbf_net_rx *rx);
+
+typedef struct cbf_net_tx cbf_net_tx;
+
+typedef struct cbf_net_tx_config {
+    const char *iface;       /* IPv4 address of the interface packets leave from */
+    int ttl;                 /* multicast TTL */
+    size_t sndbuf;           /* socket: SO_SNDBUF asked for */
+    size_t max_packet;       /* largest UDP payload */
+    int batch;               /* packets per sendmmsg / per posted list */
+    uint32_t ring_slots;     /* ibverbs: send ring (0 = max(4096, 2 x batch)) */
+    cbf_net_choice choice;
+} cbf_net_tx_config;
+
+int cbf_net_tx_open(const cbf_net_tx_config *cfg, cbf_net_tx **out, cbf_error *err);
+/* Room for the next packet's payload (max_packet bytes). */
+int cbf_net_tx_buffer(cbf_net_tx *tx, uint8_t **payload, cbf_error *err);
+/* That packet is len bytes for dest. Returns 1 when a batch is ready (pace
+ * if you must, then flush), 0, or an error. */
+int cbf_net_tx_commit(cbf_net_tx *tx, size_t len, const cbf_udp_endpoint *dest, cbf_error *err);
+/* Sends what is committed. Unicast packets refused by the destination
+ * host (no socket on the port: ICMP port unreachable, seen by sockets
+ * only) are added to *refused and are not an error. */
+int cbf_net_tx_flush(cbf_net_tx *tx, uint64_t *refused, cbf_error *err);
+cbf_net_transport cbf_net_tx_transport(const cbf_net_tx *tx);
+/* Sends what is committed and waits until it has left (ibverbs), then closes. */
+int cbf_net_tx_close(cbf_net_tx *tx, cbf_error *err);
 
 #ifdef __cplusplus
 }

@@ -455,7 +455,7 @@ static void fini(cbf_node *node)
 static const cbf_plugin_desc desc = {
     CBF_PLUGIN_ABI, "ddc", "0.1.0",
     "narrowband down-conversion: fixed-point mixer, alias-band low-pass, subsampling",
-    params, CBF_COUNT_OF(params), ports, CBF_COUNT_OF(ports), init, run, fini,
+    params, CBF_COUNT_OF(params), ports, CBF_COUNT_OF(ports), init, run, fini, NULL, 0, NULL,
 };
 
 CBF_PLUGIN_DEFINE(desc)

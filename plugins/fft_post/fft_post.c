@@ -6,7 +6,12 @@
  *
  * The transform runs in place on the input buffer, so pfb.out must feed this
  * node alone. On the GPU the output is copied to pinned host memory, which
- * every host consumer (sender, filesink) reads directly. */
+ * every host consumer (sender, filesink) reads directly.
+ *
+ * Narrowband (a pfb fed by ddc: the input carries `decimation`): the
+ * kernel's complex mode, one 2 x channels-point transform per spectrum of
+ * which the inner half is kept, channel 0 the lowest frequency and the
+ * ddc's centre frequency at channel channels / 2. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +28,7 @@ typedef struct post_state {
     int gpu;
     size_t out_bytes;
     float delay[2], phase[2];
+    double decimation;      /* digitiser samples per FIR input sample (1: wideband) */
     cbf_fft_post_cpu *cpu;
     cbf_fft_post_cuda *cuda;
     void *stream;
@@ -39,13 +45,15 @@ static const cbf_param_decl params[] = {
     {"gain", CBF_PARAM_FLOAT_LIST, "[1.0, 0.0]", CBF_RANGE(-1e9, 1e9), NULL,
      "complex gain [re, im] for every channel, or [re, im] per channel (2 x channels values)"},
     {"fine_delay", CBF_PARAM_FLOAT_LIST, "[0.0, 0.0]", CBF_RANGE(-1e6, 1e6), NULL,
-     "fine delay per polarisation in digitiser samples: channel k turns by -pi d k / channels"},
+     "fine delay per polarisation in digitiser samples: channel k turns by -pi d k / channels "
+     "(narrowband: by -pi d (k - channels/2) / (channels x decimation))"},
     {"phase", CBF_PARAM_FLOAT_LIST, "[0.0, 0.0]", CBF_RANGE(-1e6, 1e6), NULL,
      "fringe phase per polarisation, radians"},
 };
 
 static const cbf_port_decl ports[] = {
-    {"in", CBF_PORT_IN, "cbf.feng.fir", 0, 0, "pfb output (transformed in place)"},
+    {"in", CBF_PORT_IN, "cbf.feng.fir", 0, 0,
+     "pfb output (transformed in place); narrowband when it carries a decimation"},
     {"out", CBF_PORT_OUT, "cbf.feng.spectra", 0, 0,
      "[batch][channel][spectrum][pol] CI8 or CI4 for one antenna"},
 };
@@ -132,6 +140,8 @@ static int init(cbf_node *node, cbf_error *err)
         return cbf_error_set(err, CBF_ECONFIG, "fft_post: input is not a pfb output");
     cbf_port_desc_get_attr(in, "adc_sample_rate", &rate);
     cbf_port_desc_get_attr(in, "antenna", &antenna);
+    s->decimation = 1;
+    s->cfg.complex_in = !cbf_port_desc_get_attr(in, "decimation", &s->decimation);
     int rc;
     s->cfg.channels = (int)channels;
     s->cfg.unzip = (int)unzip;
@@ -180,9 +190,18 @@ static int init(cbf_node *node, cbf_error *err)
     cbf_port_desc_set_attr(&d, "samples_between_spectra", step);
     cbf_port_desc_set_attr(&d, "adc_sample_rate", rate);
     cbf_port_desc_set_attr(&d, "antenna", antenna);
-    /* First Nyquist zone of a real digitiser: channel 0 at DC of the ADC band. */
-    if (rate > 0)
+    /* Wideband, first Nyquist zone of a real digitiser: channel 0 at DC of
+     * the ADC band. Narrowband: the ddc's band, centre at channel N/2. */
+    if (s->cfg.complex_in) {
+        double v;
+        cbf_port_desc_set_attr(&d, "decimation", s->decimation);
+        if (rate > 0)
+            cbf_port_desc_set_attr(&d, "bandwidth", rate / (2 * s->decimation));
+        if (!cbf_port_desc_get_attr(in, "centre_frequency", &v))
+            cbf_port_desc_set_attr(&d, "centre_frequency", v);
+    } else if (rate > 0) {
         cbf_port_desc_set_attr(&d, "bandwidth", rate / 2);
+    }
     if ((rc = cbf_port_set_desc(cbf_node_port(node, "out", 0), &d, err)))
         return rc;
     cbf_pool_config pc = {"out", d.mem, 4, s->out_bytes, batches, d.aux_size};
@@ -198,8 +217,11 @@ static int init(cbf_node *node, cbf_error *err)
 static int process(post_state *s, cbf_buffer *in, cbf_buffer *out, uint64_t sat[2], cbf_error *err)
 {
     char msg[MSG];
-    cbf_fft_post_args a = {(float *)in->data, s->cfg.spectra * 2 * (size_t)s->cfg.channels,
-                           out->data, {s->delay[0], s->delay[1]}, {s->phase[0], s->phase[1]}};
+    /* The kernel takes the fine delay in FIR input samples. */
+    float dec = (float)s->decimation;
+    cbf_fft_post_args a = {(float *)in->data, s->cfg.spectra * cbf_fft_post_row_floats(&s->cfg),
+                           out->data, {s->delay[0] / dec, s->delay[1] / dec},
+                           {s->phase[0], s->phase[1]}};
 #ifdef CBF_HAVE_CUDA
     if (s->gpu) {
         int rc = cbf_buffer_wait_stream(in, s->stream, err);
@@ -284,8 +306,9 @@ static void fini(cbf_node *node)
 
 static const cbf_plugin_desc desc = {
     CBF_PLUGIN_ABI, "fft_post", "0.1.0",
-    "wideband FFT, gains, fine delay, quantisation and heap transpose (F-engine back end)",
-    params, CBF_COUNT_OF(params), ports, CBF_COUNT_OF(ports), init, run, fini,
+    "FFT (wideband real or narrowband complex), gains, fine delay, quantisation and heap "
+    "transpose (F-engine back end)",
+    params, CBF_COUNT_OF(params), ports, CBF_COUNT_OF(ports), init, run, fini, NULL, 0, NULL,
 };
 
 CBF_PLUGIN_DEFINE(desc)

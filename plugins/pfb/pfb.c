@@ -7,7 +7,15 @@
  * dropped by moving the tail to the front of a second staging area. Output
  * buffers sit at absolute multiples of `spectra_per_buffer` spectra, so the
  * output does not depend on the input chunk size. Spectrum g of pol p
- * starts at input sample g x step - coarse_delay[p] (the delay inverted). */
+ * starts at input sample g x step - coarse_delay[p] (the delay inverted).
+ *
+ * Narrowband: fed by ddc ("cbf.ddc.complex", complex float32 [pol][sample]
+ * at fs / S) the same staging holds complex samples (64 "bits" each, so the
+ * byte arithmetic is unchanged), step is 2 x channels complex samples, the
+ * coarse delay counts ddc outputs (S digitiser samples each), and the
+ * complex FIR (cbf_pfb_fir_complex_cpu / _cuda_run_complex) writes
+ * [pol][spectrum][2 x step floats] for fft_post's complex mode. Timestamps
+ * stay in digitiser samples (input and output x S). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +34,9 @@ typedef struct stage {
 
 typedef struct pfb_state {
     int channels, taps, bits, unzip, antenna, gpu;
+    int cplx;             /* narrowband: complex input from ddc */
+    int64_t scale;        /* digitiser samples per input sample (ddc decimation, else 1) */
+    size_t row;           /* floats per output spectrum: step, or 2 x step when cplx */
     size_t step, window, spectra, heap, chunk, n_ant;
     int64_t delay[2];
     float *weights;
@@ -58,13 +69,17 @@ static const cbf_param_decl params[] = {
     {"spectra_per_buffer", CBF_PARAM_INT, "256", CBF_RANGE(1, 1 << 20), NULL,
      "spectra per output buffer (a multiple of fft_post's spectra_per_heap)"},
     {"coarse_delay", CBF_PARAM_INT_LIST, "[0, 0]", CBF_RANGE(-(1 << 24), 1 << 24), NULL,
-     "whole-sample delay per polarisation: spectrum g reads from sample g x step - delay"},
+     "whole-sample delay per polarisation: spectrum g reads from sample g x step - delay "
+     "(narrowband: in ddc output samples, decimation digitiser samples each)"},
 };
 
 static const cbf_port_decl ports[] = {
-    {"in", CBF_PORT_IN, "cbf.adc.packed", 0, 0, "digitiser samples (all antennas)"},
+    {"in", CBF_PORT_IN, "*", 0, 0,
+     "cbf.adc.packed digitiser samples (all antennas: wideband), or cbf.ddc.complex from ddc "
+     "(narrowband)"},
     {"out", CBF_PORT_OUT, "cbf.feng.fir", 0, 0,
-     "FIR output [pol][spectrum][2 x channels] float32, unzipped for fft_post"},
+     "FIR output [pol][spectrum][2 x channels] float32, unzipped for fft_post "
+     "(narrowband: [pol][spectrum][4 x channels], 2 x channels complex)"},
 };
 
 static int attr(const cbf_port_desc *d, const char *name, double *v, cbf_error *err)
@@ -131,6 +146,68 @@ static int copy_bytes(pfb_state *s, void *dst, const void *src, size_t n, cbf_me
     return 0;
 }
 
+/* Packed digitiser input (wideband). */
+static int packed_input(pfb_state *s, const cbf_params *p, const cbf_port_desc *in, double *rate,
+                        cbf_error *err)
+{
+    double spc, heap;
+    int rc;
+    if ((rc = attr(in, "adc_sample_rate", rate, err)) || (rc = attr(in, "samples_per_chunk", &spc, err)) ||
+        (rc = attr(in, "heap_samples", &heap, err)))
+        return rc;
+    s->bits = in->bits;
+    s->chunk = (size_t)spc;
+    s->heap = (size_t)heap;
+    s->n_ant = in->ndim == 3 ? in->shape[0] : 0;
+    if (in->dtype != CBF_DTYPE_PACKED || in->ndim != 3 || in->shape[1] != 2 ||
+        in->shape[2] != s->chunk * (size_t)s->bits / 8)
+        return cbf_error_set(err, CBF_ECONFIG, "pfb: input is not [antenna][2 pols][bytes] of "
+                             "%zu packed samples", s->chunk);
+    if (!cbf_pfb_bits_ok(s->bits))
+        return cbf_error_set(err, CBF_ECONFIG, "pfb: %d-bit input: supported widths are 2-10, "
+                             "12 and 16", s->bits);
+    if ((size_t)s->antenna >= s->n_ant)
+        return cbf_error_set(err, CBF_ECONFIG, "%s: antenna %d: the input has %zu",
+                             cbf_params_where(p, "antenna"), s->antenna, s->n_ant);
+    if (!s->heap || s->heap % 8 || s->chunk % s->heap || in->n_present != s->n_ant * 2 * (s->chunk / s->heap))
+        return cbf_error_set(err, CBF_ECONFIG, "pfb: input heaps of %zu samples do not tile "
+                             "chunks of %zu with one flag each", s->heap, s->chunk);
+    return 0;
+}
+
+/* Complex ddc output (narrowband): one antenna, [pol][sample] complex
+ * float32, one presence flag per block of outputs_per_block for both pols.
+ * A complex sample is 8 bytes: bits = 64 keeps the staging arithmetic. */
+static int complex_input(pfb_state *s, const cbf_params *p, const cbf_port_desc *in, double *rate,
+                         cbf_error *err)
+{
+    double dec, block, ant = 0;
+    int rc;
+    if ((rc = attr(in, "adc_sample_rate", rate, err)) || (rc = attr(in, "decimation", &dec, err)) ||
+        (rc = attr(in, "outputs_per_block", &block, err)))
+        return rc;
+    cbf_port_desc_get_attr(in, "antenna", &ant);
+    s->cplx = 1;
+    s->scale = (int64_t)dec;
+    s->bits = 64;
+    s->n_ant = 1;
+    s->antenna = (int)ant;
+    s->heap = (size_t)block;
+    s->chunk = in->ndim == 2 ? in->shape[1] : 0;
+    if (in->ndim != 2 || in->shape[0] != 2 || s->scale < 1)
+        return cbf_error_set(err, CBF_ECONFIG, "pfb: complex input is not [2 pols][sample] "
+                             "from ddc");
+    if (!s->heap || s->heap % 8 || s->chunk % s->heap || in->n_present != s->chunk / s->heap)
+        return cbf_error_set(err, CBF_ECONFIG, "pfb: ddc blocks of %zu outputs do not tile "
+                             "buffers of %zu with one flag each", s->heap, s->chunk);
+    if (s->unzip != 1 && cbf_params_int(p, "unzip") != 0)
+        return cbf_error_set(err, CBF_ECONFIG, "%s: unzip %d: narrowband input transforms all "
+                             "2 x channels points at once (unzip 0 or 1)",
+                             cbf_params_where(p, "unzip"), s->unzip);
+    s->unzip = 1;
+    return 0;
+}
+
 static int init(cbf_node *node, cbf_error *err)
 {
     const cbf_params *p = cbf_node_params(node);
@@ -158,28 +235,19 @@ static int init(cbf_node *node, cbf_error *err)
     s->window = s->step * (size_t)s->taps;
 
     const cbf_port_desc *in = cbf_port_get_desc(cbf_node_port(node, "in", 0));
-    double rate, spc, heap;
+    double rate;
     int rc;
-    if ((rc = attr(in, "adc_sample_rate", &rate, err)) || (rc = attr(in, "samples_per_chunk", &spc, err)) ||
-        (rc = attr(in, "heap_samples", &heap, err)))
+    s->scale = 1;
+    if (in->dtype != CBF_DTYPE_CF32 && in->dtype != CBF_DTYPE_PACKED)
+        return cbf_error_set(err, CBF_ECONFIG, "pfb: input is neither packed digitiser samples "
+                             "(cbf.adc.packed) nor complex ddc output (cbf.ddc.complex)");
+    if (in->dtype == CBF_DTYPE_CF32)
+        rc = complex_input(s, p, in, &rate, err);
+    else
+        rc = packed_input(s, p, in, &rate, err);
+    if (rc)
         return rc;
-    s->bits = in->bits;
-    s->chunk = (size_t)spc;
-    s->heap = (size_t)heap;
-    s->n_ant = in->ndim == 3 ? in->shape[0] : 0;
-    if (in->dtype != CBF_DTYPE_PACKED || in->ndim != 3 || in->shape[1] != 2 ||
-        in->shape[2] != s->chunk * (size_t)s->bits / 8)
-        return cbf_error_set(err, CBF_ECONFIG, "pfb: input is not [antenna][2 pols][bytes] of "
-                             "%zu packed samples", s->chunk);
-    if (!cbf_pfb_bits_ok(s->bits))
-        return cbf_error_set(err, CBF_ECONFIG, "pfb: %d-bit input: supported widths are 2-10, "
-                             "12 and 16", s->bits);
-    if ((size_t)s->antenna >= s->n_ant)
-        return cbf_error_set(err, CBF_ECONFIG, "%s: antenna %d: the input has %zu",
-                             cbf_params_where(p, "antenna"), s->antenna, s->n_ant);
-    if (!s->heap || s->heap % 8 || s->chunk % s->heap || in->n_present != s->n_ant * 2 * (s->chunk / s->heap))
-        return cbf_error_set(err, CBF_ECONFIG, "pfb: input heaps of %zu samples do not tile "
-                             "chunks of %zu with one flag each", s->heap, s->chunk);
+    s->row = s->cplx ? 2 * s->step : s->step;
 
     s->weights = malloc(sizeof(float) * s->window);
     if (!s->weights)
@@ -227,19 +295,30 @@ static int init(cbf_node *node, cbf_error *err)
     cbf_port_desc_init(&d, CBF_DTYPE_F32, s->gpu ? CBF_MEM_DEVICE : CBF_MEM_HOST);
     cbf_port_desc_add_axis(&d, "pol", 2);
     cbf_port_desc_add_axis(&d, "spectrum", s->spectra);
-    cbf_port_desc_add_axis(&d, "sample", s->step);
+    cbf_port_desc_add_axis(&d, "sample", s->row);
     d.n_present = s->spectra;
     d.present_axis = "spectrum";
     d.aux_size = 2 * sizeof(uint64_t);
     d.aux_layout = "u64[pol] power_sum";
-    d.timestamp_step = (int64_t)(s->spectra * s->step);
+    d.timestamp_step = (int64_t)(s->spectra * s->step) * s->scale;
     cbf_port_desc_set_attr(&d, "channels", s->channels);
     cbf_port_desc_set_attr(&d, "unzip", s->unzip);
     cbf_port_desc_set_attr(&d, "taps", s->taps);
-    cbf_port_desc_set_attr(&d, "samples_between_spectra", (double)s->step);
+    cbf_port_desc_set_attr(&d, "samples_between_spectra", (double)s->step * (double)s->scale);
     cbf_port_desc_set_attr(&d, "adc_sample_rate", rate);
     cbf_port_desc_set_attr(&d, "antenna", s->antenna);
-    cbf_port_desc_set_attr(&d, "bits", s->bits);
+    if (s->cplx) {
+        /* fft_post switches to its complex mode on `decimation`. */
+        static const char *const pass[] = {"decimation", "centre_frequency", "bandwidth",
+                                           "group_delay"};
+        for (size_t i = 0; i < CBF_COUNT_OF(pass); i++) {
+            double v;
+            if (!cbf_port_desc_get_attr(in, pass[i], &v))
+                cbf_port_desc_set_attr(&d, pass[i], v);
+        }
+    } else {
+        cbf_port_desc_set_attr(&d, "bits", s->bits);
+    }
     cbf_port_desc_set_attr(&d, "coarse_delay_pol0", (double)s->delay[0]);
     cbf_port_desc_set_attr(&d, "coarse_delay_pol1", (double)s->delay[1]);
     if ((rc = cbf_port_set_desc(cbf_node_port(node, "out", 0), &d, err)))
@@ -286,7 +365,9 @@ static int append(pfb_state *s, const cbf_buffer *buf, size_t heaps, cbf_error *
     size_t cap_heaps = s->cap / s->heap, at = s->len / s->heap;
     size_t chunk_heaps = s->chunk / s->heap, slab = s->chunk / 8 * (size_t)s->bits;
     for (int q = 0; q < 2; q++) {
-        size_t idx = ((size_t)s->antenna * 2 + (size_t)q);
+        /* ddc output holds one antenna, and one flag per block for both pols. */
+        size_t idx = s->cplx ? (size_t)q : ((size_t)s->antenna * 2 + (size_t)q);
+        size_t fidx = s->cplx ? 0 : idx;
         if (buf) {
             int rc = copy_bytes(s, a->data[q] + s->len / 8 * (size_t)s->bits,
                                 (const uint8_t *)buf->data + idx * slab, slab, buf->kind, err);
@@ -295,7 +376,7 @@ static int append(pfb_state *s, const cbf_buffer *buf, size_t heaps, cbf_error *
         }
         for (size_t h = 0; h < heaps; h++)
             a->present[(size_t)q * cap_heaps + at + h] =
-                buf ? buf->present[idx * chunk_heaps + h] : 0;
+                buf ? buf->present[fidx * chunk_heaps + h] : 0;
     }
     s->len += heaps * s->heap;
     return 0;
@@ -330,13 +411,28 @@ static int produce(cbf_node *node, pfb_state *s, cbf_error *err)
         return rc;
     }
     out->n_present = s->spectra;
-    out->timestamp = s->next_g * (int64_t)s->step;
+    out->timestamp = s->next_g * (int64_t)s->step * s->scale;
     out->seq = (uint64_t)(s->next_g / (int64_t)s->spectra);
     out->missing = 0;
     for (size_t i = 0; i < s->spectra; i++)
         out->missing += !out->present[i];
     uint64_t power[2] = {0, 0};
-    if (v0 < s->spectra) {
+    if (v0 < s->spectra && s->cplx) {
+        cbf_pfb_cjob job = {s->channels, s->taps, {(const float *)st->data[0], (const float *)st->data[1]},
+                            s->len, {a[0] + (int64_t)(v0 * s->step), a[1] + (int64_t)(v0 * s->step)},
+                            s->spectra - v0, (float *)out->data + v0 * s->row, s->spectra * s->row};
+#ifdef CBF_HAVE_CUDA
+        if (s->gpu) {
+            if (!(rc = kern(cbf_pfb_cuda_run_complex(s->plan, &job, s->stream, msg, MSG), msg, err)))
+                rc = cbf_buffer_record(out, s->stream, err);
+        } else
+#endif
+            rc = kern(cbf_pfb_fir_complex_cpu(&job, s->weights, msg, MSG), msg, err);
+        if (rc) {
+            cbf_buffer_unref(out);
+            return rc;
+        }
+    } else if (v0 < s->spectra) {
         cbf_pfb_job job = {s->channels, s->taps, s->bits, s->unzip, {st->data[0], st->data[1]},
                            s->len, {a[0] + (int64_t)(v0 * s->step), a[1] + (int64_t)(v0 * s->step)},
                            s->spectra - v0, (float *)out->data + v0 * s->step,
@@ -397,8 +493,8 @@ static int fill_gap(cbf_node *node, pfb_state *s, int64_t ts, cbf_error *err)
     int64_t expect = s->first + (int64_t)s->len;
     cbf_counter_add(s->c_gaps, 1);
     if (ts < expect || ts - expect > (int64_t)(4 * s->spectra * s->step + s->window)) {
-        cbf_log_warn("pfb: input jumps from sample %lld to %lld: restarting", (long long)expect,
-                     (long long)ts);
+        cbf_log_warn("pfb: input jumps from digitiser sample %lld to %lld: restarting",
+                     (long long)(expect * s->scale), (long long)(ts * s->scale));
         start_at(s, ts);
         return 0;
     }
@@ -418,14 +514,17 @@ static int fill_gap(cbf_node *node, pfb_state *s, int64_t ts, cbf_error *err)
 
 static int take(cbf_node *node, pfb_state *s, cbf_buffer *buf, cbf_error *err)
 {
-    if (buf->timestamp % (int64_t)s->heap)
+    /* In input samples (ddc outputs when narrowband). */
+    int64_t ts = buf->timestamp / s->scale;
+    if (buf->timestamp % s->scale || ts % (int64_t)s->heap)
         return cbf_error_set(err, CBF_EINVAL, "pfb: input timestamp %lld is not a multiple of "
-                             "the heap size %zu", (long long)buf->timestamp, s->heap);
+                             "the heap size %zu x %lld", (long long)buf->timestamp, s->heap,
+                             (long long)s->scale);
     int rc = 0;
     if (!s->started)
-        start_at(s, buf->timestamp);
-    else if (buf->timestamp != s->first + (int64_t)s->len)
-        rc = fill_gap(node, s, buf->timestamp, err);
+        start_at(s, ts);
+    else if (ts != s->first + (int64_t)s->len)
+        rc = fill_gap(node, s, ts, err);
 #ifdef CBF_HAVE_CUDA
     if (!rc && s->gpu && buf->event)
         rc = cbf_buffer_wait_stream(buf, s->stream, err);
@@ -485,8 +584,9 @@ static void fini(cbf_node *node)
 
 static const cbf_plugin_desc desc = {
     CBF_PLUGIN_ABI, "pfb", "0.1.0",
-    "wideband PFB FIR with packed-sample decode, coarse delay and digitiser power",
-    params, CBF_COUNT_OF(params), ports, CBF_COUNT_OF(ports), init, run, fini,
+    "PFB FIR: wideband (packed-sample decode, digitiser power) or narrowband (complex ddc "
+    "output), with coarse delay",
+    params, CBF_COUNT_OF(params), ports, CBF_COUNT_OF(ports), init, run, fini, NULL, 0, NULL,
 };
 
 CBF_PLUGIN_DEFINE(desc)

@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,9 +37,11 @@ static const cbf_param_decl params[] = {
     {"address", CBF_PARAM_STRING, "127.0.0.1:7148", CBF_NORANGE, NULL,
      "comma-separated a.b.c.d:port to receive on (multicast groups are joined)"},
     {"transport", CBF_PARAM_CHOICE, "socket", CBF_NORANGE, "socket|ibverbs",
-     "socket, or ibverbs raw packets (not implemented yet: an error, or sockets with fallback)"},
+     "socket, or ibverbs raw-packet queues with flow steering (an RDMA NIC behind interface)"},
     {"fallback", CBF_PARAM_BOOL, "false", CBF_NORANGE, NULL,
      "with transport ibverbs: use sockets (logged) when ibverbs is unavailable"},
+    {"ring_slots", CBF_PARAM_INT, "4096", CBF_RANGE(64, 1 << 20), NULL,
+     "ibverbs: frames in each receive ring of registered memory"},
     {"interface", CBF_PARAM_STRING, "127.0.0.1", CBF_NORANGE, NULL,
      "IPv4 address of the interface on which multicast groups are joined"},
     {"threads_per_address", CBF_PARAM_INT, "1", CBF_RANGE(1, 8), NULL,
@@ -107,16 +108,14 @@ typedef struct receiver receiver;
 
 typedef struct worker {
     receiver *r;
-    int fd;
+    cbf_net_rx *rx;
     cbf_spead_assembler *as;
     pthread_t thread;
     bool started;
     int rc;
     cbf_error err;
-    uint8_t *bufs;             /* RECV_BATCH packets of RECV_BUF bytes */
     uint64_t rng;              /* drop_rate's generator */
-    uint32_t kernel_drops;     /* SO_RXQ_OVFL: the socket's drop count last seen */
-    uint8_t ctrl[RECV_BATCH][64];
+    cbf_net_rx_stats net_seen; /* transport counters already added to the node's */
     cbf_spead_packet *pkt;     /* scratch for drop_rate's look at a packet */
     cbf_spead_counters seen;   /* assembler counters already added to the node's */
 } worker;
@@ -234,6 +233,14 @@ static void publish(worker *w)
     for (int i = 1; i < CBF_SPEAD_N_REASONS; i++)
         cbf_counter_add(r->c_malformed[reason_group(i)], k->malformed[i] - w->seen.malformed[i]);
     w->seen = *k;
+    if (w->rx) {
+        /* Frames that were not UDP at all (ibverbs sees whole frames) are foreign. */
+        cbf_net_rx_stats t;
+        cbf_net_rx_stats_get(w->rx, &t);
+        cbf_counter_add(r->c_kernel_drops, t.kernel_drops - w->net_seen.kernel_drops);
+        cbf_counter_add(r->c_malformed[G_FOREIGN], t.bad_frames - w->net_seen.bad_frames);
+        w->net_seen = t;
+    }
 }
 
 /* ---- Sources ----------------------------------------------------------- */
@@ -284,49 +291,26 @@ static bool drop_test(worker *w, const uint8_t *buf, size_t len)
     return true;
 }
 
-/* The kernel's count of packets this socket dropped for want of buffer
- * space (SO_RXQ_OVFL), cumulative: add what is new. */
-static void count_kernel_drops(worker *w, struct msghdr *h)
-{
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c))
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL &&
-            c->cmsg_len >= CMSG_LEN(sizeof(uint32_t))) {
-            uint32_t v;
-            memcpy(&v, CMSG_DATA(c), sizeof v);
-            cbf_counter_add(w->r->c_kernel_drops, (uint32_t)(v - w->kernel_drops));
-            w->kernel_drops = v;
-        }
-}
-
 static void *udp_loop(void *arg)
 {
     worker *w = arg;
     receiver *r = w->r;
-    struct mmsghdr msgs[RECV_BATCH];
-    struct iovec iov[RECV_BATCH];
+    const uint8_t *pkt[RECV_BATCH];
+    size_t len[RECV_BATCH];
     while (!finished(r)) {
-        for (int i = 0; i < RECV_BATCH; i++) {
-            iov[i] = (struct iovec){.iov_base = w->bufs + (size_t)i * RECV_BUF, .iov_len = RECV_BUF};
-            msgs[i].msg_hdr = (struct msghdr){.msg_iov = &iov[i], .msg_iovlen = 1,
-                                              .msg_control = w->ctrl[i],
-                                              .msg_controllen = sizeof w->ctrl[i]};
-        }
-        int n = recvmmsg(w->fd, msgs, RECV_BATCH, MSG_WAITFORONE, NULL);
+        int n = cbf_net_rx_recv(w->rx, pkt, len, &w->err);
         if (n < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-                continue;   /* the receive timeout: look at stop and idle again */
-            w->rc = cbf_error_set(&w->err, CBF_EIO, "recvmmsg: %s", strerror(errno));
+            w->rc = n;
             break;
         }
+        if (n == 0)
+            continue;   /* the receive timeout: look at stop and idle again */
         pthread_mutex_lock(&r->lock);
         r->last_packet = now_s();
         pthread_mutex_unlock(&r->lock);
-        for (int i = 0; i < n; i++) {
-            count_kernel_drops(w, &msgs[i].msg_hdr);
-            const uint8_t *b = w->bufs + (size_t)i * RECV_BUF;
-            if (!drop_test(w, b, msgs[i].msg_len) && cbf_spead_assembler_add(w->as, b, msgs[i].msg_len))
+        for (int i = 0; i < n; i++)
+            if (!drop_test(w, pkt[i], len[i]) && cbf_spead_assembler_add(w->as, pkt[i], len[i]))
                 count_stop(r);
-        }
         publish(w);
     }
     return NULL;
@@ -424,10 +408,8 @@ static void receiver_fini(cbf_node *node)
     if (!r)
         return;
     for (int i = 0; i < r->n_workers; i++) {
-        if (r->workers[i].fd >= 0)
-            close(r->workers[i].fd);
+        cbf_net_rx_close(r->workers[i].rx);
         cbf_spead_assembler_destroy(r->workers[i].as);
-        free(r->workers[i].bufs);
         free(r->workers[i].pkt);
     }
     rx_window_free(&r->win);
@@ -435,7 +417,7 @@ static void receiver_fini(cbf_node *node)
     free(r);
 }
 
-static int open_workers(receiver *r, const cbf_params *p, cbf_error *err)
+static int open_workers(receiver *r, const cbf_params *p, const cbf_net_choice *choice, cbf_error *err)
 {
     size_t heap = r->feng ? r->cph * r->spectra * 4 : r->heap_bytes;
     cbf_spead_assembler_config ac = {
@@ -459,6 +441,12 @@ static int open_workers(receiver *r, const cbf_params *p, cbf_error *err)
                                      "joined to a multicast group receives all of it (list several "
                                      "groups instead, one thread each)",
                                      cbf_params_where(p, "threads_per_address"), per);
+        /* Raw-packet queues have no SO_REUSEPORT: two with one flow rule
+         * would each get some of the packets, or all of them. */
+        if (per > 1 && cbf_net_choose_transport(choice, cbf_params_string(p, "interface"), NULL) == CBF_NET_IBVERBS)
+            return cbf_error_set(err, CBF_ECONFIG, "%s: threads_per_address %d is for sockets; with "
+                                 "transport ibverbs list several addresses instead",
+                                 cbf_params_where(p, "threads_per_address"), per);
         if (n_eps * per > MAX_SOCKETS)
             return cbf_error_set(err, CBF_ECONFIG, "%s: more than %d sockets in all",
                                  cbf_params_where(p, "threads_per_address"), MAX_SOCKETS);
@@ -467,23 +455,20 @@ static int open_workers(receiver *r, const cbf_params *p, cbf_error *err)
         for (int k = 0; k < per; k++) {
             worker *w = &r->workers[r->n_workers++];
             w->r = r;
-            w->fd = -1;
             int rc = cbf_spead_assembler_create(&ac, &w->as, err);
             w->rng = (uint64_t)cbf_params_int(p, "drop_seed") * 0x9e3779b97f4a7c15ull + 1 +
                      (uint64_t)r->n_workers;
             if (!rc && !(w->pkt = malloc(sizeof *w->pkt)))
                 rc = cbf_error_set(err, CBF_ENOMEM, "receiver: out of memory");
-            if (!rc && !r->pcap && !(w->bufs = malloc((size_t)RECV_BATCH * RECV_BUF)))
-                rc = cbf_error_set(err, CBF_ENOMEM, "receiver: out of memory");
             if (!rc && !r->pcap) {
-                rc = cbf_udp_open_rx(&eps[e], cbf_params_string(p, "interface"), 64 << 20, per > 1,
-                                     &w->fd, err);
+                cbf_net_rx_config nc = {
+                    .ep = eps[e], .iface = cbf_params_string(p, "interface"), .rcvbuf = 64 << 20,
+                    .reuseport = per > 1, .timeout_ms = 100,   /* wake to see stop requests */
+                    .batch = RECV_BATCH, .max_packet = RECV_BUF,
+                    .ring_slots = (uint32_t)cbf_params_int(p, "ring_slots"), .choice = *choice};
+                rc = cbf_net_rx_open(&nc, &w->rx, err);
                 if (rc)
-                    return cbf_error_prefix(err, "%s", cbf_params_where(p, "address"));
-                struct timeval tv = {0, 100000};   /* wake to see stop requests */
-                int one = 1;
-                setsockopt(w->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-                setsockopt(w->fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof one);
+                    return rc == CBF_ENOTSUP ? rc : cbf_error_prefix(err, "%s", cbf_params_where(p, "address"));
             }
             if (rc)
                 return rc;
@@ -540,12 +525,15 @@ static int receiver_init(cbf_node *node, cbf_error *err)
         *slots[i] = cbf_node_counter(node, names[i]);
     for (int i = 0; i < N_GROUPS; i++)
         r->c_malformed[i] = cbf_node_counter(node, group_names[i]);
-    if (!r->pcap && (rc = cbf_net_choose_transport(cbf_params_string(p, "transport"),
-                                                   cbf_params_bool(p, "fallback"),
-                                                   cbf_params_string(p, "interface"),
-                                                   cbf_params_where(p, "transport"), err)))
+    cbf_net_choice choice = {.transport = cbf_params_string(p, "transport"),
+                             .fallback = cbf_params_bool(p, "fallback"),
+                             .where = cbf_params_where(p, "transport")};
+    if ((rc = open_workers(r, p, &choice, err)))
         return rc;
-    return open_workers(r, p, err);
+    if (!r->pcap && r->n_workers)
+        cbf_log_info("%d %s queue(s)", r->n_workers,
+                     cbf_net_rx_transport(r->workers[0].rx) == CBF_NET_IBVERBS ? "ibverbs" : "socket");
+    return 0;
 }
 
 static void log_reasons(const receiver *r)
@@ -561,9 +549,8 @@ static void log_reasons(const receiver *r)
                                   cbf_spead_reason_name((cbf_spead_reason)i), (unsigned long long)v);
     }
     if (n)
-        cbf_log_warn("%s: malformed packets dropped:%s", cbf_node_name(r->node), line);
-    cbf_log_info("%s: %llu descriptor heaps seen", cbf_node_name(r->node),
-                 (unsigned long long)atomic_load(&r->descriptors));
+        cbf_log_warn("malformed packets dropped:%s", line);   /* the runtime prefixes the node */
+    cbf_log_info("%llu descriptor heaps seen", (unsigned long long)atomic_load(&r->descriptors));
 }
 
 static int receiver_run(cbf_node *node, cbf_error *err)

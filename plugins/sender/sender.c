@@ -10,13 +10,10 @@
  * destination r mod n, which is how X-engines subscribe to "their" group. */
 #include <cbf/cbf.h>
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "spead.h"
 #include "udp.h"
@@ -29,9 +26,11 @@ static const cbf_param_decl params[] = {
     {"destinations", CBF_PARAM_STRING, NULL, CBF_NORANGE, NULL,
      "comma-separated a.b.c.d:port; channel range (or input) r goes to entry r mod n"},
     {"transport", CBF_PARAM_CHOICE, "socket", CBF_NORANGE, "socket|ibverbs",
-     "socket, or ibverbs raw packets (not implemented yet: an error, or sockets with fallback)"},
+     "socket, or ibverbs raw-packet send queues (an RDMA NIC behind interface)"},
     {"fallback", CBF_PARAM_BOOL, "false", CBF_NORANGE, NULL,
      "with transport ibverbs: use sockets (logged) when ibverbs is unavailable"},
+    {"ring_slots", CBF_PARAM_INT, "4096", CBF_RANGE(64, 1 << 20), NULL,
+     "ibverbs: frames in each send ring of registered memory (at least 2 x batch)"},
     {"interface", CBF_PARAM_STRING, "127.0.0.1", CBF_NORANGE, NULL,
      "IPv4 address of the interface packets leave from; several, comma-separated, share the "
      "heaps round robin"},
@@ -55,20 +54,11 @@ static const cbf_port_decl ports[] = {
 
 typedef enum { S_DIG, S_FENG, S_XENG } stream_kind;
 
-/* Packets waiting for one interface's sendmmsg. */
-typedef struct txq {
-    int fd;
-    uint8_t *arena;
-    struct mmsghdr msgs[MAX_BATCH];
-    struct iovec iov[MAX_BATCH];
-    int n;
-} txq;
-
 typedef struct sender {
     stream_kind kind;
     cbf_port *in;
     cbf_port_desc d;
-    txq q[MAX_IF];
+    cbf_net_tx *q[MAX_IF];        /* one queue per interface */
     int n_if;
     cbf_udp_endpoint dest[MAX_DEST];
     int n_dest;
@@ -96,34 +86,19 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int flush_q(sender *s, txq *q, cbf_error *err)
+static int flush_q(sender *s, cbf_net_tx *q, cbf_error *err)
 {
-    int done = 0;
-    while (done < q->n) {
-        int n = sendmmsg(q->fd, q->msgs + done, (unsigned)(q->n - done), 0);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            /* No receiver on a unicast port (ECONNREFUSED) is not the
-             * sender's failure: count the packet lost and go on. */
-            if (errno == ECONNREFUSED) {
-                cbf_counter_add(s->c_errors, 1);
-                done++;
-                continue;
-            }
-            return cbf_error_set(err, CBF_EIO, "sendmmsg: %s", strerror(errno));
-        }
-        done += n;
-    }
-    q->n = 0;
-    return 0;
+    uint64_t refused = 0;
+    int rc = cbf_net_tx_flush(q, &refused, err);
+    cbf_counter_add(s->c_errors, refused);
+    return rc;
 }
 
 static int flush(sender *s, cbf_error *err)
 {
     int rc = 0;
     for (int i = 0; i < s->n_if && !rc; i++)
-        rc = flush_q(s, &s->q[i], err);
+        rc = flush_q(s, s->q[i], err);
     return rc;
 }
 
@@ -158,24 +133,21 @@ static int send_heap(sender *s, const cbf_spead_item_out *items, int n, int dest
 {
     /* Whole heaps round robin over the interfaces: a heap's packets stay
      * in order on one path. */
-    txq *q = &s->q[s->heap_cnt % (uint64_t)s->n_if];
+    cbf_net_tx *q = s->q[s->heap_cnt % (uint64_t)s->n_if];
     cbf_spead_encoder e;
     int rc = cbf_spead_encoder_init(&e, next_cnt(s), items, n, s->packet_size, repeat, err);
     if (rc)
         return rc;
-    size_t len;
-    for (;;) {
-        uint8_t *p = q->arena + (size_t)q->n * s->packet_size;
-        if ((len = cbf_spead_encoder_next(&e, p)) == 0)
-            break;
-        q->iov[q->n] = (struct iovec){.iov_base = p, .iov_len = len};
-        q->msgs[q->n].msg_hdr = (struct msghdr){
-            .msg_name = &s->dest[dest].addr, .msg_namelen = sizeof s->dest[dest].addr,
-            .msg_iov = &q->iov[q->n], .msg_iovlen = 1};
-        q->n++;
+    for (size_t k = cbf_spead_encoder_count(&e); k > 0; k--) {
+        uint8_t *p;
+        if ((rc = cbf_net_tx_buffer(q, &p, err)))
+            return rc;
+        size_t len = cbf_spead_encoder_next(&e, p);
+        if ((rc = cbf_net_tx_commit(q, len, &s->dest[dest], err)) < 0)
+            return rc;
         cbf_counter_add(s->c_packets, 1);
         cbf_counter_add(s->c_bytes, len);
-        if (q->n == s->batch) {
+        if (rc == 1) {   /* a batch is ready */
             pace(s, (size_t)s->batch * s->packet_size, rate);
             if ((rc = flush_q(s, q, err)))
                 return rc;
@@ -283,6 +255,12 @@ static int classify(sender *s, const cbf_params *p, cbf_error *err)
 static int open_interfaces(sender *s, const cbf_params *p, cbf_error *err)
 {
     const char *list = cbf_params_string(p, "interface");
+    cbf_net_tx_config tc = {.ttl = (int)cbf_params_int(p, "ttl"), .sndbuf = 8 << 20,
+                            .max_packet = s->packet_size, .batch = s->batch,
+                            .ring_slots = (uint32_t)cbf_params_int(p, "ring_slots"),
+                            .choice = {.transport = cbf_params_string(p, "transport"),
+                                       .fallback = cbf_params_bool(p, "fallback"),
+                                       .where = cbf_params_where(p, "transport")}};
     while (*list) {
         size_t len = strcspn(list, ",");
         char addr[64];
@@ -293,12 +271,11 @@ static int open_interfaces(sender *s, const cbf_params *p, cbf_error *err)
         memcpy(addr, list, len);
         addr[len] = '\0';
         list += len + (list[len] == ',');
-        txq *q = &s->q[s->n_if++];
-        q->fd = -1;
-        if (!(q->arena = malloc((size_t)s->batch * s->packet_size)))
-            return cbf_error_set(err, CBF_ENOMEM, "sender: out of memory");
-        if (cbf_udp_open_tx(addr, (int)cbf_params_int(p, "ttl"), 8 << 20, &q->fd, err))
-            return cbf_error_prefix(err, "%s", cbf_params_where(p, "interface"));
+        tc.iface = addr;
+        int rc = cbf_net_tx_open(&tc, &s->q[s->n_if], err);
+        if (rc)
+            return rc == CBF_ENOTSUP ? rc : cbf_error_prefix(err, "%s", cbf_params_where(p, "interface"));
+        s->n_if++;
     }
     if (s->n_if == 0)
         return cbf_error_set(err, CBF_ECONFIG, "%s: no interface given", cbf_params_where(p, "interface"));
@@ -310,11 +287,8 @@ static void sender_fini(cbf_node *node)
     sender *s = cbf_node_state(node);
     if (!s)
         return;
-    for (int i = 0; i < s->n_if; i++) {
-        if (s->q[i].fd >= 0)
-            close(s->q[i].fd);
-        free(s->q[i].arena);
-    }
+    for (int i = 0; i < s->n_if; i++)
+        cbf_net_tx_close(s->q[i], NULL);
     free(s->host);
     free(s);
 }
@@ -342,14 +316,10 @@ static int sender_init(cbf_node *node, cbf_error *err)
         return rc;
     if (s->d.mem != CBF_MEM_HOST && !(s->host = malloc(cbf_port_desc_bytes(&s->d))))
         return cbf_error_set(err, CBF_ENOMEM, "sender: out of memory");
-    char first_if[64];
-    snprintf(first_if, sizeof first_if, "%.*s", (int)strcspn(cbf_params_string(p, "interface"), ","),
-             cbf_params_string(p, "interface"));
-    if ((rc = cbf_net_choose_transport(cbf_params_string(p, "transport"), cbf_params_bool(p, "fallback"),
-                                       first_if, cbf_params_where(p, "transport"), err)))
-        return rc;
     if ((rc = open_interfaces(s, p, err)))
         return rc;
+    cbf_log_info("%d %s queue(s)", s->n_if,
+                 cbf_net_tx_transport(s->q[0]) == CBF_NET_IBVERBS ? "ibverbs" : "socket");
     s->c_packets = cbf_node_counter(node, "packets");
     s->c_bytes = cbf_node_counter(node, "bytes");
     s->c_heaps = cbf_node_counter(node, "heaps");
@@ -455,13 +425,22 @@ static int sender_run(cbf_node *node, cbf_error *err)
         rc = 0;
     if (!rc)
         rc = flush(s, err);
-    /* Stream stop to every destination, also after an error, so receivers end. */
-    for (int k = 0; k < s->n_dest; k++) {
-        uint8_t stop[64];
-        size_t n = cbf_spead_encode_stop(next_cnt(s), stop);
-        if (sendto(s->q[0].fd, stop, n, 0, (struct sockaddr *)&s->dest[k].addr, sizeof s->dest[k].addr) < 0 &&
-            !rc && errno != ECONNREFUSED)
-            rc = cbf_error_set(err, CBF_EIO, "sending stream stop: %s", strerror(errno));
+    /* Stream stop to every destination, also after an error, so receivers
+     * end: through the first interface, after whatever it still holds. */
+    cbf_error stop_err = {0};
+    int src = flush_q(s, s->q[0], &stop_err);
+    for (int k = 0; k < s->n_dest && !src; k++) {
+        uint8_t *p;
+        if (!(src = cbf_net_tx_buffer(s->q[0], &p, &stop_err)))
+            src = cbf_net_tx_commit(s->q[0], cbf_spead_encode_stop(next_cnt(s), p), &s->dest[k], &stop_err);
+        if (src == 1)
+            src = flush_q(s, s->q[0], &stop_err);
+    }
+    if (!src)
+        src = flush_q(s, s->q[0], &stop_err);
+    if (src < 0 && !rc) {
+        *err = stop_err;
+        rc = cbf_error_prefix(err, "sending stream stop");
     }
     return rc == CBF_ESTOPPED ? 0 : rc;
 }

@@ -102,7 +102,7 @@ static void unknown_and_broken(void **state)
     expect("did you mean 'tsrc'");
     assert_int_equal(inspect("bad_abi", NULL), 1);
     expect("cbf_tbadabi.so");
-    expect("ABI 99 found, ABI 1 expected");
+    expect("ABI 99 found, ABI 2 expected");
     assert_int_equal(inspect("no_symbol", "tsrc"), 1);
     expect("no entry symbol");
 }

@@ -30,7 +30,7 @@ static void expect_refused(const char *group, int code, const char *a, const cha
 static void broken_files(void **state)
 {
     (void)state;
-    expect_refused("bad_abi", CBF_EPLUGIN, "bad_abi/cbf_tbadabi.so", "ABI 99 found, ABI 1 expected");
+    expect_refused("bad_abi", CBF_EPLUGIN, "bad_abi/cbf_tbadabi.so", "ABI 99 found, ABI 2 expected");
     expect_refused("no_symbol", CBF_EPLUGIN, "no_symbol/cbf_tnosym.so", "no entry symbol 'cbf_plugin_entry'");
     expect_refused("bad_dup_param", CBF_EPLUGIN, "bad_dup_param/cbf_tbaddecl.so",
                    "parameter 'taps' is declared twice");
@@ -39,6 +39,10 @@ static void broken_files(void **state)
                    "parameter 'taps': default '17' is not valid: 17 is out of range [1, 16]");
     expect_refused("bad_dup_port", CBF_EPLUGIN, "bad_dup_port/cbf_tbaddecl.so",
                    "plugin 'tbaddecl': port 'out' is declared twice");
+    expect_refused("bad_request_arg", CBF_EPLUGIN, "request 'gain'",
+                   "parameter 'value': default '3' is not valid: 3 is out of range [0, 2]");
+    expect_refused("bad_request_name", CBF_EPLUGIN, "plugin 'tbaddecl'",
+                   "request name 'shutdown' is reserved for the core");
     expect_refused("nowhere", CBF_EIO, "plugin directory", "nowhere");
 }
 

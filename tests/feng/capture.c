@@ -77,7 +77,7 @@ static void fini(cbf_node *node)
 
 static const cbf_plugin_desc desc = {
     CBF_PLUGIN_ABI, "feng_capture", "0.1.0", "test sink: raw dump of every buffer",
-    params, CBF_COUNT_OF(params), ports, CBF_COUNT_OF(ports), init, run, fini,
+    params, CBF_COUNT_OF(params), ports, CBF_COUNT_OF(ports), init, run, fini, NULL, 0, NULL,
 };
 
 CBF_PLUGIN_DEFINE(desc)

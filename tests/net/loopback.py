@@ -11,7 +11,12 @@ over two interfaces (127.0.0.1 and 127.0.0.2: two flows) and the receiver
 runs two sockets and threads on the port (SO_REUSEPORT spreads flows): the
 result must not change and no heap may arrive twice.
 
-usage: loopback.py CBF_RUN [--drop RATE | --threads]
+With --fallback both ends ask for `transport: ibverbs` with `fallback:
+true`: loopback is not on an RDMA NIC, so both must say why and fall back
+to sockets, with the same result; and a receiver that asks for ibverbs
+without fallback must refuse to start, naming its YAML place and the reason.
+
+usage: loopback.py CBF_RUN [--drop RATE | --threads | --fallback]
 """
 import os
 import socket
@@ -55,16 +60,55 @@ def write_yaml(path, doc):
         yaml.safe_dump(doc, f)
 
 
+def compare_with_dsim(cbf_run, dsim, tmp):
+    """Runs dsim -> filesink with the dsim parameters given and compares
+    tmp/rx.h5 (node recv) with it, heap by heap: returns the presence flags,
+    whether each heap is equal, both data arrays and their shape in heaps."""
+    reference = {"engine": {"gpu": "none"},
+                 "nodes": {"dsim": {"plugin": "dsim", "params": dsim},
+                           "sink": {"plugin": "filesink", "params": {"path": os.path.join(tmp, "ref.h5")}}},
+                 "edges": ["dsim.out -> sink.in"]}
+    write_yaml(os.path.join(tmp, "ref.yaml"), reference)
+    subprocess.run([cbf_run, os.path.join(tmp, "ref.yaml"), "--quiet"], check=True, timeout=60)
+    got = h5py.File(os.path.join(tmp, "rx.h5"))["recv"]
+    want = h5py.File(os.path.join(tmp, "ref.h5"))["dsim"]
+    if not np.array_equal(got["timestamp"][()], want["timestamp"][()]):
+        fail(f"timestamps {got['timestamp'][()]} != {want['timestamp'][()]}")
+    present = got["present"][()]
+    data, ref = got["data"][()], want["data"][()]
+    shape = data.shape[:3] + (dsim["samples_per_chunk"] // 4096, 4096 * dsim["bits"] // 8)
+    same = (data.reshape(shape) == ref.reshape(shape)).all(axis=-1).reshape(present.shape)
+    return present, same, data, ref, shape
+
+
+def refuse(cbf_run, receiver, tmp):
+    """transport: ibverbs without fallback on loopback: cbf-run must fail
+    in init, naming the parameter's YAML place and what is missing."""
+    doc = yaml.safe_load(yaml.safe_dump(receiver))
+    doc["nodes"]["recv"]["params"]["fallback"] = False
+    path = os.path.join(tmp, "refuse.yaml")
+    write_yaml(path, doc)
+    with open(path) as f:
+        line = 1 + next(i for i, text in enumerate(f) if text.strip().startswith("transport:"))
+    r = subprocess.run([cbf_run, path], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=30)
+    why = ("is not on an RDMA NIC", "built without libibverbs")
+    if r.returncode == 0 or f"refuse.yaml:{line}:" not in r.stdout or not any(w in r.stdout for w in why):
+        fail(f"ibverbs without fallback: exit {r.returncode}, expected an error naming "
+             f"refuse.yaml:{line} and the reason: {r.stdout}")
+
+
 def main():
     cbf_run = sys.argv[1]
     drop = float(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[2] == "--drop" else 0.0
     threads = "--threads" in sys.argv
+    fallback = "--fallback" in sys.argv
     with open(os.path.join(ROOT, "pipelines", "dsim-sender.yaml")) as f:
         sender = yaml.safe_load(f)
     with open(os.path.join(ROOT, "pipelines", "receiver-hdf5.yaml")) as f:
         receiver = yaml.safe_load(f)
     port = free_port()
-    group = f"239.10.0.{7 + int(drop * 100) + 50 * threads}:{port}"
+    group = f"239.10.0.{7 + int(drop * 100) + 50 * threads + 60 * fallback}:{port}"
     dsim = sender["nodes"]["dsim"]["params"]
     dsim.update(samples_per_chunk=SPC, length=LENGTH, seed=11)
     sender["nodes"]["send"]["params"].update(destinations=group, rate_gbps=0.5)
@@ -76,14 +120,14 @@ def main():
         group = f"127.0.0.1:{port}"
         rx.update(threads_per_address=2, address=group)
         sender["nodes"]["send"]["params"].update(interface="127.0.0.1,127.0.0.2", destinations=group)
+    if fallback:
+        for p in (rx, sender["nodes"]["send"]["params"]):
+            p.update(transport="ibverbs", fallback=True)
     with tempfile.TemporaryDirectory() as tmp:
         receiver["nodes"]["sink"]["params"]["path"] = os.path.join(tmp, "rx.h5")
-        reference = {"engine": {"gpu": "none"},
-                     "nodes": {"dsim": {"plugin": "dsim", "params": dsim},
-                               "sink": {"plugin": "filesink",
-                                        "params": {"path": os.path.join(tmp, "ref.h5")}}},
-                     "edges": ["dsim.out -> sink.in"]}
-        for name, doc in [("tx", sender), ("rx", receiver), ("ref", reference)]:
+        if fallback:
+            refuse(cbf_run, receiver, tmp)
+        for name, doc in [("tx", sender), ("rx", receiver)]:
             write_yaml(os.path.join(tmp, name + ".yaml"), doc)
         rx_proc = subprocess.Popen([cbf_run, os.path.join(tmp, "rx.yaml")],
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -92,21 +136,18 @@ def main():
             if rx_proc.poll() is not None or time.monotonic() > deadline:
                 fail(f"receiver did not start: {rx_proc.communicate()[0]}")
             time.sleep(0.01)
-        subprocess.run([cbf_run, os.path.join(tmp, "tx.yaml"), "--quiet"], check=True, timeout=60)
+        tx = subprocess.run([cbf_run, os.path.join(tmp, "tx.yaml")], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, timeout=60)
+        if tx.returncode:
+            fail(f"sender exited {tx.returncode}: {tx.stdout}")
         rx_log = rx_proc.communicate(timeout=60)[0]
+        if fallback:
+            for who, log in (("receiver", rx_log), ("sender", tx.stdout)):
+                if "falling back to sockets" not in log or "1 socket queue(s)" not in log:
+                    fail(f"{who} did not report its fallback to sockets: {log}")
         if rx_proc.returncode:
             fail(f"receiver exited {rx_proc.returncode}: {rx_log}")
-        subprocess.run([cbf_run, os.path.join(tmp, "ref.yaml"), "--quiet"], check=True, timeout=60)
-        got = h5py.File(os.path.join(tmp, "rx.h5"))["recv"]
-        want = h5py.File(os.path.join(tmp, "ref.h5"))["dsim"]
-        if not np.array_equal(got["timestamp"][()], want["timestamp"][()]):
-            fail(f"timestamps {got['timestamp'][()]} != {want['timestamp'][()]}")
-        present = got["present"][()]
-        data, ref = got["data"][()], want["data"][()]
-        heap_bytes = 4096 * 10 // 8
-        n_heaps = SPC // 4096
-        shape = data.shape[:3] + (n_heaps, heap_bytes)
-        same = (data.reshape(shape) == ref.reshape(shape)).all(axis=-1).reshape(present.shape)
+        present, same, data, ref, shape = compare_with_dsim(cbf_run, dsim, tmp)
         bad = [int(w.split("=")[1]) for w in rx_log.split() if w.startswith("heaps_bad=")]
         if bad != [0]:
             fail(f"heaps placed twice or not fitting the stream: {bad}")
@@ -115,7 +156,8 @@ def main():
                 fail(f"received samples differ ({(~same).sum()} heaps) or flags missing "
                      f"({(present == 0).sum()})")
             print(f"ok: {present.size} heaps in {len(present)} chunks identical over loopback multicast"
-                  + (" (2 interfaces, 2 receiving threads)" if threads else ""))
+                  + (" (2 interfaces, 2 receiving threads)" if threads else "")
+                  + (" (ibverbs asked for, both ends fell back to sockets)" if fallback else ""))
             return 0
         dropped = [int(w.split("=")[1]) for w in rx_log.split() if w.startswith("packets_dropped_test=")]
         if not dropped:

@@ -1,4 +1,5 @@
 #include <stdlib.h>
+#include "eth.h"
 #include "fuzz_target.h"
 
 static volatile uint8_t sink;
@@ -51,6 +52,23 @@ int spead_fuzz_one(cbf_spead_assembler *a, const uint8_t *data, size_t len, cons
          d.n_fields > CBF_SPEAD_DESC_MAX_FIELDS)) {
         *why = "descriptor with impossible dimensions";
         return -1;
+    }
+    /* The same bytes as a whole frame (ibverbs and pcap see frames): an
+     * accepted datagram lies inside the frame. */
+    for (int link = CBF_ETH_LINK_ETHERNET; link <= CBF_ETH_LINK_RAW_IP; link++) {
+        cbf_eth_udp_info u;
+        cbf_eth_reason er = cbf_eth_udp_parse((cbf_eth_link)link, data, len, &u);
+        if ((int)er < 0 || er >= CBF_ETH_N_REASONS) {
+            *why = "frame reason out of range";
+            return -1;
+        }
+        if (er == CBF_ETH_OK && (u.payload < data || u.payload + u.len > data + len ||
+                                 u.ip_header < data || u.ip_header + u.ip_header_len > u.payload)) {
+            *why = "accepted frame with a datagram outside it";
+            return -1;
+        }
+        if (er == CBF_ETH_OK)
+            sink ^= (uint8_t)cbf_eth_checksum(u.ip_header, u.ip_header_len);
     }
     uint64_t before = cbf_spead_assembler_counters(a)->packets;
     cbf_spead_assembler_add(a, data, len);

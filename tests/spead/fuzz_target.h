@@ -1,4 +1,5 @@
-/* fuzz_target.h: one input through every parser of the codec, checking what
+/* fuzz_target.h: one input through every parser of the codec (and the
+ * Ethernet/IPv4/UDP frame parser of net/eth), checking what
  * a parser promises about what it accepted. Shared by the libFuzzer harness
  * (fuzz_packet.c) and the always-run mutation test (test_mutation.c).
  * Returns 0, or -1 with *why set when a promise is broken. */

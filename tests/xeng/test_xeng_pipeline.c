@@ -168,8 +168,10 @@ static seen check_file(const char *h5, const char *src, int hat)
     return r;
 }
 
+/* Besides the parameters: extra engine settings after gpu, extra nodes
+ * after the filesink, the node feeding the correlator, extra edges. */
 static const char yaml_fmt[] =
-    "engine: {name: xtest, gpu: %s}\n"
+    "engine: {name: xtest, gpu: %s%s}\n"
     "nodes:\n"
     "  fsim:\n"
     "    plugin: fsim\n"
@@ -184,11 +186,13 @@ static const char yaml_fmt[] =
     "  sink:\n"
     "    plugin: filesink\n"
     "    params: {path: %s, overwrite: true}\n"
+    "%s"
     "edges:\n"
-    "  - fsim.out -> corr.in\n"
+    "  - %s -> corr.in\n"
     "  - corr.out -> reduce.in\n"
     "  - reduce.out -> sink.in\n"
-    "  - fsim.out -> sink.in\n";
+    "  - fsim.out -> sink.in\n"
+    "%s";
 
 typedef struct pcase {
     int ants, ch, sph, batches, length, hat, bits;
@@ -197,6 +201,7 @@ typedef struct pcase {
     const char *missing_ants, *missing_batches;
     int partial_magic;                 /* dumps with some antennas flagged, -1: any */
     int saturates;                     /* the reference must clamp something */
+    int to_device;                     /* fsim -> xeng_to_device -> correlator (GPU only) */
 } pcase;
 
 /* The first timestamp lies on neither a dump nor a batch boundary. */
@@ -213,9 +218,15 @@ static void against_reference(const pcase *c)
     const int seed = (int)(getpid() % 1000);
     printf("# %d antennas, %d channels, %d-bit, %s, seed %d\n", c->ants, c->ch, c->bits,
            gpu_mode(), seed);
-    snprintf(text, sizeof text, yaml_fmt, gpu_mode(), c->ants, c->ch, c->sph, c->batches,
+    char engine[1200] = "";
+    if (c->to_device)
+        snprintf(engine, sizeof engine, ", plugin_path: %s/tests/xeng", getenv("CBF_BUILD_ROOT"));
+    snprintf(text, sizeof text, yaml_fmt, gpu_mode(), engine, c->ants, c->ch, c->sph, c->batches,
              c->length, (long long)start, delays, c->signal, c->noise, seed, c->missing_ants,
-             c->missing_batches, c->bits, c->hat, c->slices, h5);
+             c->missing_batches, c->bits, c->hat, c->slices, h5,
+             c->to_device ? "  todev:\n    plugin: xeng_to_device\n" : "",
+             c->to_device ? "todev.out" : "fsim.out",
+             c->to_device ? "  - fsim.out -> todev.in\n" : "");
     FILE *fp = fopen(yaml, "w");
     assert_non_null(fp);
     fputs(text, fp);
@@ -235,7 +246,7 @@ static void against_reference(const pcase *c)
 
 /* 5 antennas, dumps of 3 batches in buffers of 7; antennas 1 and 4 miss
  * batches 9 and 20: the partial first dump and those two dumps are magic. */
-static const pcase base = {5, 6, 32, 7, 35, 3, 8, 0, 40, 20, "[1, 4]", "[9, 20]", 2, 0};
+static const pcase base = {5, 6, 32, 7, 35, 3, 8, 0, 40, 20, "[1, 4]", "[9, 20]", 2, 0, 0};
 
 static void test_against_reference(void **state)
 {
@@ -267,7 +278,7 @@ static void test_slices(void **state)
 static void test_65_antennas(void **state)
 {
     (void)state;
-    pcase c = {65, 2, 32, 4, 16, 3, 8, 0, 40, 20, "[0, 64]", "[5]", 1, 0};
+    pcase c = {65, 2, 32, 4, 16, 3, 8, 0, 40, 20, "[0, 64]", "[5]", 1, 0, 0};
     against_reference(&c);
 }
 
@@ -275,7 +286,7 @@ static void test_65_antennas(void **state)
 static void test_many_channels(void **state)
 {
     (void)state;
-    pcase c = {3, 1024, 32, 2, 8, 3, 4, 0, 3, 2, "[]", "[]", 0, 0};
+    pcase c = {3, 1024, 32, 2, 8, 3, 4, 0, 3, 2, "[]", "[]", 0, 0, 0};
     against_reference(&c);
 }
 
@@ -284,7 +295,19 @@ static void test_many_channels(void **state)
 static void test_saturation(void **state)
 {
     (void)state;
-    pcase c = {2, 1, 32768, 1, 14, 4, 8, 0, 1000, 0, "[]", "[]", 0, 1};
+    pcase c = {2, 1, 32768, 1, 14, 4, 8, 0, 1000, 0, "[]", "[]", 0, 1, 0};
+    against_reference(&c);
+}
+
+/* Device-memory input: fsim's batches copied to the GPU by the test plugin
+ * xeng_to_device, upload left in flight (GPU only). */
+static void test_device_input(void **state)
+{
+    (void)state;
+    if (!use_gpu)
+        skip();
+    pcase c = base;
+    c.to_device = 1;
     against_reference(&c);
 }
 
@@ -397,6 +420,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_65_antennas),
         cmocka_unit_test(test_many_channels),
         cmocka_unit_test(test_saturation),
+        cmocka_unit_test(test_device_input),
         cmocka_unit_test(test_shipped_pipeline),
         cmocka_unit_test(test_demo),
     };

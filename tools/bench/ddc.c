@@ -10,13 +10,26 @@
  *
  * The smaller bound applies: the DDC sits near the crossover (the seed says
  * so), memory-bound at few taps, arithmetic-bound at many. Decoding and the
- * output rotation are overheads on top of the counted FMAs. */
+ * output rotation are overheads on top of the counted FMAs.
+ *
+ * Then the narrowband chain (ddc -> complex pfb -> cuFFT of 2N points ->
+ * post), per (S, channels) of --chain, stage by stage and as a whole,
+ * against the same two ceilings applied to the chain's totals per input
+ * sample: bytes = bits / 8 (DDC read) + 8 / S (DDC write) + 16 / S (FIR
+ * read + write) + 16 / S (FFT read + write, one pass up to 8192 points) +
+ * 4 / S (post reads the kept half) + 1 / S (8-bit output), and flops =
+ * 4 W (DDC) + 4 taps_pfb / S (FIR). The DDC's FMAs dominate the flops but
+ * the bytes dominate the time at these ratios: the chain is memory-bound. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ddc.h"
 #include "filter_design.h"
+#ifdef CBF_BENCH_NARROW
+#include "fft_post.h"
+#include "pfb.h"
+#endif
 
 #ifdef CBF_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -35,6 +48,7 @@
 typedef struct opts {
     int dec[8], n_dec, ratio[4], n_ratio, per_thread[4], n_pt, bits, reps;
     size_t samples; /* per pol */
+    int chain_s[8], chain_n[8], n_chain, pfb_taps;
 } opts;
 
 typedef struct ctx {
@@ -167,14 +181,17 @@ static int parse_list(const char *v, int *out, int max)
 
 static int parse(int argc, char **argv, opts *o)
 {
-    *o = (opts){{8, 16, 32}, 3, {8, 16}, 2, {4, 8, 16}, 3, 10, 20, (size_t)1 << 28};
+    *o = (opts){{8, 16, 32}, 3, {8, 16}, 2, {4, 8, 16}, 3, 10, 20, (size_t)1 << 28,
+                {8, 16, 32, 8}, {4096, 4096, 1024, 32768}, 4, 16};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !v) {
             printf("usage: cbf-bench ddc [--decimation 8,16,32] [--ratio 8,16] [--per-thread 4,8,16]\n"
                    "                     [--bits 10] [--samples 268435456] [--reps 20]\n"
-                   "ratio: taps / decimation (4, 8, 12 or 16); samples: per polarisation\n");
+                   "                     [--chain 8:4096,16:4096,32:1024,8:32768] [--pfb-taps 16]\n"
+                   "ratio: taps / decimation (4, 8, 12 or 16); samples: per polarisation;\n"
+                   "chain: S:channels pairs of the narrowband chain (DDC taps 8 S), \"\" for none\n");
             return strcmp(a, "--help") ? 2 : 1;
         }
         i++;
@@ -188,6 +205,18 @@ static int parse(int argc, char **argv, opts *o)
             o->bits = atoi(v);
         else if (!strcmp(a, "--samples"))
             o->samples = strtoull(v, NULL, 0);
+        else if (!strcmp(a, "--chain")) {
+            o->n_chain = 0;
+            for (const char *q = v; *q && o->n_chain < 8;) {
+                char *e;
+                o->chain_s[o->n_chain] = (int)strtol(q, &e, 10);
+                if (*e != ':')
+                    break;
+                o->chain_n[o->n_chain++] = (int)strtol(e + 1, &e, 10);
+                q = *e ? e + 1 : e;
+            }
+        } else if (!strcmp(a, "--pfb-taps"))
+            o->pfb_taps = atoi(v);
         else if (!strcmp(a, "--reps"))
             o->reps = atoi(v) < 1 ? 1 : atoi(v) > 64 ? 64 : atoi(v);
         else {
@@ -218,6 +247,148 @@ static int ceilings(ctx *c, double *copy_rate, double *fma_rate, const struct cu
     CK(cudaFree(c->probe_out));
     return 0;
 }
+
+#ifdef CBF_BENCH_NARROW
+typedef struct chain_ctx {
+    cudaStream_t s;
+    cbf_ddc_cuda *ddc;
+    cbf_pfb_cuda *pfb;
+    cbf_fft_post_cuda *post;
+    cbf_ddc_job dj;
+    cbf_pfb_cjob pj;
+    cbf_fft_post_args pa;
+} chain_ctx;
+
+static int chain_fail(const char *msg)
+{
+    fprintf(stderr, "cbf-bench ddc: chain: %s\n", msg);
+    return 1;
+}
+static int do_c_ddc(ctx *c)
+{
+    char msg[256];
+    chain_ctx *k = (chain_ctx *)c->src;
+    return cbf_ddc_cuda_run(k->ddc, &k->dj, k->s, msg, sizeof msg) ? chain_fail(msg) : 0;
+}
+static int do_c_pfb(ctx *c)
+{
+    char msg[256];
+    chain_ctx *k = (chain_ctx *)c->src;
+    return cbf_pfb_cuda_run_complex(k->pfb, &k->pj, k->s, msg, sizeof msg) ? chain_fail(msg) : 0;
+}
+static int do_c_fft(ctx *c)
+{
+    char msg[256];
+    chain_ctx *k = (chain_ctx *)c->src;
+    return cbf_fft_post_cuda_fft(k->post, &k->pa, msg, sizeof msg) ? chain_fail(msg) : 0;
+}
+static int do_c_post(ctx *c)
+{
+    char msg[256];
+    chain_ctx *k = (chain_ctx *)c->src;
+    return cbf_fft_post_cuda_post(k->post, &k->pa, msg, sizeof msg) ? chain_fail(msg) : 0;
+}
+static int do_c_all(ctx *c)
+{
+    return do_c_ddc(c) || do_c_pfb(c) || do_c_fft(c) || do_c_post(c);
+}
+
+/* One (S, N) of the chain on `spectra` spectra per pol; the input covers
+ * their windows, and the rate counts the digitiser samples they advance
+ * over (2 N S per spectrum, both pols). */
+static int chain_one(const opts *o, int S, int N, const uint8_t *const d_in[2], size_t avail,
+                     float *d_ddc, float *d_fir, void *d_out, size_t per_pol_floats,
+                     double copy_rate, double fma_rate, ctx *c)
+{
+    char msg[512];
+    const int T = 8 * S, step = 2 * N;
+    /* As many whole heaps of 256 spectra as --samples holds with the footprint. */
+    size_t fit = (o->samples - (size_t)T) / (size_t)S / (size_t)step;
+    size_t spectra = fit > (size_t)o->pfb_taps ? (fit - (size_t)o->pfb_taps) / 256 * 256 : 0;
+    if (spectra < 256)
+        spectra = 256;
+    size_t outputs = (spectra + (size_t)o->pfb_taps - 1) * (size_t)step;
+    size_t in_samples = (outputs - 1) * (size_t)S + (size_t)T;
+    if (in_samples > avail || 2 * outputs > per_pol_floats || spectra * 2 * step > per_pol_floats) {
+        printf("| %d | %d | (needs more than --samples %zu) |\n", S, N, o->samples);
+        return 0;
+    }
+    cbf_ddc_config cfg = {o->bits, S, T, cbf_ddc_mix_step(0.3)};
+    cbf_fft_post_config pc = {N, 1, 256, spectra, 8, 1};
+    double *h = malloc(sizeof(double) * (size_t)T);
+    float *z = malloc(2 * sizeof(float) * (size_t)T), *w = malloc(sizeof(float) * (size_t)step * (size_t)o->pfb_taps);
+    chain_ctx k;
+    memset(&k, 0, sizeof k);
+    k.s = c->s;
+    if (!h || !z || !w)
+        return 1;
+    if (cbf_fd_ddc_design(T, S, CBF_FD_DEFAULT_PASS_WEIGHT, h, NULL, NULL, msg, sizeof msg) ||
+        cbf_ddc_weights(&cfg, h, z, msg, sizeof msg) ||
+        cbf_ddc_cuda_create(&cfg, z, 0, &k.ddc, msg, sizeof msg) ||
+        cbf_pfb_weights(N, o->pfb_taps, 1.0, CBF_PFB_HANN, w, msg, sizeof msg) ||
+        cbf_pfb_cuda_create(N, o->pfb_taps, w, &k.pfb, msg, sizeof msg) ||
+        cbf_fft_post_cuda_create(&pc, c->s, &k.post, msg, sizeof msg))
+        return chain_fail(msg);
+    k.dj = (cbf_ddc_job){{d_in[0], d_in[1]}, in_samples, (1ull << 42) + 17, 0, outputs, d_ddc,
+                         per_pol_floats / 2};
+    k.pj = (cbf_pfb_cjob){N, o->pfb_taps, {d_ddc, d_ddc + per_pol_floats}, outputs, {0, 0},
+                          spectra, d_fir, per_pol_floats};
+    k.pa = (cbf_fft_post_args){d_fir, per_pol_floats, d_out, {0.0f, 0.0f}, {0.0f, 0.0f}};
+    void *saved = c->src;
+    c->src = &k;
+    float t[5];
+    step_fn fns[5] = {do_c_ddc, do_c_pfb, do_c_fft, do_c_post, do_c_all};
+    for (int i = 0; i < 5; i++)
+        if (time_ms(fns[i], c, o->reps, &t[i]))
+            return 1;
+    c->src = saved;
+    const double samples = 2.0 * (double)spectra * step * S, rate = samples / (t[4] * 1e-3);
+    const double bytes = o->bits / 8.0 + 45.0 / S;
+    const double flops = 4.0 * T / S + 4.0 * o->pfb_taps / S;
+    const double mem_bound = copy_rate / bytes, fma_bound = fma_rate / flops;
+    const int mem = mem_bound < fma_bound;
+    printf("| %2d | %5d | %6.3f | %6.3f | %6.3f | %6.3f | %7.3f | %7.1f | %6.1f | %6.0f | %6.0f "
+           "| %-10s | %5.1f%% |\n", S, N, t[0], t[1], t[2], t[3], t[4], rate / 1e9,
+           rate / MEERKAT_ANT_RATE, mem_bound / 1e9, fma_bound / 1e9, mem ? "memory" : "arithmetic",
+           100.0 * rate / (mem ? mem_bound : fma_bound));
+    cbf_ddc_cuda_destroy(k.ddc);
+    cbf_pfb_cuda_destroy(k.pfb);
+    cbf_fft_post_cuda_destroy(k.post);
+    free(h);
+    free(z);
+    free(w);
+    return 0;
+}
+
+static int chain_table(const opts *o, const uint8_t *const d_in[2], double copy_rate,
+                       double fma_rate, ctx *c)
+{
+    if (!o->n_chain)
+        return 0;
+    /* Per pol: the DDC output (complex) and the FIR output (2 x step floats
+     * per spectrum) are both about 2 samples / S floats. */
+    size_t per_pol = 2 * (o->samples / 8 + 65536 * 16);
+    float *d_ddc, *d_fir;
+    void *d_out;
+    CK(cudaMalloc((void **)&d_ddc, 2 * per_pol * sizeof(float)));
+    CK(cudaMalloc((void **)&d_fir, 2 * per_pol * sizeof(float)));
+    CK(cudaMalloc(&d_out, per_pol));
+    printf("\nNarrowband chain, ddc (taps 8 S, C 8) -> pfb (%d taps, complex) -> cuFFT (2N points) "
+           "-> post (8-bit); times in ms per run; rate in Gsample/s of digitiser input (both "
+           "pols)\n\n", o->pfb_taps);
+    printf("| S | channels | ddc | pfb | fft | post | chain | Gsample/s | antennas | memory bound "
+           "| arithmetic bound | binding | of bound |\n"
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    for (int i = 0; i < o->n_chain; i++)
+        if (chain_one(o, o->chain_s[i], o->chain_n[i], d_in, o->samples, d_ddc, d_fir, d_out,
+                      per_pol, copy_rate, fma_rate, c))
+            return 1;
+    CK(cudaFree(d_ddc));
+    CK(cudaFree(d_fir));
+    CK(cudaFree(d_out));
+    return 0;
+}
+#endif
 
 int cbf_bench_ddc(int argc, char **argv)
 {
@@ -262,9 +433,13 @@ int cbf_bench_ddc(int argc, char **argv)
                               (const uint8_t *const *)d_in, o.samples, d_out, copy_rate,
                               fma_rate, &c))
                     return 1;
+    CK(cudaFree(d_out));
+#ifdef CBF_BENCH_NARROW
+    if (chain_table(&o, (const uint8_t *const *)d_in, copy_rate, fma_rate, &c))
+        return 1;
+#endif
     CK(cudaFree(d_in[0]));
     CK(cudaFree(d_in[1]));
-    CK(cudaFree(d_out));
     CK(cudaStreamDestroy(c.s));
     free(host);
     return 0;

@@ -143,7 +143,7 @@ static int bench_one(const opts *o, int channels, double copy_rate, chain *c)
     uint8_t *d_in[2];
     float *d_data;
     void *d_out;
-    cbf_fft_post_config cfg = {channels, unzip, (int)sph, spectra, 8};
+    cbf_fft_post_config cfg = {channels, unzip, (int)sph, spectra, 8, 0};
     size_t out_bytes = cbf_fft_post_out_bytes(&cfg);
     if (!weights || !host)
         return 1;

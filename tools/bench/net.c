@@ -1,8 +1,12 @@
-/* cbf-bench net: SPEAD send and receive rates over loopback UDP.
+/* cbf-bench net: SPEAD send and receive rates over UDP, through the
+ * transport interface the receiver and sender plugins use (net/udp).
  *
- * T sender threads (one socket each, so the flows hash apart) encode heaps
- * of a stream's shape and send them with sendmmsg to 127.0.0.1; T receiver
- * threads share the port with SO_REUSEPORT, recvmmsg and assemble heaps.
+ * T sender threads (one queue each, so the flows hash apart) encode heaps
+ * of a stream's shape and send them to the interface's own address; T
+ * receiver threads share the port with SO_REUSEPORT and assemble heaps.
+ * With --group, thread i sends to and receives multicast group + i instead
+ * (one flow per receiving queue: how the ibverbs transport, which has no
+ * SO_REUSEPORT, takes several threads).
  * Reported per stream and thread count: packets/s and Gbit/s of UDP payload
  * sent and received, heaps completed, and the fraction lost (loopback drops
  * when receivers fall behind, and packets still in flight at the end count
@@ -19,6 +23,7 @@
 #include <unistd.h>
 
 #include "spead.h"
+#include "udp.h"
 
 #define BATCH 32
 #define MAX_THREADS 16
@@ -35,9 +40,18 @@ static const stream_shape shapes[] = {
     {"xeng", 64 * 2080 * 4 * 8 / 4, 8872, false},  /* 64 channels, 64 antennas' baselines / 4 */
 };
 
+typedef struct options {
+    const char *iface, *transport;
+    uint32_t group;              /* host order; 0 = unicast to the interface */
+    double seconds;
+    int max_threads;
+} options;
+
 typedef struct shared {
     const stream_shape *s;
+    const options *o;
     int port;
+    bool raw;                    /* the ceiling: datagrams of the packet size, no SPEAD */
     atomic_bool stop;
     atomic_uint_fast64_t tx_packets, tx_bytes, rx_packets, rx_bytes, rx_heaps;
 } shared;
@@ -51,8 +65,12 @@ static double now_s(void)
 
 typedef struct thread_arg {
     shared *sh;
-    int index, fd;
+    int index;
+    cbf_net_rx *rx;
+    cbf_net_tx *tx;
+    cbf_udp_endpoint to;
     int rc;
+    cbf_error err;
 } thread_arg;
 
 static void *send_loop(void *arg)
@@ -60,46 +78,56 @@ static void *send_loop(void *arg)
     thread_arg *t = arg;
     shared *sh = t->sh;
     const stream_shape *s = sh->s;
-    uint8_t *payload = malloc(s->heap_bytes), *arena = malloc((size_t)BATCH * s->packet);
-    struct mmsghdr msgs[BATCH];
-    struct iovec iov[BATCH];
-    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)sh->port)};
-    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    uint8_t *payload = malloc(s->heap_bytes);
     for (size_t i = 0; i < s->heap_bytes; i++)
         payload[i] = (uint8_t)(i * 131 + 7);
-    uint64_t cnt = (uint64_t)t->index << 40;
-    int n = 0;
-    while (!atomic_load(&sh->stop)) {
+    uint64_t n = 0, packets = 0, bytes = 0;
+    while (sh->raw && !atomic_load(&sh->stop) && !t->rc) {
+        /* The same batches of packet-sized datagrams with no encoding. */
+        uint8_t *p;
+        int full = 0;
+        for (int k = 0; k < BATCH && !full && !t->rc; k++)
+            if (!(t->rc = cbf_net_tx_buffer(t->tx, &p, &t->err)) &&
+                (full = cbf_net_tx_commit(t->tx, s->packet, &t->to, &t->err)) < 0)
+                t->rc = full;
+        if (!t->rc)
+            t->rc = cbf_net_tx_flush(t->tx, NULL, &t->err);
+        atomic_fetch_add(&sh->tx_packets, BATCH);
+        atomic_fetch_add(&sh->tx_bytes, (uint64_t)BATCH * s->packet);
+    }
+    while (!sh->raw && !atomic_load(&sh->stop) && !t->rc) {
+        /* Heap counters distinct per thread (index in bits 40 up), all within 48 bits. */
+        uint64_t cnt = ((uint64_t)t->index << 40 | n) & CBF_SPEAD_ADDR_MASK;
         cbf_spead_item_out items[] = {
-            {.id = 0x1600, .immediate = true, .value = cnt * 4096},
+            {.id = 0x1600, .immediate = true, .value = (n++ * 4096) & CBF_SPEAD_ADDR_MASK},
             {.id = 0x4101, .immediate = true, .value = (uint64_t)t->index},
             {.id = 0x4300, .data = payload, .len = s->heap_bytes},
         };
         cbf_spead_encoder e;
-        if (cbf_spead_encoder_init(&e, cnt++ & CBF_SPEAD_ADDR_MASK, items, 3, s->packet, s->repeat, NULL))
+        if ((t->rc = cbf_spead_encoder_init(&e, cnt, items, 3, s->packet, s->repeat,
+                                            &t->err)))
             break;
-        size_t len;
-        while ((len = cbf_spead_encoder_next(&e, arena + (size_t)n * s->packet)) > 0) {
-            iov[n] = (struct iovec){.iov_base = arena + (size_t)n * s->packet, .iov_len = len};
-            msgs[n].msg_hdr = (struct msghdr){.msg_name = &to, .msg_namelen = sizeof to,
-                                              .msg_iov = &iov[n], .msg_iovlen = 1};
-            if (++n == BATCH) {
+        for (size_t k = cbf_spead_encoder_count(&e); k > 0 && !t->rc; k--) {
+            uint8_t *p;
+            if ((t->rc = cbf_net_tx_buffer(t->tx, &p, &t->err)))
+                break;
+            size_t len = cbf_spead_encoder_next(&e, p);
+            int full = cbf_net_tx_commit(t->tx, len, &t->to, &t->err);
+            packets++;
+            bytes += len;
+            if (full < 0)
+                t->rc = full;
+            else if (full) {
+                t->rc = cbf_net_tx_flush(t->tx, NULL, &t->err);
                 /* Shared counters once per batch: per-packet atomics on one
                  * cache line would be the bottleneck with many threads. */
-                int sent = sendmmsg(t->fd, msgs, BATCH, 0);
-                uint64_t bytes = 0;
-                for (int i = 0; i < sent; i++)
-                    bytes += iov[i].iov_len;
-                if (sent > 0) {
-                    atomic_fetch_add(&sh->tx_packets, (uint64_t)sent);
-                    atomic_fetch_add(&sh->tx_bytes, bytes);
-                }
-                n = 0;
+                atomic_fetch_add(&sh->tx_packets, packets);
+                atomic_fetch_add(&sh->tx_bytes, bytes);
+                packets = bytes = 0;
             }
         }
     }
     free(payload);
-    free(arena);
     return NULL;
 }
 
@@ -117,117 +145,166 @@ static void *recv_loop(void *arg)
     cbf_spead_assembler_config cfg = {.max_heap_size = sh->s->heap_bytes, .window = 16,
                                       .on_heap = count_heap, .user = &heaps};
     cbf_spead_assembler *a;
-    if (cbf_spead_assembler_create(&cfg, &a, NULL)) {
-        t->rc = 1;
+    if ((t->rc = cbf_spead_assembler_create(&cfg, &a, &t->err)))
         return NULL;
-    }
-    enum { RB = 9216 };
-    uint8_t *bufs = malloc((size_t)BATCH * RB);
-    struct mmsghdr msgs[BATCH];
-    struct iovec iov[BATCH];
+    const uint8_t *pkt[BATCH];
+    size_t len[BATCH];
     while (!atomic_load(&sh->stop)) {
-        for (int i = 0; i < BATCH; i++) {
-            iov[i] = (struct iovec){.iov_base = bufs + (size_t)i * RB, .iov_len = RB};
-            msgs[i].msg_hdr = (struct msghdr){.msg_iov = &iov[i], .msg_iovlen = 1};
+        int n = cbf_net_rx_recv(t->rx, pkt, len, &t->err);
+        if (n < 0) {
+            t->rc = n;
+            break;
         }
-        int n = recvmmsg(t->fd, msgs, BATCH, MSG_WAITFORONE, NULL);
-        if (n <= 0)
-            continue;
         uint64_t bytes = 0;
         for (int i = 0; i < n; i++) {
-            cbf_spead_assembler_add(a, bufs + (size_t)i * RB, msgs[i].msg_len);
-            bytes += msgs[i].msg_len;
+            if (!sh->raw)
+                cbf_spead_assembler_add(a, pkt[i], len[i]);
+            bytes += len[i];
         }
         atomic_fetch_add(&sh->rx_packets, (uint64_t)n);
         atomic_fetch_add(&sh->rx_bytes, bytes);
     }
     atomic_fetch_add(&sh->rx_heaps, heaps);
-    free(bufs);
     cbf_spead_assembler_destroy(a);
     return NULL;
 }
 
-static int open_rx(int *port)
+/* Thread i's endpoint: the interface's address on the shared port, or group + i. */
+static int endpoint(const options *o, int i, int port, cbf_udp_endpoint *ep, cbf_error *err)
 {
-    int fd = socket(AF_INET, SOCK_DGRAM, 0), one = 1, buf = 64 << 20;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
-    struct timeval tv = {0, 100000};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)*port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t l = sizeof a;
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) || getsockname(fd, (struct sockaddr *)&a, &l)) {
-        fprintf(stderr, "cbf-bench net: bind: %s\n", strerror(errno));
-        close(fd);
-        return -1;
+    char text[64];
+    if (o->group) {
+        uint32_t g = o->group + (uint32_t)i;
+        snprintf(text, sizeof text, "%u.%u.%u.%u:%d", g >> 24, (g >> 16) & 255, (g >> 8) & 255, g & 255, port);
+    } else {
+        snprintf(text, sizeof text, "%s:%d", o->iface, port);
     }
-    *port = ntohs(a.sin_port);
-    return fd;
+    return cbf_udp_parse_endpoint(text, "cbf-bench net", ep, err);
 }
 
-static int one_run(const stream_shape *s, int threads, double seconds)
+typedef struct result {
+    double tx_pps, tx_gbps, rx_pps, rx_gbps, heaps_ps, lost;
+} result;
+
+/* One measurement of send and receive together. */
+static int one_run(const stream_shape *s, int threads, bool raw, const options *o, result *out)
 {
-    shared sh = {.s = s};
-    thread_arg rx[MAX_THREADS], tx[MAX_THREADS];
+    shared sh = {.s = s, .o = o, .raw = raw};
+    thread_arg rx[MAX_THREADS] = {0}, tx[MAX_THREADS] = {0};
     pthread_t rt[MAX_THREADS], tt[MAX_THREADS];
+    cbf_net_choice choice = {.transport = o->transport, .where = "cbf-bench net --transport"};
+    cbf_error err = {0};
+    int rc = 0, opened = 0;
+    /* A port free on the interface for this run: ask the kernel for one. */
     int port = 0;
-    for (int i = 0; i < threads; i++) {
-        rx[i] = (thread_arg){.sh = &sh, .index = i, .fd = open_rx(&port)};
-        if (rx[i].fd < 0)
-            return 1;
+    {
+        cbf_udp_endpoint any;
+        int fd;
+        char text[64];
+        snprintf(text, sizeof text, "%s:1", o->iface);
+        if (!(rc = cbf_udp_parse_endpoint(text, "cbf-bench net --interface", &any, &err))) {
+            any.addr.sin_port = 0;
+            any.multicast = false;
+            if (!(rc = cbf_udp_open_rx(&any, o->iface, 4096, false, &fd, &err))) {
+                socklen_t l = sizeof any.addr;
+                getsockname(fd, (struct sockaddr *)&any.addr, &l);
+                port = ntohs(any.addr.sin_port);
+                close(fd);
+            }
+        }
     }
-    sh.port = port;
-    for (int i = 0; i < threads; i++) {
-        tx[i] = (thread_arg){.sh = &sh, .index = i, .fd = socket(AF_INET, SOCK_DGRAM, 0)};
-        int buf = 8 << 20;
-        setsockopt(tx[i].fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
+    for (int i = 0; i < threads && !rc; i++, opened++) {
+        rx[i] = (thread_arg){.sh = &sh, .index = i};
+        tx[i] = (thread_arg){.sh = &sh, .index = i};
+        cbf_net_rx_config rcfg = {.iface = o->iface, .rcvbuf = 64 << 20, .reuseport = !o->group,
+                                  .timeout_ms = 100, .batch = BATCH, .max_packet = 9216, .choice = choice};
+        cbf_net_tx_config tcfg = {.iface = o->iface, .ttl = 1, .sndbuf = 8 << 20, .max_packet = s->packet,
+                                  .batch = BATCH, .choice = choice};
+        if (!(rc = endpoint(o, i, port, &rcfg.ep, &err)) && !(rc = cbf_net_rx_open(&rcfg, &rx[i].rx, &err)))
+            rc = cbf_net_tx_open(&tcfg, &tx[i].tx, &err);
+        tx[i].to = rcfg.ep;
+    }
+    if (rc) {
+        fprintf(stderr, "cbf-bench net: %s\n", err.msg);
+        for (int i = 0; i < opened + 1 && i < MAX_THREADS; i++) {
+            cbf_net_rx_close(rx[i].rx);
+            cbf_net_tx_close(tx[i].tx, NULL);
+        }
+        return 1;
+    }
+    for (int i = 0; i < threads; i++)
         pthread_create(&rt[i], NULL, recv_loop, &rx[i]);
-    }
     double t0 = now_s();
     for (int i = 0; i < threads; i++)
         pthread_create(&tt[i], NULL, send_loop, &tx[i]);
-    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    struct timespec ts = {(time_t)o->seconds, (long)((o->seconds - (double)(time_t)o->seconds) * 1e9)};
     nanosleep(&ts, NULL);   /* the measurement interval itself */
     atomic_store(&sh.stop, true);
     for (int i = 0; i < threads; i++) {
         pthread_join(tt[i], NULL);
         pthread_join(rt[i], NULL);
-        close(tx[i].fd);
-        close(rx[i].fd);
+        if (!rc && (rx[i].rc || tx[i].rc)) {
+            fprintf(stderr, "cbf-bench net: %s\n", rx[i].rc ? rx[i].err.msg : tx[i].err.msg);
+            rc = 1;
+        }
+        cbf_net_tx_close(tx[i].tx, NULL);
+        cbf_net_rx_close(rx[i].rx);
     }
     double dt = now_s() - t0;
     double txp = (double)sh.tx_packets, rxp = (double)sh.rx_packets;
-    printf("%-9s %7zu %3d %12.0f %8.2f %12.0f %8.2f %10.0f %7.2f%%\n", s->name, s->packet, threads,
-           txp / dt, (double)sh.tx_bytes * 8 / dt / 1e9, rxp / dt, (double)sh.rx_bytes * 8 / dt / 1e9,
-           (double)sh.rx_heaps / dt, txp > 0 ? 100.0 * (1 - rxp / txp) : 0.0);
-    return 0;
+    *out = (result){.tx_pps = txp / dt, .tx_gbps = (double)sh.tx_bytes * 8 / dt / 1e9, .rx_pps = rxp / dt,
+                    .rx_gbps = (double)sh.rx_bytes * 8 / dt / 1e9, .heaps_ps = (double)sh.rx_heaps / dt,
+                    .lost = txp > 0 ? 100.0 * (1 - rxp / txp) : 0.0};
+    return rc;
 }
 
 int cbf_bench_net(int argc, char **argv)
 {
-    double seconds = 2;
-    int max_threads = 4;
+    options o = {.iface = "127.0.0.1", .transport = "socket", .seconds = 2, .max_threads = 4};
     for (int i = 1; i < argc; i++) {
+        struct in_addr g;
         if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
-            seconds = atof(argv[++i]);
+            o.seconds = atof(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
-            max_threads = atoi(argv[++i]);
+            o.max_threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--interface") && i + 1 < argc)
+            o.iface = argv[++i];
+        else if (!strcmp(argv[i], "--transport") && i + 1 < argc &&
+                 (!strcmp(argv[i + 1], "socket") || !strcmp(argv[i + 1], "ibverbs")))
+            o.transport = argv[++i];
+        else if (!strcmp(argv[i], "--group") && i + 1 < argc && inet_pton(AF_INET, argv[i + 1], &g) == 1 &&
+                 IN_MULTICAST(ntohl(g.s_addr)))
+            o.group = ntohl(g.s_addr), i++;
         else {
-            printf("usage: cbf-bench net [--seconds S (2)] [--threads MAX (4)]\n"
-                   "SPEAD over loopback UDP: 1, 2, ... MAX sender and receiver threads per stream.\n");
+            printf("usage: cbf-bench net [--seconds S (2)] [--threads MAX (4)] [--interface ADDR (127.0.0.1)]\n"
+                   "                     [--transport socket|ibverbs (socket)] [--group A.B.C.D]\n"
+                   "SPEAD over UDP through cbf's transport interface: 1, 2, ... MAX sender and receiver\n"
+                   "threads per stream, unicast to the interface's address (SO_REUSEPORT), or thread i\n"
+                   "to multicast group + i with --group (needed by ibverbs for several threads).\n");
             return strcmp(argv[i], "--help") ? 2 : 0;
         }
     }
-    if (max_threads < 1 || max_threads > MAX_THREADS || seconds <= 0) {
+    if (o.max_threads < 1 || o.max_threads > MAX_THREADS || o.seconds <= 0) {
         fprintf(stderr, "cbf-bench net: --threads 1..%d, --seconds > 0\n", MAX_THREADS);
         return 2;
     }
-    printf("%-9s %7s %3s %12s %8s %12s %8s %10s %8s\n", "stream", "packet", "thr", "tx pkt/s",
-           "tx Gb/s", "rx pkt/s", "rx Gb/s", "heaps/s", "lost");
+    printf("# transport %s, interface %s, %s; rates of UDP payload\n", o.transport, o.iface,
+           o.group ? "one multicast group per thread" : "unicast, receivers share the port");
+    printf("# each stream row follows a udp-only row: datagrams of the same size and threads with no\n"
+           "# SPEAD encoding or assembly, the ceiling of the path; rx/ceil = rx pkt/s over the ceiling's\n");
+    printf("%-9s %7s %3s %12s %8s %12s %8s %10s %8s %9s\n", "stream", "packet", "thr", "tx pkt/s",
+           "tx Gb/s", "rx pkt/s", "rx Gb/s", "heaps/s", "lost", "rx/ceil");
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
-        for (int t = 1; t <= max_threads; t *= 2)
-            if (one_run(&shapes[k], t, seconds))
+        for (int t = 1; t <= o.max_threads; t *= 2) {
+            result ceil, r;
+            if (one_run(&shapes[k], t, true, &o, &ceil) || one_run(&shapes[k], t, false, &o, &r))
                 return 1;
+            printf("%-9s %7zu %3d %12.0f %8.2f %12.0f %8.2f %10s %7.2f%%\n", "udp-only", shapes[k].packet, t,
+                   ceil.tx_pps, ceil.tx_gbps, ceil.rx_pps, ceil.rx_gbps, "-", ceil.lost);
+            printf("%-9s %7zu %3d %12.0f %8.2f %12.0f %8.2f %10.0f %7.2f%% %8.2f\n", shapes[k].name,
+                   shapes[k].packet, t, r.tx_pps, r.tx_gbps, r.rx_pps, r.rx_gbps, r.heaps_ps, r.lost,
+                   ceil.rx_pps > 0 ? r.rx_pps / ceil.rx_pps : 0.0);
+            fflush(stdout);
+        }
     return 0;
 }

@@ -7,6 +7,7 @@
 #include "cbf/buffer.h"
 #include "cbf/port.h"
 #include "cbf/node.h"
+#include "cbf/control.h"
 #include "cbf/plugin.h"
 #include "cbf/gpu.h"
 #endif

@@ -8,11 +8,13 @@
  * and input descriptors, set output descriptors, create pools) -> run (on
  * the node's own thread, until its inputs end or, for a source, until
  * cbf_node_stopping or its finite length) -> fini (always, after every run
- * has returned and before pools are checked). */
+ * has returned and before pools are checked). Requests (cbf/control.h)
+ * arrive on the node's thread while run is going. */
 #ifndef CBF_PLUGIN_H
 #define CBF_PLUGIN_H
 
 #include <stdint.h>
+#include "cbf/control.h"
 #include "cbf/error.h"
 #include "cbf/node.h"
 #include "cbf/params.h"
@@ -22,7 +24,8 @@
 extern "C" {
 #endif
 
-#define CBF_PLUGIN_ABI 1u
+/* 2: requests (cbf/control.h) appended to the descriptor. */
+#define CBF_PLUGIN_ABI 2u
 #define CBF_PLUGIN_ENTRY_SYMBOL "cbf_plugin_entry"
 
 typedef enum cbf_port_dir { CBF_PORT_IN = 0, CBF_PORT_OUT = 1 } cbf_port_dir;
@@ -50,6 +53,11 @@ typedef struct cbf_plugin_desc {
     int (*init)(cbf_node *node, cbf_error *err);
     int (*run)(cbf_node *node, cbf_error *err);
     void (*fini)(cbf_node *node);
+    /* Runtime requests the node accepts (cbf/control.h); NULL, 0, NULL for
+     * none. `request` runs on the node's thread, between buffers. */
+    const cbf_request_decl *requests;
+    int n_requests;
+    int (*request)(cbf_node *node, const cbf_request *req, cbf_reply *reply, cbf_error *err);
 } cbf_plugin_desc;
 
 typedef const cbf_plugin_desc *(*cbf_plugin_entry_fn)(void);

@@ -13,10 +13,10 @@ static int run_nothing(cbf_node *node, cbf_error *err)
 
 #if BAD == 1 /* a plugin built against another ABI */
 static const cbf_plugin_desc desc = {99u, "tbadabi", "1.0", "wrong ABI", NULL, 0, NULL, 0,
-                                     NULL, run_nothing, NULL};
+                                     NULL, run_nothing, NULL, NULL, 0, NULL};
 #elif BAD == 2 /* the same name from two directories of one tier */
 static const cbf_plugin_desc desc = {CBF_PLUGIN_ABI, "ttwin", "1.0", "twin", NULL, 0, NULL, 0,
-                                     NULL, run_nothing, NULL};
+                                     NULL, run_nothing, NULL, NULL, 0, NULL};
 #elif BAD == 3
 static const cbf_param_decl params[] = {
     {"taps", CBF_PARAM_INT, "16", CBF_NORANGE, NULL, "taps"},
@@ -38,15 +38,34 @@ static const cbf_port_decl ports[] = {
     {"out", CBF_PORT_OUT, "test.a", 0, 0, "one"},
     {"out", CBF_PORT_OUT, "test.b", 0, 0, "the same name again"},
 };
+#elif BAD == 7 || BAD == 8
+/* Requests are checked like parameters; names the core answers are reserved. */
+static const cbf_param_decl params[] = {
+    {"taps", CBF_PARAM_INT, "16", CBF_NORANGE, NULL, "taps"},
+};
+static const cbf_param_decl gain_args[] = {
+    {"value", CBF_PARAM_FLOAT, "3", CBF_RANGE(0, 2), NULL, "default out of its own range"},
+};
+static const cbf_request_decl requests[] = {
+    {BAD == 7 ? "gain" : "shutdown", gain_args, BAD == 7 ? 1 : 0, "a request"},
+};
+static int on_request(cbf_node *node, const cbf_request *req, cbf_reply *reply, cbf_error *err)
+{
+    (void)node, (void)req, (void)reply, (void)err;
+    return 0;
+}
+static const cbf_plugin_desc desc = {CBF_PLUGIN_ABI, "tbaddecl", "1.0", "invalid request declarations",
+                                     params, CBF_COUNT_OF(params), NULL, 0, NULL, run_nothing, NULL,
+                                     requests, 1, on_request};
 #endif
 
-#if BAD >= 6
+#if BAD == 6
 static const cbf_plugin_desc desc = {CBF_PLUGIN_ABI, "tbaddecl", "1.0", "invalid declarations",
                                      params, CBF_COUNT_OF(params), ports, CBF_COUNT_OF(ports),
-                                     NULL, run_nothing, NULL};
-#elif BAD >= 3
+                                     NULL, run_nothing, NULL, NULL, 0, NULL};
+#elif BAD >= 3 && BAD < 6
 static const cbf_plugin_desc desc = {CBF_PLUGIN_ABI, "tbaddecl", "1.0", "invalid declarations",
-                                     params, CBF_COUNT_OF(params), NULL, 0, NULL, run_nothing, NULL};
+                                     params, CBF_COUNT_OF(params), NULL, 0, NULL, run_nothing, NULL, NULL, 0, NULL};
 #endif
 
 #if BAD == 0 /* no entry symbol: an ordinary shared object named like a plugin */

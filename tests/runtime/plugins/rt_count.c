@@ -149,5 +149,5 @@ static const cbf_param_decl params[] = {
 static const cbf_port_decl ports[] = {{"out", CBF_PORT_OUT, RT_TYPE, 0, 0, "counting words"}};
 static const cbf_plugin_desc desc = {CBF_PLUGIN_ABI, "rt_count", "1", "test: counting source",
                                      params, CBF_COUNT_OF(params), ports, CBF_COUNT_OF(ports),
-                                     init, run, fini};
+                                     init, run, fini, NULL, 0, NULL};
 CBF_PLUGIN_DEFINE(desc)

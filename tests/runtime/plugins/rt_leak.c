@@ -37,5 +37,5 @@ static void fini(cbf_node *n)
 
 static const cbf_port_decl ports[] = {{"in", CBF_PORT_IN, RT_TYPE, 0, 0, "anything"}};
 static const cbf_plugin_desc desc = {CBF_PLUGIN_ABI, "rt_leak", "1", "test: sink that leaks one buffer",
-                                     NULL, 0, ports, CBF_COUNT_OF(ports), init, run, fini};
+                                     NULL, 0, ports, CBF_COUNT_OF(ports), init, run, fini, NULL, 0, NULL};
 CBF_PLUGIN_DEFINE(desc)

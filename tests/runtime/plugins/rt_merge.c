@@ -64,5 +64,5 @@ static void fini(cbf_node *n)
 
 static const cbf_port_decl ports[] = {{"in", CBF_PORT_IN, RT_TYPE, 0, 1, "any number of streams"}};
 static const cbf_plugin_desc desc = {CBF_PLUGIN_ABI, "rt_merge", "1", "test: multi-input checking sink",
-                                     NULL, 0, ports, CBF_COUNT_OF(ports), init, run, fini};
+                                     NULL, 0, ports, CBF_COUNT_OF(ports), init, run, fini, NULL, 0, NULL};
 CBF_PLUGIN_DEFINE(desc)

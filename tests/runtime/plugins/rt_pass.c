@@ -53,5 +53,5 @@ static const cbf_port_decl ports[] = {
 };
 static const cbf_plugin_desc desc = {CBF_PLUGIN_ABI, "rt_pass", "1", "test: pass-through, optionally failing",
                                      params, CBF_COUNT_OF(params), ports, CBF_COUNT_OF(ports),
-                                     init, run, fini};
+                                     init, run, fini, NULL, 0, NULL};
 CBF_PLUGIN_DEFINE(desc)

@@ -20,7 +20,7 @@ static const cbf_port_decl ports[] = {
 };
 static const cbf_plugin_desc desc = {CBF_PLUGIN_ABI, "tsrc", "1.0", "test source", params,
                                      CBF_COUNT_OF(params), ports, CBF_COUNT_OF(ports), NULL,
-                                     run_nothing, NULL};
+                                     run_nothing, NULL, NULL, 0, NULL};
 #elif TEST_PLUGIN == 2
 static const cbf_param_decl params[] = {
     {"gain", CBF_PARAM_FLOAT, "1.0", CBF_NORANGE, NULL, "gain"},
@@ -31,7 +31,7 @@ static const cbf_port_decl ports[] = {
 };
 static const cbf_plugin_desc desc = {CBF_PLUGIN_ABI, "tfilt", "1.0", "test filter", params,
                                      CBF_COUNT_OF(params), ports, CBF_COUNT_OF(ports), NULL,
-                                     run_nothing, NULL};
+                                     run_nothing, NULL, NULL, 0, NULL};
 #elif TEST_PLUGIN == 3
 static const cbf_param_decl params[] = {
     {"path", CBF_PARAM_STRING, "out.bin", CBF_NORANGE, NULL, "where"},
@@ -41,13 +41,13 @@ static const cbf_port_decl ports[] = {
 };
 static const cbf_plugin_desc desc = {CBF_PLUGIN_ABI, "tsink", "1.0", "test sink of any type",
                                      params, CBF_COUNT_OF(params), ports, CBF_COUNT_OF(ports),
-                                     NULL, run_nothing, NULL};
+                                     NULL, run_nothing, NULL, NULL, 0, NULL};
 #elif TEST_PLUGIN == 4
 static const cbf_port_decl ports[] = {
     {"in", CBF_PORT_IN, "test.b", 0, 0, "type b only"},
 };
 static const cbf_plugin_desc desc = {CBF_PLUGIN_ABI, "tbsink", "1.0", "test sink of type b",
-                                     NULL, 0, ports, CBF_COUNT_OF(ports), NULL, run_nothing, NULL};
+                                     NULL, 0, ports, CBF_COUNT_OF(ports), NULL, run_nothing, NULL, NULL, 0, NULL};
 #elif TEST_PLUGIN == 5
 static const cbf_param_decl params[] = {
     {"n", CBF_PARAM_INT, "16", CBF_RANGE(1, 1024), NULL, "an integer"},
@@ -63,7 +63,7 @@ static const cbf_param_decl params[] = {
     {"req", CBF_PARAM_INT, NULL, CBF_NORANGE, NULL, "a required integer"},
 };
 static const cbf_plugin_desc desc = {CBF_PLUGIN_ABI, "tparams", "2.3", "every parameter type",
-                                     params, CBF_COUNT_OF(params), NULL, 0, NULL, run_nothing, NULL};
+                                     params, CBF_COUNT_OF(params), NULL, 0, NULL, run_nothing, NULL, NULL, 0, NULL};
 #endif
 
 CBF_PLUGIN_DEFINE(desc)

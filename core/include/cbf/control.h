@@ -1,0 +1,84 @@
+/* cbf/control.h: runtime requests a plugin accepts, and sensors it reports.
+ *
+ * A running engine listens for small JSON requests on a ZeroMQ REP socket
+ * (engine `control:` in the YAML) and publishes sensors on a PUB socket
+ * (engine `sensors:`), see docs/control.md. The core answers its own
+ * requests (sensors, log-level, shutdown, requests); a plugin declares the
+ * requests it accepts in its descriptor, as it declares its parameters:
+ *
+ *   static const cbf_param_decl gain_args[] = {
+ *       {"pol", CBF_PARAM_INT, "-1", CBF_RANGE(-1, 1), NULL, "polarisation; -1: both"},
+ *       {"values", CBF_PARAM_FLOAT_LIST, NULL, CBF_RANGE(-1e9, 1e9), NULL, "..."},
+ *   };
+ *   static const cbf_request_decl requests[] = {
+ *       {"gain", gain_args, CBF_COUNT_OF(gain_args), "set the complex gains"},
+ *   };
+ *
+ * Arguments use the parameter declarations of cbf/params.h (every type but
+ * RECORDS): the core checks a request's arguments against them (unknown,
+ * missing, wrong type, out of range) before the plugin sees it, and replies
+ * with the error itself. A request that passes is queued in the node's
+ * mailbox and handed to the plugin's `request` function ON THE NODE'S OWN
+ * THREAD, between buffers: inside cbf_port_recv (also while it waits for
+ * input), or when a source calls cbf_node_poll_requests. So a request never
+ * tears a buffer in progress, and the plugin needs no locks for it. The
+ * plugin checks what only it can check (lengths against its channel count,
+ * a timestamp already past), and either returns an error (then it must have
+ * changed nothing) or applies or schedules the change and may add fields to
+ * the reply. */
+#ifndef CBF_CONTROL_H
+#define CBF_CONTROL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "cbf/error.h"
+#include "cbf/params.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cbf_node cbf_node;
+
+typedef struct cbf_request_decl {
+    const char *name;              /* lower case, letters, digits, '-' and '_' */
+    const cbf_param_decl *args;
+    int n_args;
+    const char *doc;               /* one line, shown by cbf-inspect and `requests` */
+} cbf_request_decl;
+
+/* One request as the plugin sees it: the name and the validated arguments
+ * (with defaults filled in), read with the cbf_params_* accessors. */
+typedef struct cbf_request cbf_request;
+const char *cbf_request_name(const cbf_request *r);
+const cbf_params *cbf_request_args(const cbf_request *r);
+
+/* Fields added to the {"ok": true, ...} reply. Keys "ok", "error" and
+ * "request" are the core's. Return 0 or CBF_ENOMEM. */
+typedef struct cbf_reply cbf_reply;
+int cbf_reply_int(cbf_reply *r, const char *key, int64_t v);
+int cbf_reply_float(cbf_reply *r, const char *key, double v);
+int cbf_reply_string(cbf_reply *r, const char *key, const char *v);
+
+/* A source (a node without inputs) calls this between buffers so its
+ * requests are handled; nodes that call cbf_port_recv need not. Returns how
+ * many requests were handled. */
+int cbf_node_poll_requests(cbf_node *n);
+
+/* Named floating-point sensors of a node (digitiser power in dBFS, GPU
+ * milliseconds per buffer, ...): published with the counters. Call
+ * cbf_node_gauge from init; set from any thread. NaN means "no value yet". */
+typedef struct cbf_gauge cbf_gauge;
+cbf_gauge *cbf_node_gauge(cbf_node *n, const char *name);
+void cbf_gauge_set(cbf_gauge *g, double v);
+double cbf_gauge_get(const cbf_gauge *g);
+
+/* An endpoint as the engine YAML and cbf-ctl write it: a port number alone
+ * ("5555") is tcp://127.0.0.1:5555; anything else is a ZeroMQ endpoint. */
+void cbf_control_endpoint(const char *text, char *out, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,565 @@
+/* control.c: the engine's control plane. One thread serves a ZeroMQ REP
+ * socket (JSON requests, JSON replies) and publishes sensor messages on a
+ * PUB socket every sensor_period seconds. It knows nothing of what the
+ * plugins do: it checks a request against the declarations in the plugin
+ * descriptors, hands it to the node (request.c) and returns its answer.
+ *
+ * Built-in requests: requests (what this engine accepts), sensors (the
+ * message the PUB socket would send now), log-level [level], shutdown
+ * (drain and exit as on SIGTERM). See docs/control.md. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zmq.h>
+
+#include "cbf/log.h"
+#include "params_priv.h"
+#include "runtime.h"
+
+#define REQUEST_TIMEOUT_MS 5000   /* how long a node may take to reach its mailbox */
+#define POLL_MS 100               /* how soon the thread notices it should stop */
+
+typedef struct node_prev {
+    uint64_t buffers_in, buffers_out, bytes_out;
+} node_prev;
+
+struct cbf_control {
+    cbf_engine *e;
+    const cbf_graph *g;
+    void *ctx, *rep, *pub;
+    char rep_ep[256], pub_ep[256];
+    double period;
+    pthread_t thread;
+    bool started;
+    atomic_bool quit;
+    uint64_t seq;              /* sensor messages published */
+    node_prev *prev;           /* at the last publication, for rates */
+    uint64_t prev_ns;
+};
+
+void cbf_control_endpoint(const char *text, char *out, size_t n)
+{
+    char *end;
+    long port = strtol(text, &end, 10);
+    if (*text && !*end && port > 0 && port < 65536)
+        snprintf(out, n, "tcp://127.0.0.1:%ld", port);
+    else
+        snprintf(out, n, "%s", text);
+}
+
+static int bind_socket(cbf_control *c, int type, const char *text, const char *key, void **sock,
+                       char *ep, size_t epn, cbf_error *err)
+{
+    cbf_control_endpoint(text, ep, epn);
+    *sock = zmq_socket(c->ctx, type);
+    if (!*sock)
+        return cbf_error_set(err, CBF_EIO, "%s: engine.%s: zmq_socket: %s", c->g->engine.where, key,
+                             zmq_strerror(zmq_errno()));
+    int linger = type == ZMQ_PUB ? 500 : 0;   /* let the last sensor message leave */
+    int64_t maxmsg = 64 << 20;
+    zmq_setsockopt(*sock, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(*sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    if (zmq_bind(*sock, ep) != 0)
+        return cbf_error_set(err, CBF_EIO, "%s: engine.%s: cannot bind '%s': %s", c->g->engine.where,
+                             key, ep, zmq_strerror(zmq_errno()));
+    /* A wildcard port ("tcp://127.0.0.1:*") is resolved by the bind. */
+    size_t len = epn;
+    zmq_getsockopt(*sock, ZMQ_LAST_ENDPOINT, ep, &len);
+    return CBF_OK;
+}
+
+static void control_free(cbf_control *c)
+{
+    if (c->rep)
+        zmq_close(c->rep);
+    if (c->pub)
+        zmq_close(c->pub);
+    if (c->ctx)
+        zmq_ctx_term(c->ctx);
+    free(c->prev);
+    free(c);
+}
+
+int cbf_rt_control_open(cbf_engine *e, cbf_control **out, cbf_error *err)
+{
+    *out = NULL;
+    const cbf_graph *g = cbf_rt_engine_graph(e);
+    if (!g->engine.control && !g->engine.sensors)
+        return CBF_OK;
+    cbf_control *c = calloc(1, sizeof *c);
+    if (!c || !(c->prev = calloc(g->n_nodes + 1, sizeof *c->prev))) {
+        free(c);
+        return cbf_error_set(err, CBF_ENOMEM, "control: out of memory");
+    }
+    c->e = e;
+    c->g = g;
+    c->period = g->engine.sensor_period;
+    atomic_init(&c->quit, false);
+    int rc = CBF_OK;
+    if (!(c->ctx = zmq_ctx_new()))
+        rc = cbf_error_set(err, CBF_EIO, "control: zmq_ctx_new: %s", zmq_strerror(zmq_errno()));
+    if (!rc && g->engine.control)
+        rc = bind_socket(c, ZMQ_REP, g->engine.control, "control", &c->rep, c->rep_ep,
+                         sizeof c->rep_ep, err);
+    if (!rc && g->engine.sensors)
+        rc = bind_socket(c, ZMQ_PUB, g->engine.sensors, "sensors", &c->pub, c->pub_ep,
+                         sizeof c->pub_ep, err);
+    if (rc) {
+        control_free(c);
+        return rc;
+    }
+    if (c->rep)
+        cbf_log_info("control: requests on %s", c->rep_ep);
+    if (c->pub)
+        cbf_log_info("control: sensors on %s every %g s", c->pub_ep, c->period);
+    *out = c;
+    return CBF_OK;
+}
+
+/* ---- sensors ---- */
+
+static json_t *node_sensors(cbf_control *c, size_t i, const cbf_node_stats *st, double dt,
+                            bool advance)
+{
+    cbf_node *n = cbf_rt_engine_node(c->e, i);
+    json_t *o = json_object();
+    json_object_set_new(o, "plugin", json_string(st->plugin));
+    json_object_set_new(o, "buffers_in", json_integer((json_int_t)st->buffers_in));
+    json_object_set_new(o, "buffers_out", json_integer((json_int_t)st->buffers_out));
+    json_object_set_new(o, "bytes_out", json_integer((json_int_t)st->bytes_out));
+    node_prev *p = &c->prev[i];
+    if (dt > 0) {
+        json_object_set_new(o, "buffers_in_per_s", json_real((double)(st->buffers_in - p->buffers_in) / dt));
+        json_object_set_new(o, "buffers_out_per_s", json_real((double)(st->buffers_out - p->buffers_out) / dt));
+        json_object_set_new(o, "bytes_out_per_s", json_real((double)(st->bytes_out - p->bytes_out) / dt));
+    }
+    if (advance) {
+        p->buffers_in = st->buffers_in;
+        p->buffers_out = st->buffers_out;
+        p->bytes_out = st->bytes_out;
+    }
+    json_object_set_new(o, "busy_s", json_real(st->busy_s));
+    json_object_set_new(o, "wait_input_s", json_real(st->wait_input_s));
+    json_object_set_new(o, "wait_output_s", json_real(st->wait_output_s));
+    json_t *q = json_object();
+    for (int pi = 0; pi < n->g->plugin->n_ports; pi++) {
+        cbf_port_slot *s = &n->slots[pi];
+        if (s->decl->dir != CBF_PORT_IN)
+            continue;
+        for (int k = 0; k < s->n; k++) {
+            cbf_port *in = s->ports[k];
+            pthread_mutex_lock(&in->mu);
+            size_t fill = in->count, depth = in->depth;
+            pthread_mutex_unlock(&in->mu);
+            json_object_set_new(q, in->name, json_pack("{s:I, s:I}", "fill", (json_int_t)fill,
+                                                       "depth", (json_int_t)depth));
+        }
+    }
+    json_object_set_new(o, "queues", q);
+    json_t *cn = json_object();
+    for (int k = 0; k < st->n_counters; k++)
+        json_object_set_new(cn, st->counter_names[k], json_integer((json_int_t)st->counter_values[k]));
+    json_object_set_new(o, "counters", cn);
+    json_t *gs = json_object();
+    int ng = atomic_load_explicit(&n->n_gauges, memory_order_acquire);
+    for (int k = 0; k < ng; k++) {
+        double v = cbf_gauge_get(&n->gauges[k]);
+        json_object_set_new(gs, n->gauges[k].name, isfinite(v) ? json_real(v) : json_null());
+    }
+    json_object_set_new(o, "gauges", gs);
+    return o;
+}
+
+/* The sensor message. Rates are over the time since the last publication
+ * (advance: this is a publication, so the next rates start from now). */
+static json_t *sensors(cbf_control *c, bool advance)
+{
+    const cbf_graph *g = c->g;
+    uint64_t now = cbf_rt_now_ns();
+    double dt = c->prev_ns ? 1e-9 * (double)(now - c->prev_ns) : 0.0;
+    cbf_node_stats *st = calloc(g->n_nodes + 1, sizeof *st);
+    json_t *m = json_object();
+    if (!st || !m) {
+        free(st);
+        json_decref(m);
+        return NULL;
+    }
+    size_t n = cbf_engine_stats(c->e, st, g->n_nodes);
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    json_object_set_new(m, "engine", json_string(g->engine.name ? g->engine.name : ""));
+    json_object_set_new(m, "seq", json_integer((json_int_t)c->seq));
+    json_object_set_new(m, "time", json_real((double)wall.tv_sec + 1e-9 * (double)wall.tv_nsec));
+    json_object_set_new(m, "elapsed_s", json_real(cbf_engine_elapsed(c->e)));
+    json_object_set_new(m, "period_s", json_real(c->period));
+    json_t *nodes = json_object();
+    for (size_t i = 0; i < n; i++)
+        json_object_set_new(nodes, st[i].name, node_sensors(c, i, &st[i], dt, advance));
+    json_object_set_new(m, "nodes", nodes);
+    free(st);
+    if (advance) {
+        c->prev_ns = now;
+        c->seq++;
+    }
+    return m;
+}
+
+static void publish(cbf_control *c, bool last)
+{
+    json_t *m = sensors(c, true);
+    if (!m)
+        return;
+    if (last)
+        json_object_set_new(m, "final", json_true());
+    char *text = json_dumps(m, JSON_COMPACT);
+    json_decref(m);
+    if (text && zmq_send(c->pub, text, strlen(text), ZMQ_DONTWAIT) < 0 && zmq_errno() != EAGAIN)
+        cbf_log_warn("control: publishing sensors: %s", zmq_strerror(zmq_errno()));
+    free(text);
+}
+
+/* ---- requests ---- */
+
+static json_t *error_reply(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+static json_t *error_reply(const char *fmt, ...)
+{
+    char msg[CBF_ERROR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
+}
+
+static const char *type_word(cbf_param_type t)
+{
+    static const char *const names[] = {"int", "float", "bool", "string", "choice",
+                                        "int list", "float list", "records"};
+    return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
+}
+
+static json_t *describe_args(const cbf_param_decl *a, int n)
+{
+    json_t *list = json_array();
+    for (int i = 0; i < n; i++) {
+        json_t *o = json_pack("{s:s, s:s, s:s}", "name", a[i].name, "type", type_word(a[i].type),
+                              "doc", a[i].doc ? a[i].doc : "");
+        json_object_set_new(o, "default", a[i].def ? json_string(a[i].def) : json_null());
+        if (a[i].has_range) {
+            json_object_set_new(o, "min", json_real(a[i].min));
+            json_object_set_new(o, "max", json_real(a[i].max));
+        }
+        if (a[i].choices)
+            json_object_set_new(o, "choices", json_string(a[i].choices));
+        json_array_append_new(list, o);
+    }
+    return list;
+}
+
+static const cbf_param_decl log_args[] = {
+    {"level", CBF_PARAM_CHOICE, "(current)", CBF_NORANGE, "error|warn|info|debug|trace",
+     "new log level; left out: only report the current one"},
+};
+
+static const struct builtin {
+    const char *name, *doc;
+    const cbf_param_decl *args;
+    int n_args;
+} builtins[] = {
+    {"requests", "list the requests this engine accepts, with their arguments", NULL, 0},
+    {"sensors", "read the sensors now (the message the PUB socket sends)", NULL, 0},
+    {"log-level", "read or set the log level", log_args, 1},
+    {"shutdown", "drain the pipeline and exit 0, as on SIGTERM", NULL, 0},
+};
+
+static json_t *list_requests(cbf_control *c)
+{
+    json_t *list = json_array();
+    for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++) {
+        json_t *o = json_pack("{s:s, s:n, s:s}", "name", builtins[i].name, "node", "doc", builtins[i].doc);
+        json_object_set_new(o, "args", describe_args(builtins[i].args, builtins[i].n_args));
+        json_array_append_new(list, o);
+    }
+    for (size_t i = 0; i < c->g->n_nodes; i++) {
+        const cbf_graph_node *gn = &c->g->nodes[i];
+        const cbf_plugin_desc *d = gn->plugin;
+        for (int k = 0; k < d->n_requests; k++) {
+            const cbf_request_decl *r = &d->requests[k];
+            json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "name", r->name, "node", gn->name, "plugin",
+                                  d->name, "doc", r->doc ? r->doc : "");
+            json_object_set_new(o, "args", describe_args(r->args, r->n_args));
+            json_array_append_new(list, o);
+        }
+    }
+    return json_pack("{s:b, s:o}", "ok", 1, "requests", list);
+}
+
+static const cbf_request_decl *find_request(const cbf_plugin_desc *d, const char *name)
+{
+    for (int k = 0; k < d->n_requests; k++)
+        if (!strcmp(d->requests[k].name, name))
+            return &d->requests[k];
+    return NULL;
+}
+
+/* Arguments as validated params: each JSON value is written out as JSON
+ * (which YAML reads as a flow value) and checked by the same code that
+ * checks YAML parameters, so a request and a parameter of one declared type
+ * accept the same values. */
+static int build_args(const cbf_request_decl *r, const char *node, const char *node_where,
+                      const char *plugin, json_t *req, cbf_params **out, cbf_error *err)
+{
+    size_t n = json_object_size(req);
+    cbf_kv *kv = calloc(n + 1, sizeof *kv);
+    yaml_document_t *docs = calloc(n + 1, sizeof *docs);
+    size_t nk = 0;
+    int rc = kv && docs ? CBF_OK : cbf_error_set(err, CBF_ENOMEM, "out of memory");
+    const char *key;
+    json_t *v;
+    json_object_foreach(req, key, v)
+    {
+        if (rc || !strcmp(key, "request") || !strcmp(key, "node"))
+            continue;
+        char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+        char why[256];
+        if (!text)
+            rc = cbf_error_set(err, CBF_ENOMEM, "out of memory");
+        else if (json_is_null(v) || json_is_object(v))
+            rc = cbf_error_set(err, CBF_EINVAL, "request '%s': argument '%s': expected a value or a "
+                               "list, got %s", r->name, key, json_is_null(v) ? "null" : "an object");
+        else if (cbf_yaml_load_text(text, &docs[nk], why, sizeof why))
+            rc = cbf_error_set(err, CBF_EINVAL, "request '%s': argument '%s': %s", r->name, key, why);
+        else {
+            kv[nk].key = key;
+            kv[nk].doc = &docs[nk];
+            kv[nk].value = yaml_document_get_root_node(&docs[nk]);
+            snprintf(kv[nk].where, sizeof kv[nk].where, "request '%s'", r->name);
+            snprintf(kv[nk].key_where, sizeof kv[nk].key_where, "request '%s'", r->name);
+            nk++;
+        }
+        free(text);
+    }
+    if (!rc) {
+        cbf_params_ctx ctx = {NULL, node, node_where, plugin, r->name};
+        rc = cbf_params_build(r->args, r->n_args, kv, nk, &ctx, out, err);
+    }
+    for (size_t i = 0; i < nk; i++)
+        yaml_document_delete(&docs[i]);
+    free(docs);
+    free(kv);
+    return rc;
+}
+
+static json_t *plugin_request(cbf_control *c, const char *name, const char *node, json_t *req)
+{
+    const cbf_graph *g = c->g;
+    size_t at = g->n_nodes;
+    if (node) {
+        for (size_t i = 0; i < g->n_nodes && at == g->n_nodes; i++)
+            if (!strcmp(g->nodes[i].name, node))
+                at = i;
+        if (at == g->n_nodes)
+            return error_reply("no node '%s' in this engine", node);
+        if (!find_request(g->nodes[at].plugin, name))
+            return error_reply("node '%s' (plugin %s) has no request '%s' (`requests` lists them)",
+                               node, g->nodes[at].plugin->name, name);
+    } else {
+        char names[512] = "";
+        size_t found = 0;
+        for (size_t i = 0; i < g->n_nodes; i++) {
+            if (!find_request(g->nodes[i].plugin, name))
+                continue;
+            if (!found++)
+                at = i;
+            size_t l = strlen(names);
+            snprintf(names + l, sizeof names - l, "%s%s", l ? ", " : "", g->nodes[i].name);
+        }
+        if (!found)
+            return error_reply("unknown request '%s' (`requests` lists what this engine accepts)", name);
+        if (found > 1)
+            return error_reply("several nodes accept '%s' (%s): name one with \"node\"", name, names);
+    }
+    const cbf_graph_node *gn = &g->nodes[at];
+    const cbf_request_decl *decl = find_request(gn->plugin, name);
+    cbf_request r = {.decl = decl};
+    cbf_error err;
+    cbf_error_clear(&err);
+    int rc = build_args(decl, gn->name, gn->where, gn->plugin->name, req, &r.args, &err);
+    if (rc)
+        return error_reply("%s", err.msg);
+    if (!(r.reply = cbf_rt_reply_new())) {
+        cbf_params_free(r.args);
+        return error_reply("out of memory");
+    }
+    rc = cbf_rt_node_submit(cbf_rt_engine_node(c->e, at), &r, REQUEST_TIMEOUT_MS);
+    json_t *out;
+    if (rc < 0) {
+        out = error_reply("%s", r.err.msg);
+    } else {
+        out = json_deep_copy(cbf_rt_reply_json(r.reply));
+        json_object_set_new(out, "ok", json_true());
+        json_object_set_new(out, "node", json_string(gn->name));
+    }
+    cbf_rt_reply_free(r.reply);
+    cbf_params_free(r.args);
+    return out;
+}
+
+static json_t *builtin_request(cbf_control *c, const struct builtin *b, json_t *req)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(req, key, v)
+    {
+        if (!strcmp(key, "request"))
+            continue;
+        bool known = false;
+        for (int i = 0; i < b->n_args; i++)
+            known |= !strcmp(key, b->args[i].name);
+        if (!known)
+            return error_reply("request '%s' takes no argument '%s'%s", b->name, key,
+                               !strcmp(key, "node") ? " (it is the engine's, not a node's)" : "");
+    }
+    if (!strcmp(b->name, "requests"))
+        return list_requests(c);
+    if (!strcmp(b->name, "sensors")) {
+        json_t *s = sensors(c, false);
+        return s ? json_pack("{s:b, s:o, s:o}", "ok", 1, "sensors", s, "publish",
+                             c->pub ? json_string(c->pub_ep) : json_null())
+                 : error_reply("out of memory");
+    }
+    if (!strcmp(b->name, "log-level")) {
+        static const char *const names[] = {"error", "warn", "info", "debug", "trace"};
+        json_t *lv = json_object_get(req, "level");
+        if (lv) {
+            cbf_log_level l;
+            if (!json_is_string(lv) || cbf_log_level_parse(json_string_value(lv), &l))
+                return error_reply("request 'log-level': argument 'level': expected one of error, "
+                                   "warn, info, debug, trace");
+            cbf_log_set_level(l);
+            cbf_log_info("log level set to %s", names[l]);
+        }
+        return json_pack("{s:b, s:s}", "ok", 1, "level", names[cbf_log_get_level()]);
+    }
+    /* shutdown: the reply goes first; the graph then drains as on SIGTERM. */
+    cbf_log_info("shutdown requested");
+    cbf_engine_stop(c->e);
+    return json_pack("{s:b, s:b}", "ok", 1, "draining", 1);
+}
+
+static json_t *handle(cbf_control *c, const char *text, size_t len)
+{
+    json_error_t jerr;
+    json_t *req = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!req)
+        return error_reply("not valid JSON: %s (at character %d)", jerr.text, jerr.position);
+    json_t *out;
+    const char *name = json_string_value(json_object_get(req, "request"));
+    json_t *node = json_object_get(req, "node");
+    if (!json_is_object(req))
+        out = error_reply("expected a JSON object such as {\"request\": \"sensors\"}");
+    else if (!name)
+        out = error_reply("no \"request\" (a string) in the object; {\"request\": \"requests\"} "
+                          "lists them");
+    else if (node && !json_is_string(node))
+        out = error_reply("\"node\" must be a string");
+    else {
+        out = NULL;
+        for (size_t i = 0; i < sizeof builtins / sizeof builtins[0] && !out; i++)
+            if (!strcmp(name, builtins[i].name))
+                out = builtin_request(c, &builtins[i], req);
+        if (!out)
+            out = plugin_request(c, name, json_string_value(node), req);
+    }
+    if (out && name && !json_object_get(out, "request"))
+        json_object_set_new(out, "request", json_string(name));
+    json_decref(req);
+    return out;
+}
+
+static void serve_one(cbf_control *c)
+{
+    zmq_msg_t m;
+    zmq_msg_init(&m);
+    if (zmq_msg_recv(&m, c->rep, ZMQ_DONTWAIT) < 0) {
+        zmq_msg_close(&m);
+        return;
+    }
+    bool more = zmq_msg_more(&m);
+    json_t *out;
+    if (more) {
+        /* Drain the other parts: REP must read the whole message first. */
+        zmq_msg_t x;
+        zmq_msg_init(&x);
+        while (zmq_msg_more(&m) && zmq_msg_recv(&x, c->rep, 0) >= 0 && zmq_msg_more(&x))
+            ;
+        zmq_msg_close(&x);
+        out = error_reply("expected one message part holding a JSON object");
+    } else {
+        out = handle(c, zmq_msg_data(&m), zmq_msg_size(&m));
+    }
+    zmq_msg_close(&m);
+    char *text = out ? json_dumps(out, JSON_COMPACT) : NULL;
+    json_decref(out);
+    const char *fallback = "{\"ok\": false, \"error\": \"out of memory\"}";
+    if (zmq_send(c->rep, text ? text : fallback, strlen(text ? text : fallback), 0) < 0)
+        cbf_log_warn("control: sending a reply: %s", zmq_strerror(zmq_errno()));
+    free(text);
+}
+
+static void *control_main(void *arg)
+{
+    cbf_control *c = arg;
+    cbf_log_set_thread_name("control");
+    uint64_t period_ns = (uint64_t)(c->period * 1e9);
+    uint64_t next = cbf_rt_now_ns();
+    c->prev_ns = next;
+    if (c->pub)
+        next += period_ns;
+    while (!atomic_load(&c->quit)) {
+        uint64_t now = cbf_rt_now_ns();
+        if (c->pub && now >= next) {
+            publish(c, false);
+            next += period_ns;
+            if (next <= now)          /* fell behind: keep the period, skip the missed ones */
+                next = now + period_ns;
+        }
+        long wait = POLL_MS;
+        if (c->pub && (long)((next - now) / 1000000u) < wait)
+            wait = (long)((next - now) / 1000000u);
+        zmq_pollitem_t it = {c->rep, 0, ZMQ_POLLIN, 0};
+        int r = zmq_poll(&it, c->rep ? 1 : 0, wait);
+        if (r > 0 && (it.revents & ZMQ_POLLIN))
+            serve_one(c);
+    }
+    return NULL;
+}
+
+int cbf_rt_control_start(cbf_control *c, cbf_error *err)
+{
+    if (pthread_create(&c->thread, NULL, control_main, c) != 0)
+        return cbf_error_set(err, CBF_ENOMEM, "control: cannot start its thread");
+    c->started = true;
+    return CBF_OK;
+}
+
+void cbf_rt_control_close(cbf_control *c)
+{
+    if (!c)
+        return;
+    if (c->started) {
+        atomic_store(&c->quit, true);
+        pthread_join(c->thread, NULL);
+        if (c->pub)
+            publish(c, true);
+    }
+    control_free(c);
+}

@@ -1,0 +1,233 @@
+/* request.c: the node side of runtime requests (cbf/control.h): a mailbox
+ * per node that the control thread fills and the node's own thread empties
+ * between buffers, the reply object a plugin adds fields to, and gauges.
+ *
+ * Handing a request to the node's thread (rather than calling the plugin
+ * from the control thread) is what keeps a change from tearing a buffer: a
+ * plugin sees requests only where it is between buffers, and needs no lock
+ * for the state they change. */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cbf/log.h"
+#include "runtime.h"
+
+struct cbf_reply {
+    json_t *obj;
+};
+
+const char *cbf_request_name(const cbf_request *r) { return r->decl->name; }
+const cbf_params *cbf_request_args(const cbf_request *r) { return r->args; }
+
+cbf_reply *cbf_rt_reply_new(void)
+{
+    cbf_reply *r = calloc(1, sizeof *r);
+    if (r && !(r->obj = json_object())) {
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+void cbf_rt_reply_free(cbf_reply *r)
+{
+    if (r) {
+        json_decref(r->obj);
+        free(r);
+    }
+}
+
+void *cbf_rt_reply_json(cbf_reply *r) { return r->obj; }
+
+static int reply_set(cbf_reply *r, const char *key, json_t *v)
+{
+    if (!v)
+        return CBF_ENOMEM;
+    if (!strcmp(key, "ok") || !strcmp(key, "error") || !strcmp(key, "request")) {
+        json_decref(v);
+        return CBF_EINVAL;
+    }
+    return json_object_set_new(r->obj, key, v) ? CBF_ENOMEM : CBF_OK;
+}
+
+int cbf_reply_int(cbf_reply *r, const char *key, int64_t v) { return reply_set(r, key, json_integer(v)); }
+int cbf_reply_float(cbf_reply *r, const char *key, double v)
+{
+    return reply_set(r, key, isfinite(v) ? json_real(v) : json_null());
+}
+int cbf_reply_string(cbf_reply *r, const char *key, const char *v) { return reply_set(r, key, json_string(v)); }
+
+/* ---- mailbox ---- */
+
+void cbf_rt_node_mailbox_init(cbf_node *n)
+{
+    pthread_mutex_init(&n->mb_mu, NULL);
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(&n->mb_cv, &a);
+    pthread_condattr_destroy(&a);
+    atomic_init(&n->mb_pending, false);
+}
+
+void cbf_rt_node_mailbox_destroy(cbf_node *n)
+{
+    pthread_mutex_destroy(&n->mb_mu);
+    pthread_cond_destroy(&n->mb_cv);
+}
+
+int cbf_rt_node_drain(cbf_node *n)
+{
+    if (!n || !atomic_load_explicit(&n->mb_pending, memory_order_acquire))
+        return 0;
+    int handled = 0;
+    pthread_mutex_lock(&n->mb_mu);
+    while (n->mb_head) {
+        cbf_request *r = n->mb_head;
+        n->mb_head = r->next;
+        r->taken = true;
+        pthread_mutex_unlock(&n->mb_mu);
+        cbf_error_clear(&r->err);
+        const cbf_plugin_desc *d = n->g->plugin;
+        r->rc = d->request(n, r, r->reply, &r->err);
+        if (r->rc < 0 && !r->err.msg[0])
+            cbf_error_set(&r->err, r->rc, "%s", cbf_error_name(r->rc));
+        if (r->rc < 0)
+            cbf_log_debug("request '%s' refused: %s", r->decl->name, r->err.msg);
+        else
+            cbf_log_info("request '%s' done", r->decl->name);
+        pthread_mutex_lock(&n->mb_mu);
+        r->done = true;
+        handled++;
+        pthread_cond_broadcast(&n->mb_cv);
+    }
+    atomic_store_explicit(&n->mb_pending, false, memory_order_release);
+    pthread_mutex_unlock(&n->mb_mu);
+    return handled;
+}
+
+void cbf_rt_node_mailbox_close(cbf_node *n)
+{
+    pthread_mutex_lock(&n->mb_mu);
+    n->mb_closed = true;
+    for (cbf_request *r = n->mb_head; r; r = r->next) {
+        r->rc = cbf_error_set(&r->err, CBF_ESTOPPED, "node '%s' has finished running", n->g->name);
+        r->done = true;
+    }
+    n->mb_head = NULL;
+    atomic_store(&n->mb_pending, false);
+    pthread_cond_broadcast(&n->mb_cv);
+    pthread_mutex_unlock(&n->mb_mu);
+}
+
+static void wake_inputs(cbf_node *n)
+{
+    for (int pi = 0; pi < n->g->plugin->n_ports; pi++) {
+        cbf_port_slot *s = &n->slots[pi];
+        if (s->decl->dir == CBF_PORT_IN)
+            for (int k = 0; k < s->n; k++)
+                cbf_rt_port_wake(s->ports[k]);
+    }
+}
+
+int cbf_rt_node_submit(cbf_node *n, cbf_request *req, int timeout_ms)
+{
+    req->taken = req->done = false;
+    req->next = NULL;
+    pthread_mutex_lock(&n->mb_mu);
+    if (n->mb_closed) {
+        pthread_mutex_unlock(&n->mb_mu);
+        return req->rc = cbf_error_set(&req->err, CBF_ESTOPPED, "node '%s' has finished running",
+                                       n->g->name);
+    }
+    cbf_request **tail = &n->mb_head;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = req;
+    atomic_store_explicit(&n->mb_pending, true, memory_order_release);
+    pthread_mutex_unlock(&n->mb_mu);
+    /* A node blocked in cbf_port_recv re-checks its mailbox when woken. */
+    wake_inputs(n);
+
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&n->mb_mu);
+    int rc = 0;
+    while (!req->done && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&n->mb_cv, &n->mb_mu, &until);
+    if (!req->done && !req->taken) {
+        /* Withdraw it: the node never saw it, so nothing changed. */
+        for (cbf_request **p = &n->mb_head; *p; p = &(*p)->next)
+            if (*p == req) {
+                *p = req->next;
+                break;
+            }
+        pthread_mutex_unlock(&n->mb_mu);
+        return req->rc = cbf_error_set(&req->err, CBF_EIO,
+                                       "node '%s' did not take the request within %d ms (it is "
+                                       "blocked outside its buffer loop); nothing was changed",
+                                       n->g->name, timeout_ms);
+    }
+    /* Taken: the plugin is handling it now; its answer comes soon. */
+    while (!req->done)
+        pthread_cond_wait(&n->mb_cv, &n->mb_mu);
+    pthread_mutex_unlock(&n->mb_mu);
+    return req->rc;
+}
+
+int cbf_node_poll_requests(cbf_node *n)
+{
+    return n == cbf_rt_node_current() ? cbf_rt_node_drain(n) : 0;
+}
+
+/* ---- gauges ---- */
+
+cbf_gauge *cbf_node_gauge(cbf_node *n, const char *name)
+{
+    int k = atomic_load(&n->n_gauges);
+    for (int i = 0; i < k; i++)
+        if (!strcmp(n->gauges[i].name, name))
+            return &n->gauges[i];
+    if (k >= CBF_MAX_GAUGES) {
+        cbf_log_warn("node '%s': more than %d gauges; '%s' is not recorded", n->g->name,
+                     CBF_MAX_GAUGES, name);
+        return NULL;
+    }
+    cbf_gauge *g = &n->gauges[k];
+    snprintf(g->name, sizeof g->name, "%s", name);
+    double nan = NAN;
+    uint64_t bits;
+    memcpy(&bits, &nan, sizeof bits);
+    atomic_init(&g->bits, bits);
+    atomic_store_explicit(&n->n_gauges, k + 1, memory_order_release);
+    return g;
+}
+
+void cbf_gauge_set(cbf_gauge *g, double v)
+{
+    if (!g)
+        return;
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    atomic_store_explicit(&g->bits, bits, memory_order_relaxed);
+}
+
+double cbf_gauge_get(const cbf_gauge *g)
+{
+    if (!g)
+        return NAN;
+    uint64_t bits = atomic_load_explicit(&g->bits, memory_order_relaxed);
+    double v;
+    memcpy(&v, &bits, sizeof v);
+    return v;
+}

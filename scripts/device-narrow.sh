@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# On the lent GPU machine (through the device tool, carrying .devdeps):
+# builds the narrowband targets, runs the narrowband chain test (CPU, GPU
+# against the float64 model and the CPU), the wide + narrow pipeline test on
+# the GPU engine, the wideband kernel test (the pfb and fft_post kernels
+# gained a complex mode beside the real one), compute-sanitizer on the chain,
+# pipelines/feng-wide-narrow.yaml on the GPU, then `cbf-bench ddc` with the
+# narrowband chain table. Logs go to $OUT (./out by hand).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source scripts/device-env.sh
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+B=build-device-narrow
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv \
+    >"$OUT/gpu.txt" 2>&1
+cat "$OUT/gpu.txt"
+TARGETS="tests/ddc/test_narrowband tests/ddc/test_wide_narrow tests/feng/test_feng tools/cbf-run
+ plugins/dsim/cbf_dsim.so plugins/filesink/cbf_filesink.so plugins/ddc/cbf_ddc.so
+  plugins/pfb/cbf_pfb.so plugins/fft_post/cbf_fft_post.so plugins/upload/cbf_upload.so tools/bench/cbf-bench"
+{ meson setup "$B" >/dev/null && ninja -C "$B" $TARGETS; } >"$OUT/build.log" 2>&1 ||
+    { tail -40 "$OUT/build.log"; exit 1; }
+echo "== build ok"
+export CBF_PLUGIN_PATH="$PWD/$B/plugins" CBF_BUILD_ROOT="$PWD/$B"
+rc=0
+T="$OUT/tests.log"
+: >"$T"
+run() {
+    local name="$1"; shift
+    echo "==== $name" >>"$T"
+    timeout 200 "$@" >"$OUT/one.log" 2>&1
+    local r=$?
+    cat "$OUT/one.log" >>"$T"
+    echo "== $name: exit $r"
+    grep -E "^# |FAILED|PASSED|ERROR|skipped" "$OUT/one.log" | head -12
+    [ $r -eq 0 ] || rc=1
+}
+run "test_narrowband --gpu" "$B/tests/ddc/test_narrowband" --gpu
+run "test_wide_narrow --gpu" "$B/tests/ddc/test_wide_narrow" --gpu
+run "test_feng --gpu" "$B/tests/feng/test_feng" --gpu
+if command -v compute-sanitizer >/dev/null; then
+    timeout 120 compute-sanitizer --tool memcheck --leak-check no "$B/tests/ddc/test_narrowband" \
+        --gpu >"$OUT/memcheck.log" 2>&1
+    echo "== memcheck test_narrowband --gpu: exit $? ($(grep -c 'Invalid\|out of bounds' "$OUT/memcheck.log") invalid accesses)"
+    tail -2 "$OUT/memcheck.log"
+fi
+sed 's/gpu: auto/gpu: required/' pipelines/feng-wide-narrow.yaml >"$OUT/fwn.yaml"
+( cd "$OUT" && timeout 60 "$OLDPWD/$B/tools/cbf-run" fwn.yaml >"$OUT/pipeline.log" 2>&1 )
+echo "== feng-wide-narrow.yaml on the GPU: exit $?"
+grep -E "wrote|drained|error" "$OUT/pipeline.log"
+rm -f "$OUT"/*.h5 "$OUT/one.log" "$OUT/fwn.yaml"
+"$B/tools/bench/cbf-bench" ddc --decimation 8 --ratio 8 --per-thread 8 ${NARROW_BENCH_ARGS:-} \
+    >"$OUT/bench.md" 2>"$OUT/bench.err"
+echo "== cbf-bench ddc: exit $?"
+cat "$OUT/bench.md" "$OUT/bench.err"
+exit $rc

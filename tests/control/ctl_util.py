@@ -1,0 +1,95 @@
+"""Helpers for the control-plane tests: a cbf-run process with its control
+and sensor endpoints (bound to free loopback ports, read back from its log),
+and cbf-ctl calls against it. Every wait is bounded by a timeout; nothing
+sleeps to let something happen."""
+import json
+import os
+import queue
+import re
+import subprocess
+import sys
+import threading
+import time
+
+BUILD = os.environ.get("CBF_BUILD_ROOT", "build")
+CBF_RUN = os.path.join(BUILD, "tools", "cbf-run")
+CBF_CTL = os.path.join(BUILD, "tools", "cbf-ctl")
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+    print("ok: " + msg)
+
+
+class Engine:
+    """cbf-run on a YAML text; endpoints parsed from its info log."""
+
+    def __init__(self, yaml_text, path, extra_env=None):
+        with open(path, "w") as f:
+            f.write(yaml_text)
+        env = dict(os.environ)
+        env.update(extra_env or {})
+        self.proc = subprocess.Popen([CBF_RUN, path, "--log-level", "info"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     text=True, env=env)
+        self.lines = queue.Queue()
+        self.log = []
+        threading.Thread(target=self._read, daemon=True).start()
+        self.control = self.sensors = None
+        deadline = time.monotonic() + 30
+        while self.control is None or ("sensors:" in yaml_text and self.sensors is None):
+            line = self.next_line(deadline)
+            if line is None:
+                fail("engine did not report its endpoints; log:\n" + "".join(self.log))
+            m = re.search(r"control: requests on (\S+)", line)
+            if m:
+                self.control = m.group(1)
+            m = re.search(r"control: sensors on (\S+)", line)
+            if m:
+                self.sensors = m.group(1)
+
+    def _read(self):
+        for line in self.proc.stderr:
+            self.log.append(line)
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def next_line(self, deadline):
+        try:
+            return self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            return None
+
+    def ctl(self, *args, timeout=20):
+        r = subprocess.run([CBF_CTL, "-e", self.control, "-t", "10"] + list(args),
+                           capture_output=True, text=True, timeout=timeout)
+        return r.returncode, r.stdout, r.stderr
+
+    def request(self, obj):
+        """Sends obj as JSON; returns (exit code, reply object or None, stderr)."""
+        rc, out, err = self.ctl("--json", "raw", json.dumps(obj))
+        return rc, (json.loads(out) if rc == 0 else None), err
+
+    def running(self):
+        return self.proc.poll() is None
+
+    def shutdown(self, timeout=60):
+        rc, out, err = self.ctl("shutdown")
+        check(rc == 0, "shutdown request accepted (%s%s)" % (out.strip(), err.strip()))
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            fail("engine did not drain within %d s after shutdown" % timeout)
+        return code
+
+    def kill(self):
+        if self.running():
+            self.proc.kill()
+            self.proc.wait()
