@@ -7,8 +7,9 @@ usage: feng-channels.py FILE.h5 [--top 4] [--pipeline PIPELINE.yaml]
 
 Every HDF5 group whose data has a 'channel' axis is read (one per fft_post
 output edge). Power is the mean of re^2 + im^2 over the spectra of present
-batches. Wideband channel k is centred on k x adc_sample_rate / (2 channels)
-(SPEC.md: channel 0 is DC). With --pipeline, each dsim tone is listed with
+batches. Channels are `bandwidth / channels` wide; wideband channel k is
+centred on k widths (SPEC.md: channel 0 is DC), narrowband channel k on
+centre_frequency + (k - channels / 2) widths (docs/narrowband.md). With --pipeline, each dsim tone is listed with
 the channel that plan puts it in."""
 import argparse
 
@@ -35,20 +36,24 @@ def report(name, g, top, tones):
     vals = vals[present]
     power = (vals ** 2).sum(axis=-1).mean(axis=(0, 2))  # [channel][pol]
     channels = int(g.attrs["channels"])
-    fs = float(g.attrs["adc_sample_rate"])
-    width = fs / (2 * channels)
+    width = float(g.attrs["bandwidth"]) / channels
+    if "centre_frequency" in g.attrs:
+        # Narrowband: channel N/2 is the band centre, channel 0 the lowest.
+        low = float(g.attrs["centre_frequency"]) - channels // 2 * width
+    else:
+        low = 0.0
     print(f"{name}: {channels} channels of {width / 1e3:.3f} kHz, "
           f"{int(present.sum())} present batches of {vals.shape[2]} spectra "
           f"(axes {', '.join(axes)})")
     for f in tones:
-        k = f / width
+        k = (f - low) / width
         where = f"channel {k:.2f}" if 0 <= k < channels else "outside the band"
         print(f"  dsim tone {f / 1e6:.6f} MHz -> {where}")
     print("  | pol | channel | centre MHz | rms counts |")
     print("  | --- | --- | --- | --- |")
     for p in range(power.shape[1]):
         for k in np.argsort(power[:, p])[::-1][:top]:
-            print(f"  | {p} | {k} | {k * width / 1e6:.6f} | {np.sqrt(power[k, p]):.2f} |")
+            print(f"  | {p} | {k} | {(low + k * width) / 1e6:.6f} | {np.sqrt(power[k, p]):.2f} |")
     rest = np.delete(power, np.argsort(power.max(axis=1))[::-1][:top], axis=0)
     print(f"  other channels: rms {np.sqrt(rest.mean()):.3f} counts")
 

@@ -137,6 +137,10 @@ static void print_fields(json_t *reply)
     {
         if (!strcmp(key, "ok"))
             continue;
+        if (json_is_real(v)) {
+            printf("%s: %.9g\n", key, json_real_value(v));
+            continue;
+        }
         char *t = json_is_string(v) ? NULL : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
         printf("%s: %s\n", key, t ? t : json_string_value(v));
         free(t);

@@ -529,7 +529,9 @@ static void *control_main(void *arg)
         if (c->pub && now >= next) {
             publish(c, false);
             next += period_ns;
-            if (next <= now)          /* fell behind: keep the period, skip the missed ones */
+            /* A short stall is caught up (the count over time stays right);
+             * after a long one the schedule starts again from now. */
+            if (next + 5 * period_ns <= now)
                 next = now + period_ns;
         }
         long wait = POLL_MS;

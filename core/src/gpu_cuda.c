@@ -2,7 +2,9 @@
  * launches no kernels). Device discovery is done once: cudaGetDeviceCount
  * is slow on first use and its answer does not change during a run. */
 #include <pthread.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include <cuda_runtime_api.h>
 
@@ -126,4 +128,55 @@ int cbf_rt_gpu_memcpy_d2h(void *dst, const void *src, size_t bytes, cbf_error *e
 {
     cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
     return e == cudaSuccess ? CBF_OK : cuda_fail(err, e, "cudaMemcpy device to host");
+}
+
+struct cbf_gpu_timer {
+    cudaEvent_t ev[2];
+    int n;
+};
+
+int cbf_gpu_timer_create(cbf_gpu_timer **out, cbf_error *err)
+{
+    cbf_gpu_timer *t = calloc(1, sizeof *t);
+    if (!t)
+        return cbf_error_set(err, CBF_ENOMEM, "gpu timer: out of memory");
+    for (; t->n < 2; t->n++) {
+        cudaError_t e = cudaEventCreate(&t->ev[t->n]);
+        if (e != cudaSuccess) {
+            cbf_gpu_timer_destroy(t);
+            return cbf_error_set(err, CBF_ECUDA, "gpu timer: cudaEventCreate: %s", cudaGetErrorString(e));
+        }
+    }
+    *out = t;
+    return CBF_OK;
+}
+
+static int timer_record(cbf_gpu_timer *t, int k, void *stream, cbf_error *err)
+{
+    cudaError_t e = cudaEventRecord(t->ev[k], (cudaStream_t)stream);
+    return e == cudaSuccess ? CBF_OK
+                            : cbf_error_set(err, CBF_ECUDA, "gpu timer: cudaEventRecord: %s",
+                                            cudaGetErrorString(e));
+}
+
+int cbf_gpu_timer_start(cbf_gpu_timer *t, void *stream, cbf_error *err) { return timer_record(t, 0, stream, err); }
+int cbf_gpu_timer_stop(cbf_gpu_timer *t, void *stream, cbf_error *err) { return timer_record(t, 1, stream, err); }
+
+double cbf_gpu_timer_ms(const cbf_gpu_timer *t)
+{
+    float ms;
+    if (cudaEventElapsedTime(&ms, t->ev[0], t->ev[1]) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return NAN;
+    }
+    return ms;
+}
+
+void cbf_gpu_timer_destroy(cbf_gpu_timer *t)
+{
+    if (!t)
+        return;
+    for (int k = 0; k < t->n; k++)
+        cudaEventDestroy(t->ev[k]);
+    free(t);
 }

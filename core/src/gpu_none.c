@@ -1,6 +1,8 @@
 /* gpu_none.c: the GPU glue when libcbf is built without CUDA. Everything
  * reports that there is no GPU, so `gpu: auto` takes the CPU path and
  * pinned/device pools fail with a message saying why. */
+#include <math.h>
+
 #include "cbf/gpu.h"
 #include "runtime.h"
 
@@ -68,3 +70,25 @@ int cbf_rt_gpu_memcpy_d2h(void *dst, const void *src, size_t bytes, cbf_error *e
     (void)bytes;
     return cbf_error_set(err, CBF_ENOTSUP, "device copy: %s", no_cuda);
 }
+
+int cbf_gpu_timer_create(cbf_gpu_timer **out, cbf_error *err)
+{
+    *out = NULL;
+    return cbf_error_set(err, CBF_ENOTSUP, "gpu timer: %s", no_cuda);
+}
+int cbf_gpu_timer_start(cbf_gpu_timer *t, void *stream, cbf_error *err)
+{
+    (void)t, (void)stream;
+    return cbf_error_set(err, CBF_ENOTSUP, "gpu timer: %s", no_cuda);
+}
+int cbf_gpu_timer_stop(cbf_gpu_timer *t, void *stream, cbf_error *err)
+{
+    (void)t, (void)stream;
+    return cbf_error_set(err, CBF_ENOTSUP, "gpu timer: %s", no_cuda);
+}
+double cbf_gpu_timer_ms(const cbf_gpu_timer *t)
+{
+    (void)t;
+    return NAN;
+}
+void cbf_gpu_timer_destroy(cbf_gpu_timer *t) { (void)t; }

@@ -209,16 +209,18 @@ int cbf_port_recv(cbf_port *in, cbf_buffer **out)
     if (!in || in->dir != CBF_PORT_IN)
         return CBF_EOS;  /* an unwired optional input never delivers anything */
     /* Between buffers: the node's runtime requests are handled here, also
-     * while it waits (cbf_rt_node_submit wakes this wait). */
-    cbf_rt_node_drain(in->owner);
+     * while it waits (cbf_rt_node_submit wakes this wait); only on the
+     * node's own thread, not on helper threads a plugin reads inputs with. */
+    cbf_node *self = in->owner && cbf_rt_node_current() == in->owner ? in->owner : NULL;
+    cbf_rt_node_drain(self);
     pthread_mutex_lock(&in->mu);
     uint64_t t0 = 0;
     while (in->count == 0 && !in->closed && !atomic_load(in->abort)) {
         if (!t0)
             t0 = cbf_rt_now_ns();
-        if (in->owner && atomic_load(&in->owner->mb_pending)) {
+        if (self && atomic_load(&self->mb_pending)) {
             pthread_mutex_unlock(&in->mu);
-            cbf_rt_node_drain(in->owner);
+            cbf_rt_node_drain(self);
             pthread_mutex_lock(&in->mu);
             continue;
         }

@@ -13,6 +13,7 @@
 
 #include <cuda_runtime.h>
 #include <cufft.h>
+#include <limits.h>
 #include <stdio.h>
 
 struct cbf_fft_post_cuda {
@@ -20,8 +21,10 @@ struct cbf_fft_post_cuda {
     cudaStream_t stream;
     cufftHandle fft;
     int have_fft;
-    float2 *gains;                 /* device [channel][pol] */
-    float2 *eff;                   /* device [channel][pol]: gains with delay and phase */
+    float2 *gains[2];              /* device [channel][pol]: in force, and the next ones */
+    float2 *eff;                   /* device [2][channel][pol]: both, with the run's fixed
+                                      delay and phase folded in */
+    float2 *sd;                    /* device [pol][spectrum]: per-spectrum delay, phase */
     unsigned long long *sat;       /* device [2] */
     unsigned long long *sat_host;  /* pinned [2] */
 };
@@ -114,27 +117,33 @@ __device__ __forceinline__ void load_bins(const float2 *__restrict__ z, int m, i
     }
 }
 
-/* eff[k][pol] = gain x exp(i (-pi d k / N + phi)): the delay and phase are
- * fixed for a run, so they are folded into the gains once per run rather
- * than evaluated again for every spectrum. */
-__global__ void eff_gain_kernel(const float2 *__restrict__ gains, int channels, int k0, float d0,
-                                float d1, float ph0, float ph1, float2 *__restrict__ eff)
+/* eff[t][k][pol] = gain_t x exp(i (-pi d (k - k0) / N + phi)) for the
+ * gains in force (t = 0) and the next ones (t = 1): the run's fixed delay
+ * and phase are folded into the gains once per run rather than evaluated
+ * again for every spectrum. k0: the channel at DC (0 wideband, channels / 2
+ * narrowband). */
+__global__ void eff_gain_kernel(const float2 *__restrict__ g_now, const float2 *__restrict__ g_next,
+                                int channels, int k0, float d0, float d1, float ph0, float ph1,
+                                float2 *__restrict__ eff)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= 2 * channels)
+    if (i >= 4 * channels)
         return;
-    int k = i >> 1, pol = i & 1;
+    int j = i % (2 * channels), k = j >> 1, pol = j & 1;
     float d = pol ? d1 : d0, ph = pol ? ph1 : ph0;
-    /* k0: the channel at DC (0 wideband, channels / 2 narrowband). */
-    eff[i] = cmul(gains[i],
-                  expi_pi(fmaf(-d / (float)channels, (float)(k - k0), ph * (float)M_1_PI)));
+    float2 g = i < 2 * channels ? g_now[j] : g_next[j];
+    eff[i] = cmul(g, expi_pi(fmaf(-d / (float)channels, (float)(k - k0), ph * (float)M_1_PI)));
 }
 
 /* Gain (with delay and phase), quantise one value of one pol; returns its
- * packed bits. */
+ * packed bits. eff: this spectrum's table; dp: this spectrum's delay model
+ * (fine delay, phase), applied when rot is set. */
 __device__ __forceinline__ unsigned finish(float2 x, int k, int pol, const float2 *eff, int bits,
-                                          unsigned *sat)
+                                          unsigned *sat, bool rot, float2 dp, float inv_n_ch,
+                                          int k0)
 {
+    if (rot)
+        x = cmul(x, expi_pi(fmaf(-dp.x * inv_n_ch, (float)(k - k0), dp.y * (float)M_1_PI)));
     x = cmul(x, __ldg(eff + 2 * k + pol));
     int clipped = 0, lim = bits == 8 ? 127 : 7;
     int re = quant(x.x, lim, &clipped), im = quant(x.y, lim, &clipped);
@@ -147,8 +156,8 @@ __device__ __forceinline__ unsigned finish(float2 x, int k, int pol, const float
 template <int N_UNZIP>
 __global__ void __launch_bounds__(TILE *ROWS_OF(N_UNZIP), BLOCKS_OF(N_UNZIP)) post_kernel(
     const float2 *__restrict__ data, long long pol_stride, int channels, long long spectra,
-    int sph, int bits, const float2 *__restrict__ eff, void *out,
-    unsigned long long *sat_count)
+    int sph, int bits, const float2 *__restrict__ eff_all, const float2 *__restrict__ sd,
+    long long gain_switch, void *out, unsigned long long *sat_count)
 {
     __shared__ unsigned tile[2 * N_UNZIP][TILE][TILE + 1];
     const int m = channels / N_UNZIP, half = m / 2;
@@ -197,10 +206,14 @@ __global__ void __launch_bounds__(TILE *ROWS_OF(N_UNZIP), BLOCKS_OF(N_UNZIP)) po
 #pragma unroll
             for (int i = 0; i < 2 * N_UNZIP; i++)
                 packed[i] = 0;
+            /* A spectrum takes all its gains from one table: no tearing. */
+            const float2 *eff = eff_all + (g >= gain_switch ? 2 * channels : 0);
+            const bool rot = sd != nullptr;
 #pragma unroll
             for (int pol = 0; pol < 2; pol++) {
                 const int shift = pol * (bits == 8 ? 16 : 8);
                 unsigned sat = 0;
+                const float2 dp = rot ? __ldg(sd + pol * spectra + g) : make_float2(0.f, 0.f);
                 float2 zs[N_UNZIP], zc[N_UNZIP];
 #pragma unroll
                 for (int r = 0; r < N_UNZIP; r++) {
@@ -212,10 +225,11 @@ __global__ void __launch_bounds__(TILE *ROWS_OF(N_UNZIP), BLOCKS_OF(N_UNZIP)) po
                     float2 xk, xnk;
                     int k = p * m + s;
                     combine<N_UNZIP>(zs, zc, p, hk[p], &xk, &xnk);
-                    packed[p] |= finish(xk, k, pol, eff, bits, &sat) << shift;
+                    packed[p] |= finish(xk, k, pol, eff, bits, &sat, rot, dp, inv_n_ch, 0) << shift;
                     if (s > 0)
-                        packed[N_UNZIP + p] |= finish(xnk, channels - k, pol, eff, bits, &sat)
-                                               << shift;
+                        packed[N_UNZIP + p] |=
+                            finish(xnk, channels - k, pol, eff, bits, &sat, rot, dp, inv_n_ch, 0)
+                            << shift;
                 }
                 if (s == 0) {
                     /* Channels p' m + m/2, stored in mirror slot n - 1 - p'. */
@@ -226,8 +240,8 @@ __global__ void __launch_bounds__(TILE *ROWS_OF(N_UNZIP), BLOCKS_OF(N_UNZIP)) po
                         float2 xk, xnk;
                         int k = p * m + half;
                         combine<N_UNZIP>(zs, zc, p, expi_pi(-(float)k * inv_n_ch), &xk, &xnk);
-                        packed[2 * N_UNZIP - 1 - p] |= finish(xk, k, pol, eff, bits, &sat)
-                                                       << shift;
+                        packed[2 * N_UNZIP - 1 - p] |=
+                            finish(xk, k, pol, eff, bits, &sat, rot, dp, inv_n_ch, 0) << shift;
                     }
                 }
                 sat0 += pol ? 0 : sat;
@@ -278,10 +292,11 @@ __global__ void __launch_bounds__(TILE *ROWS_OF(N_UNZIP), BLOCKS_OF(N_UNZIP)) po
  * along the spectra as in post_kernel. */
 __global__ void __launch_bounds__(TILE * 8) post_complex_kernel(
     const float2 *__restrict__ data, long long pol_stride, int channels, long long spectra,
-    int sph, int bits, const float2 *__restrict__ eff, void *out,
-    unsigned long long *sat_count)
+    int sph, int bits, const float2 *__restrict__ eff_all, const float2 *__restrict__ sd,
+    long long gain_switch, void *out, unsigned long long *sat_count)
 {
     __shared__ unsigned tile[TILE][TILE + 1];
+    const float inv_n_ch = 1.0f / (float)channels;
     const int N = channels, c = blockIdx.x * TILE + threadIdx.x;
     const int k = (c + 3 * N / 2) & (2 * N - 1);
     const long long g0 = (long long)blockIdx.y * TILE;
@@ -291,10 +306,13 @@ __global__ void __launch_bounds__(TILE * 8) post_complex_kernel(
         if (g >= spectra)
             continue;
         unsigned packed = 0;
+        const float2 *eff = eff_all + (g >= gain_switch ? 2 * N : 0);
 #pragma unroll
         for (int pol = 0; pol < 2; pol++) {
             float2 x = __ldg(data + pol * pol_stride + g * 2LL * N + k);
-            packed |= finish(x, c, pol, eff, bits, &sat[pol]) << (pol * (bits == 8 ? 16 : 8));
+            const float2 dp = sd ? __ldg(sd + pol * spectra + g) : make_float2(0.f, 0.f);
+            packed |= finish(x, c, pol, eff, bits, &sat[pol], sd != nullptr, dp, inv_n_ch, N / 2)
+                      << (pol * (bits == 8 ? 16 : 8));
         }
         tile[threadIdx.x][ty] = packed;
     }
@@ -335,9 +353,13 @@ extern "C" int cbf_fft_post_cuda_create(const cbf_fft_post_config *cfg, void *st
     *out = p;
     const int N = cfg->channels;
     int m = cfg->complex_in ? 2 * N : N / cfg->unzip;
-    cudaError_t e = cudaMalloc((void **)&p->gains, sizeof(float2) * 2 * N);
+    cudaError_t e = cudaMalloc((void **)&p->gains[0], sizeof(float2) * 2 * N);
     if (e == cudaSuccess)
-        e = cudaMalloc((void **)&p->eff, sizeof(float2) * 2 * N);
+        e = cudaMalloc((void **)&p->gains[1], sizeof(float2) * 2 * N);
+    if (e == cudaSuccess)
+        e = cudaMalloc((void **)&p->eff, sizeof(float2) * 4 * N);
+    if (e == cudaSuccess)
+        e = cudaMalloc((void **)&p->sd, sizeof(float2) * 2 * cfg->spectra);
     if (e == cudaSuccess)
         e = cudaMalloc((void **)&p->sat, 2 * sizeof(unsigned long long));
     if (e == cudaSuccess)
@@ -380,11 +402,21 @@ extern "C" int cbf_fft_post_cuda_create(const cbf_fft_post_config *cfg, void *st
     return rc;
 }
 
+extern "C" int cbf_fft_post_cuda_set_next_gains(cbf_fft_post_cuda *plan, const float *gains,
+                                                char *msg, size_t msglen)
+{
+    CUDA_TRY(cudaMemcpyAsync(plan->gains[1], gains, sizeof(float2) * 2 * plan->cfg.channels,
+                             cudaMemcpyHostToDevice, plan->stream));
+    CUDA_TRY(cudaStreamSynchronize(plan->stream));
+    return 0;
+}
+
 extern "C" int cbf_fft_post_cuda_set_gains(cbf_fft_post_cuda *plan, const float *gains,
                                            char *msg, size_t msglen)
 {
-    CUDA_TRY(cudaMemcpyAsync(plan->gains, gains, sizeof(float2) * 2 * plan->cfg.channels,
-                             cudaMemcpyHostToDevice, plan->stream));
+    for (int t = 0; t < 2; t++)
+        CUDA_TRY(cudaMemcpyAsync(plan->gains[t], gains, sizeof(float2) * 2 * plan->cfg.channels,
+                                 cudaMemcpyHostToDevice, plan->stream));
     CUDA_TRY(cudaStreamSynchronize(plan->stream));
     return 0;
 }
@@ -430,22 +462,28 @@ extern "C" int cbf_fft_post_cuda_post(cbf_fft_post_cuda *plan, const cbf_fft_pos
     dim3 grid((unsigned)((half + TILE - 1) / TILE), (unsigned)((c->spectra + TILE - 1) / TILE));
     dim3 block(TILE, ROWS_OF(c->unzip));
     CUDA_TRY(cudaMemsetAsync(plan->sat, 0, 2 * sizeof(unsigned long long), plan->stream));
-    eff_gain_kernel<<<(2 * c->channels + 255) / 256, 256, 0, plan->stream>>>(
-        plan->gains, c->channels, c->complex_in ? c->channels / 2 : 0, args->fine_delay[0], args->fine_delay[1], args->phase[0],
-        args->phase[1], plan->eff);
+    eff_gain_kernel<<<(4 * c->channels + 255) / 256, 256, 0, plan->stream>>>(
+        plan->gains[0], plan->gains[1], c->channels, c->complex_in ? c->channels / 2 : 0,
+        args->fine_delay[0], args->fine_delay[1], args->phase[0], args->phase[1], plan->eff);
     CUDA_TRY(cudaGetLastError());
+    if (args->spectrum_delay)
+        /* From pageable memory: returns once the source has been read. */
+        CUDA_TRY(cudaMemcpyAsync(plan->sd, args->spectrum_delay, sizeof(float2) * 2 * c->spectra,
+                                 cudaMemcpyHostToDevice, plan->stream));
+    const long long gain_switch = args->switch_gains ? (long long)args->gain_switch : LLONG_MAX;
     const float2 *data = (const float2 *)args->data;
     long long ps = (long long)(args->data_pol_stride / 2);
     if (c->complex_in) {
         dim3 cgrid((unsigned)(c->channels / TILE), (unsigned)((c->spectra + TILE - 1) / TILE));
         post_complex_kernel<<<cgrid, dim3(TILE, 8), 0, plan->stream>>>(
             data, ps, c->channels, (long long)c->spectra, c->spectra_per_heap, c->out_bits,
-            plan->eff, args->out, plan->sat);
+            plan->eff, args->spectrum_delay ? plan->sd : nullptr, gain_switch, args->out,
+            plan->sat);
     }
 #define LAUNCH(NU)                                                                           \
     post_kernel<NU><<<grid, block, 0, plan->stream>>>(                                       \
         data, ps, c->channels, (long long)c->spectra, c->spectra_per_heap, c->out_bits,      \
-        plan->eff, args->out, plan->sat)
+        plan->eff, args->spectrum_delay ? plan->sd : nullptr, gain_switch, args->out, plan->sat)
     else if (c->unzip == 1)
         LAUNCH(1);
     else if (c->unzip == 2)
@@ -456,6 +494,11 @@ extern "C" int cbf_fft_post_cuda_post(cbf_fft_post_cuda *plan, const cbf_fft_pos
     CUDA_TRY(cudaGetLastError());
     CUDA_TRY(cudaMemcpyAsync(plan->sat_host, plan->sat, 2 * sizeof(unsigned long long),
                              cudaMemcpyDeviceToHost, plan->stream));
+    if (args->switch_gains) {
+        float2 *t = plan->gains[0];
+        plan->gains[0] = plan->gains[1];
+        plan->gains[1] = t;
+    }
     return 0;
 }
 
@@ -481,8 +524,10 @@ extern "C" void cbf_fft_post_cuda_destroy(cbf_fft_post_cuda *plan)
         return;
     if (plan->have_fft)
         cufftDestroy(plan->fft);
-    cudaFree(plan->gains);
+    cudaFree(plan->gains[0]);
+    cudaFree(plan->gains[1]);
     cudaFree(plan->eff);
+    cudaFree(plan->sd);
     cudaFree(plan->sat);
     cudaFreeHost(plan->sat_host);
     free(plan);

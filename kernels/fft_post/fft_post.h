@@ -8,7 +8,8 @@
  *   - the last Cooley-Tukey stage over the n sub-transforms (twiddles by
  *     sincospi) and the real-to-complex fix-up, X_k and X_(N-k) together;
  *   - X_k *= exp(i (-pi d k / channels + phi)) (fine delay d, phase phi per
- *     pol), then the complex gain of (channel, pol);
+ *     pol, plus per spectrum when a delay model is given), then the complex
+ *     gain of (channel, pol), from one of two gain tables (double-buffered);
  *   - round to nearest even and saturate to [-127, 127] (8-bit) or [-7, 7]
  *     (4-bit; real in the high nibble), counting each saturated complex value
  *     (either part clipped) once per pol;
@@ -61,6 +62,16 @@ typedef struct cbf_fft_post_args {
     void *out;               /* cbf_fft_post_out_bytes bytes (device for CUDA) */
     float fine_delay[2];     /* input samples of the FIR (digitiser samples in wideband), per pol */
     float phase[2];          /* radians, per pol */
+    /* A delay model evaluated per spectrum (NULL: none): host floats
+     * [pol][spectrum][2] = fine delay (samples) and phase (radians) of that
+     * spectrum, applied on top of fine_delay/phase above. */
+    const float *spectrum_delay;
+    /* Gains are double-buffered: when switch_gains is set, spectra from
+     * gain_switch on use the gains given to set_next_gains, and so does
+     * every later run (the plan swaps its tables); spectra before it use
+     * the gains in force. A spectrum never mixes the two. */
+    int switch_gains;
+    size_t gain_switch;
 } cbf_fft_post_args;
 
 /* CPU: FFTW single precision, one plan made at create. Gains default to 1;
@@ -70,6 +81,8 @@ typedef struct cbf_fft_post_cpu cbf_fft_post_cpu;
 int cbf_fft_post_cpu_create(const cbf_fft_post_config *cfg, cbf_fft_post_cpu **out, char *msg,
                             size_t msglen);
 int cbf_fft_post_cpu_set_gains(cbf_fft_post_cpu *plan, const float *gains);
+/* The gains a run with switch_gains changes to (same layout). */
+int cbf_fft_post_cpu_set_next_gains(cbf_fft_post_cpu *plan, const float *gains);
 int cbf_fft_post_cpu_run(cbf_fft_post_cpu *plan, const cbf_fft_post_args *args,
                          uint64_t saturated[2], char *msg, size_t msglen);
 void cbf_fft_post_cpu_destroy(cbf_fft_post_cpu *plan);
@@ -77,12 +90,16 @@ void cbf_fft_post_cpu_destroy(cbf_fft_post_cpu *plan);
 /* CUDA: one cuFFT plan made at create, bound to `stream` (cudaStream_t as
  * void *). run = fft + post, both enqueued; the saturation counts of the
  * last run are read with cbf_fft_post_cuda_saturated, which waits for the
- * stream. set_gains copies host gains to the device and waits. */
+ * stream. set_gains (both tables) and set_next_gains copy host gains to the
+ * device and wait. A per-spectrum delay model is copied to the device by
+ * run, from host memory the call may reuse once run returns. */
 typedef struct cbf_fft_post_cuda cbf_fft_post_cuda;
 int cbf_fft_post_cuda_create(const cbf_fft_post_config *cfg, void *stream,
                              cbf_fft_post_cuda **out, char *msg, size_t msglen);
 int cbf_fft_post_cuda_set_gains(cbf_fft_post_cuda *plan, const float *gains, char *msg,
                                 size_t msglen);
+int cbf_fft_post_cuda_set_next_gains(cbf_fft_post_cuda *plan, const float *gains, char *msg,
+                                     size_t msglen);
 int cbf_fft_post_cuda_fft(cbf_fft_post_cuda *plan, const cbf_fft_post_args *args, char *msg,
                           size_t msglen);
 int cbf_fft_post_cuda_post(cbf_fft_post_cuda *plan, const cbf_fft_post_args *args, char *msg,

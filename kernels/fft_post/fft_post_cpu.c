@@ -12,7 +12,7 @@
 struct cbf_fft_post_cpu {
     cbf_fft_post_config cfg;
     fftwf_plan plan;          /* one in-place transform of m points */
-    float complex *gains;     /* [channel][pol] */
+    float complex *gains[2];  /* [channel][pol]: in force, and the next ones */
     float complex *twiddle;   /* [r][s]: exp(-2 pi i r s / channels), s < m */
     float complex *half;      /* [k]: exp(-pi i k / channels), k < channels */
     float complex *rot;       /* [k][pol]: this run's exp(i (-pi d k / channels + phi)) */
@@ -29,12 +29,13 @@ int cbf_fft_post_cpu_create(const cbf_fft_post_config *cfg, cbf_fft_post_cpu **o
     fftwf_complex *scratch = fftwf_alloc_complex((size_t)m);
     if (p) {
         p->cfg = *cfg;
-        p->gains = malloc(sizeof(float complex) * 2 * (size_t)N);
+        p->gains[0] = malloc(sizeof(float complex) * 2 * (size_t)N);
+        p->gains[1] = malloc(sizeof(float complex) * 2 * (size_t)N);
         p->twiddle = malloc(sizeof(float complex) * (size_t)N);
         p->half = malloc(sizeof(float complex) * (size_t)N);
         p->rot = malloc(sizeof(float complex) * 2 * (size_t)N);
     }
-    if (!p || !scratch || !p->gains || !p->twiddle || !p->half || !p->rot) {
+    if (!p || !scratch || !p->gains[0] || !p->gains[1] || !p->twiddle || !p->half || !p->rot) {
         fftwf_free(scratch);
         cbf_fft_post_cpu_destroy(p);
         if (msg && msglen)
@@ -52,7 +53,7 @@ int cbf_fft_post_cpu_create(const cbf_fft_post_config *cfg, cbf_fft_post_cpu **o
         return CBF_FFT_POST_ENOMEM;
     }
     for (int i = 0; i < 2 * N; i++)
-        p->gains[i] = 1.0f;
+        p->gains[0][i] = p->gains[1][i] = 1.0f;
     for (int r = 0; r < n && !cfg->complex_in; r++)
         for (int s = 0; s < m; s++) {
             double a = -2.0 * M_PI * r * s / N;
@@ -66,10 +67,17 @@ int cbf_fft_post_cpu_create(const cbf_fft_post_config *cfg, cbf_fft_post_cpu **o
     return 0;
 }
 
-int cbf_fft_post_cpu_set_gains(cbf_fft_post_cpu *plan, const float *gains)
+int cbf_fft_post_cpu_set_next_gains(cbf_fft_post_cpu *plan, const float *gains)
 {
     for (int i = 0; i < 2 * plan->cfg.channels; i++)
-        plan->gains[i] = gains[2 * i] + I * gains[2 * i + 1];
+        plan->gains[1][i] = gains[2 * i] + I * gains[2 * i + 1];
+    return 0;
+}
+
+int cbf_fft_post_cpu_set_gains(cbf_fft_post_cpu *plan, const float *gains)
+{
+    cbf_fft_post_cpu_set_next_gains(plan, gains);
+    memcpy(plan->gains[0], plan->gains[1], sizeof(float complex) * 2 * (size_t)plan->cfg.channels);
     return 0;
 }
 
@@ -94,7 +102,13 @@ static void emit(const cbf_fft_post_cpu *p, const cbf_fft_post_args *a, int pol,
 {
     const int N = p->cfg.channels, sph = p->cfg.spectra_per_heap;
     x *= p->rot[2 * k + pol];
-    x *= p->gains[2 * k + pol];
+    if (a->spectrum_delay) {
+        const float *dp = a->spectrum_delay + 2 * ((size_t)pol * p->cfg.spectra + sp);
+        double kk = p->cfg.complex_in ? k - N / 2 : k;   /* the channel at DC */
+        double ang = -M_PI * (double)dp[0] * kk / N + (double)dp[1];
+        x *= (float)cos(ang) + I * (float)sin(ang);
+    }
+    x *= p->gains[a->switch_gains && sp >= a->gain_switch][2 * k + pol];
     int re, im, lim = p->cfg.out_bits == 8 ? 127 : 7;
     int clipped = quant(crealf(x), lim, &re);
     clipped |= quant(cimagf(x), lim, &im);
@@ -187,6 +201,11 @@ int cbf_fft_post_cpu_run(cbf_fft_post_cpu *plan, const cbf_fft_post_args *args,
                 post_spectrum(plan, args, pol, sp, (const float complex *)d, &saturated[pol]);
         }
     }
+    if (args->switch_gains) {
+        float complex *t = plan->gains[0];
+        plan->gains[0] = plan->gains[1];
+        plan->gains[1] = t;
+    }
     return 0;
 }
 
@@ -196,7 +215,8 @@ void cbf_fft_post_cpu_destroy(cbf_fft_post_cpu *plan)
         return;
     if (plan->plan)
         fftwf_destroy_plan(plan->plan);
-    free(plan->gains);
+    free(plan->gains[0]);
+    free(plan->gains[1]);
     free(plan->twiddle);
     free(plan->half);
     free(plan->rot);

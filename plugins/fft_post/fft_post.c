@@ -23,8 +23,23 @@
 
 #define MSG 512
 
+#define MAX_PENDING 16
+
+/* A gain change waiting for its timestamp: the whole table it makes. */
+typedef struct pending_gain {
+    int64_t at;
+    float *gains;           /* [channel][pol][re, im] */
+} pending_gain;
+
 typedef struct post_state {
     cbf_fft_post_config cfg;
+    int64_t step;           /* samples between spectra */
+    float *gains;           /* [channel][pol][re, im] in force after the last pending */
+    pending_gain pend[MAX_PENDING];
+    int n_pend;
+    int64_t next_ts;        /* timestamp of the first spectrum not yet processed */
+    int have_ts;
+    int model_in_aux;       /* pfb sends a per-spectrum delay model in aux */
     int gpu;
     size_t out_bytes;
     float delay[2], phase[2];
@@ -32,6 +47,8 @@ typedef struct post_state {
     cbf_fft_post_cpu *cpu;
     cbf_fft_post_cuda *cuda;
     void *stream;
+    cbf_gpu_timer *timer;   /* a buffer's kernels: the gpu_ms_per_buffer gauge */
+    cbf_gauge *g_gpu_ms;
     void *d_out;            /* device output before the copy to the pinned buffer */
     cbf_pool *pool;
     cbf_counter *c_batches, *c_missing, *c_sat[2];
@@ -49,6 +66,19 @@ static const cbf_param_decl params[] = {
      "(narrowband: by -pi d (k - channels/2) / (channels x decimation))"},
     {"phase", CBF_PARAM_FLOAT_LIST, "[0.0, 0.0]", CBF_RANGE(-1e6, 1e6), NULL,
      "fringe phase per polarisation, radians"},
+};
+
+static const cbf_param_decl gain_args[] = {
+    {"values", CBF_PARAM_FLOAT_LIST, NULL, CBF_RANGE(-1e9, 1e9), NULL,
+     "one real gain, one complex [re, im], one real per channel, or [re, im] per channel"},
+    {"pol", CBF_PARAM_INT, "-1", CBF_RANGE(-1, 1), NULL, "polarisation 0 or 1; -1: both"},
+    {"at", CBF_PARAM_INT, "-1", CBF_RANGE(-1, 9.2e18), NULL,
+     "digitiser timestamp from which spectra use the new gains; -1: the next spectrum"},
+};
+
+static const cbf_request_decl requests[] = {
+    {"gain", gain_args, CBF_COUNT_OF(gain_args),
+     "set the complex gains from a timestamp on (every spectrum uses all old or all new gains)"},
 };
 
 static const cbf_port_decl ports[] = {
@@ -112,6 +142,9 @@ static int setup_backend(cbf_node *node, post_state *s, const float *gains, cbf_
         if ((rc = cuda_ok(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "fft_post: stream", err)))
             return rc;
         s->stream = st;
+        if ((rc = cbf_gpu_timer_create(&s->timer, err)))
+            return rc;
+        s->g_gpu_ms = cbf_node_gauge(node, "gpu_ms_per_buffer");
         if ((rc = cuda_ok(cudaMalloc(&s->d_out, s->out_bytes), "fft_post: output cudaMalloc", err)) ||
             (rc = kern(cbf_fft_post_cuda_create(&s->cfg, s->stream, &s->cuda, msg, MSG), msg, err)))
             return rc;
@@ -139,6 +172,9 @@ static int init(cbf_node *node, cbf_error *err)
         cbf_port_desc_get_attr(in, "samples_between_spectra", &step) || in->ndim != 3)
         return cbf_error_set(err, CBF_ECONFIG, "fft_post: input is not a pfb output");
     cbf_port_desc_get_attr(in, "adc_sample_rate", &rate);
+    s->step = (int64_t)step;
+    s->model_in_aux = in->aux_layout && strstr(in->aux_layout, "delay_phase") &&
+                      in->aux_size >= 3 * sizeof(uint64_t) + 4 * sizeof(float) * in->shape[1];
     cbf_port_desc_get_attr(in, "antenna", &antenna);
     s->decimation = 1;
     s->cfg.complex_in = !cbf_port_desc_get_attr(in, "decimation", &s->decimation);
@@ -163,7 +199,7 @@ static int init(cbf_node *node, cbf_error *err)
     if ((rc = make_gains(p, s->cfg.channels, &gains, err)))
         return rc;
     rc = setup_backend(node, s, gains, err);
-    free(gains);
+    s->gains = gains;   /* the table later requests start from */
     if (rc)
         return rc;
     if (!s->gpu && in->mem != CBF_MEM_HOST)
@@ -214,6 +250,35 @@ static int init(cbf_node *node, cbf_error *err)
     return 0;
 }
 
+/* The first pending gain change that falls in this buffer becomes the
+ * plan's next table and the spectrum it starts at; requests are refused
+ * when a second one would fall in the same buffer, so none is ever late. */
+static int take_gain_change(post_state *s, int64_t ts, cbf_fft_post_args *a, cbf_error *err)
+{
+    if (!s->n_pend || s->pend[0].at >= ts + (int64_t)s->cfg.spectra * s->step)
+        return 0;
+    int64_t k = s->pend[0].at <= ts ? 0 : (s->pend[0].at - ts + s->step - 1) / s->step;
+    char msg[MSG];
+    int rc = 0;
+#ifdef CBF_HAVE_CUDA
+    if (s->gpu)
+        rc = kern(cbf_fft_post_cuda_set_next_gains(s->cuda, s->pend[0].gains, msg, MSG), msg, err);
+    else
+#endif
+        rc = cbf_fft_post_cpu_set_next_gains(s->cpu, s->pend[0].gains);
+    (void)msg;
+    if (rc)
+        return rc;
+    a->switch_gains = 1;
+    a->gain_switch = (size_t)k;
+    cbf_log_info("gain change at timestamp %lld: from spectrum %lld of the buffer at %lld",
+                 (long long)s->pend[0].at, (long long)k, (long long)ts);
+    free(s->pend[0].gains);
+    memmove(&s->pend[0], &s->pend[1], sizeof s->pend[0] * (size_t)(s->n_pend - 1));
+    s->n_pend--;
+    return 0;
+}
+
 static int process(post_state *s, cbf_buffer *in, cbf_buffer *out, uint64_t sat[2], cbf_error *err)
 {
     char msg[MSG];
@@ -221,13 +286,23 @@ static int process(post_state *s, cbf_buffer *in, cbf_buffer *out, uint64_t sat[
     float dec = (float)s->decimation;
     cbf_fft_post_args a = {(float *)in->data, s->cfg.spectra * cbf_fft_post_row_floats(&s->cfg),
                            out->data, {s->delay[0] / dec, s->delay[1] / dec},
-                           {s->phase[0], s->phase[1]}};
+                           {s->phase[0], s->phase[1]}, NULL, 0, 0};
+    /* pfb's delay model, evaluated per spectrum, when it turns anything. */
+    if (s->model_in_aux && in->aux && ((const uint64_t *)in->aux)[2])
+        a.spectrum_delay = (const float *)((const uint64_t *)in->aux + 3);
+    int grc = take_gain_change(s, in->timestamp, &a, err);
+    if (grc)
+        return grc;
 #ifdef CBF_HAVE_CUDA
     if (s->gpu) {
         int rc = cbf_buffer_wait_stream(in, s->stream, err);
         a.out = s->d_out;
         if (!rc)
+            rc = cbf_gpu_timer_start(s->timer, s->stream, err);
+        if (!rc)
             rc = kern(cbf_fft_post_cuda_run(s->cuda, &a, msg, MSG), msg, err);
+        if (!rc)
+            rc = cbf_gpu_timer_stop(s->timer, s->stream, err);
         if (!rc)
             rc = cuda_ok(cudaMemcpyAsync(out->data, s->d_out, s->out_bytes, cudaMemcpyDeviceToHost,
                                          (cudaStream_t)s->stream), "fft_post: download", err);
@@ -236,6 +311,8 @@ static int process(post_state *s, cbf_buffer *in, cbf_buffer *out, uint64_t sat[
         /* Waits for the stream: the output is complete when the counts are. */
         if (!rc)
             rc = kern(cbf_fft_post_cuda_saturated(s->cuda, sat, msg, MSG), msg, err);
+        if (!rc)
+            cbf_gauge_set(s->g_gpu_ms, cbf_gpu_timer_ms(s->timer));
         return rc;
     }
 #endif
@@ -260,6 +337,8 @@ static int run(cbf_node *node, cbf_error *err)
         }
         uint64_t sat[2] = {0, 0};
         rc = process(s, buf, out, sat, err);
+        s->next_ts = buf->timestamp + (int64_t)s->cfg.spectra * s->step;
+        s->have_ts = 1;
         if (!rc) {
             cbf_fft_post_batch_presence(buf->present, s->cfg.spectra, s->cfg.spectra_per_heap,
                                         out->present);
@@ -295,20 +374,88 @@ static void fini(cbf_node *node)
     if (!s)
         return;
     cbf_fft_post_cpu_destroy(s->cpu);
+    free(s->gains);
+    for (int i = 0; i < s->n_pend; i++)
+        free(s->pend[i].gains);
 #ifdef CBF_HAVE_CUDA
     cbf_fft_post_cuda_destroy(s->cuda);
     cudaFree(s->d_out);
     if (s->stream)
         cudaStreamDestroy((cudaStream_t)s->stream);
+    cbf_gpu_timer_destroy(s->timer);
 #endif
     free(s);
+}
+
+/* On the node's thread, between buffers (cbf/control.h): checks the
+ * request against this node's shape and what it has processed, then queues
+ * the new table for its timestamp. Refusals change nothing. */
+static int on_request(cbf_node *node, const cbf_request *req, cbf_reply *reply, cbf_error *err)
+{
+    post_state *s = cbf_node_state(node);
+    const cbf_params *p = cbf_request_args(req);
+    const int N = s->cfg.channels;
+    size_t n = cbf_params_len(p, "values");
+    if (n != 1 && n != 2 && n != (size_t)N && n != 2 * (size_t)N)
+        return cbf_error_set(err, CBF_EINVAL, "gain: %zu values: give 1 (real), 2 (re, im), %d "
+                             "(real per channel) or %d ([re, im] per channel)", n, N, 2 * N);
+    int pol = (int)cbf_params_int(p, "pol");
+    int64_t at = cbf_params_int(p, "at");
+    const int64_t span = (int64_t)s->cfg.spectra * s->step;
+    if (at < 0)
+        at = s->have_ts ? s->next_ts : 0;
+    if (s->have_ts && at < s->next_ts)
+        return cbf_error_set(err, CBF_EINVAL, "gain: timestamp %lld has already been processed "
+                             "(the next spectrum is at %lld)", (long long)at, (long long)s->next_ts);
+    if (s->n_pend) {
+        const pending_gain *last = &s->pend[s->n_pend - 1];
+        if (at < last->at)
+            return cbf_error_set(err, CBF_EINVAL, "gain: a change is already pending at %lld; a "
+                                 "later one cannot come before it (%lld)", (long long)last->at,
+                                 (long long)at);
+        if (at / span == last->at / span && at != last->at)
+            return cbf_error_set(err, CBF_EINVAL, "gain: a change is already pending at %lld, in "
+                                 "the same output buffer of %lld samples as %lld; one change per "
+                                 "buffer", (long long)last->at, (long long)span, (long long)at);
+    }
+    bool merge = s->n_pend && s->pend[s->n_pend - 1].at == at;
+    if (!merge && s->n_pend == MAX_PENDING)
+        return cbf_error_set(err, CBF_EINVAL, "gain: %d changes are pending already", MAX_PENDING);
+    const float *base = s->n_pend ? s->pend[s->n_pend - 1].gains : s->gains;
+    float *g = malloc(sizeof(float) * 4 * (size_t)N);
+    if (!g)
+        return cbf_error_set(err, CBF_ENOMEM, "gain: out of memory");
+    memcpy(g, base, sizeof(float) * 4 * (size_t)N);
+    for (int k = 0; k < N; k++)
+        for (int q = 0; q < 2; q++) {
+            if (pol >= 0 && q != pol)
+                continue;
+            size_t src = n == 1 || n == 2 ? 0 : n == (size_t)N ? (size_t)k : 2 * (size_t)k;
+            bool cplx = n == 2 || n == 2 * (size_t)N;
+            g[4 * k + 2 * q] = (float)cbf_params_float_at(p, "values", src);
+            g[4 * k + 2 * q + 1] = cplx ? (float)cbf_params_float_at(p, "values", src + 1) : 0.0f;
+        }
+    /* The table later requests build on: the newest one. */
+    memcpy(s->gains, g, sizeof(float) * 4 * (size_t)N);
+    if (merge) {
+        free(s->pend[s->n_pend - 1].gains);
+        s->pend[s->n_pend - 1].gains = g;
+    } else {
+        s->pend[s->n_pend].at = at;
+        s->pend[s->n_pend++].gains = g;
+    }
+    cbf_reply_int(reply, "at", at);
+    cbf_reply_int(reply, "spectrum", (at + s->step - 1) / s->step);
+    cbf_reply_int(reply, "pending", s->n_pend);
+    return 0;
 }
 
 static const cbf_plugin_desc desc = {
     CBF_PLUGIN_ABI, "fft_post", "0.1.0",
     "FFT (wideband real or narrowband complex), gains, fine delay, quantisation and heap "
     "transpose (F-engine back end)",
-    params, CBF_COUNT_OF(params), ports, CBF_COUNT_OF(ports), init, run, fini, NULL, 0, NULL,
+    params, CBF_COUNT_OF(params), ports, CBF_COUNT_OF(ports), init, run, fini,
+    requests, CBF_COUNT_OF(requests), on_request,
 };
 
 CBF_PLUGIN_DEFINE(desc)

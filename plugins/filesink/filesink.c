@@ -10,6 +10,8 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -25,6 +27,19 @@ static const cbf_param_decl params[] = {
      "replace an existing file (otherwise an existing file is an error)"},
     {"max_buffers", CBF_PARAM_INT, "0", CBF_RANGE(0, 9.2e18), NULL,
      "buffers to write per input, later ones are received and dropped; 0 = all"},
+    {"capture", CBF_PARAM_BOOL, "true", CBF_NORANGE, NULL,
+     "write from the start; false: wait for a `capture` request (action start)"},
+};
+
+static const cbf_param_decl capture_args[] = {
+    {"action", CBF_PARAM_CHOICE, NULL, CBF_NORANGE, "start|stop", "start or stop writing"},
+    {"input", CBF_PARAM_INT, "-1", CBF_RANGE(-1, 1023), NULL,
+     "which input (edge, in YAML order); -1: all"},
+};
+
+static const cbf_request_decl requests[] = {
+    {"capture", capture_args, CBF_COUNT_OF(capture_args),
+     "start or stop writing, from the next buffer on; buffers meanwhile are received and dropped"},
 };
 
 static const cbf_port_decl ports[] = {
@@ -48,6 +63,7 @@ typedef struct input {
     int expand_ci4;
     uint8_t *host;        /* staging: device copies and CI4 expansion */
     uint64_t max, written, dropped, missing_total;
+    atomic_bool capturing; /* set by `capture` requests, read between buffers */
     pthread_t thread;
     int threaded;         /* thread was started and must be joined */
     int rc;
@@ -279,6 +295,7 @@ static int filesink_init(cbf_node *node, cbf_error *err)
         in->node = node;
         in->port = cbf_node_port(node, "in", i);
         in->max = (uint64_t)cbf_params_int(p, "max_buffers");
+        atomic_init(&in->capturing, cbf_params_bool(p, "capture"));
         in->data = in->ts = in->seq = in->present = in->saturated = in->missing = in->aux = -1;
         in->group = -1;
         rc = open_input(s, in, i, err);
@@ -348,7 +365,7 @@ static void *drain(void *arg)
         cbf_buffer *b;
         if (cbf_port_recv(in->port, &b) != 0)
             break;
-        if (in->rc == 0 && (in->max == 0 || in->written < in->max)) {
+        if (in->rc == 0 && atomic_load(&in->capturing) && (in->max == 0 || in->written < in->max)) {
             in->rc = write_buffer(s, in, b);
         } else {
             in->dropped++;
@@ -383,6 +400,27 @@ static int filesink_run(cbf_node *node, cbf_error *err)
     return 0;
 }
 
+/* On the node's thread (cbf/control.h); the inputs' readers see the flag
+ * from their next buffer on. */
+static int filesink_request(cbf_node *node, const cbf_request *req, cbf_reply *reply, cbf_error *err)
+{
+    filesink *s = cbf_node_state(node);
+    const cbf_params *p = cbf_request_args(req);
+    int which = (int)cbf_params_int(p, "input");
+    bool on = !strcmp(cbf_params_string(p, "action"), "start");
+    if (which >= s->n)
+        return cbf_error_set(err, CBF_EINVAL, "capture: input %d: this filesink has %d", which, s->n);
+    for (int i = 0; i < s->n; i++)
+        if (which < 0 || i == which)
+            atomic_store(&s->in[i].capturing, on);
+    cbf_reply_string(reply, "capture", on ? "started" : "stopped");
+    uint64_t written = 0;
+    for (int i = 0; i < s->n; i++)
+        written += s->in[i].written;
+    cbf_reply_int(reply, "buffers_written", (int64_t)written);
+    return 0;
+}
+
 static const cbf_plugin_desc desc = {
     .abi = CBF_PLUGIN_ABI,
     .name = "filesink",
@@ -395,6 +433,9 @@ static const cbf_plugin_desc desc = {
     .init = filesink_init,
     .run = filesink_run,
     .fini = filesink_fini,
+    .requests = requests,
+    .n_requests = CBF_COUNT_OF(requests),
+    .request = filesink_request,
 };
 
 CBF_PLUGIN_DEFINE(desc)

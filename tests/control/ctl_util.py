@@ -46,6 +46,7 @@ class Engine:
         while self.control is None or ("sensors:" in yaml_text and self.sensors is None):
             line = self.next_line(deadline)
             if line is None:
+                self.kill()
                 fail("engine did not report its endpoints; log:\n" + "".join(self.log))
             m = re.search(r"control: requests on (\S+)", line)
             if m:

@@ -127,7 +127,8 @@ static void chain_run(const chain *c, int gpu, uint8_t *out, uint64_t sat[2])
         assert_int_equal(cbf_fft_post_cpu_create(&pcfg, &fp, msg, sizeof msg), 0);
         cbf_fft_post_cpu_set_gains(fp, c->gains);
         cbf_fft_post_args a = {fir, (size_t)SPECTRA * 2 * STEP, out,
-                               {c->fine_delay[0], c->fine_delay[1]}, {c->phase[0], c->phase[1]}};
+                               {c->fine_delay[0], c->fine_delay[1]}, {c->phase[0], c->phase[1]},
+                               NULL, 0, 0};
         int rc = cbf_fft_post_cpu_run(fp, &a, sat, msg, sizeof msg);
         if (rc)
             fail_msg("%s", msg);
@@ -163,7 +164,8 @@ static void chain_run(const chain *c, int gpu, uint8_t *out, uint64_t sat[2])
                            {c->start[0], c->start[1]}, SPECTRA, d_fir,
                            (size_t)SPECTRA * 2 * STEP};
         cbf_fft_post_args a = {d_fir, (size_t)SPECTRA * 2 * STEP, d_out,
-                               {c->fine_delay[0], c->fine_delay[1]}, {c->phase[0], c->phase[1]}};
+                               {c->fine_delay[0], c->fine_delay[1]}, {c->phase[0], c->phase[1]},
+                               NULL, 0, 0};
         int rc = cbf_ddc_cuda_run(dp, &dj, st, msg, sizeof msg);
         if (!rc)
             rc = cbf_pfb_cuda_run_complex(pp, &pj, st, msg, sizeof msg);

@@ -1,7 +1,8 @@
 """Runs pipelines/feng-wideband.yaml on the CPU (shortened) and reads its
 HDF5 with scripts/feng-channels.py, as the README tells a user to: both dsim
 tones must be the two strongest channels of each polarisation, in the
-channels the pipeline's comment promises (1000 and 3000 of 4096)."""
+channels the pipeline's comment promises (1000 and 3000 of 4096). Then the
+same for the narrowband outputs of pipelines/feng-wide-narrow.yaml."""
 import os
 import subprocess
 import sys
@@ -47,4 +48,28 @@ with tempfile.TemporaryDirectory() as tmp:
     for tone in ("channel 1000.00", "channel 3000.00"):
         if tone not in out.stdout:
             sys.exit(f"the tone list lacks '{tone}'")
+
+# The narrowband plan: pipelines/feng-wide-narrow.yaml promises its first
+# tone in channel 3048 of narrow1 and its second in channel 312 of narrow2.
+with tempfile.TemporaryDirectory() as tmp:
+    pipe = os.path.join(src, "pipelines", "feng-wide-narrow.yaml")
+    sets = ["--set", "dsim.length=16777216"]
+    for s in ("wide", "narrow1", "narrow2"):
+        sets += ["--set", f"sink_{s}.path={os.path.join(tmp, s + '.h5')}"]
+    run = subprocess.run([os.path.join(build, "tools", "cbf-run"), pipe] + sets,
+                         capture_output=True, text=True, timeout=240)
+    if run.returncode != 0:
+        sys.exit(f"cbf-run feng-wide-narrow failed ({run.returncode}):\n{run.stderr}")
+    for name, chan in (("narrow1", 3048), ("narrow2", 312)):
+        out = subprocess.run([sys.executable, os.path.join(src, "scripts", "feng-channels.py"),
+                              os.path.join(tmp, name + ".h5"), "--top", "1", "--pipeline", pipe],
+                             capture_output=True, text=True, timeout=60)
+        print(out.stdout, out.stderr)
+        if out.returncode != 0:
+            sys.exit(f"feng-channels.py {name} failed")
+        if f"-> channel {chan}.00" not in out.stdout:
+            sys.exit(f"{name}: the plan does not put a tone in channel {chan}")
+        for pol in (0, 1):
+            if f"| {pol} | {chan} |" not in out.stdout:
+                sys.exit(f"{name} pol {pol}: strongest channel is not {chan}")
 print("ok")

@@ -168,9 +168,12 @@ static int run_cpu(const feng_case *c, feng_result *r, char *msg, size_t msglen)
         rc = cbf_fft_post_cpu_create(&cfg, &plan, msg, msglen);
         if (!rc) {
             cbf_fft_post_cpu_set_gains(plan, c->gains);
+            if (c->switch_gains)
+                cbf_fft_post_cpu_set_next_gains(plan, c->next_gains);
             cbf_fft_post_args a = {data, job.out_pol_stride, r->out,
                                    {c->fine_delay[0], c->fine_delay[1]},
-                                   {c->phase[0], c->phase[1]}};
+                                   {c->phase[0], c->phase[1]},
+                                   c->spectrum_delay, c->switch_gains, c->gain_switch};
             rc = cbf_fft_post_cpu_run(plan, &a, r->saturated, msg, msglen);
         }
         cbf_fft_post_cpu_destroy(plan);
@@ -231,10 +234,12 @@ static int run_gpu(const feng_case *c, feng_result *r, char *msg, size_t msglen)
         goto out;
     TRY(cudaMemcpy(r->fir, d_data, floats * sizeof(float), cudaMemcpyDeviceToHost));
     if ((rc = cbf_fft_post_cuda_create(&cfg, stream, &post, msg, msglen)) ||
-        (rc = cbf_fft_post_cuda_set_gains(post, c->gains, msg, msglen)))
+        (rc = cbf_fft_post_cuda_set_gains(post, c->gains, msg, msglen)) ||
+        (c->switch_gains && (rc = cbf_fft_post_cuda_set_next_gains(post, c->next_gains, msg, msglen))))
         goto out;
     cbf_fft_post_args a = {d_data, job.out_pol_stride, d_out,
-                           {c->fine_delay[0], c->fine_delay[1]}, {c->phase[0], c->phase[1]}};
+                           {c->fine_delay[0], c->fine_delay[1]}, {c->phase[0], c->phase[1]},
+                           c->spectrum_delay, c->switch_gains, c->gain_switch};
     if ((rc = cbf_fft_post_cuda_run(post, &a, msg, msglen)) ||
         (rc = cbf_fft_post_cuda_saturated(post, r->saturated, msg, msglen)))
         goto out;

@@ -17,6 +17,10 @@ typedef struct feng_case {
     float fine_delay[2], phase[2];
     size_t fir_split;      /* FIR in calls of this many spectra (0: one call), each
                               reading from its own byte offset into in[pol] */
+    const float *spectrum_delay;  /* [pol][spectrum][2] fine delay, phase, or NULL */
+    const float *next_gains;      /* with switch_gains: from spectrum gain_switch on */
+    int switch_gains;
+    size_t gain_switch;
 } feng_case;
 
 typedef struct feng_result {

@@ -254,3 +254,59 @@ size_t cbf_port_desc_bytes(const cbf_port_desc *d)
         n *= d->shape[i];
     return n * sz[d->dtype];
 }
+
+/* Runtime requests and gauges: these tests deliver no requests (the
+ * control tests do, through the real engine); gauges are kept but unread. */
+struct cbf_gauge {
+    double v;
+};
+const cbf_params *cbf_request_args(const cbf_request *r)
+{
+    (void)r;
+    return NULL;
+}
+int cbf_reply_int(cbf_reply *r, const char *key, int64_t v)
+{
+    (void)r, (void)key, (void)v;
+    return 0;
+}
+int cbf_reply_float(cbf_reply *r, const char *key, double v)
+{
+    (void)r, (void)key, (void)v;
+    return 0;
+}
+cbf_gauge *cbf_node_gauge(cbf_node *n, const char *name)
+{
+    (void)n, (void)name;
+    static struct cbf_gauge g[16];
+    static int used;
+    return &g[used++ % 16];
+}
+void cbf_gauge_set(cbf_gauge *g, double v)
+{
+    if (g)
+        g->v = v;
+}
+/* The GPU path never runs on the stand-in runtime (CPU only). */
+int cbf_gpu_timer_create(cbf_gpu_timer **out, cbf_error *err)
+{
+    (void)err;
+    *out = NULL;
+    return 0;
+}
+int cbf_gpu_timer_start(cbf_gpu_timer *t, void *stream, cbf_error *err)
+{
+    (void)t, (void)stream, (void)err;
+    return 0;
+}
+int cbf_gpu_timer_stop(cbf_gpu_timer *t, void *stream, cbf_error *err)
+{
+    (void)t, (void)stream, (void)err;
+    return 0;
+}
+double cbf_gpu_timer_ms(const cbf_gpu_timer *t)
+{
+    (void)t;
+    return 0;
+}
+void cbf_gpu_timer_destroy(cbf_gpu_timer *t) { (void)t; }

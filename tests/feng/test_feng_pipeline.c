@@ -18,6 +18,7 @@
 
 #include "cbf/cbf.h"
 #include "cbf/graph.h"
+#include "capture_read.h"
 #include "feng_run.h"
 
 #define N_CH 1024
@@ -28,48 +29,7 @@
 #define TONE_CH 100
 #define LENGTH 4194304
 
-typedef struct capbuf {
-    int64_t ts;
-    uint64_t np, as, bytes;
-    uint8_t *present, *aux, *data;
-} capbuf;
-
-typedef struct capture {
-    size_t n;
-    capbuf b[128];
-} capture;
-
 static char dir[256];
-
-static void read_capture(const char *path, capture *c)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    memset(c, 0, sizeof *c);
-    capbuf x;
-    while (c->n < 128 && fread(&x.ts, 8, 1, f) == 1) {
-        assert_int_equal(fread(&x.np, 8, 1, f), 1);
-        x.present = malloc(x.np + 1);
-        assert_int_equal(fread(x.present, 1, x.np, f), x.np);
-        assert_int_equal(fread(&x.as, 8, 1, f), 1);
-        x.aux = malloc(x.as + 1);
-        assert_int_equal(fread(x.aux, 1, x.as, f), x.as);
-        assert_int_equal(fread(&x.bytes, 8, 1, f), 1);
-        x.data = malloc(x.bytes);
-        assert_int_equal(fread(x.data, 1, x.bytes, f), x.bytes);
-        c->b[c->n++] = x;
-    }
-    fclose(f);
-}
-
-static void free_capture(capture *c)
-{
-    for (size_t i = 0; i < c->n; i++) {
-        free(c->b[i].present);
-        free(c->b[i].aux);
-        free(c->b[i].data);
-    }
-}
 
 /* Writes and runs a pipeline; the capture goes to dir/<name>.raw. */
 static void run_pipeline(const char *name, const char *gpu, long spc, const char *missing,

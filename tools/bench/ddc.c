@@ -333,7 +333,7 @@ static int chain_one(const opts *o, int S, int N, const uint8_t *const d_in[2], 
                          per_pol_floats / 2};
     k.pj = (cbf_pfb_cjob){N, o->pfb_taps, {d_ddc, d_ddc + per_pol_floats}, outputs, {0, 0},
                           spectra, d_fir, per_pol_floats};
-    k.pa = (cbf_fft_post_args){d_fir, per_pol_floats, d_out, {0.0f, 0.0f}, {0.0f, 0.0f}};
+    k.pa = (cbf_fft_post_args){d_fir, per_pol_floats, d_out, {0.0f, 0.0f}, {0.0f, 0.0f}, NULL, 0, 0};
     void *saved = c->src;
     c->src = &k;
     float t[5];

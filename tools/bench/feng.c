@@ -165,7 +165,8 @@ static int bench_one(const opts *o, int channels, double copy_rate, chain *c)
     memset(&c->job, 0, sizeof c->job);
     c->job = (cbf_pfb_job){channels, o->taps, o->bits, unzip, {d_in[0], d_in[1]}, in_samples,
                            {0, 0}, spectra, d_data, spectra * step};
-    c->args = (cbf_fft_post_args){d_data, spectra * step, d_out, {0.1f, -0.2f}, {0.3f, 0.5f}};
+    c->args = (cbf_fft_post_args){d_data, spectra * step, d_out, {0.1f, -0.2f}, {0.3f, 0.5f},
+                                  NULL, 0, 0};
     /* Gains that keep most outputs inside int8, as an observation would. */
     float *g = malloc(sizeof(float) * 4 * (size_t)channels);
     for (int i = 0; i < 2 * channels; i++) {

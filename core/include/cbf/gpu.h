@@ -27,6 +27,17 @@ int cbf_buffer_wait_stream(const cbf_buffer *buf, void *stream, cbf_error *err);
 /* Blocks the host until the producer's work on buf is done. */
 int cbf_buffer_sync_host(const cbf_buffer *buf, cbf_error *err);
 
+/* GPU time of a stretch of a stream's work, for sensors: start and stop
+ * record an event each; cbf_gpu_timer_ms, once the stream has passed the
+ * stop (the caller has waited for it), gives the milliseconds between them,
+ * or NaN when they cannot be measured. */
+typedef struct cbf_gpu_timer cbf_gpu_timer;
+int cbf_gpu_timer_create(cbf_gpu_timer **out, cbf_error *err);
+int cbf_gpu_timer_start(cbf_gpu_timer *t, void *stream, cbf_error *err);
+int cbf_gpu_timer_stop(cbf_gpu_timer *t, void *stream, cbf_error *err);
+double cbf_gpu_timer_ms(const cbf_gpu_timer *t);
+void cbf_gpu_timer_destroy(cbf_gpu_timer *t);
+
 #ifdef __cplusplus
 }
 #endif

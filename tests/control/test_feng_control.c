@@ -1,0 +1,426 @@
+/* F-engine requests through the control plane, on a running pipeline:
+ *
+ * One dsim feeds four pfb -> fft_post chains in one engine (run in this
+ * process, its control socket on ipc://): chain g gets a gain request at a
+ * timestamp T in the middle of an output buffer; chains a and b run with
+ * the old and the new gains fixed. Chain g must equal a, byte for byte, on
+ * every spectrum before T and b on every spectrum from T on: the change is
+ * exact and no spectrum mixes the two tables. Chain d gets a delay model
+ * per polarisation (delay, delay rate, phase, phase rate) from a timestamp
+ * on; its output is held against the float64 model (tests/feng/feng_ref.c)
+ * applied offline to the captured digitiser samples: the coarse delay walks
+ * across several samples, inside buffers and across chunk boundaries, and
+ * the phase rotates per spectrum. Bad requests of each kind are sent too:
+ * each is refused with a reason, and the exact comparisons show that none
+ * changed anything.
+ *
+ * The requests reach the engine before its first buffer (the socket is
+ * bound before the nodes start), and T is half-way through a finite
+ * stream, so no reply is late; a reply that says otherwise fails the test
+ * with that message. `--gpu` runs the same on the GPU (77 without one). */
+#include <complex.h>
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include <cmocka.h>
+
+#include "cbf/graph.h"
+#include "capture_read.h"
+#include "feng_ref.h"
+#include "feng_run.h"
+
+#define N_CH 256
+#define STEP (2 * N_CH)
+#define TAPS 16
+#define SPB 64                       /* spectra per output buffer */
+#define SPH 32
+#define B ((int64_t)SPB * STEP)      /* samples per output buffer */
+#define CHUNK 65536
+#define LENGTH (1 << 22)
+#define T_GAIN ((1 << 21) + 3 * STEP + 100)   /* inside buffer 64, from its spectrum 4 */
+#define T_DELAY ((1 << 21) + 10 * STEP)
+#define RATE 1712e6
+
+static int use_gpu;
+static char dir[256], endpoint[300];
+
+static void read_named(const char *name, capture *c)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.raw", dir, name);
+    read_capture(path, c);
+}
+
+/* ---- the engine, in this process ---- */
+
+typedef struct running {
+    cbf_registry *reg;
+    cbf_graph *g;
+    cbf_engine *e;
+    pthread_t thread;
+    int rc;
+    cbf_error err;
+} running;
+
+static void *engine_main(void *arg)
+{
+    running *r = arg;
+    r->rc = cbf_engine_run(r->e, &r->err);
+    return NULL;
+}
+
+static const char *chain(char *buf, size_t n, const char *id, const char *gain)
+{
+    snprintf(buf, n,
+             "  pfb_%s:\n"
+             "    plugin: pfb\n"
+             "    params: {channels: %d, taps: %d, spectra_per_buffer: %d}\n"
+             "  post_%s:\n"
+             "    plugin: fft_post\n"
+             "    params: {spectra_per_heap: %d, gain: %s}\n"
+             "  cap_%s:\n"
+             "    plugin: feng_capture\n"
+             "    params: {path: %s/%s.raw, from: %lld, to: %lld}\n",
+             id, N_CH, TAPS, SPB, id, SPH, gain, id, dir, id, (long long)(62 * B),
+             (long long)(67 * B));
+    return buf;
+}
+
+static void start_engine(running *r)
+{
+    char yaml[512], text[8192], c[4][1024];
+    snprintf(yaml, sizeof yaml, "%s/feng-control.yaml", dir);
+    snprintf(endpoint, sizeof endpoint, "ipc://%s/ctl", dir);
+    snprintf(text, sizeof text,
+             "engine: {gpu: %s, control: \"%s\"}\n"
+             "nodes:\n"
+             "  dsim:\n"
+             "    plugin: dsim\n"
+             "    params: {antennas: 1, bits: 10, samples_per_chunk: %d, length: %d, noise: 0.05,\n"
+             "             tones: [{frequency: %.1f, amplitude: 0.2}]}\n"
+             "  adc:\n"
+             "    plugin: feng_capture\n"
+             "    params: {path: %s/adc.raw, from: %lld, to: %lld}\n"
+             "%s%s%s%s"
+             "edges:\n"
+             "  - dsim.out -> adc.in\n"
+             "  - dsim.out -> pfb_g.in\n  - pfb_g.out -> post_g.in\n  - post_g.out -> cap_g.in\n"
+             "  - dsim.out -> pfb_a.in\n  - pfb_a.out -> post_a.in\n  - post_a.out -> cap_a.in\n"
+             "  - dsim.out -> pfb_b.in\n  - pfb_b.out -> post_b.in\n  - post_b.out -> cap_b.in\n"
+             "  - dsim.out -> pfb_d.in\n  - pfb_d.out -> post_d.in\n  - post_d.out -> cap_d.in\n",
+             use_gpu ? "required" : "none", endpoint, CHUNK, LENGTH, RATE / STEP * 37.25, dir,
+             (long long)(30 * CHUNK), (long long)(36 * CHUNK),
+             chain(c[0], sizeof c[0], "g", "[0.02, 0.0]"), chain(c[1], sizeof c[1], "a", "[0.02, 0.0]"),
+             chain(c[2], sizeof c[2], "b", "[0.05, -0.01]"), chain(c[3], sizeof c[3], "d", "[0.1, 0.05]"));
+    FILE *f = fopen(yaml, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    char here[512];
+    snprintf(here, sizeof here, "%s/tests/feng", getenv("CBF_BUILD_ROOT") ? getenv("CBF_BUILD_ROOT") : ".");
+    const char *dirs[] = {here};
+    memset(r, 0, sizeof *r);
+    int rc = cbf_registry_open(dirs, 1, &r->reg, &r->err);
+    if (!rc)
+        rc = cbf_graph_load(yaml, NULL, 0, r->reg, &r->g, &r->err);
+    if (!rc)
+        rc = cbf_engine_create(r->g, &r->e, &r->err);
+    if (rc)
+        fail_msg("engine: %s", r->err.msg);
+    assert_int_equal(pthread_create(&r->thread, NULL, engine_main, r), 0);
+}
+
+static void finish_engine(running *r)
+{
+    pthread_join(r->thread, NULL);
+    if (r->rc)
+        fail_msg("engine run: %s", r->err.msg);
+    cbf_engine_free(r->e);
+    cbf_graph_free(r->g);
+    cbf_registry_close(r->reg);
+}
+
+/* ---- requests ---- */
+
+static void *zctx, *req_sock;
+
+static json_t *request(const char *fmt, ...)
+{
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    if (!req_sock) {
+        int ms = 30000, zero = 0, ivl = 10;
+        req_sock = zmq_socket(zctx, ZMQ_REQ);
+        zmq_setsockopt(req_sock, ZMQ_RCVTIMEO, &ms, sizeof ms);
+        zmq_setsockopt(req_sock, ZMQ_LINGER, &zero, sizeof zero);
+        zmq_setsockopt(req_sock, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
+        assert_int_equal(zmq_connect(req_sock, endpoint), 0);
+    }
+    assert_true(zmq_send(req_sock, text, strlen(text), 0) >= 0);
+    char reply[8192];
+    int n = zmq_recv(req_sock, reply, sizeof reply - 1, 0);
+    if (n < 0)
+        fail_msg("no reply to %s within 30 s", text);
+    reply[n < (int)sizeof reply - 1 ? n : (int)sizeof reply - 1] = '\0';
+    json_error_t je;
+    json_t *o = json_loads(reply, 0, &je);
+    assert_non_null(o);
+    return o;
+}
+
+static void expect_ok(const char *what, json_t *o)
+{
+    if (!json_is_true(json_object_get(o, "ok")))
+        fail_msg("%s: refused: %s", what, json_string_value(json_object_get(o, "error")));
+    json_decref(o);
+}
+
+static void expect_refused(const char *what, json_t *o, const char *want)
+{
+    const char *e = json_string_value(json_object_get(o, "error"));
+    if (json_is_true(json_object_get(o, "ok")) || !e || !strstr(e, want))
+        fail_msg("%s: expected a refusal saying '%s', got %s", what, want, e ? e : "ok");
+    printf("refused as it should be: %s: %s\n", what, e);
+    json_decref(o);
+}
+
+/* ---- checks ---- */
+
+static const capbuf *find(const capture *c, int64_t ts)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (c->b[i].ts == ts)
+            return &c->b[i];
+    fail_msg("no captured buffer at %lld", (long long)ts);
+    return NULL;
+}
+
+/* Bytes of spectrum t (within its buffer) of every channel and pol. */
+static int spectrum_equal(const capbuf *x, const capbuf *y, size_t t)
+{
+    size_t b = t / SPH, u = t % SPH;
+    for (size_t k = 0; k < N_CH; k++) {
+        size_t idx = ((b * N_CH + k) * SPH + u) * 2;   /* [pol][re, im] int8 */
+        if (memcmp(x->data + 2 * idx, y->data + 2 * idx, 4))
+            return 0;
+    }
+    return 1;
+}
+
+static void check_gain(void)
+{
+    capture g, a, bcap;
+    read_named("g", &g);
+    read_named("a", &a);
+    read_named("b", &bcap);
+    assert_int_equal(g.n, 6);
+    const int64_t first = (T_GAIN + STEP - 1) / STEP;   /* first spectrum at or after T */
+    size_t before = 0, after = 0;
+    for (size_t i = 0; i < g.n; i++) {
+        const capbuf *x = &g.b[i], *ya = find(&a, x->ts), *yb = find(&bcap, x->ts);
+        for (size_t t = 0; t < SPB; t++) {
+            int64_t sp = x->ts / STEP + (int64_t)t;
+            const capbuf *want = sp < first ? ya : yb;
+            if (!spectrum_equal(x, want, t))
+                fail_msg("spectrum %lld (T at spectrum %lld) differs from the %s-gain run", (long long)sp,
+                         (long long)first, sp < first ? "old" : "new");
+            if (spectrum_equal(ya, yb, t))
+                fail_msg("spectrum %lld: old and new gains give the same bytes: the test cannot tell",
+                         (long long)sp);
+            before += sp < first;
+            after += sp >= first;
+        }
+    }
+    printf("gain: %zu spectra before T equal the old-gain run, %zu from T equal the new-gain run\n",
+           before, after);
+    assert_true(before > SPB && after > SPB);
+    free_capture(&g);
+    free_capture(&a);
+    free_capture(&bcap);
+}
+
+/* The delay model of the request, per pol, in samples and radians. */
+static const double D0[2] = {3.3, -2.6}, RT[2] = {4e-5, -3e-5}, PH0[2] = {0.5, -1.0},
+                    PHR_HZ[2] = {1e5, -5e4};
+
+static void model(int pol, int64_t sp, int64_t *coarse, double *fine, double *phase)
+{
+    int64_t t = sp * STEP;
+    if (t < T_DELAY) {
+        *coarse = 0;
+        *fine = *phase = 0;
+        return;
+    }
+    double dt = (double)(t - T_DELAY);
+    double d = D0[pol] + RT[pol] * dt;
+    *coarse = (int64_t)floor(d + 0.5);
+    *fine = d - (double)*coarse;
+    *phase = PH0[pol] + 2 * M_PI * PHR_HZ[pol] / RATE * dt;
+}
+
+static void check_delay(void)
+{
+    capture d, adc;
+    read_named("d", &d);
+    read_named("adc", &adc);
+    assert_int_equal(d.n, 6);
+    /* The digitiser stream per pol, from the first captured chunk on. */
+    const int bits = 10;
+    const size_t slab = CHUNK / 8 * bits;
+    const int64_t s0 = adc.b[0].ts;
+    uint8_t *stream[2];
+    for (int p = 0; p < 2; p++) {
+        stream[p] = calloc(adc.n * slab + 8, 1);
+        for (size_t i = 0; i < adc.n; i++) {
+            assert_int_equal(adc.b[i].ts, s0 + (int64_t)i * CHUNK);
+            memcpy(stream[p] + i * slab, adc.b[i].data + (size_t)p * slab, slab);
+        }
+    }
+    double w[STEP * TAPS];
+    feng_ref_weights(N_CH, TAPS, 1.0, 1, w);
+    double complex gains[N_CH], X[N_CH];
+    for (int k = 0; k < N_CH; k++)
+        gains[k] = 0.1 + 0.05 * I;
+    size_t n = 0, exact = 0, worse = 0, coarse_changes = 0;
+    int64_t last_coarse[2] = {0, 0}, lo = 0, hi = 0;
+    double max_phase_step = 0;
+    for (size_t i = 0; i < d.n; i++) {
+        const capbuf *x = &d.b[i];
+        for (size_t t = 0; t < SPB; t++) {
+            int64_t sp = x->ts / STEP + (int64_t)t;
+            for (int p = 0; p < 2; p++) {
+                int64_t c;
+                double fine, ph;
+                model(p, sp, &c, &fine, &ph);
+                if (c != last_coarse[p])
+                    coarse_changes++;
+                last_coarse[p] = c;
+                lo = c < lo ? c : lo;
+                hi = c > hi ? c : hi;
+                double prev_ph, pf;
+                int64_t pc;
+                model(p, sp - 1, &pc, &pf, &prev_ph);
+                if (sp * STEP > T_DELAY)
+                    max_phase_step = fmax(max_phase_step, fabs(ph - prev_ph));
+                feng_ref_setup s = {N_CH, TAPS, bits, w, fine, ph, gains};
+                int64_t start = sp * STEP - c - s0;
+                assert_true(start >= 0 && (size_t)(start + STEP * TAPS) <= adc.n * CHUNK);
+                feng_ref_spectrum(&s, stream[p], start, X);
+                size_t b = t / SPH, u = t % SPH;
+                for (int k = 0; k < N_CH; k++) {
+                    int clipped = 0;
+                    int qre = feng_ref_quant(creal(X[k]), 127, &clipped);
+                    int qim = feng_ref_quant(cimag(X[k]), 127, &clipped);
+                    size_t idx = ((b * N_CH + (size_t)k) * SPH + u) * 2 + (size_t)p;
+                    int re = (int8_t)x->data[2 * idx], im = (int8_t)x->data[2 * idx + 1];
+                    int dd = abs(re - qre) > abs(im - qim) ? abs(re - qre) : abs(im - qim);
+                    n++;
+                    exact += dd == 0;
+                    worse += dd > 1 || re == -128 || im == -128;
+                }
+            }
+        }
+    }
+    printf("delay model: %zu values, %zu exact, %zu off by more than 1 LSB; coarse delay from %lld "
+           "to %lld samples with %zu changes; phase steps up to %.3f rad per spectrum\n",
+           n, exact, worse, (long long)lo, (long long)hi, coarse_changes, max_phase_step);
+    /* float32 transform against float64: at most 1 LSB off, >= 99.9% exact,
+     * as every F-engine chain test (docs/feng.md). */
+    if (worse || exact < n - n / 1000)
+        fail_msg("delay model: %zu of %zu values off by more than 1 LSB, %zu exact", worse, n, exact);
+    assert_true(coarse_changes >= 6);     /* walked across several samples, both pols */
+    assert_true(max_phase_step > 0.1);    /* the phase rate turned it spectrum by spectrum */
+    for (int p = 0; p < 2; p++)
+        free(stream[p]);
+    free_capture(&d);
+    free_capture(&adc);
+}
+
+static void test_requests_on_running_feng(void **state)
+{
+    (void)state;
+    running r;
+    start_engine(&r);
+    zctx = zmq_ctx_new();
+
+    json_t *o = request("{\"request\": \"gain\", \"node\": \"post_g\", \"values\": [0.05, -0.01], "
+                        "\"at\": %d}", T_GAIN);
+    if (!json_is_true(json_object_get(o, "ok")))
+        fail_msg("gain: %s", json_string_value(json_object_get(o, "error")));
+    assert_int_equal(json_integer_value(json_object_get(o, "at")), T_GAIN);
+    json_decref(o);
+    expect_ok("delays pol 0", request(
+        "{\"request\": \"delays\", \"node\": \"pfb_d\", \"pol\": 0, \"delay\": %.17g, "
+        "\"delay_rate\": %.17g, \"phase\": %.17g, \"phase_rate\": %.17g, \"at\": %d}",
+        D0[0] / RATE, RT[0], PH0[0], 2 * M_PI * PHR_HZ[0], T_DELAY));
+    expect_ok("delays pol 1", request(
+        "{\"request\": \"delays\", \"node\": \"pfb_d\", \"pol\": 1, \"delay\": %.17g, "
+        "\"delay_rate\": %.17g, \"phase\": %.17g, \"phase_rate\": %.17g, \"at\": %d}",
+        D0[1] / RATE, RT[1], PH0[1], 2 * M_PI * PHR_HZ[1], T_DELAY));
+
+    /* Bad requests of each kind: refused, nothing changed (checked below). */
+    expect_refused("gain without a node", request("{\"request\": \"gain\", \"values\": [1]}"),
+                   "several nodes accept 'gain'");
+    expect_refused("gain, 3 values", request("{\"request\": \"gain\", \"node\": \"post_g\", "
+                                             "\"values\": [1, 2, 3]}"), "3 values");
+    expect_refused("gain, pol 2", request("{\"request\": \"gain\", \"node\": \"post_g\", "
+                                          "\"values\": [1], \"pol\": 2}"), "out of range");
+    expect_refused("gain, values not numbers", request("{\"request\": \"gain\", \"node\": \"post_g\", "
+                                                       "\"values\": \"loud\"}"), "argument 'values'");
+    expect_refused("gain, unknown argument", request("{\"request\": \"gain\", \"node\": \"post_g\", "
+                                                     "\"values\": [1], \"gian\": 1}"), "no argument 'gian'");
+    expect_refused("gain, same buffer as a pending one",
+                   request("{\"request\": \"gain\", \"node\": \"post_g\", \"values\": [1], \"at\": %d}",
+                           T_GAIN + STEP), "one change per buffer");
+    expect_refused("gain, before a pending one",
+                   request("{\"request\": \"gain\", \"node\": \"post_g\", \"values\": [1], \"at\": %d}",
+                           T_GAIN - (int)B), "cannot come before it");
+    expect_refused("gain on a pfb", request("{\"request\": \"gain\", \"node\": \"pfb_g\", "
+                                            "\"values\": [1]}"), "has no request 'gain'");
+    expect_refused("gain, no such node", request("{\"request\": \"gain\", \"node\": \"post_x\", "
+                                                 "\"values\": [1]}"), "no node 'post_x'");
+    expect_refused("delays, rate out of range",
+                   request("{\"request\": \"delays\", \"node\": \"pfb_d\", \"delay\": 0, "
+                           "\"delay_rate\": 0.5, \"at\": %d}", T_DELAY + 8 * (int)B), "out of range");
+    expect_refused("delays, step beyond the staging",
+                   request("{\"request\": \"delays\", \"node\": \"pfb_d\", \"delay\": 0.001, "
+                           "\"at\": %d}", T_DELAY + 8 * (int)B), "delay_headroom");
+    expect_refused("delays, no delay", request("{\"request\": \"delays\", \"node\": \"pfb_d\"}"),
+                   "argument 'delay' is required");
+    expect_refused("delays, before a pending one",
+                   request("{\"request\": \"delays\", \"node\": \"pfb_d\", \"delay\": 0, \"at\": %d}",
+                           T_DELAY - 1), "cannot start before it");
+
+    finish_engine(&r);
+    zmq_close(req_sock);
+    req_sock = NULL;
+    zmq_ctx_term(zctx);
+    check_gain();
+    check_delay();
+}
+
+int main(int argc, char **argv)
+{
+    use_gpu = argc > 1 && !strcmp(argv[1], "--gpu");
+    if (use_gpu && !feng_have_gpu()) {
+        printf("no usable GPU: the GPU run of the control test is skipped\n");
+        return 77;
+    }
+    snprintf(dir, sizeof dir, "/tmp/cbf-feng-control-XXXXXX");
+    if (!mkdtemp(dir))
+        return 1;
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_requests_on_running_feng)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
