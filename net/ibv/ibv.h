@@ -95,6 +95,10 @@ int cbf_ibv_tx_buffer(cbf_ibv_tx *tx, uint8_t **payload, cbf_error *err);
  * socket calls take it). Returns 1 when a batch is waiting (call flush), 0,
  * or an error (a unicast destination with no ARP entry on the interface). */
 int cbf_ibv_tx_commit(cbf_ibv_tx *tx, size_t len, const struct sockaddr_in *dest, cbf_error *err);
+/* Checks now that dest can be sent to (a unicast destination needs an
+ * ARP entry on the interface), so that a pipeline fails at start rather
+ * than at its first packet. */
+int cbf_ibv_tx_resolve(cbf_ibv_tx *tx, const struct sockaddr_in *dest, cbf_error *err);
 /* Posts the frames committed so far. */
 int cbf_ibv_tx_flush(cbf_ibv_tx *tx, cbf_error *err);
 /* Flushes and waits until the NIC has sent everything posted. */

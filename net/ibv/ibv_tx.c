@@ -172,6 +172,13 @@ static int neighbour_mac(cbf_ibv_tx *tx, uint32_t ip, uint8_t mac[6], cbf_error 
     return 0;
 }
 
+int cbf_ibv_tx_resolve(cbf_ibv_tx *tx, const struct sockaddr_in *dest, cbf_error *err)
+{
+    uint32_t ip = ntohl(dest->sin_addr.s_addr);
+    uint8_t mac[6];
+    return (ip >> 28) == 0xe ? 0 : neighbour_mac(tx, ip, mac, err);
+}
+
 int cbf_ibv_tx_commit(cbf_ibv_tx *tx, size_t len, const struct sockaddr_in *dest, cbf_error *err)
 {
     cbf_eth_udp_addr a = tx->from;

@@ -268,6 +268,16 @@ int cbf_net_tx_commit(cbf_net_tx *tx, size_t len, const cbf_udp_endpoint *dest, 
     return tx->n == tx->batch;
 }
 
+int cbf_net_tx_check_destination(cbf_net_tx *tx, const cbf_udp_endpoint *dest, cbf_error *err)
+{
+#ifdef CBF_HAVE_IBVERBS
+    if (tx->kind == CBF_NET_IBVERBS)
+        return cbf_ibv_tx_resolve(tx->ibv, &dest->addr, err);
+#endif
+    (void)tx, (void)dest, (void)err;
+    return 0;
+}
+
 int cbf_net_tx_flush(cbf_net_tx *tx, uint64_t *refused, cbf_error *err)
 {
 #ifdef CBF_HAVE_IBVERBS

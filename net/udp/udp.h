@@ -104,6 +104,9 @@ int cbf_net_tx_buffer(cbf_net_tx *tx, uint8_t **payload, cbf_error *err);
 /* That packet is len bytes for dest. Returns 1 when a batch is ready (pace
  * if you must, then flush), 0, or an error. */
 int cbf_net_tx_commit(cbf_net_tx *tx, size_t len, const cbf_udp_endpoint *dest, cbf_error *err);
+/* Checks that dest can be reached through this queue (ibverbs: the
+ * neighbour's MAC for a unicast destination); sockets always can. */
+int cbf_net_tx_check_destination(cbf_net_tx *tx, const cbf_udp_endpoint *dest, cbf_error *err);
 /* Sends what is committed. Unicast packets refused by the destination
  * host (no socket on the port: ICMP port unreachable, seen by sockets
  * only) are added to *refused and are not an error. */

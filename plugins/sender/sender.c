@@ -276,6 +276,9 @@ static int open_interfaces(sender *s, const cbf_params *p, cbf_error *err)
         if (rc)
             return rc == CBF_ENOTSUP ? rc : cbf_error_prefix(err, "%s", cbf_params_where(p, "interface"));
         s->n_if++;
+        for (int k = 0; k < s->n_dest; k++)
+            if ((rc = cbf_net_tx_check_destination(s->q[s->n_if - 1], &s->dest[k], err)))
+                return cbf_error_prefix(err, "%s", cbf_params_where(p, "destinations"));
     }
     if (s->n_if == 0)
         return cbf_error_set(err, CBF_ECONFIG, "%s: no interface given", cbf_params_where(p, "interface"));
