@@ -45,6 +45,17 @@ static const cbf_param_decl params[] = {
     {"descriptor_interval", CBF_PARAM_FLOAT, "5", CBF_RANGE(0, 3600), NULL,
      "seconds between descriptor heaps (also sent at start); 0 = at start only"},
     {"batch", CBF_PARAM_INT, "32", CBF_RANGE(1, MAX_BATCH), NULL, "packets per sendmmsg call"},
+    {"capture", CBF_PARAM_BOOL, "true", CBF_NORANGE, NULL,
+     "send from the start; false: wait for a `capture` request (action start)"},
+};
+
+static const cbf_param_decl capture_args[] = {
+    {"action", CBF_PARAM_CHOICE, NULL, CBF_NORANGE, "start|stop", "start or stop sending"},
+};
+
+static const cbf_request_decl requests[] = {
+    {"capture", capture_args, CBF_COUNT_OF(capture_args),
+     "start or stop sending, from the next buffer on (buffers meanwhile are counted, not sent)"},
 };
 
 static const cbf_port_decl ports[] = {
@@ -76,7 +87,8 @@ typedef struct sender {
     uint8_t *host;               /* staging copy of non-host buffers */
     uint64_t heap_cnt;
     double next_time, last_desc;
-    cbf_counter *c_packets, *c_bytes, *c_heaps, *c_skipped, *c_errors;
+    cbf_counter *c_packets, *c_bytes, *c_heaps, *c_skipped, *c_errors, *c_held;
+    bool capturing;              /* `capture` requests; read and set on the node's thread */
 } sender;
 
 static double now_s(void)
@@ -328,6 +340,8 @@ static int sender_init(cbf_node *node, cbf_error *err)
     s->c_heaps = cbf_node_counter(node, "heaps");
     s->c_skipped = cbf_node_counter(node, "heaps_not_sent_missing");
     s->c_errors = cbf_node_counter(node, "packets_refused");
+    s->c_held = cbf_node_counter(node, "buffers_not_captured");
+    s->capturing = cbf_params_bool(p, "capture");
     return 0;
 }
 
@@ -407,6 +421,11 @@ static int sender_run(cbf_node *node, cbf_error *err)
     int rc = send_descriptors(s, err);
     cbf_buffer *b;
     while (!rc && (rc = cbf_port_recv(s->in, &b)) == 0) {
+        if (!s->capturing) {
+            cbf_counter_add(s->c_held, 1);
+            cbf_buffer_unref(b);
+            continue;
+        }
         const uint8_t *data = b->data;
         if (s->host) {
             rc = cbf_buffer_copy_to_host(b, s->host, cbf_port_desc_bytes(&s->d), err);
@@ -448,6 +467,17 @@ static int sender_run(cbf_node *node, cbf_error *err)
     return rc == CBF_ESTOPPED ? 0 : rc;
 }
 
+/* On the node's thread, between buffers (cbf/control.h). */
+static int sender_request(cbf_node *node, const cbf_request *req, cbf_reply *reply, cbf_error *err)
+{
+    (void)err;
+    sender *s = cbf_node_state(node);
+    s->capturing = !strcmp(cbf_params_string(cbf_request_args(req), "action"), "start");
+    cbf_reply_string(reply, "capture", s->capturing ? "started" : "stopped");
+    cbf_reply_int(reply, "heaps", (int64_t)cbf_counter_get(s->c_heaps));
+    return 0;
+}
+
 static const cbf_plugin_desc desc = {
     .abi = CBF_PLUGIN_ABI,
     .name = "sender",
@@ -460,6 +490,9 @@ static const cbf_plugin_desc desc = {
     .init = sender_init,
     .run = sender_run,
     .fini = sender_fini,
+    .requests = requests,
+    .n_requests = CBF_COUNT_OF(requests),
+    .request = sender_request,
 };
 
 CBF_PLUGIN_DEFINE(desc)

@@ -40,7 +40,8 @@ class Engine:
                                      text=True, env=env)
         self.lines = queue.Queue()
         self.log = []
-        threading.Thread(target=self._read, daemon=True).start()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
         self.control = self.sensors = None
         deadline = time.monotonic() + 30
         while self.control is None or ("sensors:" in yaml_text and self.sensors is None):
@@ -88,6 +89,7 @@ class Engine:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             fail("engine did not drain within %d s after shutdown" % timeout)
+        self.reader.join(timeout=10)   # the log to its end, for the checks that read it
         return code
 
     def kill(self):

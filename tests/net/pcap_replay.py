@@ -62,12 +62,10 @@ def write_pcap(path, packets, dport):
     return len(frames) - len(packets)
 
 
-def main():
-    cbf_run = sys.argv[1]
-    with open(os.path.join(ROOT, "pipelines", "dsim-sender.yaml")) as f:
-        sender = yaml.safe_load(f)
-    with open(os.path.join(ROOT, "pipelines", "receiver-hdf5.yaml")) as f:
-        receiver = yaml.safe_load(f)
+def capture_stream(cbf_run, tmp, doc_for):
+    """Runs the pipeline doc_for(port) (a sender to 127.0.0.1:port) and
+    returns the UDP payloads a socket of this script received on the port,
+    up to the stream stop, with the port."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 20)
     sock.bind(("127.0.0.1", 0))
@@ -82,19 +80,34 @@ def main():
             except socket.timeout:
                 return
             packets.append(p)
-            # The stream stop (item 0x0006 = 2, immediate) ends the capture.
-            if len(p) <= 64 and (b"\x80\x06\x00\x00\x00\x00\x00\x02" in p):
+            # The stream stop (item 0x0006 = 2, immediate, in a 48-byte packet) ends it.
+            if len(p) <= 64 and b"\x80\x06\x00\x00\x00\x00\x00\x02" in p:
                 return
 
+    t = threading.Thread(target=capture)
+    t.start()
+    write_yaml(os.path.join(tmp, "tx.yaml"), doc_for(port))
+    subprocess.run([cbf_run, os.path.join(tmp, "tx.yaml"), "--quiet"], check=True, timeout=120)
+    t.join()
+    sock.close()
+    return packets, port
+
+
+def main():
+    cbf_run = sys.argv[1]
+    with open(os.path.join(ROOT, "pipelines", "dsim-sender.yaml")) as f:
+        sender = yaml.safe_load(f)
+    with open(os.path.join(ROOT, "pipelines", "receiver-hdf5.yaml")) as f:
+        receiver = yaml.safe_load(f)
     dsim = sender["nodes"]["dsim"]["params"]
     dsim.update(samples_per_chunk=SPC, length=LENGTH, seed=23)
-    sender["nodes"]["send"]["params"].update(destinations=f"127.0.0.1:{port}", rate_gbps=0.3)
+
+    def sender_to(port):
+        sender["nodes"]["send"]["params"].update(destinations=f"127.0.0.1:{port}", rate_gbps=0.3)
+        return sender
+
     with tempfile.TemporaryDirectory() as tmp:
-        write_yaml(os.path.join(tmp, "tx.yaml"), sender)
-        t = threading.Thread(target=capture)
-        t.start()
-        subprocess.run([cbf_run, os.path.join(tmp, "tx.yaml"), "--quiet"], check=True, timeout=60)
-        t.join()
+        packets, port = capture_stream(cbf_run, tmp, sender_to)
         if not packets:
             fail("nothing captured from the sender")
         cap = os.path.join(tmp, "capture.pcap")
