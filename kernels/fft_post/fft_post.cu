@@ -153,7 +153,10 @@ __device__ __forceinline__ unsigned finish(float2 x, int k, int pol, const float
     return ((unsigned)re & 15u) << 4 | ((unsigned)im & 15u);
 }
 
-template <int N_UNZIP>
+/* ROT: a per-spectrum delay model is applied. A template parameter, so the
+ * usual run (no model) carries neither its loads nor its registers: the
+ * kernel is latency-bound and the extra live values cost occupancy. */
+template <int N_UNZIP, bool ROT>
 __global__ void __launch_bounds__(TILE *ROWS_OF(N_UNZIP), BLOCKS_OF(N_UNZIP)) post_kernel(
     const float2 *__restrict__ data, long long pol_stride, int channels, long long spectra,
     int sph, int bits, const float2 *__restrict__ eff_all, const float2 *__restrict__ sd,
@@ -208,12 +211,14 @@ __global__ void __launch_bounds__(TILE *ROWS_OF(N_UNZIP), BLOCKS_OF(N_UNZIP)) po
                 packed[i] = 0;
             /* A spectrum takes all its gains from one table: no tearing. */
             const float2 *eff = eff_all + (g >= gain_switch ? 2 * channels : 0);
-            const bool rot = sd != nullptr;
+            constexpr bool rot = ROT;
 #pragma unroll
             for (int pol = 0; pol < 2; pol++) {
                 const int shift = pol * (bits == 8 ? 16 : 8);
                 unsigned sat = 0;
-                const float2 dp = rot ? __ldg(sd + pol * spectra + g) : make_float2(0.f, 0.f);
+                float2 dp = make_float2(0.f, 0.f);
+                if (ROT)
+                    dp = __ldg(sd + pol * spectra + g);
                 float2 zs[N_UNZIP], zc[N_UNZIP];
 #pragma unroll
                 for (int r = 0; r < N_UNZIP; r++) {
@@ -480,16 +485,24 @@ extern "C" int cbf_fft_post_cuda_post(cbf_fft_post_cuda *plan, const cbf_fft_pos
             plan->eff, args->spectrum_delay ? plan->sd : nullptr, gain_switch, args->out,
             plan->sat);
     }
-#define LAUNCH(NU)                                                                           \
-    post_kernel<NU><<<grid, block, 0, plan->stream>>>(                                       \
+#define LAUNCH(NU, ROT)                                                                      \
+    post_kernel<NU, ROT><<<grid, block, 0, plan->stream>>>(                                  \
         data, ps, c->channels, (long long)c->spectra, c->spectra_per_heap, c->out_bits,      \
-        plan->eff, args->spectrum_delay ? plan->sd : nullptr, gain_switch, args->out, plan->sat)
+        plan->eff, plan->sd, gain_switch, args->out, plan->sat)
+#define LAUNCH_ROT(NU)                                                                       \
+    do {                                                                                     \
+        if (args->spectrum_delay)                                                            \
+            LAUNCH(NU, true);                                                                \
+        else                                                                                 \
+            LAUNCH(NU, false);                                                               \
+    } while (0)
     else if (c->unzip == 1)
-        LAUNCH(1);
+        LAUNCH_ROT(1);
     else if (c->unzip == 2)
-        LAUNCH(2);
+        LAUNCH_ROT(2);
     else
-        LAUNCH(4);
+        LAUNCH_ROT(4);
+#undef LAUNCH_ROT
 #undef LAUNCH
     CUDA_TRY(cudaGetLastError());
     CUDA_TRY(cudaMemcpyAsync(plan->sat_host, plan->sat, 2 * sizeof(unsigned long long),
