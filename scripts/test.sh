@@ -6,5 +6,19 @@ cd "$(dirname "$0")/.."
 CBF_SETUP_PYTHON=1 bash scripts/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
 meson test -C build --print-errorlogs --num-processes 2 "$@"
 rc=$?
-python3 scripts/test-summary.py build/meson-logs/testlog.json || rc=1
+# A machine without nvcc builds only the CPU path: where ./build has the CUDA
+# kernels, build the tree once more without them, so code that compiles only
+# with CUDA (an unused parameter outside an #ifdef, say) fails here too.
+extra=()
+if grep -q -- "-DCBF_HAVE_CUDA=1" build/build.ninja 2>/dev/null; then
+    if { [ -f build-nocuda/build.ninja ] ||
+         meson setup build-nocuda -Dcuda=disabled >build-nocuda.log 2>&1; } &&
+       ninja -C build-nocuda >>build-nocuda.log 2>&1; then
+        extra=(--extra "build without CUDA=OK")
+    else
+        tail -30 build-nocuda.log
+        extra=(--extra "build without CUDA=FAIL")
+    fi
+fi
+python3 scripts/test-summary.py build/meson-logs/testlog.json "${extra[@]}" || rc=1
 exit $rc

@@ -298,6 +298,8 @@ static int run_kernel(corr *s, const cbf_corr_job *job, cbf_error *err)
         j.slices = n < (size_t)s->slices ? (int)n : s->slices;
         return kern(cbf_corr_cuda_run(s->plan, &j, s->stream, msg, sizeof msg), msg, err);
     }
+#else
+    (void)s;
 #endif
     return kern(cbf_corr_cpu(job, msg, sizeof msg), msg, err);
 }

@@ -265,7 +265,8 @@ static int take_gain_change(post_state *s, int64_t ts, cbf_fft_post_args *a, cbf
         rc = kern(cbf_fft_post_cuda_set_next_gains(s->cuda, s->pend[0].gains, msg, MSG), msg, err);
     else
 #endif
-        rc = cbf_fft_post_cpu_set_next_gains(s->cpu, s->pend[0].gains);
+        rc = kern(cbf_fft_post_cpu_set_next_gains(s->cpu, s->pend[0].gains),
+                  "cannot set the next gains", err);
     (void)msg;
     if (rc)
         return rc;

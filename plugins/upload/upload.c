@@ -125,6 +125,9 @@ static int run(cbf_node *node, cbf_error *err)
         }
 #ifdef CBF_HAVE_CUDA
         rc = upload(s, buf, &out, err);
+#else
+        /* init never selects the GPU in a build without CUDA */
+        rc = cbf_error_set(err, CBF_EINTERNAL, "GPU upload in a build without CUDA");
 #endif
         cbf_buffer_unref(buf);
         if (rc)
