@@ -322,8 +322,8 @@ static void check_delay(void)
                 double prev_ph, pf;
                 int64_t pc;
                 model(p, sp - 1, &pc, &pf, &prev_ph);
-                int64_t t = sp * STEP;
-                bool same_model = t - STEP >= T_DELAY && (p == 1 || t < T_DELAY2 || t - STEP >= T_DELAY2);
+                const int64_t ts = sp * STEP;
+                bool same_model = ts - STEP >= T_DELAY && (p == 1 || ts < T_DELAY2 || ts - STEP >= T_DELAY2);
                 if (same_model)
                     max_phase_step = fmax(max_phase_step, fabs(remainder(ph - prev_ph, 2 * M_PI)));
                 feng_ref_setup s = {N_CH, TAPS, bits, w, fine, ph, gains};
