@@ -167,29 +167,43 @@ extern "C" int cbf_pfb_cuda_create(int channels, int taps, const float *weights_
     return 0;
 }
 
+static int check_plan(const cbf_pfb_cuda *plan, int channels, int taps, char *msg, size_t msglen)
+{
+    if (channels == plan->channels && taps == plan->taps)
+        return 0;
+    if (msg && msglen)
+        snprintf(msg, msglen, "pfb: job has %d channels x %d taps, plan %d x %d", channels, taps,
+                 plan->channels, plan->taps);
+    return CBF_PFB_EINVAL;
+}
+
+/* Spectra per section (blockIdx.y): enough threads to fill the GPU several
+ * times over (about 2^21, `lanes` threads per spectrum), but sections of at
+ * least 4 x taps spectra so the reloaded overlap stays small, and no more
+ * than 65535 sections. */
+static long long section_length(long long spectra, long long lanes, int taps)
+{
+    long long sections = ((1 << 21) + lanes - 1) / lanes;
+    long long section = (spectra + sections - 1) / sections;
+    if (section < 4 * taps)
+        section = 4 * taps;
+    if (spectra / section >= 65535)
+        section = (spectra + 65534) / 65535;
+    return section;
+}
+
 extern "C" int cbf_pfb_cuda_run(cbf_pfb_cuda *plan, const cbf_pfb_job *job, void *stream,
                                 char *msg, size_t msglen)
 {
     int rc = cbf_pfb_job_check(job, msg, msglen);
     if (rc)
         return rc;
-    if (job->channels != plan->channels || job->taps != plan->taps) {
-        if (msg && msglen)
-            snprintf(msg, msglen, "pfb: job has %d channels x %d taps, plan %d x %d",
-                     job->channels, job->taps, plan->channels, plan->taps);
-        return CBF_PFB_EINVAL;
-    }
+    if ((rc = check_plan(plan, job->channels, job->taps, msg, msglen)))
+        return rc;
     if (!job->spectra)
         return 0;
     const int step = 2 * job->channels, block = 128;
-    /* Enough threads to fill the GPU several times over (2^21), but sections
-     * of at least 4 x taps spectra so the reloaded overlap stays small. */
-    long long sections = ((1 << 21) + 2LL * step - 1) / (2LL * step);
-    long long section = ((long long)job->spectra + sections - 1) / sections;
-    if (section < 4 * job->taps)
-        section = 4 * job->taps;
-    if ((long long)job->spectra / section >= 65535)
-        section = ((long long)job->spectra + 65534) / 65535;
+    long long section = section_length((long long)job->spectra, 2LL * step, job->taps);
     /* Byte offsets down a column are 32-bit. */
     long long row_bytes = (long long)step / 8 * job->bits;
     if ((section + job->taps) * row_bytes >= (1LL << 31)) {
@@ -279,22 +293,12 @@ extern "C" int cbf_pfb_cuda_run_complex(cbf_pfb_cuda *plan, const cbf_pfb_cjob *
     int rc = cbf_pfb_cjob_check(job, msg, msglen);
     if (rc)
         return rc;
-    if (job->channels != plan->channels || job->taps != plan->taps) {
-        if (msg && msglen)
-            snprintf(msg, msglen, "pfb: job has %d channels x %d taps, plan %d x %d",
-                     job->channels, job->taps, plan->channels, plan->taps);
-        return CBF_PFB_EINVAL;
-    }
+    if ((rc = check_plan(plan, job->channels, job->taps, msg, msglen)))
+        return rc;
     if (!job->spectra)
         return 0;
     const int step = 2 * job->channels, block = 128;
-    /* As for the packed kernel: about 2^21 threads, sections of >= 4 x taps. */
-    long long sections = ((1 << 21) + 4LL * step - 1) / (4LL * step);
-    long long section = ((long long)job->spectra + sections - 1) / sections;
-    if (section < 4 * job->taps)
-        section = 4 * job->taps;
-    if ((long long)job->spectra / section >= 65535)
-        section = ((long long)job->spectra + 65534) / 65535;
+    long long section = section_length((long long)job->spectra, 4LL * step, job->taps);
     dim3 grid(2 * step / block, (unsigned)(((long long)job->spectra + section - 1) / section), 2);
     pick_complex(job->taps)<<<grid, block, 0, (cudaStream_t)stream>>>(
         job->in[0], job->in[1], job->start[0], job->start[1], plan->weights, step,
