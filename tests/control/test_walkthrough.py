@@ -6,11 +6,12 @@ file holds exactly the buffers written while capturing. Every wait is on a
 sensor message or a reply, bounded by a timeout."""
 import json
 import os
+import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ctl_util import Engine, check, fail  # noqa: E402
+from ctl_util import CBF_CTL, Engine, check, fail  # noqa: E402
 
 
 def main():
@@ -51,6 +52,11 @@ def sensors_until(e, cond, what, limit=200):
 
 
 def run(e, h5):
+    # cbf-inspect lists a plugin's requests with their arguments.
+    inspect = os.path.join(os.path.dirname(CBF_CTL), "cbf-inspect")
+    r = subprocess.run([inspect, "fft_post"], capture_output=True, text=True, timeout=30)
+    check(r.returncode == 0 and "Requests" in r.stdout and "gain: set the complex gains" in r.stdout
+          and "values" in r.stdout, "cbf-inspect fft_post lists the gain request")
     rc, out, err = e.ctl("requests")
     check(rc == 0 and "gain (node fft_post)" in out and "delays (node pfb)" in out
           and "capture (node sink)" in out, "requests lists gain, delays and capture")
