@@ -26,6 +26,7 @@
 
 #include "ddc.h"
 #include "filter_design.h"
+#include "gpu_skip.h"
 
 #ifdef CBF_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -400,18 +401,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--per-thread") && i + 1 < argc)
             per_thread = atoi(argv[++i]);
     }
-    if (use_gpu) {
-#ifdef CBF_HAVE_CUDA
-        int n = 0;
-        if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-            printf("skipped: no CUDA GPU on this machine\n");
-            return 77;
-        }
-#else
-        printf("skipped: built without CUDA\n");
+    if (use_gpu && ddc_test_gpu_or_skip())
         return 77;
-#endif
-    }
     const char *seed = getenv("CBF_TEST_SEED");
     rng_state = seed ? strtoull(seed, NULL, 0) : (uint64_t)time(NULL);
     printf("# seed %llu (CBF_TEST_SEED to repeat), %s\n", (unsigned long long)rng_state,

@@ -30,6 +30,7 @@
 #include "fft_post.h"
 #include "filter_design.h"
 #include "pfb.h"
+#include "gpu_skip.h"
 
 #ifdef CBF_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -529,18 +530,8 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--gpu"))
             use_gpu = 1;
-    if (use_gpu) {
-#ifdef CBF_HAVE_CUDA
-        int n = 0;
-        if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-            printf("skipped: no CUDA GPU on this machine\n");
-            return 77;
-        }
-#else
-        printf("skipped: built without CUDA\n");
+    if (use_gpu && ddc_test_gpu_or_skip())
         return 77;
-#endif
-    }
     const char *seed = getenv("CBF_TEST_SEED");
     rng_state = seed ? strtoull(seed, NULL, 0) : (uint64_t)time(NULL);
     printf("# seed %llu (CBF_TEST_SEED to repeat), %s\n", (unsigned long long)rng_state,
