@@ -18,11 +18,8 @@
 
 #include "ddc.h"
 #include "filter_design.h"
+#include "gpu_skip.h"
 #include "pipeline.h"
-
-#ifdef CBF_HAVE_CUDA
-#include <cuda_runtime.h>
-#endif
 
 #define S 8
 #define TAPS 64
@@ -198,17 +195,8 @@ int main(int argc, char **argv)
         printf("skipped: cbf-run is not built\n");
         return 77;
     }
-    if (use_gpu) {
-        int n = 0;
-#ifdef CBF_HAVE_CUDA
-        if (cudaGetDeviceCount(&n) != cudaSuccess)
-            n = 0;
-#endif
-        if (!n) {
-            printf("skipped: no CUDA GPU here (or built without CUDA)\n");
-            return 77;
-        }
-    }
+    if (use_gpu && ddc_test_gpu_or_skip())
+        return 77;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(matches_kernel_for_two_chunkings),
         cmocka_unit_test(bad_parameters_are_config_errors),
