@@ -80,11 +80,10 @@ void cbf_rt_node_mailbox_destroy(cbf_node *n)
     pthread_cond_destroy(&n->mb_cv);
 }
 
-int cbf_rt_node_drain(cbf_node *n)
+void cbf_rt_node_drain(cbf_node *n)
 {
     if (!n || !atomic_load_explicit(&n->mb_pending, memory_order_acquire))
-        return 0;
-    int handled = 0;
+        return;
     pthread_mutex_lock(&n->mb_mu);
     while (n->mb_head) {
         cbf_request *r = n->mb_head;
@@ -102,12 +101,10 @@ int cbf_rt_node_drain(cbf_node *n)
             cbf_log_info("request '%s' done", r->decl->name);
         pthread_mutex_lock(&n->mb_mu);
         r->done = true;
-        handled++;
         pthread_cond_broadcast(&n->mb_cv);
     }
     atomic_store_explicit(&n->mb_pending, false, memory_order_release);
     pthread_mutex_unlock(&n->mb_mu);
-    return handled;
 }
 
 void cbf_rt_node_mailbox_close(cbf_node *n)
@@ -183,11 +180,6 @@ int cbf_rt_node_submit(cbf_node *n, cbf_request *req, int timeout_ms)
         pthread_cond_wait(&n->mb_cv, &n->mb_mu);
     pthread_mutex_unlock(&n->mb_mu);
     return req->rc;
-}
-
-int cbf_node_poll_requests(cbf_node *n)
-{
-    return n == cbf_rt_node_current() ? cbf_rt_node_drain(n) : 0;
 }
 
 /* ---- gauges ---- */

@@ -142,7 +142,7 @@ CBF_RT_HIDDEN void cbf_rt_node_stats(const cbf_node *n, uint64_t now_ns, cbf_nod
 CBF_RT_HIDDEN void cbf_rt_node_mailbox_init(cbf_node *n);
 CBF_RT_HIDDEN void cbf_rt_node_mailbox_destroy(cbf_node *n);
 /* Node thread: handles what is queued. Cheap (one atomic load) when empty. */
-CBF_RT_HIDDEN int cbf_rt_node_drain(cbf_node *n);
+CBF_RT_HIDDEN void cbf_rt_node_drain(cbf_node *n);
 /* Node thread, after run returned: fails what is queued and refuses more. */
 CBF_RT_HIDDEN void cbf_rt_node_mailbox_close(cbf_node *n);
 /* Control thread: queues req, wakes the node, waits for it to be handled.

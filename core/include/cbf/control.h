@@ -20,7 +20,8 @@
  * with the error itself. A request that passes is queued in the node's
  * mailbox and handed to the plugin's `request` function ON THE NODE'S OWN
  * THREAD, between buffers: inside cbf_port_recv (also while it waits for
- * input), or when a source calls cbf_node_poll_requests. So a request never
+ * input), or, for a source, inside cbf_node_stopping, which every source
+ * calls between buffers anyway to see a stop. So a request never
  * tears a buffer in progress, and the plugin needs no locks for it. The
  * plugin checks what only it can check (lengths against its channel count,
  * a timestamp already past), and either returns an error (then it must have
@@ -60,11 +61,6 @@ typedef struct cbf_reply cbf_reply;
 int cbf_reply_int(cbf_reply *r, const char *key, int64_t v);
 int cbf_reply_float(cbf_reply *r, const char *key, double v);
 int cbf_reply_string(cbf_reply *r, const char *key, const char *v);
-
-/* A source (a node without inputs) calls this between buffers so its
- * requests are handled; nodes that call cbf_port_recv need not. Returns how
- * many requests were handled. */
-int cbf_node_poll_requests(cbf_node *n);
 
 /* Named floating-point sensors of a node (digitiser power in dBFS, GPU
  * milliseconds per buffer, ...): published with the counters. Call
