@@ -34,7 +34,8 @@ typedef struct pending_gain {
 typedef struct post_state {
     cbf_fft_post_config cfg;
     int64_t step;           /* samples between spectra */
-    float *gains;           /* [channel][pol][re, im] in force after the last pending */
+    float *gains;           /* [channel][pol][re, im]: the newest table (in force once every
+                               pending change has taken effect) */
     pending_gain pend[MAX_PENDING];
     int n_pend;
     int64_t next_ts;        /* timestamp of the first spectrum not yet processed */
@@ -422,11 +423,12 @@ static int on_request(cbf_node *node, const cbf_request *req, cbf_reply *reply, 
     bool merge = s->n_pend && s->pend[s->n_pend - 1].at == at;
     if (!merge && s->n_pend == MAX_PENDING)
         return cbf_error_set(err, CBF_EINVAL, "gain: %d changes are pending already", MAX_PENDING);
-    const float *base = s->n_pend ? s->pend[s->n_pend - 1].gains : s->gains;
+    /* s->gains is the newest table (the last pending one, or the one in
+     * force): a change to one polarisation keeps the other's from there. */
     float *g = malloc(sizeof(float) * 4 * (size_t)N);
     if (!g)
         return cbf_error_set(err, CBF_ENOMEM, "gain: out of memory");
-    memcpy(g, base, sizeof(float) * 4 * (size_t)N);
+    memcpy(g, s->gains, sizeof(float) * 4 * (size_t)N);
     for (int k = 0; k < N; k++)
         for (int q = 0; q < 2; q++) {
             if (pol >= 0 && q != pol)
@@ -436,7 +438,6 @@ static int on_request(cbf_node *node, const cbf_request *req, cbf_reply *reply, 
             g[4 * k + 2 * q] = (float)cbf_params_float_at(p, "values", src);
             g[4 * k + 2 * q + 1] = cplx ? (float)cbf_params_float_at(p, "values", src + 1) : 0.0f;
         }
-    /* The table later requests build on: the newest one. */
     memcpy(s->gains, g, sizeof(float) * 4 * (size_t)N);
     if (merge) {
         free(s->pend[s->n_pend - 1].gains);
