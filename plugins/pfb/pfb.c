@@ -647,7 +647,8 @@ static void start_at(pfb_state *s, int64_t ts)
     int64_t g = 0;
     /* The delay at the start: the models in force (or pending) there. */
     for (int it = 0; it < 2; it++) {
-        int64_t hi = coarse_of(s, 0, g) > coarse_of(s, 1, g) ? coarse_of(s, 0, g) : coarse_of(s, 1, g);
+        int64_t lo, hi;
+        coarse_range(s, g, 1, &lo, &hi);
         g = (ts + hi + (int64_t)s->step - 1) / (int64_t)s->step;
         if (g < 0)
             g = 0;
