@@ -324,6 +324,9 @@ int cbf_corr_cuda_create(const cbf_corr_shape *shape, int block_ants, cbf_corr_c
 
 int cbf_corr_cuda_auto_slices(const cbf_corr_cuda *plan, size_t batches)
 {
+    /* The wgmma kernel cuts the time range itself and adds into slice 0. */
+    if (plan->sm90)
+        return 1;
     /* About four blocks per SM in flight, never more slices than batches. */
     long want = 4L * plan->sms, have = (long)plan->ntiles * plan->shape.channels;
     long s = (want + have - 1) / have;
@@ -351,7 +354,7 @@ int cbf_corr_cuda_run(cbf_corr_cuda *p, const cbf_corr_job *job, void *stream, c
     cudaStream_t st = (cudaStream_t)stream;
 #ifdef CBF_CORR_SM90
     if (p->sm90) {
-        CUDA_TRY(cbf_corr_sm90_launch(job, p->tiles, p->ntiles, st));
+        CUDA_TRY(cbf_corr_sm90_launch(job, p->tiles, p->ntiles, p->sms, st));
         return 0;
     }
 #endif

@@ -31,8 +31,10 @@ int cbf_corr_sm90_fits(const cbf_corr_shape *s);
 cudaError_t cbf_corr_sm90_prepare(void);
 
 /* tiles: device array of (a1 origin, a2 origin), a1 origin <= a2 origin,
- * both multiples of CBF_CORR_SM90_TILE. */
-cudaError_t cbf_corr_sm90_launch(const cbf_corr_job *job, const int2 *tiles, int ntiles,
+ * both multiples of CBF_CORR_SM90_TILE; sms: the GPU's multiprocessors.
+ * Adds into slice 0 of job->accum whatever job->slices says (the kernel
+ * spreads the time range over blocks itself, with atomic adds). */
+cudaError_t cbf_corr_sm90_launch(const cbf_corr_job *job, const int2 *tiles, int ntiles, int sms,
                                  cudaStream_t stream);
 
 #endif

@@ -134,6 +134,17 @@ static void test_large_n(void **state)
     }
 }
 
+/* A long time range over few tiles: the wgmma kernel cuts it into pieces
+ * (here about ten of 16 stages, boundaries inside batches) that run at once
+ * and add into the same accumulators; diagonal and off-diagonal tiles, a
+ * partial last tile. */
+static void test_long_range(void **state)
+{
+    (void)state;
+    cbf_corr_shape s = {130, 1, 256, 8};
+    each_block(&s, 40, 3, 40);
+}
+
 static void test_4bit(void **state)
 {
     (void)state;
@@ -224,9 +235,10 @@ static void test_saturation(void **state)
         }
     int64_t *ref = xeng_ref_correlate(&s, in, 0, batches);
     size_t len = cbf_corr_accum_len(&s);
-    /* One slice: on the GPU, one block then sums all 76800 spectra, which
-     * would overflow its int32 registers without the flush every 2047
-     * stages. */
+    /* One slice, 76800 spectra (1200 stages of the wgmma kernel, more
+     * than its int32 registers can hold: it cuts the range into pieces of
+     * at most 1023 stages; the mma.sync kernel flushes every 2047 of its
+     * 32-spectrum stages). */
     const int slices = 1;
     int64_t *acc = calloc(len * slices, sizeof(int64_t));
     char msg[512] = "";
@@ -401,6 +413,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_args),      cmocka_unit_test(test_dump_split),
         cmocka_unit_test(test_antenna_counts), cmocka_unit_test(test_large_n),
+        cmocka_unit_test(test_long_range),
         cmocka_unit_test(test_4bit),
         cmocka_unit_test(test_many_channels), cmocka_unit_test(test_reducer),
         cmocka_unit_test(test_saturation),    cmocka_unit_test(test_dumps),
