@@ -42,20 +42,20 @@
  * 1023 stages (65472 spectra) stay below 2^31. */
 #include "correlator_sm90.h"
 
+#include <cuda.h> /* CUtensorMap (the type only: no libcuda link) */
+#include <cudaTypedefs.h>
 #include <stdint.h>
 
 #define THREADS 256
 #define TS 64                   /* spectra per stage */
 #define TILE CBF_CORR_SM90_TILE /* antennas per tile side */
-#define RAW_ANT (TS * 4)        /* bytes of one antenna in one stage */
 #define BSW_BYTES (TILE * 4 * TS * 2) /* B of one stage: 256 rows of 128 bytes */
-/* Raw A rows 288 bytes apart (32 mod 128): the 8-byte fragment loads of a
- * half-warp (4 antennas x 4 threads) fall in distinct banks. */
-#define A_STRIDE 288
-#define RAW_A (TILE * A_STRIDE)
-#define RAW_BYTES (RAW_A + TILE * RAW_ANT) /* one ring slot: raw A, then raw B */
-#define DEPTH 4                            /* ring slots */
-#define SMEM_BYTES (2 * BSW_BYTES + DEPTH * RAW_BYTES + 1024) /* + 1024-byte alignment */
+/* One bulk-tensor copy: 64 antennas x 128 bytes (32 spectra), 128-byte
+ * swizzle (16-byte chunk c of antenna row r at chunk c ^ (r % 8)). */
+#define HALF_BYTES (TILE * 128)
+#define RAW_BYTES (4 * HALF_BYTES) /* one ring slot: A's two halves, B's two */
+#define DEPTH 4                    /* ring slots */
+#define SMEM_BYTES (2 * BSW_BYTES + DEPTH * RAW_BYTES + 8 * DEPTH + 1024) /* + barriers, alignment */
 #define UNIT_MAX 1023 /* stages per piece: int32 partial sums stay exact */
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -139,18 +139,38 @@ __device__ __forceinline__ void fence_async_smem()
 __device__ __forceinline__ void keep(int &x) { asm volatile("" : "+r"(x)::"memory"); }
 __device__ __forceinline__ void keep(unsigned &x) { asm volatile("" : "+r"(x)::"memory"); }
 
-/* 16 bytes global -> shared, bypassing L1; ok = 0 writes zeros and reads
- * nothing (antennas past the last). */
-__device__ __forceinline__ void cp16(unsigned dst, const void *src, bool ok)
+/* mbarriers: the copy engine reports the bytes it wrote into one, and the
+ * threads wait for its phase to flip. */
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count)
 {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(ok ? 16 : 0)
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_init_fence()
+{
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
                  : "memory");
 }
-__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N> __device__ __forceinline__ void cp_wait()
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity)
 {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+    asm volatile("{\n.reg .pred p;\nWAIT:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 "@!p bra WAIT;\n}\n" ::"r"(bar),
+                 "r"(parity)
+                 : "memory");
+}
+/* One box of the input tensor (byte, channel, antenna, batch) into shared
+ * memory, completing on mbarrier bar. */
+__device__ __forceinline__ void tma_load(unsigned dst, const CUtensorMap *map, int c0, int c1,
+                                         int c2, int c3, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
+                 "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
+                 : "memory");
 }
 
 __device__ __forceinline__ uint2 ld_shared8(unsigned addr)
@@ -183,68 +203,79 @@ __device__ __forceinline__ uint64_t sw128_desc(unsigned saddr)
            ((uint64_t)(1024 >> 4) << 32) | ((uint64_t)1 << 62);
 }
 
-/* What one block works on, and this thread's place in it. */
+/* What one block works on. */
 struct corr_unit {
-    const unsigned char *in;
     long long *out; /* slice 0, this channel */
     int2 tile;      /* (a1 origin, a2 origin) */
-    int n_ants, steps, n;   /* stages per batch; stages in this piece */
-    size_t per_ant, per_batch;
-    size_t off;     /* byte offset of the piece's first stage (batch and spectrum) */
-    int r;          /* its stage within the batch */
+    int n_ants, chan, steps, n; /* stages per batch; stages in this piece */
+    int batch, r;   /* copy cursor: batch and stage within it of the next copy */
     unsigned sbase; /* 1024-aligned shared memory */
 };
 
-/* Cursor over the stages that cp.async fetches, one stage after another. */
 __device__ __forceinline__ void next_stage(corr_unit &u)
 {
-    u.off += RAW_ANT;
     if (++u.r == u.steps) {
         u.r = 0;
-        u.off += u.per_batch - (size_t)u.steps * RAW_ANT;
+        u.batch++;
     }
 }
 
 /* HALF: this warpgroup is the second of a diagonal tile and multiplies B's
  * upper 128 columns only (accumulators 64..127). */
-template <bool HALF> __device__ __forceinline__ void corr_run(corr_unit &u)
+template <bool HALF>
+__device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, int a1)
 {
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2, w = warp & 3;
-    const int g = lane >> 2, t = lane & 3;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const unsigned bsw0 = u.sbase, ring = u.sbase + 2 * BSW_BYTES;
+    const unsigned bar0 = ring + DEPTH * RAW_BYTES;
+    /* A diagonal tile's B antennas are its A antennas: copied once. */
+    const bool diag = u.tile.x == u.tile.y;
+    const unsigned b_raw = diag ? 0 : 2 * HALF_BYTES, tx = diag ? 2 * HALF_BYTES : RAW_BYTES;
 
-    /* cp.async: thread copies 16-byte chunk (tid & 15) of antennas
-     * (tid >> 4) + 16 q, q = 0..3, of A's and of B's tile side. Raw B chunk
-     * c is stored at c ^ (c >> 3), for the B reads below. */
-    const int cc = tid & 15, ca = tid >> 4;
-    const unsigned dst_a = (unsigned)(ca * A_STRIDE + 16 * cc);
-    const unsigned dst_b = (unsigned)(RAW_A + ca * RAW_ANT + 16 * (cc ^ (cc >> 3)));
-    const size_t q_step = 16 * u.per_ant;
-    const unsigned char *src_a = u.in + (size_t)(u.tile.x + ca) * u.per_ant + 16 * cc;
-    const unsigned char *src_b = u.in + (size_t)(u.tile.y + ca) * u.per_ant + 16 * cc;
-    unsigned ok = 0; /* bit q: A antenna valid; bit 4 + q: B antenna valid */
-#pragma unroll
-    for (int q = 0; q < 4; q++) {
-        ok |= (unsigned)(u.tile.x + ca + 16 * q < u.n_ants) << q;
-        ok |= (unsigned)(u.tile.y + ca + 16 * q < u.n_ants) << (4 + q);
-    }
-    auto copy = [&](int stage) {
+    /* Thread 0 copies stage `stage` (the cursor's) into its slot. */
+    auto issue = [&](int stage) {
         const unsigned slot = ring + (unsigned)(stage % DEPTH) * RAW_BYTES;
+        const unsigned bar = bar0 + 8u * (unsigned)(stage % DEPTH);
+        mbar_expect_tx(bar, tx);
 #pragma unroll
-        for (int q = 0; q < 4; q++) {
-            const bool va = (ok >> q) & 1, vb = (ok >> (4 + q)) & 1;
-            cp16(slot + dst_a + q * 16 * A_STRIDE, va ? src_a + u.off + q * q_step : u.in, va);
-            cp16(slot + dst_b + q * 16 * RAW_ANT, vb ? src_b + u.off + q * q_step : u.in, vb);
+        for (int h = 0; h < 2; h++) {
+            const int c0 = u.r * TS * 4 + h * 128;
+            tma_load(slot + h * HALF_BYTES, map, c0, u.chan, u.tile.x, u.batch, bar);
+            if (!diag)
+                tma_load(slot + 2 * HALF_BYTES + h * HALF_BYTES, map, c0, u.chan, u.tile.y,
+                         u.batch, bar);
         }
     };
+    auto wait_stage = [&](int stage) {
+        mbar_wait(bar0 + 8u * (unsigned)(stage % DEPTH), (unsigned)(stage / DEPTH) & 1u);
+    };
 
-    /* A fragments of a stage from its raw slot. */
-    const unsigned a_rd = (unsigned)((32 * wg + 8 * w + g) * A_STRIDE + 8 * t);
-    auto frag_a = [&](int stage, unsigned (&af)[4][4]) {
-        const unsigned base = ring + (unsigned)(stage % DEPTH) * RAW_BYTES + a_rd;
+    /* A fragments: this thread's antenna row ar (a1's place in the tile,
+     * ar % 8 = sg), spectra 16 ks + 2 t, +1 (k bytes 4 t..) and 16 ks + 8 +
+     * 2 t, +1 (16 + 4 t..): 8 bytes at byte 64 ks + 8 t and + 32 of the
+     * antenna's 256, i.e. half ks / 2, chunk 4 (ks % 2) + t / 2 (+ 2). A
+     * half-warp's four antennas have sg = 0, 2, 4, 6 or 1, 3, 5, 7, so its
+     * 16 loads meet 16 distinct bank pairs through the swizzle. */
+    const int t = lane & 3, ar = a1 - u.tile.x, sg = ar & 7;
+    unsigned a_rd[2][2]; /* [ks % 2][lo, hi] */
+#pragma unroll
+    for (int k2 = 0; k2 < 2; k2++)
+#pragma unroll
+        for (int e = 0; e < 2; e++)
+            a_rd[k2][e] = (unsigned)(ar * 128 + (((4 * k2 + (t >> 1) + 2 * e) ^ sg) << 4) +
+                                     8 * (t & 1));
+    auto load_a = [&](unsigned slot, uint2 (&ra)[8]) {
 #pragma unroll
         for (int ks = 0; ks < 4; ks++) {
-            const uint2 lo = ld_shared8(base + 64 * ks), hi = ld_shared8(base + 64 * ks + 32);
+            const unsigned half = slot + (unsigned)(ks >> 1) * HALF_BYTES;
+            ra[2 * ks] = ld_shared8(half + a_rd[ks & 1][0]);
+            ra[2 * ks + 1] = ld_shared8(half + a_rd[ks & 1][1]);
+        }
+    };
+    auto frag_a = [&](const uint2 (&ra)[8], unsigned (&af)[4][4]) {
+#pragma unroll
+        for (int ks = 0; ks < 4; ks++) {
+            const uint2 lo = ra[2 * ks], hi = ra[2 * ks + 1];
             af[ks][0] = __byte_perm(lo.x, lo.y, 0x5410); /* row g: pol 0 */
             af[ks][1] = __byte_perm(lo.x, lo.y, 0x7632); /* row g + 8: pol 1 */
             af[ks][2] = __byte_perm(hi.x, hi.y, 0x5410);
@@ -252,20 +283,29 @@ template <bool HALF> __device__ __forceinline__ void corr_run(corr_unit &u)
         }
     };
 
-    /* B of a stage: thread builds chunk j = tid & 7 (spectra 8 j .. 8 j + 7)
-     * of antennas (tid >> 3) + 32 qq; the 8 lanes storing at once hold one
-     * antenna and the 8 chunks, so neither the loads nor the stores meet a
-     * bank twice. */
-    const int bj = tid & 7, bant = tid >> 3;
-    const unsigned b_rd0 = (unsigned)(RAW_A + bant * RAW_ANT + 16 * ((2 * bj) ^ (bj >> 2)));
-    const unsigned b_rd1 = (unsigned)(RAW_A + bant * RAW_ANT + 16 * ((2 * bj + 1) ^ (bj >> 2)));
-    auto build_b = [&](int stage, unsigned bsw) {
-        const unsigned slot = ring + (unsigned)(stage % DEPTH) * RAW_BYTES;
+    /* B: thread builds chunk j (spectra 8 j .. 8 j + 7: raw chunks 2 j and
+     * 2 j + 1) of antennas bn and bn + 32. The 8 lanes that store at once
+     * hold two neighbouring antennas (c % 8 differs in bit 2) and j over one
+     * half (4 values), and load from one copy half with the two antennas'
+     * swizzles differing in bit 0: no bank met twice either way. */
+    const int jlo = lane & 3, aodd = (lane >> 2) & 1, jhi = (lane >> 3) & 1;
+    const int bn = 4 * warp + 2 * (lane >> 4) + aodd, bj = jlo + 4 * jhi, bx = bn & 7;
+    unsigned b_rd[2];
+#pragma unroll
+    for (int e = 0; e < 2; e++)
+        b_rd[e] = b_raw + (unsigned)(jhi * HALF_BYTES + bn * 128 + (((2 * jlo + e) ^ bx) << 4));
+    auto load_b = [&](unsigned slot, uint4 (&rb)[4]) {
 #pragma unroll
         for (int qq = 0; qq < 2; qq++) {
-            const uint4 x0 = ld_shared16(slot + b_rd0 + qq * 32 * RAW_ANT);
-            const uint4 x1 = ld_shared16(slot + b_rd1 + qq * 32 * RAW_ANT);
-            const int a = bant + 32 * qq;
+            rb[2 * qq] = ld_shared16(slot + b_rd[0] + qq * 32 * 128);
+            rb[2 * qq + 1] = ld_shared16(slot + b_rd[1] + qq * 32 * 128);
+        }
+    };
+    auto build_b = [&](const uint4 (&rb)[4], unsigned bsw) {
+#pragma unroll
+        for (int qq = 0; qq < 2; qq++) {
+            const uint4 x0 = rb[2 * qq], x1 = rb[2 * qq + 1];
+            const int a = bn + 32 * qq;
 #pragma unroll
             for (int p2 = 0; p2 < 2; p2++) {
                 const unsigned sel = p2 ? 0x7632 : 0x5410;
@@ -280,6 +320,16 @@ template <bool HALF> __device__ __forceinline__ void corr_run(corr_unit &u)
             }
         }
     };
+    /* Stage `stage` from its raw slot into B buffer bsw and fragments af. */
+    auto unpack = [&](int stage, unsigned bsw, unsigned (&af)[4][4]) {
+        const unsigned slot = ring + (unsigned)(stage % DEPTH) * RAW_BYTES;
+        uint4 rb[4];
+        uint2 ra[8];
+        load_b(slot, rb);
+        build_b(rb, bsw);
+        load_a(slot, ra);
+        frag_a(ra, af);
+    };
 
     int acc[128];
 #pragma unroll
@@ -289,22 +339,25 @@ template <bool HALF> __device__ __forceinline__ void corr_run(corr_unit &u)
     const int n = u.n;
 
     /* Prologue: stages 0 .. DEPTH - 1 in flight; stage 0 into B and A. */
-#pragma unroll
-    for (int d = 0; d < DEPTH; d++) {
-        if (d < n)
-            copy(d);
-        next_stage(u);
-        cp_commit();
+    if (tid == 0) {
+        for (int d = 0; d < DEPTH; d++)
+            mbar_init(bar0 + 8u * d, 1);
+        mbar_init_fence();
     }
-    cp_wait<DEPTH - 2>(); /* stages 0 and 1: this thread's copies */
-    __syncthreads();      /* ... and everyone's */
-    build_b(0, bsw0);
-    frag_a(0, af0);
+    __syncthreads();
+    if (tid == 0)
+        for (int d = 0; d < DEPTH; d++) {
+            if (d < n)
+                issue(d);
+            next_stage(u);
+        }
+    wait_stage(0);
+    unpack(0, bsw0, af0);
     fence_async_smem();
     __syncthreads();
 
-    /* Stage s: B in bsw[s & 1], A in cur. Copies of stage s + 1 and s + 2
-     * have landed; s + 3 .. s + DEPTH - 1 are in flight. */
+    /* Stage s: B in bsw[s & 1], A in cur; copies of stages s + 1 ..
+     * s + DEPTH - 1 landed or in flight. */
     auto step = [&](int s, unsigned (&cur)[4][4], unsigned (&nxt)[4][4]) {
         const unsigned b = bsw0 + (unsigned)(s & 1) * BSW_BYTES;
 #pragma unroll
@@ -319,20 +372,20 @@ template <bool HALF> __device__ __forceinline__ void corr_run(corr_unit &u)
                 wgmma_n256(acc, cur[ks], sw128_desc(b + 32 * ks));
         }
         wg_commit();
+        /* the slot of stage s, read in the previous step, refills */
+        if (tid == 0) {
+            if (s + DEPTH < n)
+                issue(s + DEPTH);
+            next_stage(u);
+        }
         /* while the tensor cores run: stage s + 1 into the other B buffer
          * (its last readers, stage s - 1's MMAs, were waited for) and the
          * other A fragments */
         if (s + 1 < n) {
-            build_b(s + 1, bsw0 + (unsigned)((s + 1) & 1) * BSW_BYTES);
-            frag_a(s + 1, nxt);
+            wait_stage(s + 1);
+            unpack(s + 1, bsw0 + (unsigned)((s + 1) & 1) * BSW_BYTES, nxt);
         }
-        /* the slot of stage s, read in the previous step, refills */
-        if (s + DEPTH < n)
-            copy(s + DEPTH);
-        next_stage(u);
-        cp_commit();
-        cp_wait<DEPTH - 2>(); /* stage s + 2 landed (read in the next step) */
-        fence_async_smem();
+        fence_async_smem(); /* B stores, and the slot reads before its refill */
         wg_wait0();
 #pragma unroll
         for (int i = 0; i < 128; i++)
@@ -353,7 +406,6 @@ template <bool HALF> __device__ __forceinline__ void corr_run(corr_unit &u)
     /* Accumulator quad j: rows g (p1 = 0) and g + 8 (p1 = 1), columns
      * 8 j + 2 t + (0, 1) = antenna 2 j + t / 2, p2 = t % 2, (re, im): the
      * products (0, p2) and (1, p2) are adjacent in SPEC.md order. */
-    const int a1 = u.tile.x + 32 * wg + 8 * w + g;
 #pragma unroll
     for (int j = HALF ? 16 : 0; j < 32; j++) {
         const int a2 = u.tile.y + 2 * j + (t >> 1), p2 = t & 1;
@@ -369,9 +421,9 @@ template <bool HALF> __device__ __forceinline__ void corr_run(corr_unit &u)
 #endif
 
 __global__ void __launch_bounds__(THREADS, 1)
-    corr_wgmma(const unsigned char *__restrict__ in, long long *__restrict__ accum,
-               const int2 *__restrict__ tiles, int ntiles, int n_ants, int channels,
-               int spectra, size_t b_begin, long long niter, int unit)
+    corr_wgmma(const __grid_constant__ CUtensorMap map, long long *__restrict__ accum,
+               const int2 *__restrict__ tiles, int ntiles, int n_ants, int channels, int steps,
+               long long b_begin, long long niter, int unit)
 {
 #ifdef CBF_SM90_DEVICE
     extern __shared__ unsigned char smem_dyn[];
@@ -379,27 +431,44 @@ __global__ void __launch_bounds__(THREADS, 1)
     u.sbase = ((unsigned)__cvta_generic_to_shared(smem_dyn) + 1023u) & ~1023u;
     const unsigned items = (unsigned)ntiles * (unsigned)channels;
     const unsigned item = blockIdx.x % items, piece = blockIdx.x / items;
-    const int chan = (int)(item / (unsigned)ntiles);
+    u.chan = (int)(item / (unsigned)ntiles);
     u.tile = tiles[item % (unsigned)ntiles];
-    u.in = in;
     u.n_ants = n_ants;
-    u.steps = spectra / TS;
-    const long long k0 = (long long)piece * unit;
+    u.steps = steps;
+    const long long k0 = (long long)piece * unit, q = k0 / steps;
     u.n = (int)(niter - k0 < unit ? niter - k0 : unit);
-    u.per_ant = (size_t)channels * spectra * 4;
-    u.per_batch = (size_t)n_ants * u.per_ant;
-    const long long q = k0 / u.steps;
-    u.r = (int)(k0 - q * u.steps);
-    u.off = (b_begin + (size_t)q) * u.per_batch + (size_t)chan * spectra * 4 +
-            (size_t)u.r * RAW_ANT;
-    u.out = accum + (size_t)chan * ((size_t)n_ants * (n_ants + 1) / 2) * 8;
+    u.batch = (int)(b_begin + q);
+    u.r = (int)(k0 - q * steps);
+    u.out = accum + (size_t)u.chan * ((size_t)n_ants * (n_ants + 1) / 2) * 8;
+    /* Rows of warp w of warpgroup h: antennas 32 h + 8 w + sg(g), sg a
+     * permutation of 0..7 that puts g = 0..3 on even antennas and 4..7 on
+     * odd ones (for the A loads' banks). */
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2;
+    const int a1 = u.tile.x + 32 * (warp >> 2) + 8 * (warp & 3) + (((g & 3) << 1) | (g >> 2));
     if (u.tile.x == u.tile.y && threadIdx.x >= 128)
-        corr_run<true>(u);
+        corr_run<true>(u, &map, a1);
     else
-        corr_run<false>(u);
+        corr_run<false>(u, &map, a1);
 #else
     __trap(); /* wgmma needs sm_90a */
 #endif
+}
+
+/* cuTensorMapEncodeTiled from the driver, found once (no libcuda link). */
+static PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder(void)
+{
+    static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+        void *p = nullptr;
+        cudaDriverEntryPointQueryResult q;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000,
+                                             cudaEnableDefault, &q) != cudaSuccess ||
+            q != cudaDriverEntryPointSuccess) {
+            (void)cudaGetLastError();
+            p = nullptr;
+        }
+        return (PFN_cuTensorMapEncodeTiled_v12000)p;
+    }();
+    return fn;
 }
 
 int cbf_corr_sm90_fits(const cbf_corr_shape *s)
@@ -419,6 +488,8 @@ cudaError_t cbf_corr_sm90_prepare(void)
         return e;
     if (major != 9 || minor != 0)
         return cudaErrorNoKernelImageForDevice; /* sm_90a code runs on 9.0 alone */
+    if (!tensor_map_encoder())
+        return cudaErrorNotSupported; /* a driver without bulk tensor copies */
     return cudaFuncSetAttribute(corr_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 SMEM_BYTES);
 }
@@ -457,10 +528,24 @@ cudaError_t cbf_corr_sm90_launch(const cbf_corr_job *job, const int2 *tiles, int
     const long long items = (long long)ntiles * s->channels;
     const int unit = pick_unit(niter, items, sms);
     const long long blocks = items * ((niter + unit - 1) / unit);
-    if (blocks > 0x7FFFFFFFLL)
+    if (blocks > 0x7FFFFFFFLL || job->batch_end > 0x7FFFFFFF || (uintptr_t)job->in % 16)
         return cudaErrorInvalidConfiguration;
+    /* The input as a 4-D byte tensor: (spectrum bytes, channel, antenna,
+     * batch); a box is 32 spectra of one channel of 64 antennas. Antennas
+     * past the last come back as zeros. */
+    const cuuint64_t row = (cuuint64_t)s->spectra_per_heap * 4;
+    const cuuint64_t dims[4] = {row, (cuuint64_t)s->channels, (cuuint64_t)s->n_ants,
+                                (cuuint64_t)job->batch_end};
+    const cuuint64_t strides[3] = {row, row * s->channels, row * s->channels * s->n_ants};
+    const cuuint32_t box[4] = {128, 1, TILE, 1}, one[4] = {1, 1, 1, 1};
+    CUtensorMap map;
+    if (tensor_map_encoder()(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, (void *)job->in, dims,
+                             strides, box, one, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+        return cudaErrorInvalidValue;
     corr_wgmma<<<(unsigned)blocks, THREADS, SMEM_BYTES, stream>>>(
-        job->in, (long long *)job->accum, tiles, ntiles, s->n_ants, s->channels,
-        s->spectra_per_heap, job->batch_begin, niter, unit);
+        map, (long long *)job->accum, tiles, ntiles, s->n_ants, s->channels, (int)steps,
+        (long long)job->batch_begin, niter, unit);
     return cudaGetLastError();
 }
