@@ -354,6 +354,14 @@ int cbf_corr_cuda_run(cbf_corr_cuda *p, const cbf_corr_job *job, void *stream, c
     cudaStream_t st = (cudaStream_t)stream;
 #ifdef CBF_CORR_SM90
     if (p->sm90) {
+        /* the tensor-copy engine reads the input: 16-byte aligned, batch
+         * numbers that fit its 32-bit coordinates */
+        if ((uintptr_t)job->in % 16 || job->batch_end > INT32_MAX) {
+            snprintf(msg, msglen, "correlator: input at %p, batches to %zu: the Hopper kernel "
+                     "needs 16-byte alignment and fewer than 2^31 batches", (const void *)job->in,
+                     job->batch_end);
+            return CBF_CORR_EINVAL;
+        }
         CUDA_TRY(cbf_corr_sm90_launch(job, p->tiles, p->ntiles, p->sms, st));
         return 0;
     }
