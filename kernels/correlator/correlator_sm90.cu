@@ -121,6 +121,23 @@ __device__ __forceinline__ void wgmma_n128(int *d, const unsigned a[4], uint64_t
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
 }
 
+/* D(64 x 64, s32) += A(64 x 32, s8, registers) B(64 x 32, s8, shared). */
+__device__ __forceinline__ void wgmma_n64(int *d, const unsigned a[4], uint64_t desc)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 "
+                 "{"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+                 "}, {%32, %33, %34, %35}, %36, p;\n"
+                 "}\n"
+                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
+                   "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]),
+                   "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
+                   "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+}
+
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wg_commit()
 {
@@ -220,9 +237,13 @@ __device__ __forceinline__ void next_stage(corr_unit &u)
     }
 }
 
-/* HALF: this warpgroup is the second of a diagonal tile and multiplies B's
- * upper 128 columns only (accumulators 64..127). */
-template <bool HALF>
+/* This warpgroup multiplies B's columns START .. START + W - 1 (accumulators
+ * START / 2 ..): W = 256 on whole tiles; START = 128 for the second
+ * warpgroup of a diagonal tile (its antennas meet only the upper half);
+ * W < 256 where the tile's columns run past the last antenna (columns of
+ * absent antennas are multiplied only up to the next 64); W = 0 for a
+ * warpgroup whose antennas are all past the last, which only helps. */
+template <int START, int W>
 __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, int a1)
 {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -290,6 +311,7 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
      * swizzles differing in bit 0: no bank met twice either way. */
     const int jlo = lane & 3, aodd = (lane >> 2) & 1, jhi = (lane >> 3) & 1;
     const int bn = 4 * warp + 2 * (lane >> 4) + aodd, bj = jlo + 4 * jhi, bx = bn & 7;
+    const int b_valid = u.n_ants - u.tile.y;
     unsigned b_rd[2];
 #pragma unroll
     for (int e = 0; e < 2; e++)
@@ -306,6 +328,8 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
         for (int qq = 0; qq < 2; qq++) {
             const uint4 x0 = rb[2 * qq], x1 = rb[2 * qq + 1];
             const int a = bn + 32 * qq;
+            if (a >= b_valid) /* past the last antenna: its columns' products are dropped */
+                continue;
 #pragma unroll
             for (int p2 = 0; p2 < 2; p2++) {
                 const unsigned sel = p2 ? 0x7632 : 0x5410;
@@ -366,10 +390,16 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
         wg_fence();
 #pragma unroll
         for (int ks = 0; ks < 4; ks++) {
-            if constexpr (HALF)
-                wgmma_n128(acc + 64, cur[ks], sw128_desc(b + 128 * 128 + 32 * ks));
-            else
-                wgmma_n256(acc, cur[ks], sw128_desc(b + 32 * ks));
+            const unsigned bk = b + START * 128 + 32 * ks; /* column START, k-block ks */
+            if constexpr (W == 256)
+                wgmma_n256(acc, cur[ks], sw128_desc(bk));
+            else if constexpr (W == 192) {
+                wgmma_n128(acc + START / 2, cur[ks], sw128_desc(bk));
+                wgmma_n64(acc + START / 2 + 64, cur[ks], sw128_desc(bk + 128 * 128));
+            } else if constexpr (W == 128)
+                wgmma_n128(acc + START / 2, cur[ks], sw128_desc(bk));
+            else if constexpr (W == 64)
+                wgmma_n64(acc + START / 2, cur[ks], sw128_desc(bk));
         }
         wg_commit();
         /* the slot of stage s, read in the previous step, refills */
@@ -407,7 +437,7 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
      * 8 j + 2 t + (0, 1) = antenna 2 j + t / 2, p2 = t % 2, (re, im): the
      * products (0, p2) and (1, p2) are adjacent in SPEC.md order. */
 #pragma unroll
-    for (int j = HALF ? 16 : 0; j < 32; j++) {
+    for (int j = START / 8; j < (START + W) / 8; j++) {
         const int a2 = u.tile.y + 2 * j + (t >> 1), p2 = t & 1;
         if (a2 < u.n_ants && a1 <= a2) {
             unsigned long long *p = reinterpret_cast<unsigned long long *>(
@@ -445,10 +475,23 @@ __global__ void __launch_bounds__(THREADS, 1)
      * odd ones (for the A loads' banks). */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2;
     const int a1 = u.tile.x + 32 * (warp >> 2) + 8 * (warp & 3) + (((g & 3) << 1) | (g >> 2));
-    if (u.tile.x == u.tile.y && threadIdx.x >= 128)
-        corr_run<true>(u, &map, a1);
+    /* This warpgroup's columns (see corr_run), in 64s. */
+    const int wg = warp >> 2;
+    const int start = u.tile.x == u.tile.y && wg == 1 ? 128 : 0;
+    const int cols = 4 * min(TILE, n_ants - u.tile.y), end = (cols + 63) & ~63;
+    const int width = u.tile.x + 32 * wg < n_ants && end > start ? end - start : 0;
+    if (width == 0)
+        corr_run<0, 0>(u, &map, a1);
+    else if (start) /* width 64 or 128 */
+        width == 128 ? corr_run<128, 128>(u, &map, a1) : corr_run<128, 64>(u, &map, a1);
+    else if (width == 256)
+        corr_run<0, 256>(u, &map, a1);
+    else if (width == 192)
+        corr_run<0, 192>(u, &map, a1);
+    else if (width == 128)
+        corr_run<0, 128>(u, &map, a1);
     else
-        corr_run<false>(u, &map, a1);
+        corr_run<0, 64>(u, &map, a1);
 #else
     __trap(); /* wgmma needs sm_90a */
 #endif
