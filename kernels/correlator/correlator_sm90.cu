@@ -6,10 +6,10 @@
  * columns) of one channel, over one piece of the call's time range. As a
  * real int8 GEMM over k = (spectrum, re|im), in spectrum order:
  *   A (registers): row (a1, p1) holds x = (re, im) along k; warp w of
- *     warpgroup h owns antennas 32 h + 8 w + (0..7), rows g = pol 0 and
- *     g + 8 = pol 1; thread t's fragment words are spectra 16 s + 2 t, +1
- *     and 16 s + 8 + 2 t, +1 of k-block s, two 8-byte shared loads and
- *     byte permutes;
+ *     warpgroup h owns 8 of antennas 32 h + 8 w + (0..7) (order: see a1 in
+ *     corr_wgmma), rows g = pol 0 and g + 8 = pol 1; thread t's fragment
+ *     words are spectra 16 s + 2 t, +1 and 16 s + 8 + 2 t, +1 of k-block s,
+ *     two 8-byte shared loads and byte permutes;
  *   B (shared memory, 256 columns): column 4 a2 + 2 p2 + 0 holds (re, im),
  *     column 4 a2 + 2 p2 + 1 holds (-im, re), so accumulator columns come
  *     out as Re and Im of x(a1, p1) conj(x(a2, p2)) side by side. Each stage
@@ -18,19 +18,22 @@
  *     chunk j ^ (c % 8); 8-row groups 1024 bytes apart), four m64n256k32 per
  *     warpgroup per stage.
  *
- * Samples reach shared memory by cp.async, DEPTH stages ahead, into a ring
- * of raw slots (the antennas' bytes as they are in memory, padded or
- * swizzled so that the reads below are free of bank conflicts): no register
- * holds a load in flight, which is what limited the earlier version (its
- * global loads waited behind the MMAs for registers). Per stage every thread
- * then turns raw samples into the next stage's A fragments (a second set of
- * registers, so the MMAs in flight keep theirs) and its share of the next
- * stage's B (permuted, conjugated, swizzled; B is double-buffered), while the
- * tensor cores run the current stage.
+ * Samples reach shared memory through the tensor-copy engine (TMA): one
+ * thread copies each stage, DEPTH - 1 stages ahead, as boxes of 64 antennas
+ * x 32 spectra into a ring of slots with one mbarrier each; no register
+ * holds a load in flight (what limited the first version: its global loads
+ * waited behind the MMAs for registers), and no thread spends instructions
+ * on addresses. Per stage every thread then turns raw samples into the next
+ * stage's A fragments (a second set of registers, so the MMAs in flight keep
+ * theirs) and its share of the next stage's B (permuted, conjugated,
+ * swizzled; B is double-buffered), while the tensor cores run the current
+ * stage. The lanes' shares are laid out so that no shared load or store
+ * meets a bank twice.
  *
  * Diagonal tiles: the second warpgroup's rows (antennas 32..63 of the tile)
  * meet only columns 32..63 that count (a1 <= a2), so it runs m64n128 on B's
- * upper half, a quarter less work for the tile.
+ * upper half, a quarter less work for the tile. Edge tiles (columns past the
+ * last antenna) multiply only up to the next 64 columns past it.
  *
  * Time range: a call's stages (spectra / 64 per batch) are cut into pieces
  * of at most 1023 stages, sized so the blocks fill the GPU's last wave
