@@ -58,7 +58,8 @@
 #define HALF_BYTES (TILE * 128)
 #define RAW_BYTES (4 * HALF_BYTES) /* one ring slot: A's two halves, B's two */
 #define DEPTH 4                    /* ring slots */
-#define SMEM_BYTES (2 * BSW_BYTES + DEPTH * RAW_BYTES + 8 * DEPTH + 1024) /* + barriers, alignment */
+/* B's two buffers, the ring, its mbarriers, 1024 bytes for alignment */
+#define SMEM_BYTES (2 * BSW_BYTES + DEPTH * RAW_BYTES + 8 * DEPTH + 1024)
 #define UNIT_MAX 1023 /* stages per piece: int32 partial sums stay exact */
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)

@@ -31,8 +31,8 @@ static const cbf_param_decl params[] = {
      "batches per dump"},
     {"buffers", CBF_PARAM_INT, "3", CBF_RANGE(2, 64), NULL, "accumulator buffers in the pool"},
     {"slices", CBF_PARAM_INT, "0", CBF_RANGE(0, 65535), NULL,
-     "GPU: accumulator slices (one per blockIdx.z), 0 = enough to fill the GPU; the CPU and the Hopper "
-     "kernel add into slice 0 alone"},
+     "GPU: accumulator slices (one per blockIdx.z), 0 = enough to fill the GPU; the CPU and "
+     "the Hopper kernel add into slice 0 alone"},
     {"block_ants", CBF_PARAM_CHOICE, "auto", CBF_NORANGE, "auto|32|48|64",
      "GPU: antennas per thread block of the tensor-core kernel"},
 };

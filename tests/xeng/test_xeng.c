@@ -135,9 +135,9 @@ static void test_large_n(void **state)
 }
 
 /* A long time range over few tiles: the wgmma kernel cuts it into pieces
- * (here about ten of 16 stages, boundaries inside batches) that run at once
- * and add into the same accumulators; diagonal and off-diagonal tiles, a
- * partial last tile. */
+ * (here 148 stages into nine of at most 17, boundaries inside batches) that
+ * run at once and add into the same accumulators; diagonal, off-diagonal
+ * and edge tiles. */
 static void test_long_range(void **state)
 {
     (void)state;
