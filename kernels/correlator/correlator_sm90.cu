@@ -257,10 +257,12 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
     const bool diag = u.tile.x == u.tile.y;
     const unsigned b_raw = diag ? 0 : 2 * HALF_BYTES, tx = diag ? 2 * HALF_BYTES : RAW_BYTES;
 
+    /* Stage s lives in ring slot s % DEPTH, with that slot's mbarrier. */
+    auto slot_of = [&](int stage) { return ring + (unsigned)(stage % DEPTH) * RAW_BYTES; };
+    auto bar_of = [&](int stage) { return bar0 + 8u * (unsigned)(stage % DEPTH); };
     /* Thread 0 copies stage `stage` (the cursor's) into its slot. */
     auto issue = [&](int stage) {
-        const unsigned slot = ring + (unsigned)(stage % DEPTH) * RAW_BYTES;
-        const unsigned bar = bar0 + 8u * (unsigned)(stage % DEPTH);
+        const unsigned slot = slot_of(stage), bar = bar_of(stage);
         mbar_expect_tx(bar, tx);
 #pragma unroll
         for (int h = 0; h < 2; h++) {
@@ -272,7 +274,7 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
         }
     };
     auto wait_stage = [&](int stage) {
-        mbar_wait(bar0 + 8u * (unsigned)(stage % DEPTH), (unsigned)(stage / DEPTH) & 1u);
+        mbar_wait(bar_of(stage), (unsigned)(stage / DEPTH) & 1u);
     };
 
     /* A fragments: this thread's antenna row ar (a1's place in the tile,
@@ -289,15 +291,14 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
         for (int e = 0; e < 2; e++)
             a_rd[k2][e] = (unsigned)(ar * 128 + (((4 * k2 + (t >> 1) + 2 * e) ^ sg) << 4) +
                                      8 * (t & 1));
-    auto load_a = [&](unsigned slot, uint2 (&ra)[8]) {
+    auto frag_a = [&](unsigned slot, unsigned (&af)[4][4]) {
+        uint2 ra[8];
 #pragma unroll
         for (int ks = 0; ks < 4; ks++) {
             const unsigned half = slot + (unsigned)(ks >> 1) * HALF_BYTES;
             ra[2 * ks] = ld_shared8(half + a_rd[ks & 1][0]);
             ra[2 * ks + 1] = ld_shared8(half + a_rd[ks & 1][1]);
         }
-    };
-    auto frag_a = [&](const uint2 (&ra)[8], unsigned (&af)[4][4]) {
 #pragma unroll
         for (int ks = 0; ks < 4; ks++) {
             const uint2 lo = ra[2 * ks], hi = ra[2 * ks + 1];
@@ -320,14 +321,13 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
 #pragma unroll
     for (int e = 0; e < 2; e++)
         b_rd[e] = b_raw + (unsigned)(jhi * HALF_BYTES + bn * 128 + (((2 * jlo + e) ^ bx) << 4));
-    auto load_b = [&](unsigned slot, uint4 (&rb)[4]) {
+    auto build_b = [&](unsigned slot, unsigned bsw) {
+        uint4 rb[4];
 #pragma unroll
         for (int qq = 0; qq < 2; qq++) {
             rb[2 * qq] = ld_shared16(slot + b_rd[0] + qq * 32 * 128);
             rb[2 * qq + 1] = ld_shared16(slot + b_rd[1] + qq * 32 * 128);
         }
-    };
-    auto build_b = [&](const uint4 (&rb)[4], unsigned bsw) {
 #pragma unroll
         for (int qq = 0; qq < 2; qq++) {
             const uint4 x0 = rb[2 * qq], x1 = rb[2 * qq + 1];
@@ -350,13 +350,8 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
     };
     /* Stage `stage` from its raw slot into B buffer bsw and fragments af. */
     auto unpack = [&](int stage, unsigned bsw, unsigned (&af)[4][4]) {
-        const unsigned slot = ring + (unsigned)(stage % DEPTH) * RAW_BYTES;
-        uint4 rb[4];
-        uint2 ra[8];
-        load_b(slot, rb);
-        build_b(rb, bsw);
-        load_a(slot, ra);
-        frag_a(ra, af);
+        build_b(slot_of(stage), bsw);
+        frag_a(slot_of(stage), af);
     };
 
     int acc[128];
