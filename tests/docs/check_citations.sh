@@ -24,9 +24,22 @@ notes="$notes|s[e]eds? (are|is) silent|s[e]eds? (derivation|design|documents?|do
 notes="$notes|s[e]eds? [0-9]{3}\\b|s[e]eds/|[0-9]{3}_[0-9a-f]{16}"
 
 status=0
+# Reports the lines of $tmp that cite, prefixed with $1. A phrase may be
+# wrapped onto the next line (after a comment leader), so each line is
+# also read joined to the next; such a hit is reported at its first line
+# unless one of the two lines was reported already.
 report() {
-    # $1: where the text came from; stdin: the text
-    hits=$( (grep -nE "$spec"; true) <"$tmp"; (grep -niE "$notes"; true) <"$tmp")
+    one=$( (grep -nE "$spec"; true) <"$tmp"; (grep -niE "$notes"; true) <"$tmp")
+    two=$(awk '{ t = $0; sub(/^[[:space:]]*([*#]+|\/\/)?[[:space:]]*/, "", t)
+                 if (NR > 1) print NR - 1 ":" prev " " t; prev = $0 }' "$tmp" |
+          (grep -iE "$notes"; true))
+    if [ -n "$two" ]; then
+        seen=$(printf '%s\n' "$one" | cut -d: -f1 | tr '\n' ' ')
+        two=$(printf '%s\n' "$two" | awk -v seen=" $seen" '{
+                  n = $0; sub(/:.*/, "", n)
+                  if (index(seen, " " n " ") == 0 && index(seen, " " (n + 1) " ") == 0) print }')
+    fi
+    hits=$(printf '%s\n%s\n' "$one" "$two" | grep -v '^$')
     if [ -n "$hits" ]; then
         printf '%s\n' "$hits" | sed "s|^|$1:|"
         status=1
