@@ -8,7 +8,8 @@ usage: feng-channels.py FILE.h5 [--top 4] [--pipeline PIPELINE.yaml]
 Every HDF5 group whose data has a 'channel' axis is read (one per fft_post
 output edge). Power is the mean of re^2 + im^2 over the spectra of present
 batches. Channels are `bandwidth / channels` wide; wideband channel k is
-centred on k widths (SPEC.md: channel 0 is DC), narrowband channel k on
+centred on k widths (channel 0 is DC: docs/formats.md, "Channel order"),
+narrowband channel k on
 centre_frequency + (k - channels / 2) widths (docs/narrowband.md). With --pipeline, each dsim tone is listed with
 the channel that plan puts it in."""
 import argparse

@@ -8,7 +8,7 @@ usage: xeng-phases.py FILE.h5 [--pipeline pipelines/demo.yaml]
 The tone frequency, delays, channel count and sample rate are read from the
 pipeline YAML (its dsim and pfb nodes). Baseline (a1, a2), product aa:
 phase of x(a1) conj(x(a2)) = 360 (d2 - d1) k / (2 channels) degrees for a
-tone in channel k (SPEC.md delay convention). Magic values (-2^31, 1) mark
+tone in channel k (docs/formats.md, "Delay and phase"). Magic values (-2^31, 1) mark
 dumps in which an antenna missed data; those dumps are listed, not used."""
 import argparse
 import math

@@ -2,7 +2,8 @@
  * (complex mode), on the CPU (and, with --gpu, on the GPU: exit 77 without
  * one) against a float64 model written from the maths: bit-by-bit decode,
  * the mixer phase from the exact integer n x mix_step mod 2^32, direct FIR
- * and subsampling, the direct PFB FIR with the SPEC.md weights, a direct
+ * and subsampling, the direct PFB FIR with the prototype filter of
+ * docs/formats.md, a direct
  * DFT of 2N points, channel c = bin c - N/2, gains and fine delay indexed by
  * c. The input timestamps lie beyond 2^41 samples.
  *

@@ -1,6 +1,6 @@
 /* feng_ref.h: a float64 model of the wideband F-engine written from the
- * maths (SPEC.md and docs/feng.md): bit-by-bit decode, direct FIR, direct
- * DFT. It shares no code with kernels/ on purpose. */
+ * maths (docs/formats.md and docs/feng.md): bit-by-bit decode, direct
+ * FIR, direct DFT. It shares no code with kernels/ on purpose. */
 #ifndef FENG_REF_H
 #define FENG_REF_H
 
@@ -13,7 +13,7 @@ int64_t feng_ref_sample(const uint8_t *in, size_t i, int bits);
 /* Writes value v as sample i (the inverse of feng_ref_sample). */
 void feng_ref_put(uint8_t *out, size_t i, int bits, int64_t v);
 
-/* SPEC.md weights in double: step x taps values. */
+/* The PFB prototype filter (docs/formats.md) in double: step x taps values. */
 void feng_ref_weights(int channels, int taps, double w_cutoff, int hann, double *w);
 
 typedef struct feng_ref_setup {

@@ -5,7 +5,7 @@
  * Tolerance: float32 FIR and FFT arithmetic leaves errors near 1e-5 of the
  * value before rounding; an output rounds differently from the float64
  * model only when its exact value lies that close to a half-integer, so at
- * most one step off and on far fewer than 0.1% of values (SPEC.md, issue 3).
+ * most one step off and on far fewer than 0.1% of values (docs/feng.md, Tests).
  * Saturation counts are exact except for values within 1e-3 of the clip
  * edge, which the test counts as ambiguous and allows either way. */
 #include <setjmp.h>

@@ -1,6 +1,6 @@
 /* test_xeng.c: correlator and reducer, CPU or (--gpu) CUDA, against a plain
- * int64 reference written from SPEC.md's definition. Everything is integer
- * arithmetic, so the tolerance is zero: bit-exact or fail.
+ * int64 reference written from the definition in docs/formats.md.
+ * Everything is integer arithmetic, so the tolerance is zero: bit-exact or fail.
  *
  * Inputs are fresh random samples each run (seed printed; CBF_TEST_SEED
  * repeats one), 8-bit in [-127, 127] (never -128, see correlator.h), 4-bit

@@ -1,4 +1,4 @@
-/* xeng_ref.c: the X-engine written plainly from SPEC.md's definitions, in
+/* xeng_ref.c: the X-engine written plainly from docs/formats.md, in
  * int64, as the oracle for the kernel and pipeline tests. */
 #include "xeng_ref.h"
 
@@ -17,7 +17,7 @@ static void sample(const cbf_corr_shape *s, const uint8_t *in, size_t b, int a, 
     }
 }
 
-/* SPEC.md: product p1 + 2 p2 of baseline a2 (a2 + 1) / 2 + a1 is the sum of
+/* Product p1 + 2 p2 of baseline a2 (a2 + 1) / 2 + a1 is the sum of
  * x(a1, p1) conj(x(a2, p2)). */
 int64_t *xeng_ref_correlate(const cbf_corr_shape *s, const uint8_t *in, size_t b0, size_t b1)
 {
@@ -45,7 +45,7 @@ int64_t *xeng_ref_correlate(const cbf_corr_shape *s, const uint8_t *in, size_t b
     return ref;
 }
 
-/* SPEC.md's 64 -> 32-bit rule, magic value for bad antennas. */
+/* The 64 -> 32-bit rule and the magic value for bad antennas (docs/formats.md). */
 uint64_t xeng_ref_reduce(int n_ants, int channels, const int64_t *sum, const uint8_t *bad,
                            int32_t *out)
 {

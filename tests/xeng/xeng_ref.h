@@ -7,7 +7,7 @@
 
 #include "correlator.h"
 
-/* Correlation of batches [b0, b1) of `in`, SPEC.md order, freshly
+/* Correlation of batches [b0, b1) of `in`, in docs/formats.md order, freshly
  * allocated (cbf_corr_accum_len values). */
 int64_t *xeng_ref_correlate(const cbf_corr_shape *s, const uint8_t *in, size_t b0, size_t b1);
 

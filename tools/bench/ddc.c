@@ -8,8 +8,8 @@
  * - arithmetic: 2 taps FMAs per output, i.e. 4 W flops per input sample
  *   (W = taps / S), at the FP32 FMA rate of a probe kernel.
  *
- * The smaller bound applies: the DDC sits near the crossover (the seed says
- * so), memory-bound at few taps, arithmetic-bound at many. Decoding and the
+ * The smaller bound applies: the DDC sits near the crossover, memory-bound
+ * at few taps, arithmetic-bound at many. Decoding and the
  * output rotation are overheads on top of the counted FMAs.
  *
  * Then the narrowband chain (ddc -> complex pfb -> cuFFT of 2N points ->
