@@ -19,22 +19,21 @@
  * past the last sample's). Output: complex float32 (re, im interleaved),
  * [pol][output], the layout the narrowband PFB reads.
  *
- * Return values are 0 or the negative codes below, equal to cbf/error.h's
- * CBF_EINVAL, CBF_ENOMEM and CBF_ECUDA; msg (may be NULL) says what was
- * wrong. This folder never includes core/. */
+ * Return values are 0 or a CBF_KERN_* code (kernels/common/status.h);
+ * the message buffer (may be NULL) says what was wrong. This folder never
+ * includes core/. */
 #ifndef CBF_KERNEL_DDC_H
 #define CBF_KERNEL_DDC_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define CBF_DDC_EINVAL (-1)
-#define CBF_DDC_ENOMEM (-2)
-#define CBF_DDC_ECUDA (-6)
 #define CBF_DDC_MAX_TAPS 4096
 /* Outputs per CUDA thread (the tuning parameter C); 0 picks the default. */
 #define CBF_DDC_DEFAULT_PER_THREAD 8

@@ -75,9 +75,8 @@ int cbf_ddc_cpu(const cbf_ddc_config *cfg, const float *z, const cbf_ddc_job *jo
     if (!xp || !acc) {
         free(xp);
         free(acc);
-        if (msg && msglen)
-            strncpy(msg, "ddc: out of memory for the decode block", msglen - 1);
-        return CBF_DDC_ENOMEM;
+        return cbf_kern_fail(msg, msglen, CBF_KERN_ENOMEM,
+                             "ddc: out of memory for the decode block");
     }
     const uint32_t phase0 = cbf_ddc_phase(job->timestamp + job->start, cfg->mix_step);
     const uint32_t out_step = (uint32_t)(S * cfg->mix_step);

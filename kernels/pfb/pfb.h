@@ -12,22 +12,21 @@
  * Spectrum s of a call uses input samples start[pol] + s step + [0, W),
  * W = step x taps:  y[j] = sum_t w[t step + j] x[start + s step + t step + j].
  *
- * Return values are 0 or the negative codes below, which equal the CBF_E*
- * codes of cbf/error.h, so a plugin can pass them on; the message buffer
- * then says what was wrong. This folder never includes core/. */
+ * Return values are 0 or a CBF_KERN_* code (kernels/common/status.h);
+ * the message buffer (may be NULL) says what was wrong. This folder never
+ * includes core/. */
 #ifndef CBF_KERNEL_PFB_H
 #define CBF_KERNEL_PFB_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define CBF_PFB_EINVAL (-1)
-#define CBF_PFB_ENOMEM (-2)
-#define CBF_PFB_ECUDA (-6)
 #define CBF_PFB_MAX_TAPS 16
 #define CBF_PFB_MIN_CHANNELS 64
 #define CBF_PFB_MAX_CHANNELS 65536

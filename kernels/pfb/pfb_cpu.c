@@ -30,9 +30,7 @@ int cbf_pfb_fir_cpu(const cbf_pfb_job *job, const float *weights, uint64_t power
         free(ring);
         free(acc);
         free(perm);
-        if (msg && msglen)
-            strncpy(msg, "pfb: out of memory for the FIR ring", msglen - 1);
-        return CBF_PFB_ENOMEM;
+        return cbf_kern_fail(msg, msglen, CBF_KERN_ENOMEM, "pfb: out of memory for the FIR ring");
     }
     for (size_t j = 0; j < step; j++) {
         size_t i = j >> 1, q = i >> log_n, r = i & ((size_t)job->unzip - 1);
@@ -87,9 +85,8 @@ int cbf_pfb_fir_complex_cpu(const cbf_pfb_cjob *job, const float *weights, char 
     const size_t step = 2 * (size_t)job->channels, row = 2 * step, taps = (size_t)job->taps;
     float *wf = malloc(taps * row * sizeof(float));
     if (!wf) {
-        if (msg && msglen)
-            strncpy(msg, "pfb: out of memory for the complex FIR weights", msglen - 1);
-        return CBF_PFB_ENOMEM;
+        return cbf_kern_fail(msg, msglen, CBF_KERN_ENOMEM,
+                             "pfb: out of memory for the complex FIR weights");
     }
     for (size_t i = 0; i < taps * row; i++)
         wf[i] = weights[(i / row) * step + (i % row) / 2];

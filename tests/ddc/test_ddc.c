@@ -111,7 +111,7 @@ static int run(ddc_case *c, size_t start, size_t outputs, uint64_t t0, float *ou
     char msg[256] = "";
     cbf_ddc_job job = {{c->packed[0], c->packed[1]}, c->n_in, t0, start, outputs, out,
                        c->stride};
-    int rc = CBF_DDC_EINVAL;
+    int rc = CBF_KERN_EINVAL;
     if (!use_gpu) {
         rc = cbf_ddc_cpu(&c->cfg, c->z, &job, msg, sizeof msg);
     } else {
@@ -373,21 +373,21 @@ static void bad_jobs(void **state)
     (void)state;
     char msg[256] = "";
     cbf_ddc_config cfg = {10, 8, 8 * 5, 0};
-    assert_int_equal(cbf_ddc_config_check(&cfg, msg, sizeof msg), CBF_DDC_EINVAL);
+    assert_int_equal(cbf_ddc_config_check(&cfg, msg, sizeof msg), CBF_KERN_EINVAL);
     assert_non_null(strstr(msg, "taps 40"));
     cfg.taps = 64;
     cfg.bits = 17;
-    assert_int_equal(cbf_ddc_config_check(&cfg, msg, sizeof msg), CBF_DDC_EINVAL);
+    assert_int_equal(cbf_ddc_config_check(&cfg, msg, sizeof msg), CBF_KERN_EINVAL);
     cfg.bits = 10;
     uint32_t buf[64] = {0};
     float out[64];
     cbf_ddc_job job = {{(uint8_t *)buf, (uint8_t *)buf}, 100, 0, 0, 8, out, 8};
-    assert_int_equal(cbf_ddc_job_check(&cfg, &job, msg, sizeof msg), CBF_DDC_EINVAL);
+    assert_int_equal(cbf_ddc_job_check(&cfg, &job, msg, sizeof msg), CBF_KERN_EINVAL);
     assert_non_null(strstr(msg, "need 120"));
     job.outputs = 5;
     assert_int_equal(cbf_ddc_job_check(&cfg, &job, msg, sizeof msg), 0);
     job.in[1] = (uint8_t *)buf + 1;
-    assert_int_equal(cbf_ddc_job_check(&cfg, &job, msg, sizeof msg), CBF_DDC_EINVAL);
+    assert_int_equal(cbf_ddc_job_check(&cfg, &job, msg, sizeof msg), CBF_KERN_EINVAL);
     assert_int_equal(cbf_ddc_mix_step(0.25), 1u << 30);
     assert_int_equal(cbf_ddc_mix_step(-0.25), 3u << 30);
     assert_int_equal(cbf_ddc_phase(UINT64_MAX, 3), (uint32_t)(UINT64_MAX * 3));

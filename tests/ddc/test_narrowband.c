@@ -231,7 +231,8 @@ static double complex *reference(const chain *c)
             for (int j = 0; j < STEP; j++) {
                 double complex acc = 0;
                 for (int t = 0; t < TAPS; t++)
-                    acc += w[t * STEP + j] * y[(size_t)c->start[p] + (sp + (size_t)t) * STEP + (size_t)j];
+                    acc += w[t * STEP + j] *
+                           y[(size_t)c->start[p] + (sp + (size_t)t) * STEP + (size_t)j];
                 v[j] = acc;
             }
             for (int ch = 0; ch < N; ch++) {
@@ -517,11 +518,11 @@ static void bad_configs(void **state)
     (void)state;
     char msg[256];
     cbf_fft_post_config cfg = {N, 2, SPH, SPECTRA, 8, 1};
-    assert_int_equal(cbf_fft_post_config_check(&cfg, msg, sizeof msg), CBF_FFT_POST_EINVAL);
+    assert_int_equal(cbf_fft_post_config_check(&cfg, msg, sizeof msg), CBF_KERN_EINVAL);
     assert_non_null(strstr(msg, "unzip 1"));
     float buf[16];
     cbf_pfb_cjob j = {N, TAPS, {buf, buf}, 16, {0, 0}, 1, buf, 2 * STEP};
-    assert_int_equal(cbf_pfb_cjob_check(&j, msg, sizeof msg), CBF_PFB_EINVAL);
+    assert_int_equal(cbf_pfb_cjob_check(&j, msg, sizeof msg), CBF_KERN_EINVAL);
     assert_non_null(strstr(msg, "windows need"));
 }
 

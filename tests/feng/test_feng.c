@@ -176,7 +176,8 @@ static void test_weights(void **state)
     }
     float w[4];
     char msg[256];
-    assert_int_equal(cbf_pfb_weights(48, 16, 1.0, CBF_PFB_HANN, w, msg, sizeof msg), CBF_PFB_EINVAL);
+    assert_int_equal(cbf_pfb_weights(48, 16, 1.0, CBF_PFB_HANN, w, msg, sizeof msg),
+                     CBF_KERN_EINVAL);
     assert_non_null(strstr(msg, "channels 48"));
 }
 
