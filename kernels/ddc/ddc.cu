@@ -184,8 +184,7 @@ extern "C" int cbf_ddc_cuda_run(cbf_ddc_cuda *plan, const cbf_ddc_job *job, void
         return rc;
     const int C = plan->per_thread;
     const long long threads = ((long long)job->outputs + C - 1) / C;
-    const long long last_word =
-        (long long)(cbf_ddc_packed_bytes(job->in_samples, cfg->bits) / 4) - 1;
+    const long long last_word = (long long)(cbf_packed_bytes(job->in_samples, cfg->bits) / 4) - 1;
     dim3 grid((unsigned)((threads + BLOCK - 1) / BLOCK), 2);
     const uint32_t phase0 = cbf_ddc_phase(job->timestamp + job->start, cfg->mix_step);
     const uint32_t out_step = (uint32_t)((uint64_t)cfg->decimation * cfg->mix_step);

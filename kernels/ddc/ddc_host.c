@@ -36,12 +36,6 @@ uint32_t cbf_ddc_phase(uint64_t n, uint32_t step)
     return (uint32_t)(n * (uint64_t)step);
 }
 
-size_t cbf_ddc_packed_bytes(size_t samples, int bits)
-{
-    size_t words = (samples / 32) * (size_t)bits + ((samples % 32) * (size_t)bits + 31) / 32;
-    return 4 * (words + 1);
-}
-
 size_t cbf_ddc_in_samples(const cbf_ddc_config *cfg, size_t outputs)
 {
     return outputs ? (outputs - 1) * (size_t)cfg->decimation + (size_t)cfg->taps : 0;

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "packed.h"
 #include "status.h"
 
 #ifdef __cplusplus
@@ -44,9 +45,12 @@ int cbf_pfb_bits_ok(int bits);
  * or under 8192 points (one pass of cuFFT), 4 beyond that. */
 int cbf_pfb_auto_unzip(int channels);
 
-/* Bytes of packed input that hold `samples` samples, plus the one padding
- * byte the decoder may touch past the end for odd widths. */
-size_t cbf_pfb_packed_bytes(size_t samples, int bits);
+/* The old name of cbf_packed_bytes (kernels/common/packed.h), kept only
+ * until plugins/pfb calls cbf_packed_bytes itself; then it goes. */
+static inline size_t cbf_pfb_packed_bytes(size_t samples, int bits)
+{
+    return cbf_packed_bytes(samples, bits);
+}
 
 typedef struct cbf_pfb_job {
     int channels;            /* power of two, 64..65536 */
@@ -55,7 +59,7 @@ typedef struct cbf_pfb_job {
     int unzip;               /* 1, 2 or 4 */
     const uint8_t *in[2];    /* packed samples per pol (device memory for CUDA),
                                 sample 0 at the top bit of byte 0, padded as
-                                cbf_pfb_packed_bytes says */
+                                cbf_packed_bytes says */
     size_t in_samples;       /* samples readable in each in[pol] */
     int64_t start[2];        /* first sample of spectrum 0's window, per pol */
     size_t spectra;          /* spectra to produce */

@@ -18,11 +18,6 @@ int cbf_pfb_auto_unzip(int channels)
     return channels <= 16384 ? 2 : 4;
 }
 
-size_t cbf_pfb_packed_bytes(size_t samples, int bits)
-{
-    return (samples * (size_t)bits + 7) / 8 + 1;
-}
-
 static int check_shape(int channels, int taps, char *msg, size_t msglen)
 {
     if (!is_pow2(channels) || channels < CBF_PFB_MIN_CHANNELS || channels > CBF_PFB_MAX_CHANNELS)

@@ -47,7 +47,7 @@ static uint64_t rng(void)
  * stream bit i bits + b, stream bit k is bit 7 - k % 8 of byte k / 8. */
 static uint8_t *pack_ref(const int32_t *v, size_t n, int bits)
 {
-    size_t bytes = cbf_ddc_packed_bytes(n, bits);
+    size_t bytes = cbf_packed_bytes(n, bits);
     uint8_t *out = calloc(bytes, 1);
     for (size_t i = 0; i < n; i++)
         for (int b = 0; b < bits; b++) {
@@ -116,7 +116,7 @@ static int run(ddc_case *c, size_t start, size_t outputs, uint64_t t0, float *ou
         rc = cbf_ddc_cpu(&c->cfg, c->z, &job, msg, sizeof msg);
     } else {
 #ifdef CBF_HAVE_CUDA
-        size_t in_bytes = cbf_ddc_packed_bytes(c->n_in, c->cfg.bits);
+        size_t in_bytes = cbf_packed_bytes(c->n_in, c->cfg.bits);
         size_t out_bytes = 4 * sizeof(float) * c->stride;
         uint8_t *d_in[2];
         float *d_out;

@@ -83,7 +83,7 @@ static void chain_init(chain *c, int bits, uint32_t mix_step, uint64_t t0)
     c->outputs = (size_t)(SPECTRA + TAPS - 1) * STEP + 8;
     c->in_samples = (c->outputs - 1) * S + T_DDC;
     for (int p = 0; p < 2; p++)
-        c->in[p] = calloc(cbf_ddc_packed_bytes(c->in_samples, bits) + 8, 1);
+        c->in[p] = calloc(cbf_packed_bytes(c->in_samples, bits) + 8, 1);
     assert_int_equal(cbf_fd_ddc_design(T_DDC, S, 0.005, c->h, NULL, NULL, msg, sizeof msg), 0);
     cbf_ddc_config cfg = {bits, S, T_DDC, mix_step};
     assert_int_equal(cbf_ddc_weights(&cfg, c->h, c->z, msg, sizeof msg), 0);
@@ -114,7 +114,7 @@ static void chain_run(const chain *c, int gpu, uint8_t *out, uint64_t sat[2])
     for (size_t i = 0; i < fir_floats; i++)
         fir[i] = NAN;
     memset(out, 0x88, out_bytes);
-    size_t in_bytes = cbf_ddc_packed_bytes(c->in_samples, c->bits);
+    size_t in_bytes = cbf_packed_bytes(c->in_samples, c->bits);
     if (!gpu) {
         cbf_ddc_job dj = {{c->in[0], c->in[1]}, c->in_samples, c->t0, 0, c->outputs, ddc,
                           c->outputs};
