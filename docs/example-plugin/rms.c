@@ -65,8 +65,7 @@ static int rms_run(cbf_node *node, cbf_error *err)
                         if (!b->present[stream * s->heaps + h])
                             continue;
                         for (size_t i = h * s->heap_samples; i < (h + 1) * s->heap_samples; i++) {
-                            /* Streams are not padded: the last sample's
-                             * window must stop at the stream's end. */
+                            /* Streams are not padded: _in stops at their end. */
                             const double v =
                                 cbf_packed_sample_in(data, s->stream_bytes, i, s->bits);
                             sum += v * v;

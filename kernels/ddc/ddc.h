@@ -16,8 +16,9 @@
  * Input: packed big-endian signed samples, 2..16 bits (the MeerKAT
  * digitiser layout, sample 0 in the top bits of byte 0), 4-byte aligned and
  * readable up to cbf_packed_bytes (kernels/common/packed.h: the GPU decoder
- * loads 32-bit words, one past the one a sample starts in). Output: complex float32 (re, im interleaved),
- * [pol][output], the layout the narrowband PFB reads.
+ * loads 32-bit words, one past the one a sample starts in). Output: complex
+ * float32 (re, im interleaved), [pol][output], the layout the narrowband
+ * PFB reads.
  *
  * Return values are 0 or a CBF_KERN_* code (kernels/common/status.h);
  * the message buffer (may be NULL) says what was wrong. This folder never

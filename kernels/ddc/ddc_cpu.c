@@ -83,7 +83,8 @@ int cbf_ddc_cpu(const cbf_ddc_config *cfg, const float *z, const cbf_ddc_job *jo
             for (size_t r = 0; r < padded + W - 1; r++)
                 for (size_t q = 0; q < S; q++) {
                     size_t i = r * S + q;
-                    xp[q * rows + r] = i < need ? (float)cbf_packed_sample(in, first + i, bits) : 0.0f;
+                    xp[q * rows + r] =
+                        i < need ? (float)cbf_packed_sample(in, first + i, bits) : 0.0f;
                 }
             block_sums(xp, rows, S, W, z, padded, acc, acc + BLOCK + LANES);
             for (size_t m = 0; m < n; m++)
