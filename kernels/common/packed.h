@@ -42,7 +42,7 @@
 
 /* Bytes a buffer of `samples` packed samples must be readable to (see the
  * padding rule above). Split so that samples x bits cannot overflow. */
-static inline size_t cbf_packed_bytes(size_t samples, int bits)
+CBF_KERN_HD static inline size_t cbf_packed_bytes(size_t samples, int bits)
 {
     size_t words = (samples / 32) * (size_t)bits + ((samples % 32) * (size_t)bits + 31) / 32;
     return 4 * (words + 1);
@@ -67,7 +67,8 @@ CBF_KERN_HD static inline int32_t cbf_packed_sample(const uint8_t *in, size_t i,
 /* Sample i from a buffer of exactly `bytes` readable bytes, not padded (a
  * heap or a payload as it arrives): the same decode, its window taken from
  * a zero-filled copy where it would reach past the end. */
-static inline int32_t cbf_packed_sample_in(const uint8_t *in, size_t bytes, size_t i, int bits)
+CBF_KERN_HD static inline int32_t cbf_packed_sample_in(const uint8_t *in, size_t bytes, size_t i,
+                                                      int bits)
 {
     const size_t bit = i * (size_t)bits, first = bit >> 3;
     if (first + 3 <= bytes)
