@@ -88,8 +88,7 @@ static void check_equiripple(const double *h, int taps, const cbf_fd_band *b, in
 static void ddc_designs_are_equiripple(void **state)
 {
     (void)state;
-    static const int cases[][3] = {{8, 8, 0},  {16, 8, 0}, {16, 4, 1},
-                                   {32, 8, 0}, {8, 12, 0}, {16, 16, 0}};
+    static const int cases[][3] = {{8, 8, 0}, {16, 8, 0}, {16, 4, 1}, {32, 8, 0}, {8, 12, 0}, {16, 16, 0}};
     double *h = malloc(CBF_FD_MAX_TAPS * sizeof(double));
     cbf_fd_band b[64];
     char msg[256];

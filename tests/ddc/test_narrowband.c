@@ -231,8 +231,7 @@ static double complex *reference(const chain *c)
             for (int j = 0; j < STEP; j++) {
                 double complex acc = 0;
                 for (int t = 0; t < TAPS; t++)
-                    acc += w[t * STEP + j] *
-                           y[(size_t)c->start[p] + (sp + (size_t)t) * STEP + (size_t)j];
+                    acc += w[t * STEP + j] * y[(size_t)c->start[p] + (sp + (size_t)t) * STEP + (size_t)j];
                 v[j] = acc;
             }
             for (int ch = 0; ch < N; ch++) {
