@@ -4,6 +4,7 @@
  * largest sample value 2^(bits-1) - 1 (so a full-scale sine reads -3.01).
  * Heaps flagged missing are left out of the sums. */
 #include <cbf/cbf.h>
+#include <cbf/kernels/packed.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -22,23 +23,6 @@ typedef struct rms {
     size_t stream_bytes, heaps, heap_samples;
     int64_t every;
 } rms;
-
-/* Sample i of a big-endian packed stream (the first sample in the top bits). */
-static int32_t sample(const uint8_t *p, size_t i, int bits)
-{
-    size_t bit = i * (size_t)bits;
-    uint32_t v = 0;
-    for (int got = 0; got < bits;) {
-        int take = 8 - (int)(bit % 8);
-        if (take > bits - got)
-            take = bits - got;
-        uint32_t byte = p[bit / 8];
-        v = (v << take) | ((byte >> (8 - (int)(bit % 8) - take)) & ((1u << take) - 1));
-        got += take;
-        bit += (size_t)take;
-    }
-    return (int32_t)(v << (32 - bits)) >> (32 - bits);
-}
 
 static int rms_init(cbf_node *node, cbf_error *err)
 {
@@ -81,7 +65,9 @@ static int rms_run(cbf_node *node, cbf_error *err)
                         if (!b->present[stream * s->heaps + h])
                             continue;
                         for (size_t i = h * s->heap_samples; i < (h + 1) * s->heap_samples; i++) {
-                            const double v = sample(data, i, s->bits);
+                            /* Streams are not padded: _in stops at their end. */
+                            const double v =
+                                cbf_packed_sample_in(data, s->stream_bytes, i, s->bits);
                             sum += v * v;
                         }
                         n += s->heap_samples;

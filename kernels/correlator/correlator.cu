@@ -21,8 +21,9 @@
 #include "correlator.h"
 #include "correlator_sm90.h"
 
+#include "cuda_check.h"
+
 #include <cuda_runtime.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 #define TT 32         /* spectra per shared-memory stage (CBF_CORR_SPECTRA_QUANTUM) */
@@ -39,15 +40,7 @@ struct cbf_corr_cuda {
     int sm90;     /* the wgmma kernel of correlator_sm90.cu serves this plan */
 };
 
-#define CUDA_TRY(call)                                                                      \
-    do {                                                                                    \
-        cudaError_t e_ = (call);                                                            \
-        if (e_ != cudaSuccess) {                                                            \
-            if (msg && msglen)                                                              \
-                snprintf(msg, msglen, "correlator: %s: %s", #call, cudaGetErrorString(e_)); \
-            return CBF_CORR_ECUDA;                                                          \
-        }                                                                                   \
-    } while (0)
+#define CUDA_TRY(call) CBF_KERN_CUDA_TRY("correlator", call)
 
 __device__ __forceinline__ void cp_async16(unsigned dst, const void *src, int bytes)
 {
@@ -264,9 +257,9 @@ int cbf_corr_cuda_create(const cbf_corr_shape *shape, int block_ants, cbf_corr_c
     if (rc)
         return rc;
     if (shape->channels > 65535) {
-        snprintf(msg, msglen, "correlator: channels %d: the GPU grid takes at most 65535",
-                 shape->channels);
-        return CBF_CORR_EINVAL;
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                             "correlator: channels %d: the GPU grid takes at most 65535",
+                             shape->channels);
     }
     /* block_ants 0 on an H100/H200 (compute capability 9.0), for 8-bit
      * input in whole 64-spectrum stages: the wgmma kernel with 64 x 64
@@ -284,15 +277,15 @@ int cbf_corr_cuda_create(const cbf_corr_shape *shape, int block_ants, cbf_corr_c
     else if (block_ants == 0)
         block_ants = shape->n_ants <= 32 ? 32 : 64;
     if (block_ants != 32 && block_ants != 48 && block_ants != 64) {
-        snprintf(msg, msglen, "correlator: block_ants %d: must be 32, 48 or 64", block_ants);
-        return CBF_CORR_EINVAL;
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                             "correlator: block_ants %d: must be 32, 48 or 64", block_ants);
     }
     int dev, sms;
     CUDA_TRY(cudaGetDevice(&dev));
     CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     cbf_corr_cuda *p = (cbf_corr_cuda *)calloc(1, sizeof(*p));
     if (!p)
-        return CBF_CORR_ENOMEM;
+        return CBF_KERN_ENOMEM;
     p->shape = *shape;
     p->sms = sms;
     p->ry = block_ants;
@@ -304,7 +297,7 @@ int cbf_corr_cuda_create(const cbf_corr_shape *shape, int block_ants, cbf_corr_c
     int2 *host = (int2 *)malloc(sizeof(int2) * (size_t)ny * nx);
     if (!host) {
         free(p);
-        return CBF_CORR_ENOMEM;
+        return CBF_KERN_ENOMEM;
     }
     for (int j = 0; j < nx; j++)
         for (int i = 0; i < ny && i * p->ry <= j * p->rx + p->rx - 1; i++)
@@ -314,9 +307,8 @@ int cbf_corr_cuda_create(const cbf_corr_shape *shape, int block_ants, cbf_corr_c
         e = cudaMemcpy(p->tiles, host, sizeof(int2) * (size_t)p->ntiles, cudaMemcpyHostToDevice);
     free(host);
     if (e != cudaSuccess) {
-        snprintf(msg, msglen, "correlator: tile map: %s", cudaGetErrorString(e));
         cbf_corr_cuda_destroy(p);
-        return CBF_CORR_ECUDA;
+        return cbf_kern_cuda(e, msg, msglen, "correlator", "tile map");
     }
     *out = p;
     return 0;
@@ -346,8 +338,8 @@ int cbf_corr_cuda_run(cbf_corr_cuda *p, const cbf_corr_job *job, void *stream, c
     const cbf_corr_shape *s = &job->shape, *ps = &p->shape;
     if (s->n_ants != ps->n_ants || s->channels != ps->channels ||
         s->spectra_per_heap != ps->spectra_per_heap || s->bits != ps->bits) {
-        snprintf(msg, msglen, "correlator: job shape differs from the plan's");
-        return CBF_CORR_EINVAL;
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                             "correlator: job shape differs from the plan's");
     }
     if (job->batch_end == job->batch_begin)
         return 0;
@@ -357,10 +349,10 @@ int cbf_corr_cuda_run(cbf_corr_cuda *p, const cbf_corr_job *job, void *stream, c
         /* the tensor-copy engine reads the input: 16-byte aligned, batch
          * numbers that fit its 32-bit coordinates */
         if ((uintptr_t)job->in % 16 || job->batch_end > INT32_MAX) {
-            snprintf(msg, msglen, "correlator: input at %p, batches to %zu: the Hopper kernel "
-                     "needs 16-byte alignment and fewer than 2^31 batches", (const void *)job->in,
-                     job->batch_end);
-            return CBF_CORR_EINVAL;
+            return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                                 "correlator: input at %p, batches to %zu: the Hopper kernel "
+                                 "needs 16-byte alignment and fewer than 2^31 batches",
+                                 (const void *)job->in, job->batch_end);
         }
         CUDA_TRY(cbf_corr_sm90_launch(job, p->tiles, p->ntiles, p->sms, st));
         return 0;

@@ -19,22 +19,21 @@
  * parts, and -(-128) does not fit in int8 (SPEC.md quantises symmetrically,
  * so an F-engine never produces it). 4-bit -8 is exact on both paths.
  *
- * Return values are 0 or negative codes equal to the CBF_E* codes of
- * cbf/error.h; msg says what was wrong. This folder never includes core/. */
+ * Return values are 0 or a CBF_KERN_* code (kernels/common/status.h);
+ * the message buffer (may be NULL) says what was wrong. This folder never
+ * includes core/. */
 #ifndef CBF_KERNEL_CORRELATOR_H
 #define CBF_KERNEL_CORRELATOR_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define CBF_CORR_EINVAL (-1)
-#define CBF_CORR_ENOMEM (-2)
-#define CBF_CORR_ENOTSUP (-5)
-#define CBF_CORR_ECUDA (-6)
 
 /* The GPU stages spectra in groups of 32, so spectra_per_heap is a multiple
  * of 32; its upper bound keeps one batch's int32 partial sums exact. */

@@ -2,20 +2,7 @@
  * 64-bit CPU correlator (the no-GPU fallback). */
 #include "correlator.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
-
-static int fail(char *msg, size_t msglen, const char *fmt, ...)
-{
-    if (msg && msglen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, msglen, fmt, ap);
-        va_end(ap);
-    }
-    return CBF_CORR_EINVAL;
-}
 
 size_t cbf_corr_baselines(int n_ants) { return (size_t)n_ants * ((size_t)n_ants + 1) / 2; }
 
@@ -33,16 +20,20 @@ size_t cbf_corr_batch_bytes(const cbf_corr_shape *s)
 int cbf_corr_shape_check(const cbf_corr_shape *s, char *msg, size_t msglen)
 {
     if (s->n_ants < 1 || s->n_ants > CBF_CORR_MAX_ANTS)
-        return fail(msg, msglen, "n_ants %d: must be in [1, %d]", s->n_ants, CBF_CORR_MAX_ANTS);
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL, "n_ants %d: must be in [1, %d]",
+                             s->n_ants, CBF_CORR_MAX_ANTS);
     if (s->channels < 1)
-        return fail(msg, msglen, "channels %d: must be at least 1", s->channels);
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL, "channels %d: must be at least 1",
+                             s->channels);
     if (s->spectra_per_heap < CBF_CORR_SPECTRA_QUANTUM ||
         s->spectra_per_heap % CBF_CORR_SPECTRA_QUANTUM ||
         s->spectra_per_heap > CBF_CORR_MAX_SPECTRA)
-        return fail(msg, msglen, "spectra_per_heap %d: must be a multiple of %d up to %d",
-                    s->spectra_per_heap, CBF_CORR_SPECTRA_QUANTUM, CBF_CORR_MAX_SPECTRA);
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                             "spectra_per_heap %d: must be a multiple of %d up to %d",
+                             s->spectra_per_heap, CBF_CORR_SPECTRA_QUANTUM, CBF_CORR_MAX_SPECTRA);
     if (s->bits != 8 && s->bits != 4)
-        return fail(msg, msglen, "bits %d: must be 8 (CI8) or 4 (CI4)", s->bits);
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL, "bits %d: must be 8 (CI8) or 4 (CI4)",
+                             s->bits);
     return 0;
 }
 
@@ -52,12 +43,13 @@ int cbf_corr_job_check(const cbf_corr_job *job, char *msg, size_t msglen)
     if (rc)
         return rc;
     if (job->batch_end < job->batch_begin)
-        return fail(msg, msglen, "batch range [%zu, %zu) is reversed", job->batch_begin,
-                    job->batch_end);
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL, "batch range [%zu, %zu) is reversed",
+                             job->batch_begin, job->batch_end);
     if (job->slices < 1 || job->slices > 65535)
-        return fail(msg, msglen, "slices %d: must be in [1, 65535]", job->slices);
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL, "slices %d: must be in [1, 65535]",
+                             job->slices);
     if (job->batch_end > job->batch_begin && (!job->in || !job->accum))
-        return fail(msg, msglen, "input or accumulator pointer is NULL");
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL, "input or accumulator pointer is NULL");
     return 0;
 }
 
@@ -104,8 +96,8 @@ int cbf_corr_cpu(const cbf_corr_job *job, char *msg, size_t msglen)
     const size_t row_bytes = (size_t)sp * 2 * (s->bits == 4 ? 1 : 2);
     int *rows = malloc(sizeof(int) * row_vals * (size_t)n);
     if (!rows) {
-        fail(msg, msglen, "correlator: out of memory for %d antenna rows", n);
-        return CBF_CORR_ENOMEM;
+        return cbf_kern_fail(msg, msglen, CBF_KERN_ENOMEM,
+                             "correlator: out of memory for %d antenna rows", n);
     }
     const size_t nbl = cbf_corr_baselines(n);
     for (size_t b = job->batch_begin; b < job->batch_end; b++) {

@@ -18,8 +18,9 @@
  * fixed-point phase, which wraps exactly. */
 #include "ddc.h"
 
+#include "cuda_check.h"
+
 #include <cuda_runtime.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 struct cbf_ddc_cuda {
@@ -30,15 +31,7 @@ struct cbf_ddc_cuda {
 
 #define BLOCK 128
 
-#define CUDA_TRY(call)                                                                   \
-    do {                                                                                 \
-        cudaError_t e_ = (call);                                                         \
-        if (e_ != cudaSuccess) {                                                         \
-            if (msg && msglen)                                                           \
-                snprintf(msg, msglen, "ddc: %s: %s", #call, cudaGetErrorString(e_));     \
-            return CBF_DDC_ECUDA;                                                        \
-        }                                                                                \
-    } while (0)
+#define CUDA_TRY(call) CBF_KERN_CUDA_TRY("ddc", call)
 
 /* Word i of a packed stream, in stream (big-endian) bit order; clamped so
  * that threads past the last output never read past the buffer. */
@@ -162,13 +155,12 @@ extern "C" int cbf_ddc_cuda_create(const cbf_ddc_config *cfg, const float *z_hos
     if (!per_thread)
         per_thread = CBF_DDC_DEFAULT_PER_THREAD;
     if (per_thread != 4 && per_thread != 8 && per_thread != 16) {
-        if (msg && msglen)
-            snprintf(msg, msglen, "ddc: per_thread %d: must be 4, 8 or 16", per_thread);
-        return CBF_DDC_EINVAL;
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL, "ddc: per_thread %d: must be 4, 8 or 16",
+                             per_thread);
     }
     cbf_ddc_cuda *p = (cbf_ddc_cuda *)calloc(1, sizeof(*p));
     if (!p)
-        return CBF_DDC_ENOMEM;
+        return CBF_KERN_ENOMEM;
     p->cfg = *cfg;
     p->per_thread = per_thread;
     size_t bytes = (size_t)cfg->taps * sizeof(float2);
@@ -176,10 +168,8 @@ extern "C" int cbf_ddc_cuda_create(const cbf_ddc_config *cfg, const float *z_hos
     if (e == cudaSuccess)
         e = cudaMemcpy(p->z, z_host, bytes, cudaMemcpyHostToDevice);
     if (e != cudaSuccess) {
-        if (msg && msglen)
-            snprintf(msg, msglen, "ddc: allocating the CUDA plan: %s", cudaGetErrorString(e));
         cbf_ddc_cuda_destroy(p);
-        return CBF_DDC_ECUDA;
+        return cbf_kern_cuda(e, msg, msglen, "ddc", "allocating the CUDA plan");
     }
     *out = p;
     return 0;
@@ -194,7 +184,7 @@ extern "C" int cbf_ddc_cuda_run(cbf_ddc_cuda *plan, const cbf_ddc_job *job, void
         return rc;
     const int C = plan->per_thread;
     const long long threads = ((long long)job->outputs + C - 1) / C;
-    const long long last_word = (long long)(cbf_ddc_packed_bytes(job->in_samples, cfg->bits) / 4) - 1;
+    const long long last_word = (long long)(cbf_packed_bytes(job->in_samples, cfg->bits) / 4) - 1;
     dim3 grid((unsigned)((threads + BLOCK - 1) / BLOCK), 2);
     const uint32_t phase0 = cbf_ddc_phase(job->timestamp + job->start, cfg->mix_step);
     const uint32_t out_step = (uint32_t)((uint64_t)cfg->decimation * cfg->mix_step);

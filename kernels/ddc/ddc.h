@@ -15,26 +15,27 @@
  *
  * Input: packed big-endian signed samples, 2..16 bits (the MeerKAT
  * digitiser layout, sample 0 in the top bits of byte 0), 4-byte aligned and
- * readable up to cbf_ddc_packed_bytes (the decoder loads 32-bit words, one
- * past the last sample's). Output: complex float32 (re, im interleaved),
- * [pol][output], the layout the narrowband PFB reads.
+ * readable up to cbf_packed_bytes (kernels/common/packed.h: the GPU decoder
+ * loads 32-bit words, one past the one a sample starts in). Output: complex
+ * float32 (re, im interleaved), [pol][output], the layout the narrowband
+ * PFB reads.
  *
- * Return values are 0 or the negative codes below, equal to cbf/error.h's
- * CBF_EINVAL, CBF_ENOMEM and CBF_ECUDA; msg (may be NULL) says what was
- * wrong. This folder never includes core/. */
+ * Return values are 0 or a CBF_KERN_* code (kernels/common/status.h);
+ * the message buffer (may be NULL) says what was wrong. This folder never
+ * includes core/. */
 #ifndef CBF_KERNEL_DDC_H
 #define CBF_KERNEL_DDC_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "packed.h"
+#include "status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define CBF_DDC_EINVAL (-1)
-#define CBF_DDC_ENOMEM (-2)
-#define CBF_DDC_ECUDA (-6)
 #define CBF_DDC_MAX_TAPS 4096
 /* Outputs per CUDA thread (the tuning parameter C); 0 picks the default. */
 #define CBF_DDC_DEFAULT_PER_THREAD 8
@@ -55,9 +56,12 @@ uint32_t cbf_ddc_mix_step(double cycles_per_sample);
 /* phi(n) = n x step mod 2^32, exact for every 64-bit n. */
 uint32_t cbf_ddc_phase(uint64_t n, uint32_t step);
 
-/* Bytes an input of `samples` samples must be readable to: whole 32-bit
- * words, plus one word past the last (its contents are never used). */
-size_t cbf_ddc_packed_bytes(size_t samples, int bits);
+/* The old name of cbf_packed_bytes (kernels/common/packed.h), kept only
+ * until plugins/ddc calls cbf_packed_bytes itself; then it goes. */
+static inline size_t cbf_ddc_packed_bytes(size_t samples, int bits)
+{
+    return cbf_packed_bytes(samples, bits);
+}
 
 /* Input samples that `outputs` outputs read: (outputs - 1) S + taps. */
 size_t cbf_ddc_in_samples(const cbf_ddc_config *cfg, size_t outputs);

@@ -4,21 +4,13 @@
  * run as vector FMAs; elsewhere fmaf gives the same bits, slower. */
 #include "ddc.h"
 
+#include "packed.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define BLOCK 1024
-
-/* A 32-bit big-endian window always holds the sample (bits <= 16, at most 7
- * bits of lead): the padded input covers the bytes past the last sample. */
-static inline float decode(const uint8_t *in, size_t i, int bits)
-{
-    size_t bit = i * (size_t)bits;
-    const uint8_t *p = in + (bit >> 3);
-    uint32_t v = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-    return (float)((int32_t)(v << (bit & 7)) >> (32 - bits));
-}
 
 /* Rotation by -phi, phi in cycles x 2^32: the kernel's sincospif of the
  * float phase in half-cycles; here in double, rounded to float. */
@@ -75,14 +67,15 @@ int cbf_ddc_cpu(const cbf_ddc_config *cfg, const float *z, const cbf_ddc_job *jo
     if (!xp || !acc) {
         free(xp);
         free(acc);
-        if (msg && msglen)
-            strncpy(msg, "ddc: out of memory for the decode block", msglen - 1);
-        return CBF_DDC_ENOMEM;
+        return cbf_kern_fail(msg, msglen, CBF_KERN_ENOMEM,
+                             "ddc: out of memory for the decode block");
     }
     const uint32_t phase0 = cbf_ddc_phase(job->timestamp + job->start, cfg->mix_step);
     const uint32_t out_step = (uint32_t)(S * cfg->mix_step);
+    const int bits = cfg->bits;
     for (int p = 0; p < 2; p++) {
         float *out = job->out + 2 * (size_t)p * job->out_pol_stride;
+        const uint8_t *in = job->in[p];
         for (size_t m0 = 0; m0 < job->outputs; m0 += BLOCK) {
             size_t n = job->outputs - m0 < BLOCK ? job->outputs - m0 : BLOCK;
             size_t first = job->start + m0 * S, need = (n - 1) * S + (size_t)cfg->taps;
@@ -90,7 +83,8 @@ int cbf_ddc_cpu(const cbf_ddc_config *cfg, const float *z, const cbf_ddc_job *jo
             for (size_t r = 0; r < padded + W - 1; r++)
                 for (size_t q = 0; q < S; q++) {
                     size_t i = r * S + q;
-                    xp[q * rows + r] = i < need ? decode(job->in[p], first + i, cfg->bits) : 0.0f;
+                    xp[q * rows + r] =
+                        i < need ? (float)cbf_packed_sample(in, first + i, bits) : 0.0f;
                 }
             block_sums(xp, rows, S, W, z, padded, acc, acc + BLOCK + LANES);
             for (size_t m = 0; m < n; m++)

@@ -3,33 +3,23 @@
 #include "ddc.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
-
-static int fail(char *msg, size_t msglen, const char *fmt, ...)
-{
-    if (msg && msglen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, msglen, fmt, ap);
-        va_end(ap);
-    }
-    return CBF_DDC_EINVAL;
-}
 
 int cbf_ddc_config_check(const cbf_ddc_config *cfg, char *msg, size_t msglen)
 {
     if (cfg->bits < 2 || cfg->bits > 16)
-        return fail(msg, msglen, "ddc: bits %d: supported widths are 2..16", cfg->bits);
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                             "ddc: bits %d: supported widths are 2..16", cfg->bits);
     if (cfg->decimation < 2 || cfg->decimation > CBF_DDC_MAX_TAPS / 4)
-        return fail(msg, msglen, "ddc: decimation %d: must be in [2, %d]", cfg->decimation,
-                    CBF_DDC_MAX_TAPS / 4);
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL, "ddc: decimation %d: must be in [2, %d]",
+                             cfg->decimation, CBF_DDC_MAX_TAPS / 4);
     int w = cfg->taps / cfg->decimation;
     if (cfg->taps % cfg->decimation || (w != 4 && w != 8 && w != 12 && w != 16) ||
         cfg->taps > CBF_DDC_MAX_TAPS)
-        return fail(msg, msglen,
-                    "ddc: taps %d: must be 4, 8, 12 or 16 times the decimation (%d), at most %d",
-                    cfg->taps, cfg->decimation, CBF_DDC_MAX_TAPS);
+        return cbf_kern_fail(
+            msg, msglen, CBF_KERN_EINVAL,
+            "ddc: taps %d: must be 4, 8, 12 or 16 times the decimation (%d), at most %d", cfg->taps,
+            cfg->decimation, CBF_DDC_MAX_TAPS);
     return 0;
 }
 
@@ -44,12 +34,6 @@ uint32_t cbf_ddc_phase(uint64_t n, uint32_t step)
 {
     /* The product wraps modulo 2^64; its low 32 bits are n x step mod 2^32. */
     return (uint32_t)(n * (uint64_t)step);
-}
-
-size_t cbf_ddc_packed_bytes(size_t samples, int bits)
-{
-    size_t words = (samples / 32) * (size_t)bits + ((samples % 32) * (size_t)bits + 31) / 32;
-    return 4 * (words + 1);
 }
 
 size_t cbf_ddc_in_samples(const cbf_ddc_config *cfg, size_t outputs)
@@ -81,16 +65,17 @@ int cbf_ddc_job_check(const cbf_ddc_config *cfg, const cbf_ddc_job *job, char *m
     if (!job->outputs)
         return 0;
     if (!job->in[0] || !job->in[1] || !job->out)
-        return fail(msg, msglen, "ddc: job has a NULL input or output");
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL, "ddc: job has a NULL input or output");
     if (((uintptr_t)job->in[0] | (uintptr_t)job->in[1]) & 3)
-        return fail(msg, msglen, "ddc: inputs must be 4-byte aligned");
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL, "ddc: inputs must be 4-byte aligned");
     if (job->out_pol_stride < job->outputs)
-        return fail(msg, msglen, "ddc: out_pol_stride %zu < outputs %zu", job->out_pol_stride,
-                    job->outputs);
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL, "ddc: out_pol_stride %zu < outputs %zu",
+                             job->out_pol_stride, job->outputs);
     size_t need = job->start + cbf_ddc_in_samples(cfg, job->outputs);
     if (need > job->in_samples || need < job->start)
-        return fail(msg, msglen,
-                    "ddc: %zu outputs from sample %zu need %zu input samples, the input holds %zu",
-                    job->outputs, job->start, need, job->in_samples);
+        return cbf_kern_fail(
+            msg, msglen, CBF_KERN_EINVAL,
+            "ddc: %zu outputs from sample %zu need %zu input samples, the input holds %zu",
+            job->outputs, job->start, need, job->in_samples);
     return 0;
 }

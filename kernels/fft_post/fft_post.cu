@@ -11,10 +11,11 @@
  * stores 128 contiguous bytes of one channel: the partial transpose. */
 #include "fft_post.h"
 
+#include "cuda_check.h"
+
 #include <cuda_runtime.h>
 #include <cufft.h>
 #include <limits.h>
-#include <stdio.h>
 
 struct cbf_fft_post_cuda {
     cbf_fft_post_config cfg;
@@ -37,18 +38,7 @@ struct cbf_fft_post_cuda {
 #define ROWS_OF(n) ((n) == 4 ? 4 : 8)
 #define BLOCKS_OF(n) ((n) == 2 ? 2 : (n) == 4 ? 4 : 3)
 
-static int cuda_fail(char *msg, size_t msglen, const char *what, cudaError_t e)
-{
-    if (msg && msglen)
-        snprintf(msg, msglen, "fft_post: %s: %s", what, cudaGetErrorString(e));
-    return CBF_FFT_POST_ECUDA;
-}
-#define CUDA_TRY(call)                                         \
-    do {                                                       \
-        cudaError_t e_ = (call);                               \
-        if (e_ != cudaSuccess)                                 \
-            return cuda_fail(msg, msglen, #call, e_);          \
-    } while (0)
+#define CUDA_TRY(call) CBF_KERN_CUDA_TRY("fft_post", call)
 
 __device__ __forceinline__ float2 cmul(float2 a, float2 b)
 {
@@ -353,7 +343,7 @@ extern "C" int cbf_fft_post_cuda_create(const cbf_fft_post_config *cfg, void *st
         return rc;
     cbf_fft_post_cuda *p = (cbf_fft_post_cuda *)calloc(1, sizeof(*p));
     if (!p)
-        return CBF_FFT_POST_ENOMEM;
+        return CBF_KERN_ENOMEM;
     p->cfg = *cfg;
     p->stream = (cudaStream_t)stream;
     *out = p;
@@ -373,7 +363,7 @@ extern "C" int cbf_fft_post_cuda_create(const cbf_fft_post_config *cfg, void *st
     if (e != cudaSuccess) {
         cbf_fft_post_cuda_destroy(p);
         *out = NULL;
-        return cuda_fail(msg, msglen, "allocating the plan", e);
+        return cbf_kern_cuda(e, msg, msglen, "fft_post", "allocating the plan");
     }
     cufftResult fr = cufftPlanMany(&p->fft, 1, &m, NULL, 1, m, NULL, 1, m, CUFFT_C2C,
                                    (int)(cfg->spectra * cfg->unzip));
@@ -384,16 +374,15 @@ extern "C" int cbf_fft_post_cuda_create(const cbf_fft_post_config *cfg, void *st
     if (fr != CUFFT_SUCCESS) {
         cbf_fft_post_cuda_destroy(p);
         *out = NULL;
-        if (msg && msglen)
-            snprintf(msg, msglen, "fft_post: cuFFT plan of %zu x %d points failed (cufftResult %d)",
-                     cfg->spectra * cfg->unzip, m, (int)fr);
-        return CBF_FFT_POST_ECUDA;
+        return cbf_kern_fail(msg, msglen, CBF_KERN_ECUDA,
+                             "fft_post: cuFFT plan of %zu x %d points failed (cufftResult %d)",
+                             cfg->spectra * cfg->unzip, m, (int)fr);
     }
     float *ones = (float *)malloc(sizeof(float) * 4 * N);
     if (!ones) {
         cbf_fft_post_cuda_destroy(p);
         *out = NULL;
-        return CBF_FFT_POST_ENOMEM;
+        return CBF_KERN_ENOMEM;
     }
     for (int i = 0; i < 2 * N; i++) {
         ones[2 * i] = 1.0f;
@@ -433,10 +422,9 @@ static int check_args(const cbf_fft_post_cuda *plan, const cbf_fft_post_args *a,
     size_t need = plan->cfg.spectra * cbf_fft_post_row_floats(&plan->cfg);
     if (a->data_pol_stride >= need)
         return 0;
-    if (msg && msglen)
-        snprintf(msg, msglen, "fft_post: data_pol_stride %zu < spectra x row %zu floats",
-                 a->data_pol_stride, need);
-    return CBF_FFT_POST_EINVAL;
+    return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                         "fft_post: data_pol_stride %zu < spectra x row %zu floats",
+                         a->data_pol_stride, need);
 }
 
 extern "C" int cbf_fft_post_cuda_fft(cbf_fft_post_cuda *plan, const cbf_fft_post_args *args,
@@ -449,9 +437,8 @@ extern "C" int cbf_fft_post_cuda_fft(cbf_fft_post_cuda *plan, const cbf_fft_post
         cufftComplex *d = (cufftComplex *)(args->data + pol * args->data_pol_stride);
         cufftResult fr = cufftExecC2C(plan->fft, d, d, CUFFT_FORWARD);
         if (fr != CUFFT_SUCCESS) {
-            if (msg && msglen)
-                snprintf(msg, msglen, "fft_post: cufftExecC2C failed (cufftResult %d)", (int)fr);
-            return CBF_FFT_POST_ECUDA;
+            return cbf_kern_fail(msg, msglen, CBF_KERN_ECUDA,
+                                 "fft_post: cufftExecC2C failed (cufftResult %d)", (int)fr);
         }
     }
     return 0;

@@ -26,20 +26,20 @@
  * and the fine delay turns channel c by -pi d (c - channels/2) / channels
  * with d in samples of the complex input (digitiser samples / decimation).
  *
- * Return values are 0 or negative codes equal to cbf/error.h's CBF_E*. */
+ * Return values are 0 or a CBF_KERN_* code (kernels/common/status.h);
+ * the message buffer (may be NULL) says what was wrong. */
 #ifndef CBF_KERNEL_FFT_POST_H
 #define CBF_KERNEL_FFT_POST_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define CBF_FFT_POST_EINVAL (-1)
-#define CBF_FFT_POST_ENOMEM (-2)
-#define CBF_FFT_POST_ECUDA (-6)
 
 typedef struct cbf_fft_post_config {
     int channels;            /* power of two, 64..65536 */

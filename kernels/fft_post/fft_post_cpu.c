@@ -38,9 +38,8 @@ int cbf_fft_post_cpu_create(const cbf_fft_post_config *cfg, cbf_fft_post_cpu **o
     if (!p || !scratch || !p->gains[0] || !p->gains[1] || !p->twiddle || !p->half || !p->rot) {
         fftwf_free(scratch);
         cbf_fft_post_cpu_destroy(p);
-        if (msg && msglen)
-            snprintf(msg, msglen, "fft_post: out of memory for a %d-channel plan", N);
-        return CBF_FFT_POST_ENOMEM;
+        return cbf_kern_fail(msg, msglen, CBF_KERN_ENOMEM,
+                             "fft_post: out of memory for a %d-channel plan", N);
     }
     /* UNALIGNED: buffers come from pools, not from fftwf_malloc. */
     p->plan = fftwf_plan_dft_1d(m, scratch, scratch, FFTW_FORWARD,
@@ -48,9 +47,8 @@ int cbf_fft_post_cpu_create(const cbf_fft_post_config *cfg, cbf_fft_post_cpu **o
     fftwf_free(scratch);
     if (!p->plan) {
         cbf_fft_post_cpu_destroy(p);
-        if (msg && msglen)
-            snprintf(msg, msglen, "fft_post: FFTW could not plan a %d-point transform", m);
-        return CBF_FFT_POST_ENOMEM;
+        return cbf_kern_fail(msg, msglen, CBF_KERN_ENOMEM,
+                             "fft_post: FFTW could not plan a %d-point transform", m);
     }
     for (int i = 0; i < 2 * N; i++)
         p->gains[0][i] = p->gains[1][i] = 1.0f;
@@ -174,10 +172,9 @@ int cbf_fft_post_cpu_run(cbf_fft_post_cpu *plan, const cbf_fft_post_args *args,
     const size_t row = cbf_fft_post_row_floats(c);
     const size_t m = c->complex_in ? row / 2 : (size_t)(c->channels / c->unzip);
     if (args->data_pol_stride < c->spectra * row) {
-        if (msg && msglen)
-            snprintf(msg, msglen, "fft_post: data_pol_stride %zu < spectra x %zu floats",
-                     args->data_pol_stride, c->spectra * row);
-        return CBF_FFT_POST_EINVAL;
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                             "fft_post: data_pol_stride %zu < spectra x %zu floats",
+                             args->data_pol_stride, c->spectra * row);
     }
     /* Delay and phase are fixed for a run: one rotation per channel. */
     for (int k = 0; k < c->channels; k++)

@@ -25,11 +25,10 @@ int cbf_fft_post_config_check(const cbf_fft_post_config *cfg, char *msg, size_t 
         why = "complex (narrowband) input needs unzip 1";
     if (!why)
         return 0;
-    if (msg && msglen)
-        snprintf(msg, msglen, "fft_post: %s (channels %d, unzip %d, spectra_per_heap %d, "
-                 "spectra %zu, out_bits %d)", why, c, cfg->unzip, cfg->spectra_per_heap,
-                 cfg->spectra, cfg->out_bits);
-    return CBF_FFT_POST_EINVAL;
+    return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                         "fft_post: %s (channels %d, unzip %d, spectra_per_heap %d, "
+                         "spectra %zu, out_bits %d)",
+                         why, c, cfg->unzip, cfg->spectra_per_heap, cfg->spectra, cfg->out_bits);
 }
 
 size_t cbf_fft_post_out_bytes(const cbf_fft_post_config *cfg)

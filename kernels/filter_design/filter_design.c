@@ -9,23 +9,10 @@
 #include "filter_design.h"
 
 #include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MAX_ITER 250
-
-static int fail(char *msg, size_t msglen, int rc, const char *fmt, ...)
-{
-    if (msg && msglen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, msglen, fmt, ap);
-        va_end(ap);
-    }
-    return rc;
-}
 
 typedef struct grid {
     size_t n;
@@ -63,7 +50,7 @@ static int grid_build(int taps, int L, const cbf_fd_band *b, int nb, int density
     g->w = malloc(cap * sizeof(double));
     g->band = malloc(cap * sizeof(int));
     if (!g->f || !g->x || !g->d || !g->w || !g->band)
-        return CBF_FD_ENOMEM;
+        return CBF_KERN_ENOMEM;
     for (int i = 0; i < nb; i++) {
         double lo = b[i].lo, hi = b[i].hi;
         if (taps % 2 == 0 && hi > 0.5 - step)
@@ -218,19 +205,21 @@ static void taps_from(const grid *g, const state *s, int taps, double *h)
 static int check_bands(int taps, const cbf_fd_band *b, int nb, char *msg, size_t msglen)
 {
     if (taps < 3 || taps > CBF_FD_MAX_TAPS)
-        return fail(msg, msglen, CBF_FD_EINVAL, "remez: taps %d: must be in [3, %d]", taps,
-                    CBF_FD_MAX_TAPS);
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL, "remez: taps %d: must be in [3, %d]",
+                             taps, CBF_FD_MAX_TAPS);
     if (nb < 1 || !b)
-        return fail(msg, msglen, CBF_FD_EINVAL, "remez: no bands");
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL, "remez: no bands");
     for (int i = 0; i < nb; i++) {
         if (!(b[i].lo >= 0.0) || !(b[i].hi <= 0.5) || !(b[i].lo <= b[i].hi) ||
             (i && !(b[i].lo > b[i - 1].hi)))
-            return fail(msg, msglen, CBF_FD_EINVAL,
-                        "remez: band %d [%g, %g]: edges must lie in [0, 0.5], increasing and "
-                        "disjoint", i, b[i].lo, b[i].hi);
+            return cbf_kern_fail(
+                msg, msglen, CBF_KERN_EINVAL,
+                "remez: band %d [%g, %g]: edges must lie in [0, 0.5], increasing and "
+                "disjoint",
+                i, b[i].lo, b[i].hi);
         if (!(b[i].weight > 0.0) || !isfinite(b[i].weight) || !isfinite(b[i].desired))
-            return fail(msg, msglen, CBF_FD_EINVAL, "remez: band %d: weight %g must be positive",
-                        i, b[i].weight);
+            return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                                 "remez: band %d: weight %g must be positive", i, b[i].weight);
     }
     return 0;
 }
@@ -250,9 +239,11 @@ int cbf_fd_remez(int taps, const cbf_fd_band *bands, int n_bands, int density, d
     int *cand = NULL;
     rc = grid_build(taps, L, bands, n_bands, density, &g);
     if (!rc && g.n < (size_t)L + 1)
-        rc = fail(msg, msglen, CBF_FD_EINVAL,
-                  "remez: the bands hold %zu grid points, fewer than the %d a %d-tap design "
-                  "needs: widen the bands or raise the density", g.n, L + 1, taps);
+        rc = cbf_kern_fail(
+            msg, msglen, CBF_KERN_EINVAL,
+            "remez: the bands hold %zu grid points, fewer than the %d a %d-tap design "
+            "needs: widen the bands or raise the density",
+            g.n, L + 1, taps);
     if (!rc) {
         s.ext = malloc((size_t)(L + 1) * sizeof(int));
         s.xs = malloc((size_t)(L + 1) * sizeof(double));
@@ -261,7 +252,8 @@ int cbf_fd_remez(int taps, const cbf_fd_band *bands, int n_bands, int density, d
         e = malloc(g.n * sizeof(double));
         cand = malloc(g.n * sizeof(int));
         if (!s.ext || !s.xs || !s.c || !s.a || !e || !cand)
-            rc = fail(msg, msglen, CBF_FD_ENOMEM, "remez: out of memory (%zu grid points)", g.n);
+            rc = cbf_kern_fail(msg, msglen, CBF_KERN_ENOMEM,
+                               "remez: out of memory (%zu grid points)", g.n);
     }
     int it = 0, done = 0;
     if (!rc) {
@@ -283,9 +275,11 @@ int cbf_fd_remez(int taps, const cbf_fd_band *bands, int n_bands, int density, d
                 found = exchange(&g, e, fabs(s.delta) * (f == 0 ? 1.0 - 1e-6 : f == 1 ? 0.9 : 0.5),
                                  cand, L);
             if (found < L + 1) {
-                rc = fail(msg, msglen, CBF_FD_EINVAL,
-                          "remez: only %d alternation points at iteration %d (need %d): the "
-                          "design is degenerate (check bands and taps)", found, it, L + 1);
+                rc = cbf_kern_fail(
+                    msg, msglen, CBF_KERN_EINVAL,
+                    "remez: only %d alternation points at iteration %d (need %d): the "
+                    "design is degenerate (check bands and taps)",
+                    found, it, L + 1);
                 break;
             }
             done = !memcmp(cand, s.ext, (size_t)(L + 1) * sizeof(int)) ||
@@ -293,9 +287,9 @@ int cbf_fd_remez(int taps, const cbf_fd_band *bands, int n_bands, int density, d
             memcpy(s.ext, cand, (size_t)(L + 1) * sizeof(int));
         }
         if (!rc && !done)
-            rc = fail(msg, msglen, CBF_FD_EINVAL,
-                      "remez: no convergence in %d iterations (%d taps): try fewer taps or "
-                      "gentler weights", MAX_ITER, taps);
+            rc = cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                               "remez: no convergence in %d iterations (%d taps): try fewer "
+                               "taps or gentler weights", MAX_ITER, taps);
     }
     if (!rc) {
         solve(&g, &s);
@@ -325,15 +319,15 @@ double cbf_fd_amplitude(const double *h, int taps, double f)
 int cbf_fd_ddc_bands(int subsampling, double pass_weight, cbf_fd_band *bands, int max_bands)
 {
     if (subsampling < 2 || !(pass_weight > 0.0) || !isfinite(pass_weight))
-        return CBF_FD_EINVAL;
+        return CBF_KERN_EINVAL;
     const double S = subsampling, half = 0.25 / S;
     int n = 0;
     if (n >= max_bands)
-        return CBF_FD_EINVAL;
+        return CBF_KERN_EINVAL;
     bands[n++] = (cbf_fd_band){0.0, half, 1.0, pass_weight};
     for (int k = 1; k / S - half < 0.5; k++) {
         if (n >= max_bands)
-            return CBF_FD_EINVAL;
+            return CBF_KERN_EINVAL;
         double hi = k / S + half;
         bands[n++] = (cbf_fd_band){k / S - half, hi > 0.5 ? 0.5 : hi, 0.0, 1.0};
     }
@@ -345,12 +339,12 @@ int cbf_fd_ddc_report(const double *h, int taps, int subsampling, cbf_fd_report 
 {
     cbf_fd_band *b = malloc(((size_t)subsampling / 2 + 2) * sizeof(cbf_fd_band));
     if (!b)
-        return fail(msg, msglen, CBF_FD_ENOMEM, "ddc filter report: out of memory");
+        return cbf_kern_fail(msg, msglen, CBF_KERN_ENOMEM, "ddc filter report: out of memory");
     int nb = cbf_fd_ddc_bands(subsampling, 1.0, b, subsampling / 2 + 2);
     if (nb < 0 || taps < 1) {
         free(b);
-        return fail(msg, msglen, CBF_FD_EINVAL, "ddc filter report: subsampling %d, taps %d",
-                    subsampling, taps);
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                             "ddc filter report: subsampling %d, taps %d", subsampling, taps);
     }
     const double step = 0.5 / (16.0 * taps);
     rep->pass_min = INFINITY;
@@ -379,18 +373,18 @@ int cbf_fd_ddc_design(int taps, int subsampling, double pass_weight, double *h,
                       cbf_fd_info *info, cbf_fd_report *rep, char *msg, size_t msglen)
 {
     if (subsampling < 2 || subsampling > CBF_FD_MAX_TAPS)
-        return fail(msg, msglen, CBF_FD_EINVAL, "ddc filter: subsampling %d: must be >= 2",
-                    subsampling);
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                             "ddc filter: subsampling %d: must be >= 2", subsampling);
     if (!(pass_weight > 0.0) || !isfinite(pass_weight))
-        return fail(msg, msglen, CBF_FD_EINVAL, "ddc filter: pass_weight %g: must be positive",
-                    pass_weight);
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                             "ddc filter: pass_weight %g: must be positive", pass_weight);
     const int max_bands = subsampling / 2 + 2;
     cbf_fd_band *b = malloc((size_t)max_bands * sizeof(cbf_fd_band));
     if (!b)
-        return fail(msg, msglen, CBF_FD_ENOMEM, "ddc filter: out of memory");
+        return cbf_kern_fail(msg, msglen, CBF_KERN_ENOMEM, "ddc filter: out of memory");
     int nb = cbf_fd_ddc_bands(subsampling, pass_weight, b, max_bands);
-    int rc = nb < 0 ? fail(msg, msglen, CBF_FD_EINVAL, "ddc filter: bad bands") :
-                      cbf_fd_remez(taps, b, nb, 32, h, info, msg, msglen);
+    int rc = nb < 0 ? cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL, "ddc filter: bad bands")
+                    : cbf_fd_remez(taps, b, nb, 32, h, info, msg, msglen);
     free(b);
     if (!rc && rep)
         rc = cbf_fd_ddc_report(h, taps, subsampling, rep, msg, msglen);

@@ -13,19 +13,19 @@
  * |f - k/S| <= 1/(4S) for k >= 1, form the stopbands; everything else lands
  * in the discarded outer channels and is left free (see docs/narrowband.md).
  *
- * Return values are 0 or the negative codes below (equal to cbf/error.h's
- * CBF_EINVAL and CBF_ENOMEM); msg (may be NULL) says what was wrong. */
+ * Return values are 0 or a CBF_KERN_* code (kernels/common/status.h);
+ * the message buffer (may be NULL) says what was wrong. */
 #ifndef CBF_KERNEL_FILTER_DESIGN_H
 #define CBF_KERNEL_FILTER_DESIGN_H
 
 #include <stddef.h>
 
+#include "status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define CBF_FD_EINVAL (-1)
-#define CBF_FD_ENOMEM (-2)
 #define CBF_FD_DEFAULT_DENSITY 16
 #define CBF_FD_MAX_TAPS 8192
 /* katgpucbf's default passband weight: stopband error 200x smaller than the
@@ -57,7 +57,7 @@ double cbf_fd_amplitude(const double *h, int taps, double f);
 /* The DDC bands for subsampling factor S >= 2: passband [0, 1/(4S)] with
  * desired 1 and weight pass_weight, then each alias band with desired 0 and
  * weight 1, clipped to 0.5. Returns the band count (at most S / 2 + 1), or
- * CBF_FD_EINVAL when max_bands is too small or an argument is bad. */
+ * CBF_KERN_EINVAL when max_bands is too small or an argument is bad. */
 int cbf_fd_ddc_bands(int subsampling, double pass_weight, cbf_fd_band *bands, int max_bands);
 
 /* Figures of the DDC filter on a dense grid (at least 16 points per tap

@@ -5,20 +5,21 @@
  * bit first, so sample 0 occupies the top bits of byte 0. A stream whose
  * length in bits is not a multiple of 8 ends with zero padding bits.
  *
- * Return values are 0 or CBF_PACK_EINVAL, which equals CBF_EINVAL of
- * cbf/error.h so a plugin can pass it on; the message buffer (may be NULL)
- * then says what was wrong. This folder never includes core/. */
+ * Return values are 0 or CBF_KERN_EINVAL (kernels/common/status.h); the
+ * message buffer (may be NULL) says what was wrong. This folder never
+ * includes core/. */
 #ifndef CBF_KERNEL_PACK_H
 #define CBF_KERNEL_PACK_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define CBF_PACK_EINVAL (-1)
 #define CBF_PACK_MIN_BITS 2
 #define CBF_PACK_MAX_BITS 16
 

@@ -1,20 +1,10 @@
-/* pack_cpu.c: see pack.h. A 64-bit accumulator moves whole bytes at a time;
- * with bits <= 16 and at most 7 bits left over, it never holds more than 23. */
+/* pack_cpu.c: see pack.h. Packing runs a 64-bit accumulator that moves
+ * whole bytes at a time (with bits <= 16 and at most 7 bits left over it
+ * never holds more than 23); unpacking is kernels/common/packed.h's
+ * decoder. */
 #include "pack.h"
 
-#include <stdarg.h>
-#include <stdio.h>
-
-static int fail(char *msg, size_t msglen, const char *fmt, ...)
-{
-    if (msg && msglen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, msglen, fmt, ap);
-        va_end(ap);
-    }
-    return CBF_PACK_EINVAL;
-}
+#include "packed.h"
 
 int cbf_pack_bits_ok(int bits)
 {
@@ -42,8 +32,9 @@ int32_t cbf_pack_max(int bits)
 int cbf_pack(const int16_t *in, size_t n, int bits, uint8_t *out, char *msg, size_t msglen)
 {
     if (!cbf_pack_bits_ok(bits))
-        return fail(msg, msglen, "pack: bits = %d, supported widths are %d..%d", bits,
-                    CBF_PACK_MIN_BITS, CBF_PACK_MAX_BITS);
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                             "pack: bits = %d, supported widths are %d..%d", bits,
+                             CBF_PACK_MIN_BITS, CBF_PACK_MAX_BITS);
     const int32_t lo = cbf_pack_min(bits), hi = cbf_pack_max(bits);
     const uint64_t mask = ((uint64_t)1 << bits) - 1;
     uint64_t acc = 0;
@@ -51,8 +42,9 @@ int cbf_pack(const int16_t *in, size_t n, int bits, uint8_t *out, char *msg, siz
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
         if (in[i] < lo || in[i] > hi)
-            return fail(msg, msglen, "pack: sample %zu = %d is outside [%d, %d] for %d bits", i,
-                        (int)in[i], (int)lo, (int)hi, bits);
+            return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                                 "pack: sample %zu = %d is outside [%d, %d] for %d bits", i,
+                                 (int)in[i], (int)lo, (int)hi, bits);
         acc = (acc << bits) | ((uint64_t)(int64_t)in[i] & mask);
         held += bits;
         while (held >= 8) {
@@ -69,30 +61,14 @@ int cbf_unpack_range(const uint8_t *in, size_t first, size_t n, int bits, int16_
                      char *msg, size_t msglen)
 {
     if (!cbf_pack_bits_ok(bits))
-        return fail(msg, msglen, "unpack: bits = %d, supported widths are %d..%d", bits,
-                    CBF_PACK_MIN_BITS, CBF_PACK_MAX_BITS);
-    /* Eight samples fill exactly `bits` bytes. */
-    const size_t start_bit = (first / 8) * (size_t)bits * 8 + (first % 8) * (size_t)bits;
-    size_t byte = start_bit / 8;
-    uint64_t acc = 0;
-    int held = 0;
-    if (start_bit % 8) {
-        held = 8 - (int)(start_bit % 8);
-        acc = in[byte++] & ((1u << held) - 1);
-    }
-    const int shift = 64 - bits;
-    for (size_t i = 0; i < n; i++) {
-        while (held < bits) {
-            acc = (acc << 8) | in[byte++];
-            held += 8;
-        }
-        held -= bits;
-        /* Move the field to the top of a 64-bit word, then an arithmetic
-         * shift back down sign-extends it. */
-        uint64_t field = (acc >> held) << shift;
-        out[i] = (int16_t)((int64_t)field >> shift);
-        acc &= ((uint64_t)1 << held) - 1;
-    }
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                             "unpack: bits = %d, supported widths are %d..%d", bits,
+                             CBF_PACK_MIN_BITS, CBF_PACK_MAX_BITS);
+    /* The input is not padded: it ends with the byte that holds the last
+     * bit of sample first + n - 1. */
+    const size_t bytes = cbf_pack_bytes(first + n, bits);
+    for (size_t i = 0; i < n; i++)
+        out[i] = (int16_t)cbf_packed_sample_in(in, bytes, first + i, bits);
     return 0;
 }
 

@@ -10,8 +10,9 @@
  * cut into sections of spectra only to give the GPU enough threads. */
 #include "pfb.h"
 
+#include "cuda_check.h"
+
 #include <cuda_runtime.h>
-#include <stdio.h>
 
 struct cbf_pfb_cuda {
     int channels, taps;
@@ -20,15 +21,7 @@ struct cbf_pfb_cuda {
     unsigned long long *power_host; /* pinned */
 };
 
-#define CUDA_TRY(call)                                                                      \
-    do {                                                                                    \
-        cudaError_t e_ = (call);                                                            \
-        if (e_ != cudaSuccess) {                                                            \
-            if (msg && msglen)                                                              \
-                snprintf(msg, msglen, "pfb: %s: %s", #call, cudaGetErrorString(e_));        \
-            return CBF_PFB_ECUDA;                                                           \
-        }                                                                                   \
-    } while (0)
+#define CUDA_TRY(call) CBF_KERN_CUDA_TRY("pfb", call)
 
 /* A column's samples all sit at the same bit position within their bytes
  * (step x bits is a whole number of bytes), so a thread finds its shift once
@@ -144,7 +137,7 @@ extern "C" int cbf_pfb_cuda_create(int channels, int taps, const float *weights_
         return rc;
     cbf_pfb_cuda *p = (cbf_pfb_cuda *)calloc(1, sizeof(*p));
     if (!p)
-        return CBF_PFB_ENOMEM;
+        return CBF_KERN_ENOMEM;
     p->channels = channels;
     p->taps = taps;
     size_t bytes = 2 * (size_t)channels * taps * sizeof(float);
@@ -158,10 +151,8 @@ extern "C" int cbf_pfb_cuda_create(int channels, int taps, const float *weights_
     if (e == cudaSuccess)
         e = cudaMemset(p->power, 0, 2 * sizeof(unsigned long long));
     if (e != cudaSuccess) {
-        if (msg && msglen)
-            snprintf(msg, msglen, "pfb: allocating the CUDA plan: %s", cudaGetErrorString(e));
         cbf_pfb_cuda_destroy(p);
-        return CBF_PFB_ECUDA;
+        return cbf_kern_cuda(e, msg, msglen, "pfb", "allocating the CUDA plan");
     }
     *out = p;
     return 0;
@@ -171,10 +162,9 @@ static int check_plan(const cbf_pfb_cuda *plan, int channels, int taps, char *ms
 {
     if (channels == plan->channels && taps == plan->taps)
         return 0;
-    if (msg && msglen)
-        snprintf(msg, msglen, "pfb: job has %d channels x %d taps, plan %d x %d", channels, taps,
-                 plan->channels, plan->taps);
-    return CBF_PFB_EINVAL;
+    return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                         "pfb: job has %d channels x %d taps, plan %d x %d", channels, taps,
+                         plan->channels, plan->taps);
 }
 
 /* Spectra per section (blockIdx.y): enough threads to fill the GPU several
@@ -207,10 +197,9 @@ extern "C" int cbf_pfb_cuda_run(cbf_pfb_cuda *plan, const cbf_pfb_job *job, void
     /* Byte offsets down a column are 32-bit. */
     long long row_bytes = (long long)step / 8 * job->bits;
     if ((section + job->taps) * row_bytes >= (1LL << 31)) {
-        if (msg && msglen)
-            snprintf(msg, msglen, "pfb: %zu spectra of %d channels: too many for one call",
-                     job->spectra, job->channels);
-        return CBF_PFB_EINVAL;
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                             "pfb: %zu spectra of %d channels: too many for one call", job->spectra,
+                             job->channels);
     }
     dim3 grid(step / block, (unsigned)(((long long)job->spectra + section - 1) / section), 2);
     int log_n = job->unzip == 4 ? 2 : job->unzip == 2 ? 1 : 0;

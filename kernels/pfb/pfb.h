@@ -12,22 +12,22 @@
  * Spectrum s of a call uses input samples start[pol] + s step + [0, W),
  * W = step x taps:  y[j] = sum_t w[t step + j] x[start + s step + t step + j].
  *
- * Return values are 0 or the negative codes below, which equal the CBF_E*
- * codes of cbf/error.h, so a plugin can pass them on; the message buffer
- * then says what was wrong. This folder never includes core/. */
+ * Return values are 0 or a CBF_KERN_* code (kernels/common/status.h);
+ * the message buffer (may be NULL) says what was wrong. This folder never
+ * includes core/. */
 #ifndef CBF_KERNEL_PFB_H
 #define CBF_KERNEL_PFB_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "packed.h"
+#include "status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define CBF_PFB_EINVAL (-1)
-#define CBF_PFB_ENOMEM (-2)
-#define CBF_PFB_ECUDA (-6)
 #define CBF_PFB_MAX_TAPS 16
 #define CBF_PFB_MIN_CHANNELS 64
 #define CBF_PFB_MAX_CHANNELS 65536
@@ -45,9 +45,12 @@ int cbf_pfb_bits_ok(int bits);
  * or under 8192 points (one pass of cuFFT), 4 beyond that. */
 int cbf_pfb_auto_unzip(int channels);
 
-/* Bytes of packed input that hold `samples` samples, plus the one padding
- * byte the decoder may touch past the end for odd widths. */
-size_t cbf_pfb_packed_bytes(size_t samples, int bits);
+/* The old name of cbf_packed_bytes (kernels/common/packed.h), kept only
+ * until plugins/pfb calls cbf_packed_bytes itself; then it goes. */
+static inline size_t cbf_pfb_packed_bytes(size_t samples, int bits)
+{
+    return cbf_packed_bytes(samples, bits);
+}
 
 typedef struct cbf_pfb_job {
     int channels;            /* power of two, 64..65536 */
@@ -56,7 +59,7 @@ typedef struct cbf_pfb_job {
     int unzip;               /* 1, 2 or 4 */
     const uint8_t *in[2];    /* packed samples per pol (device memory for CUDA),
                                 sample 0 at the top bit of byte 0, padded as
-                                cbf_pfb_packed_bytes says */
+                                cbf_packed_bytes says */
     size_t in_samples;       /* samples readable in each in[pol] */
     int64_t start[2];        /* first sample of spectrum 0's window, per pol */
     size_t spectra;          /* spectra to produce */

@@ -2,18 +2,10 @@
  * the input, so each packed sample is decoded once per call. */
 #include "pfb.h"
 
+#include "packed.h"
+
 #include <stdlib.h>
 #include <string.h>
-
-/* Two bytes always hold the sample (widths up to 10, 12 and 16 bits); the
- * padding byte covers the second load of the last sample at odd widths. */
-static inline int32_t decode(const uint8_t *in, size_t i, int bits)
-{
-    size_t bit = i * (size_t)bits;
-    uint32_t v = ((uint32_t)in[bit >> 3] << 8) | in[(bit >> 3) + 1];
-    int16_t top = (int16_t)(uint16_t)(v << (bit & 7));
-    return (int32_t)top >> (16 - bits);
-}
 
 int cbf_pfb_fir_cpu(const cbf_pfb_job *job, const float *weights, uint64_t power[2],
                     char *msg, size_t msglen)
@@ -30,9 +22,7 @@ int cbf_pfb_fir_cpu(const cbf_pfb_job *job, const float *weights, uint64_t power
         free(ring);
         free(acc);
         free(perm);
-        if (msg && msglen)
-            strncpy(msg, "pfb: out of memory for the FIR ring", msglen - 1);
-        return CBF_PFB_ENOMEM;
+        return cbf_kern_fail(msg, msglen, CBF_KERN_ENOMEM, "pfb: out of memory for the FIR ring");
     }
     for (size_t j = 0; j < step; j++) {
         size_t i = j >> 1, q = i >> log_n, r = i & ((size_t)job->unzip - 1);
@@ -45,7 +35,7 @@ int cbf_pfb_fir_cpu(const cbf_pfb_job *job, const float *weights, uint64_t power
             float *dst = ring + (row % taps) * step;
             size_t base = (size_t)job->start[p] + row * step;
             for (size_t j = 0; j < step; j++) {
-                int32_t v = decode(in, base + j, job->bits);
+                int32_t v = cbf_packed_sample(in, base + j, job->bits);
                 dst[j] = (float)v;
                 if (row < job->spectra)
                     pw += (uint64_t)((int64_t)v * v);
@@ -87,9 +77,8 @@ int cbf_pfb_fir_complex_cpu(const cbf_pfb_cjob *job, const float *weights, char 
     const size_t step = 2 * (size_t)job->channels, row = 2 * step, taps = (size_t)job->taps;
     float *wf = malloc(taps * row * sizeof(float));
     if (!wf) {
-        if (msg && msglen)
-            strncpy(msg, "pfb: out of memory for the complex FIR weights", msglen - 1);
-        return CBF_PFB_ENOMEM;
+        return cbf_kern_fail(msg, msglen, CBF_KERN_ENOMEM,
+                             "pfb: out of memory for the complex FIR weights");
     }
     for (size_t i = 0; i < taps * row; i++)
         wf[i] = weights[(i / row) * step + (i % row) / 2];

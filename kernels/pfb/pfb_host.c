@@ -3,19 +3,6 @@
 #include "pfb.h"
 
 #include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
-
-static int fail(char *msg, size_t msglen, const char *fmt, ...)
-{
-    if (msg && msglen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, msglen, fmt, ap);
-        va_end(ap);
-    }
-    return CBF_PFB_EINVAL;
-}
 
 static int is_pow2(long v) { return v > 0 && (v & (v - 1)) == 0; }
 
@@ -31,18 +18,15 @@ int cbf_pfb_auto_unzip(int channels)
     return channels <= 16384 ? 2 : 4;
 }
 
-size_t cbf_pfb_packed_bytes(size_t samples, int bits)
-{
-    return (samples * (size_t)bits + 7) / 8 + 1;
-}
-
 static int check_shape(int channels, int taps, char *msg, size_t msglen)
 {
     if (!is_pow2(channels) || channels < CBF_PFB_MIN_CHANNELS || channels > CBF_PFB_MAX_CHANNELS)
-        return fail(msg, msglen, "channels %d: must be a power of two in [%d, %d]", channels,
-                    CBF_PFB_MIN_CHANNELS, CBF_PFB_MAX_CHANNELS);
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                             "channels %d: must be a power of two in [%d, %d]", channels,
+                             CBF_PFB_MIN_CHANNELS, CBF_PFB_MAX_CHANNELS);
     if (taps < 1 || taps > CBF_PFB_MAX_TAPS)
-        return fail(msg, msglen, "taps %d: must be in [1, %d]", taps, CBF_PFB_MAX_TAPS);
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL, "taps %d: must be in [1, %d]", taps,
+                             CBF_PFB_MAX_TAPS);
     return 0;
 }
 
@@ -53,7 +37,8 @@ int cbf_pfb_weights(int channels, int taps, double w_cutoff, cbf_pfb_window wind
     if (rc)
         return rc;
     if (!(w_cutoff > 0.0) || !isfinite(w_cutoff))
-        return fail(msg, msglen, "w_cutoff %g: must be positive", w_cutoff);
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL, "w_cutoff %g: must be positive",
+                             w_cutoff);
     const size_t step = 2 * (size_t)channels, n = step * (size_t)taps;
     /* Two passes in double: the normalisation needs the whole sum first, and
      * storing unnormalised floats would round twice. */
@@ -75,7 +60,8 @@ int cbf_pfb_weights(int channels, int taps, double w_cutoff, cbf_pfb_window wind
                 sum2 += w * w;
         }
         if (!pass && !(sum2 > 0.0))
-            return fail(msg, msglen, "weights are all zero (taps %d, w_cutoff %g)", taps, w_cutoff);
+            return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                                 "weights are all zero (taps %d, w_cutoff %g)", taps, w_cutoff);
     }
     return 0;
 }
@@ -86,24 +72,29 @@ int cbf_pfb_job_check(const cbf_pfb_job *job, char *msg, size_t msglen)
     if (rc)
         return rc;
     if (!cbf_pfb_bits_ok(job->bits))
-        return fail(msg, msglen, "bits %d: supported widths are 2-10, 12 and 16", job->bits);
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                             "bits %d: supported widths are 2-10, 12 and 16", job->bits);
     if (job->unzip != 1 && job->unzip != 2 && job->unzip != 4)
-        return fail(msg, msglen, "unzip %d: must be 1, 2 or 4", job->unzip);
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL, "unzip %d: must be 1, 2 or 4",
+                             job->unzip);
     if (job->channels / job->unzip < 32)
-        return fail(msg, msglen, "channels / unzip = %d: must be at least 32",
-                    job->channels / job->unzip);
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                             "channels / unzip = %d: must be at least 32",
+                             job->channels / job->unzip);
     const size_t step = 2 * (size_t)job->channels;
     if (job->spectra && job->out_pol_stride < job->spectra * step)
-        return fail(msg, msglen, "out_pol_stride %zu < spectra x step %zu", job->out_pol_stride,
-                    job->spectra * step);
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                             "out_pol_stride %zu < spectra x step %zu", job->out_pol_stride,
+                             job->spectra * step);
     for (int p = 0; p < 2; p++) {
         if (!job->spectra)
             break;
         int64_t last = job->start[p] + (int64_t)((job->spectra + job->taps - 1) * step);
         if (job->start[p] < 0 || last > (int64_t)job->in_samples)
-            return fail(msg, msglen,
-                        "pol %d: windows need samples [%lld, %lld) but the input holds [0, %zu)",
-                        p, (long long)job->start[p], (long long)last, job->in_samples);
+            return cbf_kern_fail(
+                msg, msglen, CBF_KERN_EINVAL,
+                "pol %d: windows need samples [%lld, %lld) but the input holds [0, %zu)", p,
+                (long long)job->start[p], (long long)last, job->in_samples);
     }
     return 0;
 }
@@ -115,15 +106,16 @@ int cbf_pfb_cjob_check(const cbf_pfb_cjob *job, char *msg, size_t msglen)
         return rc;
     const size_t step = 2 * (size_t)job->channels;
     if (job->out_pol_stride < job->spectra * 2 * step)
-        return fail(msg, msglen, "out_pol_stride %zu < spectra x 2 x step %zu floats",
-                    job->out_pol_stride, job->spectra * 2 * step);
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                             "out_pol_stride %zu < spectra x 2 x step %zu floats",
+                             job->out_pol_stride, job->spectra * 2 * step);
     for (int p = 0; p < 2; p++) {
         int64_t last = job->start[p] + (int64_t)((job->spectra + job->taps - 1) * step);
         if (job->start[p] < 0 || last > (int64_t)job->in_samples)
-            return fail(msg, msglen,
-                        "pol %d: windows need complex samples [%lld, %lld) but the input "
-                        "holds [0, %zu)", p, (long long)job->start[p], (long long)last,
-                        job->in_samples);
+            return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                                 "pol %d: windows need complex samples [%lld, %lld) but the input "
+                                 "holds [0, %zu)",
+                                 p, (long long)job->start[p], (long long)last, job->in_samples);
     }
     return 0;
 }
@@ -134,7 +126,8 @@ int cbf_pfb_spectrum_presence(const uint8_t *heap_present, size_t heaps, size_t 
                               size_t msglen)
 {
     if (!heap_samples || !window)
-        return fail(msg, msglen, "heap_samples and window must be positive");
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                             "heap_samples and window must be positive");
     const int64_t end = (int64_t)(heaps * heap_samples);
     for (size_t s = 0; s < spectra; s++)
         out[s] = 1;

@@ -3,9 +3,10 @@
  * saturation count is reduced per warp before its one atomic add. */
 #include "reducer.h"
 
+#include "cuda_check.h"
+
 #include <cuda_runtime.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 struct cbf_reduce_cuda {
@@ -13,15 +14,7 @@ struct cbf_reduce_cuda {
     unsigned long long *count_host; /* pinned */
 };
 
-#define CUDA_TRY(call)                                                                   \
-    do {                                                                                 \
-        cudaError_t e_ = (call);                                                         \
-        if (e_ != cudaSuccess) {                                                         \
-            if (msg && msglen)                                                           \
-                snprintf(msg, msglen, "reducer: %s: %s", #call, cudaGetErrorString(e_)); \
-            return CBF_REDUCE_ECUDA;                                                     \
-        }                                                                                \
-    } while (0)
+#define CUDA_TRY(call) CBF_KERN_CUDA_TRY("reducer", call)
 
 __device__ __forceinline__ int clamp32(long long v, bool &sat)
 {
@@ -77,16 +70,15 @@ int cbf_reduce_cuda_create(cbf_reduce_cuda **out, char *msg, size_t msglen)
     *out = NULL;
     cbf_reduce_cuda *p = (cbf_reduce_cuda *)calloc(1, sizeof(*p));
     if (!p)
-        return CBF_REDUCE_ENOMEM;
+        return CBF_KERN_ENOMEM;
     cudaError_t e = cudaMalloc(&p->count, sizeof(*p->count));
     if (e == cudaSuccess)
         e = cudaMemset(p->count, 0, sizeof(*p->count));
     if (e == cudaSuccess)
         e = cudaMallocHost(&p->count_host, sizeof(*p->count_host));
     if (e != cudaSuccess) {
-        snprintf(msg, msglen, "reducer: counter: %s", cudaGetErrorString(e));
         cbf_reduce_cuda_destroy(p);
-        return CBF_REDUCE_ECUDA;
+        return cbf_kern_cuda(e, msg, msglen, "reducer", "counter");
     }
     *out = p;
     return 0;

@@ -12,20 +12,20 @@
  * Also here, because it is pure arithmetic: cutting a chunk of batches at
  * dump boundaries aligned to multiples of the dump interval (auto-resync).
  *
- * Return values are 0 or negative codes equal to CBF_E* of cbf/error.h. */
+ * Return values are 0 or a CBF_KERN_* code (kernels/common/status.h);
+ * the message buffer (may be NULL) says what was wrong. */
 #ifndef CBF_KERNEL_REDUCER_H
 #define CBF_KERNEL_REDUCER_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define CBF_REDUCE_EINVAL (-1)
-#define CBF_REDUCE_ENOMEM (-2)
-#define CBF_REDUCE_ECUDA (-6)
 
 #define CBF_VIS_MAGIC_RE INT32_MIN /* (-2^31, 1): baseline touched by missing data */
 #define CBF_VIS_MAGIC_IM 1

@@ -1,34 +1,25 @@
 /* reducer_cpu.c: argument checks, dump spans, and the CPU reduction. */
 #include "reducer.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
-
-static int fail(char *msg, size_t msglen, const char *fmt, ...)
-{
-    if (msg && msglen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, msglen, fmt, ap);
-        va_end(ap);
-    }
-    return CBF_REDUCE_EINVAL;
-}
 
 int cbf_reduce_job_check(const cbf_reduce_job *job, char *msg, size_t msglen)
 {
     if (job->n_ants < 1 || job->channels < 1)
-        return fail(msg, msglen, "reducer: n_ants %d, channels %d: both must be >= 1",
-                    job->n_ants, job->channels);
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                             "reducer: n_ants %d, channels %d: both must be >= 1", job->n_ants,
+                             job->channels);
     size_t need = (size_t)job->channels * (size_t)job->n_ants * (job->n_ants + 1) / 2 * 8;
     if (job->slice_len < need)
-        return fail(msg, msglen, "reducer: slice_len %zu: below the %zu values of one slice",
-                    job->slice_len, need);
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                             "reducer: slice_len %zu: below the %zu values of one slice",
+                             job->slice_len, need);
     if (job->slices < 1)
-        return fail(msg, msglen, "reducer: slices %d: must be >= 1", job->slices);
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL, "reducer: slices %d: must be >= 1",
+                             job->slices);
     if (!job->accum || !job->out || !job->ant_bad)
-        return fail(msg, msglen, "reducer: accumulator, output or flag pointer is NULL");
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                             "reducer: accumulator, output or flag pointer is NULL");
     return 0;
 }
 
@@ -85,9 +76,10 @@ int cbf_dump_split(int64_t ts0, size_t batches, int64_t batch_step, int64_t dump
 {
     *n_spans = 0;
     if (ts0 < 0 || batch_step < 1 || dump_batches < 1)
-        return fail(msg, msglen, "dump split: timestamp %lld, batch step %lld, dump batches %lld:"
-                    " need timestamp >= 0 and positive steps", (long long)ts0,
-                    (long long)batch_step, (long long)dump_batches);
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                             "dump split: timestamp %lld, batch step %lld, dump batches %lld:"
+                             " need timestamp >= 0 and positive steps",
+                             (long long)ts0, (long long)batch_step, (long long)dump_batches);
     const int64_t interval = batch_step * dump_batches;
     size_t k = 0;
     while (k < batches) {
@@ -100,7 +92,8 @@ int cbf_dump_split(int64_t ts0, size_t batches, int64_t batch_step, int64_t dump
         if (end > batches)
             end = batches;
         if (*n_spans == max_spans)
-            return fail(msg, msglen, "dump split: more than %zu spans", max_spans);
+            return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL, "dump split: more than %zu spans",
+                                 max_spans);
         spans[(*n_spans)++] = (cbf_dump_span){k, end, d, closes};
         k = end;
     }

@@ -47,7 +47,7 @@ static uint64_t rng(void)
  * stream bit i bits + b, stream bit k is bit 7 - k % 8 of byte k / 8. */
 static uint8_t *pack_ref(const int32_t *v, size_t n, int bits)
 {
-    size_t bytes = cbf_ddc_packed_bytes(n, bits);
+    size_t bytes = cbf_packed_bytes(n, bits);
     uint8_t *out = calloc(bytes, 1);
     for (size_t i = 0; i < n; i++)
         for (int b = 0; b < bits; b++) {
@@ -111,12 +111,12 @@ static int run(ddc_case *c, size_t start, size_t outputs, uint64_t t0, float *ou
     char msg[256] = "";
     cbf_ddc_job job = {{c->packed[0], c->packed[1]}, c->n_in, t0, start, outputs, out,
                        c->stride};
-    int rc = CBF_DDC_EINVAL;
+    int rc = CBF_KERN_EINVAL;
     if (!use_gpu) {
         rc = cbf_ddc_cpu(&c->cfg, c->z, &job, msg, sizeof msg);
     } else {
 #ifdef CBF_HAVE_CUDA
-        size_t in_bytes = cbf_ddc_packed_bytes(c->n_in, c->cfg.bits);
+        size_t in_bytes = cbf_packed_bytes(c->n_in, c->cfg.bits);
         size_t out_bytes = 4 * sizeof(float) * c->stride;
         uint8_t *d_in[2];
         float *d_out;
@@ -373,21 +373,21 @@ static void bad_jobs(void **state)
     (void)state;
     char msg[256] = "";
     cbf_ddc_config cfg = {10, 8, 8 * 5, 0};
-    assert_int_equal(cbf_ddc_config_check(&cfg, msg, sizeof msg), CBF_DDC_EINVAL);
+    assert_int_equal(cbf_ddc_config_check(&cfg, msg, sizeof msg), CBF_KERN_EINVAL);
     assert_non_null(strstr(msg, "taps 40"));
     cfg.taps = 64;
     cfg.bits = 17;
-    assert_int_equal(cbf_ddc_config_check(&cfg, msg, sizeof msg), CBF_DDC_EINVAL);
+    assert_int_equal(cbf_ddc_config_check(&cfg, msg, sizeof msg), CBF_KERN_EINVAL);
     cfg.bits = 10;
     uint32_t buf[64] = {0};
     float out[64];
     cbf_ddc_job job = {{(uint8_t *)buf, (uint8_t *)buf}, 100, 0, 0, 8, out, 8};
-    assert_int_equal(cbf_ddc_job_check(&cfg, &job, msg, sizeof msg), CBF_DDC_EINVAL);
+    assert_int_equal(cbf_ddc_job_check(&cfg, &job, msg, sizeof msg), CBF_KERN_EINVAL);
     assert_non_null(strstr(msg, "need 120"));
     job.outputs = 5;
     assert_int_equal(cbf_ddc_job_check(&cfg, &job, msg, sizeof msg), 0);
     job.in[1] = (uint8_t *)buf + 1;
-    assert_int_equal(cbf_ddc_job_check(&cfg, &job, msg, sizeof msg), CBF_DDC_EINVAL);
+    assert_int_equal(cbf_ddc_job_check(&cfg, &job, msg, sizeof msg), CBF_KERN_EINVAL);
     assert_int_equal(cbf_ddc_mix_step(0.25), 1u << 30);
     assert_int_equal(cbf_ddc_mix_step(-0.25), 3u << 30);
     assert_int_equal(cbf_ddc_phase(UINT64_MAX, 3), (uint32_t)(UINT64_MAX * 3));

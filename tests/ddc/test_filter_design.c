@@ -155,16 +155,16 @@ static void bad_arguments(void **state)
     double h[64];
     char msg[256] = "";
     cbf_fd_band overlap[2] = {{0.0, 0.3, 1.0, 1.0}, {0.2, 0.5, 0.0, 1.0}};
-    assert_int_equal(cbf_fd_remez(31, overlap, 2, 0, h, NULL, msg, sizeof msg), CBF_FD_EINVAL);
+    assert_int_equal(cbf_fd_remez(31, overlap, 2, 0, h, NULL, msg, sizeof msg), CBF_KERN_EINVAL);
     assert_non_null(strstr(msg, "band 1"));
     cbf_fd_band ok[2] = {{0.0, 0.1, 1.0, 1.0}, {0.2, 0.5, 0.0, 1.0}};
-    assert_int_equal(cbf_fd_remez(2, ok, 2, 0, h, NULL, msg, sizeof msg), CBF_FD_EINVAL);
+    assert_int_equal(cbf_fd_remez(2, ok, 2, 0, h, NULL, msg, sizeof msg), CBF_KERN_EINVAL);
     ok[1].weight = 0.0;
-    assert_int_equal(cbf_fd_remez(31, ok, 2, 0, h, NULL, msg, sizeof msg), CBF_FD_EINVAL);
+    assert_int_equal(cbf_fd_remez(31, ok, 2, 0, h, NULL, msg, sizeof msg), CBF_KERN_EINVAL);
     assert_int_equal(cbf_fd_ddc_design(64, 1, 0.005, h, NULL, NULL, msg, sizeof msg),
-                     CBF_FD_EINVAL);
+                     CBF_KERN_EINVAL);
     assert_int_equal(cbf_fd_ddc_design(64, 8, -1.0, h, NULL, NULL, msg, sizeof msg),
-                     CBF_FD_EINVAL);
+                     CBF_KERN_EINVAL);
     assert_non_null(strstr(msg, "pass_weight"));
 }
 

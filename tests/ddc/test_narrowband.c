@@ -84,7 +84,7 @@ static void chain_init(chain *c, int bits, uint32_t mix_step, uint64_t t0)
     c->outputs = (size_t)(SPECTRA + TAPS - 1) * STEP + 8;
     c->in_samples = (c->outputs - 1) * S + T_DDC;
     for (int p = 0; p < 2; p++)
-        c->in[p] = calloc(cbf_ddc_packed_bytes(c->in_samples, bits) + 8, 1);
+        c->in[p] = calloc(cbf_packed_bytes(c->in_samples, bits) + 8, 1);
     assert_int_equal(cbf_fd_ddc_design(T_DDC, S, 0.005, c->h, NULL, NULL, msg, sizeof msg), 0);
     cbf_ddc_config cfg = {bits, S, T_DDC, mix_step};
     assert_int_equal(cbf_ddc_weights(&cfg, c->h, c->z, msg, sizeof msg), 0);
@@ -115,7 +115,7 @@ static void chain_run(const chain *c, int gpu, uint8_t *out, uint64_t sat[2])
     for (size_t i = 0; i < fir_floats; i++)
         fir[i] = NAN;
     memset(out, 0x88, out_bytes);
-    size_t in_bytes = cbf_ddc_packed_bytes(c->in_samples, c->bits);
+    size_t in_bytes = cbf_packed_bytes(c->in_samples, c->bits);
     if (!gpu) {
         cbf_ddc_job dj = {{c->in[0], c->in[1]}, c->in_samples, c->t0, 0, c->outputs, ddc,
                           c->outputs};
@@ -518,11 +518,11 @@ static void bad_configs(void **state)
     (void)state;
     char msg[256];
     cbf_fft_post_config cfg = {N, 2, SPH, SPECTRA, 8, 1};
-    assert_int_equal(cbf_fft_post_config_check(&cfg, msg, sizeof msg), CBF_FFT_POST_EINVAL);
+    assert_int_equal(cbf_fft_post_config_check(&cfg, msg, sizeof msg), CBF_KERN_EINVAL);
     assert_non_null(strstr(msg, "unzip 1"));
     float buf[16];
     cbf_pfb_cjob j = {N, TAPS, {buf, buf}, 16, {0, 0}, 1, buf, 2 * STEP};
-    assert_int_equal(cbf_pfb_cjob_check(&j, msg, sizeof msg), CBF_PFB_EINVAL);
+    assert_int_equal(cbf_pfb_cjob_check(&j, msg, sizeof msg), CBF_KERN_EINVAL);
     assert_non_null(strstr(msg, "windows need"));
 }
 

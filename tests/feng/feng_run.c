@@ -47,7 +47,7 @@ void feng_case_random(feng_case *c, int channels, int taps, int bits, int unzip,
     size_t step = 2 * (size_t)channels, spectra = (size_t)sph * batches;
     c->in_samples = (spectra + (size_t)taps - 1) * step;
     for (int p = 0; p < 2; p++) {
-        size_t bytes = cbf_pfb_packed_bytes(c->in_samples, bits);
+        size_t bytes = cbf_packed_bytes(c->in_samples, bits);
         c->in[p] = malloc(bytes);
         for (size_t i = 0; i < bytes; i++)
             c->in[p][i] = (uint8_t)feng_rand();
@@ -209,7 +209,7 @@ static int run_gpu(const feng_case *c, feng_result *r, char *msg, size_t msglen)
     cbf_pfb_job job;
     cbf_fft_post_config cfg;
     fill_configs(c, &job, &cfg);
-    size_t floats = 2 * job.out_pol_stride, in_bytes = cbf_pfb_packed_bytes(c->in_samples, c->bits);
+    size_t floats = 2 * job.out_pol_stride, in_bytes = cbf_packed_bytes(c->in_samples, c->bits);
     uint8_t *d_in[2] = {NULL, NULL}, *d_out = NULL;
     float *d_data = NULL;
     cbf_pfb_cuda *pfb = NULL;

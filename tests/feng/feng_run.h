@@ -11,7 +11,7 @@ typedef struct feng_case {
     int channels, taps, bits, unzip, spectra_per_heap, batches, out_bits;
     int64_t start[2];
     size_t in_samples;
-    uint8_t *in[2];        /* packed, cbf_pfb_packed_bytes(in_samples, bits) each */
+    uint8_t *in[2];        /* packed, cbf_packed_bytes(in_samples, bits) each */
     const float *weights;  /* step x taps */
     const float *gains;    /* [channel][pol][re, im] */
     float fine_delay[2], phase[2];

@@ -176,7 +176,8 @@ static void test_weights(void **state)
     }
     float w[4];
     char msg[256];
-    assert_int_equal(cbf_pfb_weights(48, 16, 1.0, CBF_PFB_HANN, w, msg, sizeof msg), CBF_PFB_EINVAL);
+    assert_int_equal(cbf_pfb_weights(48, 16, 1.0, CBF_PFB_HANN, w, msg, sizeof msg),
+                     CBF_KERN_EINVAL);
     assert_non_null(strstr(msg, "channels 48"));
 }
 
@@ -192,7 +193,7 @@ static void test_chain_random(void **state)
     c.start[1] = 17;
     c.in_samples += 17;
     for (int p = 0; p < 2; p++) {
-        size_t bytes = cbf_pfb_packed_bytes(c.in_samples, c.bits);
+        size_t bytes = cbf_packed_bytes(c.in_samples, c.bits);
         c.in[p] = realloc(c.in[p], bytes);
         for (size_t i = 0; i < bytes; i++)
             c.in[p][i] = (uint8_t)feng_rand();
@@ -436,7 +437,7 @@ static void test_coarse_delay(void **state)
     /* a: input x with the windows starting d samples in; b: x shifted by d. */
     for (int p = 0; p < 2; p++) {
         free(a.in[p]);
-        a.in[p] = calloc(cbf_pfb_packed_bytes(b.in_samples + (size_t)d[p], 10), 1);
+        a.in[p] = calloc(cbf_packed_bytes(b.in_samples + (size_t)d[p], 10), 1);
         for (size_t i = 0; i < b.in_samples + (size_t)d[p]; i++) {
             int64_t v = (int64_t)(feng_rand() % 1024) - 512;
             feng_ref_put(a.in[p], i, 10, v);

@@ -119,13 +119,13 @@ static void bad_width_and_range(void **state)
         assert_false(cbf_pack_bits_ok(bad[k]));
         assert_int_equal(cbf_pack_bytes(2, bad[k]), 0);
         msg[0] = 0;
-        assert_int_equal(cbf_pack(in, 2, bad[k], out, msg, sizeof msg), CBF_PACK_EINVAL);
+        assert_int_equal(cbf_pack(in, 2, bad[k], out, msg, sizeof msg), CBF_KERN_EINVAL);
         assert_non_null(strstr(msg, "bits"));
-        assert_int_equal(cbf_unpack(out, 2, bad[k], back, msg, sizeof msg), CBF_PACK_EINVAL);
+        assert_int_equal(cbf_unpack(out, 2, bad[k], back, msg, sizeof msg), CBF_KERN_EINVAL);
     }
     /* 2 does not fit in 2 bits ([-2, 1]): refused, naming the index. */
     assert_int_equal(cbf_pack((const int16_t[]){1, 2}, 2, 2, out, msg, sizeof msg),
-                     CBF_PACK_EINVAL);
+                     CBF_KERN_EINVAL);
     assert_non_null(strstr(msg, "sample 1"));
 }
 

@@ -373,8 +373,8 @@ static void test_dump_split(void **state)
     assert_int_equal(cbf_dump_split(30, 8, 10, 4, sp, 16, &n, msg, sizeof msg), 0);
     assert_int_equal(n, 3);
     assert_false(sp[2].closes);
-    assert_int_equal(cbf_dump_split(30, 8, 10, 4, sp, 2, &n, msg, sizeof msg), CBF_REDUCE_EINVAL);
-    assert_int_equal(cbf_dump_split(30, 8, 0, 4, sp, 16, &n, msg, sizeof msg), CBF_REDUCE_EINVAL);
+    assert_int_equal(cbf_dump_split(30, 8, 10, 4, sp, 2, &n, msg, sizeof msg), CBF_KERN_EINVAL);
+    assert_int_equal(cbf_dump_split(30, 8, 0, 4, sp, 16, &n, msg, sizeof msg), CBF_KERN_EINVAL);
 }
 
 static void test_bad_args(void **state)
@@ -382,15 +382,15 @@ static void test_bad_args(void **state)
     (void)state;
     char msg[256] = "";
     cbf_corr_shape s = {4, 2, 48, 8};
-    assert_int_equal(cbf_corr_shape_check(&s, msg, sizeof msg), CBF_CORR_EINVAL);
+    assert_int_equal(cbf_corr_shape_check(&s, msg, sizeof msg), CBF_KERN_EINVAL);
     assert_non_null(strstr(msg, "spectra_per_heap"));
     s.spectra_per_heap = 64;
     s.bits = 6;
-    assert_int_equal(cbf_corr_shape_check(&s, msg, sizeof msg), CBF_CORR_EINVAL);
+    assert_int_equal(cbf_corr_shape_check(&s, msg, sizeof msg), CBF_KERN_EINVAL);
     assert_non_null(strstr(msg, "bits"));
     s.bits = 8;
     cbf_corr_job job = {s, NULL, 2, 1, NULL, 1};
-    assert_int_equal(cbf_corr_cpu(&job, msg, sizeof msg), CBF_CORR_EINVAL);
+    assert_int_equal(cbf_corr_cpu(&job, msg, sizeof msg), CBF_KERN_EINVAL);
 }
 
 int main(int argc, char **argv)

@@ -73,7 +73,7 @@ out:
     (void)batches;
     (void)block_ants;
     snprintf(msg, msglen, "built without CUDA");
-    return CBF_CORR_ENOTSUP;
+    return CBF_KERN_ENOTSUP;
 #endif
 }
 
@@ -123,6 +123,6 @@ out:
 #else
     (void)saturated;
     snprintf(msg, msglen, "built without CUDA");
-    return CBF_REDUCE_ECUDA;
+    return CBF_KERN_ECUDA;
 #endif
 }

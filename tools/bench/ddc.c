@@ -415,7 +415,7 @@ int cbf_bench_ddc(int argc, char **argv)
            MEERKAT_ANT_RATE / 2e6);
     printf("| S | taps | C | ms | Gsample/s | antennas | memory bound | arithmetic bound | binding "
            "| of bound |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
-    const size_t in_bytes = cbf_ddc_packed_bytes(o.samples, o.bits);
+    const size_t in_bytes = cbf_packed_bytes(o.samples, o.bits);
     uint8_t *host = malloc(in_bytes), *d_in[2];
     float *d_out;
     if (!host)

@@ -137,7 +137,7 @@ static int bench_one(const opts *o, int channels, double copy_rate, chain *c)
         spectra = sph;
     const int unzip = o->unzip ? o->unzip : cbf_pfb_auto_unzip(channels);
     const size_t in_samples = (spectra + (size_t)o->taps - 1) * step;
-    const size_t in_bytes = cbf_pfb_packed_bytes(in_samples, o->bits);
+    const size_t in_bytes = cbf_packed_bytes(in_samples, o->bits);
     float *weights = malloc(sizeof(float) * step * (size_t)o->taps);
     uint8_t *host = malloc(in_bytes);
     uint8_t *d_in[2];
