@@ -290,7 +290,7 @@ int cbf_corr_cuda_create(const cbf_corr_shape *shape, int block_ants, cbf_corr_c
     p->sms = sms;
     p->ry = block_ants;
     p->sm90 = sm90;
-    /* mma.sync: 64 x 32 as the seeds do; wgmma: 64 x 64 */
+    /* mma.sync: 64 x 32 as katgpucbf's correlator does; wgmma: 64 x 64 */
     p->rx = block_ants == 64 && !sm90 ? 32 : block_ants;
     /* Triangular map: only tiles holding some a1 <= a2 are launched. */
     const int n = shape->n_ants, ny = (n + p->ry - 1) / p->ry, nx = (n + p->rx - 1) / p->rx;

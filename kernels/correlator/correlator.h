@@ -5,7 +5,7 @@
  * each CI8 (two bytes: re, im) or CI4 (one byte: re in the high nibble, im in
  * the low one), spectrum = spectra_per_heap.
  *
- * Output: 64-bit accumulators in SPEC.md order, added into (never
+ * Output: 64-bit accumulators in docs/formats.md order, added into (never
  * overwritten), so one dump can span many calls:
  *   accum[slice][channel][baseline][product][re, im]   (int64)
  * baseline = a2 (a2 + 1) / 2 + a1 for a1 <= a2, product = p1 + 2 p2 (aa, ba,
@@ -16,7 +16,7 @@
  * adds everything into slice 0. The reducer sums the slices.
  *
  * Samples must not be -128 (8-bit): the tensor-core path negates imaginary
- * parts, and -(-128) does not fit in int8 (SPEC.md quantises symmetrically,
+ * parts, and -(-128) does not fit in int8 (F-engines quantise symmetrically,
  * so an F-engine never produces it). 4-bit -8 is exact on both paths.
  *
  * Return values are 0 or a CBF_KERN_* code (kernels/common/status.h);

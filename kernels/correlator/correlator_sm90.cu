@@ -434,7 +434,7 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
 
     /* Accumulator quad j: rows g (p1 = 0) and g + 8 (p1 = 1), columns
      * 8 j + 2 t + (0, 1) = antenna 2 j + t / 2, p2 = t % 2, (re, im): the
-     * products (0, p2) and (1, p2) are adjacent in SPEC.md order. */
+     * products (0, p2) and (1, p2) are adjacent in docs/formats.md order. */
 #pragma unroll
     for (int j = START / 8; j < (START + W) / 8; j++) {
         const int a2 = u.tile.y + 2 * j + (t >> 1), p2 = t & 1;

@@ -14,7 +14,7 @@
  *     (4-bit; real in the high nibble), counting each saturated complex value
  *     (either part clipped) once per pol;
  *   - written as [batch][channel][spectrum_per_heap][pol][re, im]: each
- *     [batch] slab cut by channel range is a SPEC.md feng_raw heap. The
+ *     [batch] slab cut by channel range is a feng_raw heap (docs/formats.md). The
  *     Nyquist bin is dropped.
  *
  * Narrowband (complex_in = 1, input from the pfb's complex FIR): one

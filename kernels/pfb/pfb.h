@@ -34,7 +34,7 @@ extern "C" {
 
 typedef enum cbf_pfb_window { CBF_PFB_HANN = 0, CBF_PFB_RECT = 1 } cbf_pfb_window;
 
-/* SPEC.md weights: step x taps floats, computed in double, stored float32. */
+/* docs/formats.md's prototype filter: step x taps floats, computed in double, stored float32. */
 int cbf_pfb_weights(int channels, int taps, double w_cutoff, cbf_pfb_window window,
                     float *out, char *msg, size_t msglen);
 
@@ -99,7 +99,7 @@ void cbf_pfb_cuda_destroy(cbf_pfb_cuda *plan);
  * with cbf_pfb_weights(channels, ...) (step x taps). Output
  * [pol][spectra][step complex] in natural order: no unzipping, fft_post's
  * complex mode transforms all 2N points in one FFT. No digitiser power
- * (the seed leaves it to the wideband PFB). */
+ * (the wideband PFB of the same stream computes it). */
 typedef struct cbf_pfb_cjob {
     int channels;            /* power of two, 64..65536 (output channels) */
     int taps;                /* 1..16 */

@@ -2,7 +2,7 @@
  *
  * Sums the correlator's int64 accumulator slices (correlator.h layout,
  * [slice][channel][baseline][product][re, im]), converts to int32 with
- * saturation, and writes the visibilities in SPEC.md order:
+ * saturation, and writes the visibilities in the order of docs/formats.md:
  *   out[channel][baseline][product][re, im]   (int32, "cbf.xeng.vis")
  * Each component clamps to [-(2^31 - 1), 2^31 - 1]; a visibility counts as
  * saturated once if either component clamped. Every baseline with an
