@@ -22,6 +22,7 @@
 #include "stage/contracts/adc.h"
 #include "stage/contracts/ddc.h"
 #include "stage/gpu.h"
+#include "stage/input.h"
 #include "stage/kern.h"
 #include "stage/staging.h"
 
@@ -312,8 +313,9 @@ static int ddc_drain(void *ctx, cbf_error *err)
     return rc ? rc : ddc_trim(s, err);
 }
 
-static int ddc_take(ddc_state *s, cbf_buffer *buf, cbf_error *err)
+static int ddc_take(void *ctx, cbf_buffer *buf, cbf_error *err)
 {
+    ddc_state *s = ctx;
     if (buf->timestamp < 0 || buf->timestamp % (int64_t)s->heap)
         return cbf_error_set(err, CBF_EINVAL, "input timestamp %lld is not a non-negative "
                              "multiple of the heap size %zu", (long long)buf->timestamp, s->heap);
@@ -327,20 +329,7 @@ static int ddc_take(ddc_state *s, cbf_buffer *buf, cbf_error *err)
 
 static int ddc_run(cbf_node *node, cbf_error *err)
 {
-    ddc_state *s = cbf_node_state(node);
-    cbf_port *in = cbf_node_port(node, "in", 0);
-    for (;;) {
-        cbf_buffer *buf;
-        int rc = cbf_port_recv(in, &buf);
-        if (rc == CBF_EOS)
-            return 0;
-        if (rc)
-            return rc;
-        rc = ddc_take(s, buf, err);
-        cbf_buffer_unref(buf);
-        if (rc)
-            return rc;
-    }
+    return cbf_stage_input_loop(node, "in", ddc_take, cbf_node_state(node), err);
 }
 
 static void ddc_fini(cbf_node *node)

@@ -29,6 +29,7 @@
 #include "stage/contracts/ddc.h"
 #include "stage/contracts/feng.h"
 #include "stage/gpu.h"
+#include "stage/input.h"
 #include "stage/kern.h"
 #include "stage/staging.h"
 #include "stage/timed.h"
@@ -607,8 +608,9 @@ static void pfb_start_at(pfb_state *s, int64_t ts)
     pfb_set_next(s, g / (int64_t)s->spectra * (int64_t)s->spectra);
 }
 
-static int pfb_take(pfb_state *s, cbf_buffer *buf, cbf_error *err)
+static int pfb_take(void *ctx, cbf_buffer *buf, cbf_error *err)
 {
+    pfb_state *s = ctx;
     /* In input samples (ddc outputs when narrowband). */
     int64_t ts = buf->timestamp / s->scale;
     if (buf->timestamp % s->scale || ts % (int64_t)s->heap)
@@ -628,20 +630,7 @@ static int pfb_take(pfb_state *s, cbf_buffer *buf, cbf_error *err)
 
 static int pfb_run(cbf_node *node, cbf_error *err)
 {
-    pfb_state *s = cbf_node_state(node);
-    cbf_port *in = cbf_node_port(node, "in", 0);
-    for (;;) {
-        cbf_buffer *buf;
-        int rc = cbf_port_recv(in, &buf);
-        if (rc == CBF_EOS)
-            return 0;
-        if (rc)
-            return rc;
-        rc = pfb_take(s, buf, err);
-        cbf_buffer_unref(buf);
-        if (rc)
-            return rc;
-    }
+    return cbf_stage_input_loop(node, "in", pfb_take, cbf_node_state(node), err);
 }
 
 static void pfb_fini(cbf_node *node)
