@@ -176,7 +176,8 @@ static int post_init(cbf_node *node, cbf_error *err)
                              s->cfg.spectra);
     char msg[CBF_STAGE_MSG];
     if ((rc = cbf_stage_kern(cbf_fft_post_config_check(&s->cfg, msg, sizeof msg), msg, err)) ||
-        (rc = post_read_list2(p, "fine_delay", s->delay, err)) || (rc = post_read_list2(p, "phase", s->phase, err)))
+        (rc = post_read_list2(p, "fine_delay", s->delay, err)) ||
+        (rc = post_read_list2(p, "phase", s->phase, err)))
         return rc;
     s->out_bytes = cbf_fft_post_out_bytes(&s->cfg);
     const size_t batches = s->cfg.spectra / (size_t)s->cfg.spectra_per_heap;

@@ -54,7 +54,7 @@ void cbf_staging_fini(cbf_staging *st)
     memset(st, 0, sizeof *st);
 }
 
-/* Room for one more heap and then a whole chunk. */
+/* Whether `samples` more fit in the live stage. */
 static int staging_room(const cbf_staging *st, size_t samples, cbf_error *err)
 {
     if (st->len + samples <= st->cfg.cap)
