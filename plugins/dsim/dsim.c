@@ -10,41 +10,52 @@
 
 #include "dsim_model.h"
 #include "pack.h"
+#include "stage/contracts/adc.h"
 
 #define HEAP CBF_DSIM_HEAP_SAMPLES
 
-static const cbf_param_decl params[] = {
-    {"antennas", CBF_PARAM_INT, "1", CBF_RANGE(1, 4096), NULL, "antennas (each with pols x and y)"},
-    {"adc_sample_rate", CBF_PARAM_FLOAT, "1712e6", CBF_RANGE(1, 1e12), NULL,
-     "digitiser sample rate in Hz"},
-    {"bits", CBF_PARAM_INT, "10", CBF_RANGE(2, 16), NULL, "bits per sample"},
-    {"samples_per_chunk", CBF_PARAM_INT, "1048576", CBF_RANGE(4096, 1 << 30), NULL,
-     "samples per antenna and pol in one output buffer; a multiple of 4096 (one heap)"},
-    {"tones", CBF_PARAM_RECORDS, "[{frequency: 284.5e6, amplitude: 0.1}]", CBF_NORANGE,
-     "frequency,amplitude,phase_x=0,phase_y=0",
-     "sinusoids: frequency in Hz, amplitude as a fraction of full scale, phases in radians"},
-    {"noise", CBF_PARAM_FLOAT, "0.05", CBF_RANGE(0, 100), NULL,
-     "independent Gaussian noise RMS per antenna and pol, fraction of full scale"},
-    {"common_noise", CBF_PARAM_FLOAT, "0", CBF_RANGE(0, 100), NULL,
-     "Gaussian noise RMS shared by all antennas (delayed per antenna), fraction of full scale"},
-    {"delays", CBF_PARAM_FLOAT_LIST, "[]", CBF_NORANGE, NULL,
-     "per-antenna delay in samples (fractional for tones, rounded for common noise); [] = 0"},
-    {"seed", CBF_PARAM_INT, "1", CBF_RANGE(0, 9.2e18), NULL, "noise generator seed"},
-    {"start", CBF_PARAM_INT, "0", CBF_RANGE(0, 4.6e18), NULL,
-     "timestamp of the first sample; a multiple of 4096"},
-    {"length", CBF_PARAM_INT, "0", CBF_RANGE(0, 4.6e18), NULL,
-     "samples per antenna and pol to produce, a multiple of samples_per_chunk; 0 = endless"},
-    {"missing", CBF_PARAM_INT_LIST, "[]", CBF_RANGE(0, 4.6e18), NULL,
-     "heap indices (sample index / 4096, counted from sample 0) to flag missing"},
-    {"missing_inputs", CBF_PARAM_INT_LIST, "[]", CBF_RANGE(0, 8191), NULL,
-     "inputs (2 x antenna + pol) the missing heaps apply to; [] = all"},
-    {"buffers", CBF_PARAM_INT, "4", CBF_RANGE(2, 64), NULL, "output buffers in the pool"},
-    {"threads", CBF_PARAM_INT, "1", CBF_RANGE(1, 64), NULL,
-     "threads generating a chunk (streams are split between them)"},
+static const cbf_param_decl dsim_params[] = {
+    {.name = "antennas", .type = CBF_PARAM_INT, .def = "1", .has_range = 1, .min = 1, .max = 4096,
+     .doc = "antennas (each with pols x and y)"},
+    {.name = CBF_ATTR_ADC_SAMPLE_RATE, .type = CBF_PARAM_FLOAT, .def = "1712e6", .has_range = 1,
+     .min = 1, .max = 1e12,
+     .doc = "digitiser sample rate in Hz"},
+    {.name = "bits", .type = CBF_PARAM_INT, .def = "10", .has_range = 1, .min = 2, .max = 16,
+     .doc = "bits per sample"},
+    {.name = "samples_per_chunk", .type = CBF_PARAM_INT, .def = "1048576", .has_range = 1,
+     .min = 4096, .max = 1 << 30,
+     .doc = "samples per antenna and pol in one output buffer; a multiple of 4096 (one heap)"},
+    {.name = "tones", .type = CBF_PARAM_RECORDS, .def = "[{frequency: 284.5e6, amplitude: 0.1}]",
+     .choices = "frequency,amplitude,phase_x=0,phase_y=0",
+     .doc = "sinusoids: frequency in Hz, amplitude as a fraction of full scale, phases in radians"},
+    {.name = "noise", .type = CBF_PARAM_FLOAT, .def = "0.05", .has_range = 1, .min = 0, .max = 100,
+     .doc = "independent Gaussian noise RMS per antenna and pol, fraction of full scale"},
+    {.name = "common_noise", .type = CBF_PARAM_FLOAT, .def = "0", .has_range = 1, .min = 0,
+     .max = 100,
+     .doc = "Gaussian noise RMS shared by all antennas (delayed per antenna), fraction of full scale"},
+    {.name = "delays", .type = CBF_PARAM_FLOAT_LIST, .def = "[]",
+     .doc = "per-antenna delay in samples (fractional for tones, rounded for common noise); [] = 0"},
+    {.name = "seed", .type = CBF_PARAM_INT, .def = "1", .has_range = 1, .min = 0, .max = 9.2e18,
+     .doc = "noise generator seed"},
+    {.name = "start", .type = CBF_PARAM_INT, .def = "0", .has_range = 1, .min = 0, .max = 4.6e18,
+     .doc = "timestamp of the first sample; a multiple of 4096"},
+    {.name = "length", .type = CBF_PARAM_INT, .def = "0", .has_range = 1, .min = 0, .max = 4.6e18,
+     .doc = "samples per antenna and pol to produce, a multiple of samples_per_chunk; 0 = endless"},
+    {.name = "missing", .type = CBF_PARAM_INT_LIST, .def = "[]", .has_range = 1, .min = 0,
+     .max = 4.6e18,
+     .doc = "heap indices (sample index / 4096, counted from sample 0) to flag missing"},
+    {.name = "missing_inputs", .type = CBF_PARAM_INT_LIST, .def = "[]", .has_range = 1, .min = 0,
+     .max = 8191,
+     .doc = "inputs (2 x antenna + pol) the missing heaps apply to; [] = all"},
+    {.name = "buffers", .type = CBF_PARAM_INT, .def = "4", .has_range = 1, .min = 2, .max = 64,
+     .doc = "output buffers in the pool"},
+    {.name = "threads", .type = CBF_PARAM_INT, .def = "1", .has_range = 1, .min = 1, .max = 64,
+     .doc = "threads generating a chunk (streams are split between them)"},
 };
 
-static const cbf_port_decl ports[] = {
-    {"out", CBF_PORT_OUT, "cbf.adc.packed", 0, 0, "packed samples [antenna][pol][byte]"},
+static const cbf_port_decl dsim_ports[] = {
+    {.name = "out", .dir = CBF_PORT_OUT, .type = CBF_TYPE_ADC_PACKED,
+     .doc = "packed samples [antenna][pol][byte]"},
 };
 
 typedef struct dsim {
@@ -62,17 +73,17 @@ typedef struct dsim {
     cbf_counter *c_samples, *c_saturated, *c_missing;
 } dsim;
 
-static int cmp_i64(const void *a, const void *b)
+static int dsim_cmp_i64(const void *a, const void *b)
 {
     const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
 }
 
-static int heap_missing(const dsim *s, int input, int64_t heap)
+static int dsim_heap_missing(const dsim *s, int input, int64_t heap)
 {
     if (!s->input_missing[input] || !s->n_missing)
         return 0;
-    return bsearch(&heap, s->missing, s->n_missing, sizeof *s->missing, cmp_i64) != NULL;
+    return bsearch(&heap, s->missing, s->n_missing, sizeof *s->missing, dsim_cmp_i64) != NULL;
 }
 
 static void dsim_fini(cbf_node *node)
@@ -88,7 +99,7 @@ static void dsim_fini(cbf_node *node)
     cbf_node_set_state(node, NULL);
 }
 
-static int read_params(dsim *s, const cbf_params *p, cbf_dsim_tone **tones, double **delays,
+static int dsim_read_params(dsim *s, const cbf_params *p, cbf_dsim_tone **tones, double **delays,
                        cbf_dsim_config *cfg, cbf_error *err)
 {
     s->antennas = (int)cbf_params_int(p, "antennas");
@@ -120,7 +131,7 @@ static int read_params(dsim *s, const cbf_params *p, cbf_dsim_tone **tones, doub
     s->threads = (int)cbf_params_int(p, "threads");
     s->scratch = malloc((size_t)s->threads * HEAP * sizeof *s->scratch);
     if (!*tones || !*delays || !s->missing || !s->input_missing || !s->scratch)
-        return cbf_error_set(err, CBF_ENOMEM, "dsim: out of memory");
+        return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     for (size_t k = 0; k < nt; k++) {
         (*tones)[k].frequency = cbf_params_field(p, "tones", k, "frequency");
         (*tones)[k].amplitude = cbf_params_field(p, "tones", k, "amplitude");
@@ -131,7 +142,7 @@ static int read_params(dsim *s, const cbf_params *p, cbf_dsim_tone **tones, doub
         (*delays)[a] = cbf_params_float_at(p, "delays", a);
     for (size_t i = 0; i < s->n_missing; i++)
         s->missing[i] = cbf_params_int_at(p, "missing", i);
-    qsort(s->missing, s->n_missing, sizeof *s->missing, cmp_i64);
+    qsort(s->missing, s->n_missing, sizeof *s->missing, dsim_cmp_i64);
     const size_t ni = cbf_params_len(p, "missing_inputs");
     for (size_t i = 0; i < ni; i++) {
         const int64_t in = cbf_params_int_at(p, "missing_inputs", i);
@@ -146,7 +157,7 @@ static int read_params(dsim *s, const cbf_params *p, cbf_dsim_tone **tones, doub
         memset(s->input_missing, 1, 2 * (size_t)s->antennas);
     *cfg = (cbf_dsim_config){
         .antennas = s->antennas,
-        .adc_sample_rate = cbf_params_float(p, "adc_sample_rate"),
+        .adc_sample_rate = cbf_params_float(p, CBF_ATTR_ADC_SAMPLE_RATE),
         .bits = s->bits,
         .n_tones = (int)nt,
         .tones = *tones,
@@ -162,14 +173,14 @@ static int dsim_init(cbf_node *node, cbf_error *err)
 {
     dsim *s = calloc(1, sizeof *s);
     if (!s)
-        return cbf_error_set(err, CBF_ENOMEM, "dsim: out of memory");
+        return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     cbf_node_set_state(node, s);
     const cbf_params *p = cbf_node_params(node);
     cbf_dsim_tone *tones = NULL;
     double *delays = NULL;
     cbf_dsim_config cfg;
     char msg[256];
-    int rc = read_params(s, p, &tones, &delays, &cfg, err);
+    int rc = dsim_read_params(s, p, &tones, &delays, &cfg, err);
     if (rc == 0 && (rc = cbf_dsim_model_create(&cfg, &s->model, msg, sizeof msg)) != 0)
         rc = cbf_error_set(err, rc == -2 ? CBF_ENOMEM : CBF_ECONFIG, "%s", msg);
     free(tones);
@@ -188,9 +199,9 @@ static int dsim_init(cbf_node *node, cbf_error *err)
     d.n_present = (size_t)s->antennas * 2 * s->heaps;
     d.present_axis = "heap";
     d.timestamp_step = (int64_t)s->spc;
-    cbf_port_desc_set_attr(&d, "adc_sample_rate", cfg.adc_sample_rate);
-    cbf_port_desc_set_attr(&d, "samples_per_chunk", (double)s->spc);
-    cbf_port_desc_set_attr(&d, "heap_samples", HEAP);
+    cbf_port_desc_set_attr(&d, CBF_ATTR_ADC_SAMPLE_RATE, cfg.adc_sample_rate);
+    cbf_port_desc_set_attr(&d, CBF_ATTR_SAMPLES_PER_CHUNK, (double)s->spc);
+    cbf_port_desc_set_attr(&d, CBF_ATTR_HEAP_SAMPLES, HEAP);
     s->out = cbf_node_port(node, "out", 0);
     if ((rc = cbf_port_set_desc(s->out, &d, err)) != 0)
         return rc;
@@ -211,19 +222,19 @@ static int dsim_init(cbf_node *node, cbf_error *err)
 }
 
 /* One thread's share of a chunk: streams k, k + threads, ... */
-typedef struct share {
+typedef struct dsim_share {
     dsim *s;
     cbf_buffer *buf;
     int k;
     uint64_t saturated, missing;
-} share;
+} dsim_share;
 
 /* Fills streams heap by heap, so a missing heap costs nothing and its
  * bytes are zero (no data arrived). Threads write disjoint streams, flags
  * and counters, so they need no locks. */
-static void *fill_share(void *arg)
+static void *dsim_fill_share(void *arg)
 {
-    share *sh = arg;
+    dsim_share *sh = arg;
     dsim *s = sh->s;
     uint8_t *data = sh->buf->data;
     int16_t *scratch = s->scratch + (size_t)sh->k * HEAP;
@@ -233,7 +244,7 @@ static void *fill_share(void *arg)
         for (size_t h = 0; h < s->heaps; h++) {
             uint8_t *dst = data + (size_t)input * stream_bytes + h * s->heap_bytes;
             const size_t flag = (size_t)input * s->heaps + h;
-            if (heap_missing(s, input, heap0 + (int64_t)h)) {
+            if (dsim_heap_missing(s, input, heap0 + (int64_t)h)) {
                 memset(dst, 0, s->heap_bytes);
                 sh->buf->present[flag] = 0;
                 sh->missing++;
@@ -249,20 +260,20 @@ static void *fill_share(void *arg)
     return NULL;
 }
 
-static void fill(dsim *s, cbf_buffer *buf)
+static void dsim_fill(dsim *s, cbf_buffer *buf)
 {
-    share sh[64];
+    dsim_share sh[64];
     pthread_t th[64];
     int started[64] = {0};
     for (int k = 0; k < s->threads; k++) {
-        sh[k] = (share){.s = s, .buf = buf, .k = k};
+        sh[k] = (dsim_share){.s = s, .buf = buf, .k = k};
         /* Thread 0 is this one; a thread that cannot start is done here. */
         if (k > 0)
-            started[k] = pthread_create(&th[k], NULL, fill_share, &sh[k]) == 0;
+            started[k] = pthread_create(&th[k], NULL, dsim_fill_share, &sh[k]) == 0;
     }
     for (int k = 0; k < s->threads; k++)
         if (!started[k])
-            fill_share(&sh[k]);
+            dsim_fill_share(&sh[k]);
     for (int k = 0; k < s->threads; k++) {
         if (started[k])
             pthread_join(th[k], NULL);
@@ -284,13 +295,13 @@ static int dsim_run(cbf_node *node, cbf_error *err)
         if (rc == CBF_ESTOPPED)
             return 0;
         if (rc)
-            return cbf_error_set(err, rc, "dsim: no output buffer");
+            return cbf_error_set(err, rc, "no output buffer");
         buf->timestamp = s->start + offset;
         buf->seq = seq;
         buf->n_present = (size_t)s->antennas * 2 * s->heaps;
         buf->saturated = 0;
         buf->missing = 0;
-        fill(s, buf);
+        dsim_fill(s, buf);
         cbf_counter_add(s->c_samples, (uint64_t)s->spc);
         cbf_counter_add(s->c_saturated, buf->saturated);
         cbf_counter_add(s->c_missing, buf->missing);
@@ -299,18 +310,18 @@ static int dsim_run(cbf_node *node, cbf_error *err)
     }
 }
 
-static const cbf_plugin_desc desc = {
+static const cbf_plugin_desc dsim_desc = {
     .abi = CBF_PLUGIN_ABI,
     .name = "dsim",
     .version = "0.1.0",
     .summary = "digitiser simulator: tones, noise and correlated noise as packed samples",
-    .params = params,
-    .n_params = CBF_COUNT_OF(params),
-    .ports = ports,
-    .n_ports = CBF_COUNT_OF(ports),
+    .params = dsim_params,
+    .n_params = CBF_COUNT_OF(dsim_params),
+    .ports = dsim_ports,
+    .n_ports = CBF_COUNT_OF(dsim_ports),
     .init = dsim_init,
     .run = dsim_run,
     .fini = dsim_fini,
 };
 
-CBF_PLUGIN_DEFINE(desc)
+CBF_PLUGIN_DEFINE(dsim_desc)

@@ -17,29 +17,19 @@
 
 #include "cbf/cbf.h"
 #include "fft_post.h"
-#ifdef CBF_HAVE_CUDA
-#include <cuda_runtime.h>
-#endif
+#include "stage/contracts/feng.h"
+#include "stage/gpu.h"
+#include "stage/kern.h"
+#include "stage/timed.h"
 
-#define MSG 512
-
-#define MAX_PENDING 16
-
-/* A gain change waiting for its timestamp: the whole table it makes. */
-typedef struct pending_gain {
-    int64_t at;
-    float *gains;           /* [channel][pol][re, im] */
-} pending_gain;
+#define POST_MAX_PENDING 16
 
 typedef struct post_state {
     cbf_fft_post_config cfg;
     int64_t step;           /* samples between spectra */
     float *gains;           /* [channel][pol][re, im]: the newest table (in force once every
                                pending change has taken effect) */
-    pending_gain pend[MAX_PENDING];
-    int n_pend;
-    int64_t next_ts;        /* timestamp of the first spectrum not yet processed */
-    int have_ts;
+    cbf_timed *pend;        /* gain changes waiting for their timestamps: whole tables */
     int model_in_aux;       /* pfb sends a per-spectrum delay model in aux */
     int gpu;
     size_t out_bytes;
@@ -55,53 +45,48 @@ typedef struct post_state {
     cbf_counter *c_batches, *c_missing, *c_sat[2];
 } post_state;
 
-static const cbf_param_decl params[] = {
-    {"spectra_per_heap", CBF_PARAM_INT, "256", CBF_RANGE(1, 65536), NULL,
-     "spectra per output heap (batch); must divide pfb's spectra_per_buffer"},
-    {"out_bits", CBF_PARAM_CHOICE, "8", CBF_NORANGE, "8|4",
-     "output sample width: 8 (CI8) or 4 (CI4, real in the high nibble)"},
-    {"gain", CBF_PARAM_FLOAT_LIST, "[1.0, 0.0]", CBF_RANGE(-1e9, 1e9), NULL,
-     "complex gain [re, im] for every channel, or [re, im] per channel (2 x channels values)"},
-    {"fine_delay", CBF_PARAM_FLOAT_LIST, "[0.0, 0.0]", CBF_RANGE(-1e6, 1e6), NULL,
-     "fine delay per polarisation in digitiser samples: channel k turns by -pi d k / channels "
-     "(narrowband: by -pi d (k - channels/2) / (channels x decimation))"},
-    {"phase", CBF_PARAM_FLOAT_LIST, "[0.0, 0.0]", CBF_RANGE(-1e6, 1e6), NULL,
-     "fringe phase per polarisation, radians"},
+static const cbf_param_decl post_params[] = {
+    {.name = "spectra_per_heap", .type = CBF_PARAM_INT, .def = "256", .has_range = 1, .min = 1,
+     .max = 65536, .doc = "spectra per output heap (batch); must divide pfb's spectra_per_buffer"},
+    {.name = "out_bits", .type = CBF_PARAM_CHOICE, .def = "8", .choices = "8|4",
+     .doc = "output sample width: 8 (CI8) or 4 (CI4, real in the high nibble)"},
+    {.name = "gain", .type = CBF_PARAM_FLOAT_LIST, .def = "[1.0, 0.0]", .has_range = 1,
+     .min = -1e9, .max = 1e9,
+     .doc = "complex gain [re, im] for every channel, or [re, im] per channel (2 x channels values)"},
+    {.name = "fine_delay", .type = CBF_PARAM_FLOAT_LIST, .def = "[0.0, 0.0]", .has_range = 1,
+     .min = -1e6, .max = 1e6,
+     .doc = "fine delay per polarisation in digitiser samples: channel k turns by -pi d k / "
+            "channels (narrowband: by -pi d (k - channels/2) / (channels x decimation))"},
+    {.name = "phase", .type = CBF_PARAM_FLOAT_LIST, .def = "[0.0, 0.0]", .has_range = 1,
+     .min = -1e6, .max = 1e6, .doc = "fringe phase per polarisation, radians"},
 };
 
-static const cbf_param_decl gain_args[] = {
-    {"values", CBF_PARAM_FLOAT_LIST, NULL, CBF_RANGE(-1e9, 1e9), NULL,
-     "one real gain, one complex [re, im], one real per channel, or [re, im] per channel"},
-    {"pol", CBF_PARAM_INT, "-1", CBF_RANGE(-1, 1), NULL, "polarisation 0 or 1; -1: both"},
-    {"at", CBF_PARAM_INT, "-1", CBF_RANGE(-1, 9.2e18), NULL,
-     "digitiser timestamp from which spectra use the new gains; -1: the next spectrum"},
+static const cbf_param_decl post_gain_args[] = {
+    {.name = "values", .type = CBF_PARAM_FLOAT_LIST, .has_range = 1, .min = -1e9, .max = 1e9,
+     .doc = "one real gain, one complex [re, im], one real per channel, or [re, im] per channel"},
+    {.name = "pol", .type = CBF_PARAM_INT, .def = "-1", .has_range = 1, .min = -1, .max = 1,
+     .doc = "polarisation 0 or 1; -1: both"},
+    {.name = "at", .type = CBF_PARAM_INT, .def = "-1", .has_range = 1, .min = -1, .max = 9.2e18,
+     .doc = "digitiser timestamp from which spectra use the new gains; -1: the next spectrum"},
 };
 
-static const cbf_request_decl requests[] = {
-    {"gain", gain_args, CBF_COUNT_OF(gain_args),
-     "set the complex gains from a timestamp on (every spectrum uses all old or all new gains)"},
+static const cbf_request_decl post_requests[] = {
+    {.name = "gain", .args = post_gain_args, .n_args = CBF_COUNT_OF(post_gain_args),
+     .doc = "set the complex gains from a timestamp on (every spectrum uses all old or all new "
+            "gains)"},
 };
 
-static const cbf_port_decl ports[] = {
-    {"in", CBF_PORT_IN, "cbf.feng.fir", 0, 0,
-     "pfb output (transformed in place); narrowband when it carries a decimation"},
-    {"out", CBF_PORT_OUT, "cbf.feng.spectra", 0, 0,
-     "[batch][channel][spectrum][pol] CI8 or CI4 for one antenna"},
+/* TODO(lead): in takes CBF_TYPE_FENG_FIR "|" CBF_TYPE_FENG_FIR_COMPLEX and
+ * carries CBF_PORT_WRITES_INPUT (the transform runs in place) once core
+ * has port alternatives and flags. */
+static const cbf_port_decl post_ports[] = {
+    {.name = "in", .dir = CBF_PORT_IN, .type = CBF_TYPE_FENG_FIR,
+     .doc = "pfb output (transformed in place); narrowband when it carries a decimation"},
+    {.name = "out", .dir = CBF_PORT_OUT, .type = CBF_TYPE_FENG_SPECTRA,
+     .doc = "[batch][channel][spectrum][pol] CI8 or CI4 for one antenna"},
 };
 
-static int kern(int rc, const char *msg, cbf_error *err)
-{
-    return rc ? cbf_error_set(err, rc, "%s", msg) : 0;
-}
-
-#ifdef CBF_HAVE_CUDA
-static int cuda_ok(cudaError_t e, const char *what, cbf_error *err)
-{
-    return e == cudaSuccess ? 0 : cbf_error_set(err, CBF_ECUDA, "%s: %s", what, cudaGetErrorString(e));
-}
-#endif
-
-static int read_list2(const cbf_params *p, const char *name, float out[2], cbf_error *err)
+static int post_read_list2(const cbf_params *p, const char *name, float out[2], cbf_error *err)
 {
     if (cbf_params_len(p, name) != 2)
         return cbf_error_set(err, CBF_ECONFIG, "%s: %s needs two values (pol 0, pol 1)",
@@ -112,7 +97,7 @@ static int read_list2(const cbf_params *p, const char *name, float out[2], cbf_e
 }
 
 /* [channel][pol][re, im] gains from the `gain` list. */
-static int make_gains(const cbf_params *p, int channels, float **out, cbf_error *err)
+static int post_make_gains(const cbf_params *p, int channels, float **out, cbf_error *err)
 {
     size_t n = cbf_params_len(p, "gain");
     if (n != 2 && n != 2 * (size_t)channels)
@@ -121,7 +106,7 @@ static int make_gains(const cbf_params *p, int channels, float **out, cbf_error 
                              2 * channels);
     float *g = malloc(sizeof(float) * 4 * (size_t)channels);
     if (!g)
-        return cbf_error_set(err, CBF_ENOMEM, "fft_post: gains");
+        return cbf_error_set(err, CBF_ENOMEM, "gains");
     for (int k = 0; k < channels; k++)
         for (int q = 0; q < 2; q++) {
             size_t src = n == 2 ? 0 : 2 * (size_t)k;
@@ -132,53 +117,52 @@ static int make_gains(const cbf_params *p, int channels, float **out, cbf_error 
     return 0;
 }
 
-static int setup_backend(cbf_node *node, post_state *s, const float *gains, cbf_error *err)
+static int post_setup_backend(cbf_node *node, post_state *s, const float *gains, cbf_error *err)
 {
-    char msg[MSG];
+    char msg[CBF_STAGE_MSG];
     int rc;
     s->gpu = cbf_node_use_gpu(node);
 #ifdef CBF_HAVE_CUDA
     if (s->gpu) {
-        cudaStream_t st;
-        if ((rc = cuda_ok(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "fft_post: stream", err)))
-            return rc;
-        s->stream = st;
-        if ((rc = cbf_gpu_timer_create(&s->timer, err)))
+        if ((rc = cbf_stage_stream_create(&s->stream, err)) ||
+            (rc = cbf_gpu_timer_create(&s->timer, err)))
             return rc;
         s->g_gpu_ms = cbf_node_gauge(node, "gpu_ms_per_buffer");
-        if ((rc = cuda_ok(cudaMalloc(&s->d_out, s->out_bytes), "fft_post: output cudaMalloc", err)) ||
-            (rc = kern(cbf_fft_post_cuda_create(&s->cfg, s->stream, &s->cuda, msg, MSG), msg, err)))
+        if ((rc = cbf_stage_alloc(CBF_MEM_DEVICE, s->out_bytes, &s->d_out, "output", err)) ||
+            (rc = cbf_stage_kern(cbf_fft_post_cuda_create(&s->cfg, s->stream, &s->cuda, msg, sizeof msg),
+                                 msg, err)))
             return rc;
-        return kern(cbf_fft_post_cuda_set_gains(s->cuda, gains, msg, MSG), msg, err);
+        return cbf_stage_kern(cbf_fft_post_cuda_set_gains(s->cuda, gains, msg, sizeof msg), msg, err);
     }
 #else
     if (s->gpu)
-        return cbf_error_set(err, CBF_ENOTSUP, "fft_post: built without CUDA");
+        return cbf_error_set(err, CBF_ENOTSUP, "built without CUDA");
 #endif
-    if ((rc = kern(cbf_fft_post_cpu_create(&s->cfg, &s->cpu, msg, MSG), msg, err)))
+    if ((rc = cbf_stage_kern(cbf_fft_post_cpu_create(&s->cfg, &s->cpu, msg, sizeof msg), msg, err)))
         return rc;
     return cbf_fft_post_cpu_set_gains(s->cpu, gains);
 }
 
-static int init(cbf_node *node, cbf_error *err)
+static int post_init(cbf_node *node, cbf_error *err)
 {
     const cbf_params *p = cbf_node_params(node);
     post_state *s = calloc(1, sizeof *s);
     if (!s)
-        return cbf_error_set(err, CBF_ENOMEM, "fft_post: state");
+        return cbf_error_set(err, CBF_ENOMEM, "state");
     cbf_node_set_state(node, s);
     const cbf_port_desc *in = cbf_port_get_desc(cbf_node_port(node, "in", 0));
     double channels = 0, unzip = 0, rate = 0, antenna = 0, step = 0;
-    if (cbf_port_desc_get_attr(in, "channels", &channels) || cbf_port_desc_get_attr(in, "unzip", &unzip) ||
-        cbf_port_desc_get_attr(in, "samples_between_spectra", &step) || in->ndim != 3)
-        return cbf_error_set(err, CBF_ECONFIG, "fft_post: input is not a pfb output");
-    cbf_port_desc_get_attr(in, "adc_sample_rate", &rate);
+    if (cbf_port_desc_get_attr(in, CBF_ATTR_CHANNELS, &channels) ||
+        cbf_port_desc_get_attr(in, CBF_ATTR_UNZIP, &unzip) ||
+        cbf_port_desc_get_attr(in, CBF_ATTR_SAMPLES_BETWEEN_SPECTRA, &step) || in->ndim != 3)
+        return cbf_error_set(err, CBF_ECONFIG, "input is not a pfb output");
+    cbf_port_desc_get_attr(in, CBF_ATTR_ADC_SAMPLE_RATE, &rate);
     s->step = (int64_t)step;
-    s->model_in_aux = in->aux_layout && strstr(in->aux_layout, "delay_phase") &&
-                      in->aux_size >= 3 * sizeof(uint64_t) + 4 * sizeof(float) * in->shape[1];
-    cbf_port_desc_get_attr(in, "antenna", &antenna);
+    cbf_port_desc_get_attr(in, CBF_ATTR_ANTENNA, &antenna);
     s->decimation = 1;
-    s->cfg.complex_in = !cbf_port_desc_get_attr(in, "decimation", &s->decimation);
+    s->cfg.complex_in = !cbf_port_desc_get_attr(in, CBF_ATTR_DECIMATION, &s->decimation);
+    /* Wideband pfb output carries its delay model per spectrum in aux. */
+    s->model_in_aux = !s->cfg.complex_in && in->aux_size >= cbf_feng_fir_aux_size(in->shape[1]);
     int rc;
     s->cfg.channels = (int)channels;
     s->cfg.unzip = (int)unzip;
@@ -190,24 +174,25 @@ static int init(cbf_node *node, cbf_error *err)
                              "%zu spectra of each input buffer (pfb spectra_per_buffer)",
                              cbf_params_where(p, "spectra_per_heap"), s->cfg.spectra_per_heap,
                              s->cfg.spectra);
-    char msg[MSG];
-    if ((rc = kern(cbf_fft_post_config_check(&s->cfg, msg, MSG), msg, err)) ||
-        (rc = read_list2(p, "fine_delay", s->delay, err)) || (rc = read_list2(p, "phase", s->phase, err)))
+    char msg[CBF_STAGE_MSG];
+    if ((rc = cbf_stage_kern(cbf_fft_post_config_check(&s->cfg, msg, sizeof msg), msg, err)) ||
+        (rc = post_read_list2(p, "fine_delay", s->delay, err)) ||
+        (rc = post_read_list2(p, "phase", s->phase, err)))
         return rc;
     s->out_bytes = cbf_fft_post_out_bytes(&s->cfg);
     const size_t batches = s->cfg.spectra / (size_t)s->cfg.spectra_per_heap;
     float *gains = NULL;
-    if ((rc = make_gains(p, s->cfg.channels, &gains, err)))
+    if ((rc = post_make_gains(p, s->cfg.channels, &gains, err)))
         return rc;
-    rc = setup_backend(node, s, gains, err);
+    rc = post_setup_backend(node, s, gains, err);
     s->gains = gains;   /* the table later requests start from */
     if (rc)
         return rc;
     if (!s->gpu && in->mem != CBF_MEM_HOST)
-        return cbf_error_set(err, CBF_ECONFIG, "fft_post: input in %s memory on the CPU path",
+        return cbf_error_set(err, CBF_ECONFIG, "input in %s memory on the CPU path",
                              cbf_mem_kind_name(in->mem));
     if (s->gpu && in->mem != CBF_MEM_DEVICE)
-        return cbf_error_set(err, CBF_ECONFIG, "fft_post: GPU path needs device input, got %s",
+        return cbf_error_set(err, CBF_ECONFIG, "GPU path needs device input, got %s",
                              cbf_mem_kind_name(in->mem));
 
     cbf_port_desc d;
@@ -219,25 +204,25 @@ static int init(cbf_node *node, cbf_error *err)
     cbf_port_desc_add_axis(&d, "pol", 2);
     d.n_present = batches;
     d.present_axis = "batch";
-    d.aux_size = 4 * sizeof(uint64_t);
-    d.aux_layout = "u64[pol] saturated, u64[pol] power_sum";
+    d.aux_size = sizeof(cbf_feng_spectra_aux);
+    d.aux_layout = CBF_FENG_SPECTRA_AUX_LAYOUT;
     d.timestamp_step = in->timestamp_step;
-    cbf_port_desc_set_attr(&d, "channels", channels);
-    cbf_port_desc_set_attr(&d, "spectra_per_heap", s->cfg.spectra_per_heap);
-    cbf_port_desc_set_attr(&d, "samples_between_spectra", step);
-    cbf_port_desc_set_attr(&d, "adc_sample_rate", rate);
-    cbf_port_desc_set_attr(&d, "antenna", antenna);
+    cbf_port_desc_set_attr(&d, CBF_ATTR_CHANNELS, channels);
+    cbf_port_desc_set_attr(&d, CBF_ATTR_SPECTRA_PER_HEAP, s->cfg.spectra_per_heap);
+    cbf_port_desc_set_attr(&d, CBF_ATTR_SAMPLES_BETWEEN_SPECTRA, step);
+    cbf_port_desc_set_attr(&d, CBF_ATTR_ADC_SAMPLE_RATE, rate);
+    cbf_port_desc_set_attr(&d, CBF_ATTR_ANTENNA, antenna);
     /* Wideband, first Nyquist zone of a real digitiser: channel 0 at DC of
      * the ADC band. Narrowband: the ddc's band, centre at channel N/2. */
     if (s->cfg.complex_in) {
         double v;
-        cbf_port_desc_set_attr(&d, "decimation", s->decimation);
+        cbf_port_desc_set_attr(&d, CBF_ATTR_DECIMATION, s->decimation);
         if (rate > 0)
-            cbf_port_desc_set_attr(&d, "bandwidth", rate / (2 * s->decimation));
-        if (!cbf_port_desc_get_attr(in, "centre_frequency", &v))
-            cbf_port_desc_set_attr(&d, "centre_frequency", v);
+            cbf_port_desc_set_attr(&d, CBF_ATTR_BANDWIDTH, rate / (2 * s->decimation));
+        if (!cbf_port_desc_get_attr(in, CBF_ATTR_CENTRE_FREQUENCY, &v))
+            cbf_port_desc_set_attr(&d, CBF_ATTR_CENTRE_FREQUENCY, v);
     } else if (rate > 0) {
-        cbf_port_desc_set_attr(&d, "bandwidth", rate / 2);
+        cbf_port_desc_set_attr(&d, CBF_ATTR_BANDWIDTH, rate / 2);
     }
     if ((rc = cbf_port_set_desc(cbf_node_port(node, "out", 0), &d, err)))
         return rc;
@@ -248,51 +233,59 @@ static int init(cbf_node *node, cbf_error *err)
     s->c_missing = cbf_node_counter(node, "missing_batches");
     s->c_sat[0] = cbf_node_counter(node, "saturated_pol0");
     s->c_sat[1] = cbf_node_counter(node, "saturated_pol1");
-    return 0;
+    /* One change per input buffer: the kernel switches tables once. */
+    cbf_timed_config tc = {.noun = "gain change", .payload = sizeof(float) * 4 * s->cfg.channels,
+                           .max_pending = POST_MAX_PENDING,
+                           .granule = (int64_t)s->cfg.spectra * s->step};
+    return cbf_timed_create(&tc, &s->pend, err);
 }
 
 /* The first pending gain change that falls in this buffer becomes the
  * plan's next table and the spectrum it starts at; requests are refused
  * when a second one would fall in the same buffer, so none is ever late. */
-static int take_gain_change(post_state *s, int64_t ts, cbf_fft_post_args *a, cbf_error *err)
+static int post_take_gain_change(post_state *s, int64_t ts, cbf_fft_post_args *a, cbf_error *err)
 {
-    if (!s->n_pend || s->pend[0].at >= ts + (int64_t)s->cfg.spectra * s->step)
+    if (!cbf_timed_count(s->pend))
         return 0;
-    int64_t k = s->pend[0].at <= ts ? 0 : (s->pend[0].at - ts + s->step - 1) / s->step;
-    char msg[MSG];
+    const int64_t at = cbf_timed_at(s->pend, 0);
+    const float *gains = cbf_timed_payload(s->pend, 0);
+    if (at >= ts + (int64_t)s->cfg.spectra * s->step)
+        return 0;
+    int64_t k = at <= ts ? 0 : (at - ts + s->step - 1) / s->step;
+    char msg[CBF_STAGE_MSG];
     int rc = 0;
 #ifdef CBF_HAVE_CUDA
     if (s->gpu)
-        rc = kern(cbf_fft_post_cuda_set_next_gains(s->cuda, s->pend[0].gains, msg, MSG), msg, err);
+        rc = cbf_stage_kern(cbf_fft_post_cuda_set_next_gains(s->cuda, gains, msg, sizeof msg), msg, err);
     else
 #endif
-        rc = kern(cbf_fft_post_cpu_set_next_gains(s->cpu, s->pend[0].gains),
-                  "cannot set the next gains", err);
+        rc = cbf_stage_kern(cbf_fft_post_cpu_set_next_gains(s->cpu, gains),
+                            "cannot set the next gains", err);
     (void)msg;
     if (rc)
         return rc;
     a->switch_gains = 1;
     a->gain_switch = (size_t)k;
     cbf_log_info("gain change at timestamp %lld: from spectrum %lld of the buffer at %lld",
-                 (long long)s->pend[0].at, (long long)k, (long long)ts);
-    free(s->pend[0].gains);
-    memmove(&s->pend[0], &s->pend[1], sizeof s->pend[0] * (size_t)(s->n_pend - 1));
-    s->n_pend--;
+                 (long long)at, (long long)k, (long long)ts);
+    cbf_timed_pop(s->pend, 1);
     return 0;
 }
 
-static int process(post_state *s, cbf_buffer *in, cbf_buffer *out, uint64_t sat[2], cbf_error *err)
+static int post_process(post_state *s, cbf_buffer *in, cbf_buffer *out, uint64_t sat[2],
+                        cbf_error *err)
 {
-    char msg[MSG];
+    char msg[CBF_STAGE_MSG];
     /* The kernel takes the fine delay in FIR input samples. */
     float dec = (float)s->decimation;
     cbf_fft_post_args a = {(float *)in->data, s->cfg.spectra * cbf_fft_post_row_floats(&s->cfg),
                            out->data, {s->delay[0] / dec, s->delay[1] / dec},
                            {s->phase[0], s->phase[1]}, NULL, 0, 0};
     /* pfb's delay model, evaluated per spectrum, when it turns anything. */
-    if (s->model_in_aux && in->aux && ((const uint64_t *)in->aux)[2])
-        a.spectrum_delay = (const float *)((const uint64_t *)in->aux + 3);
-    int grc = take_gain_change(s, in->timestamp, &a, err);
+    const cbf_feng_fir_aux *fir = s->model_in_aux ? in->aux : NULL;
+    if (fir && fir->rotate)
+        a.spectrum_delay = fir->delay_phase;
+    int grc = post_take_gain_change(s, in->timestamp, &a, err);
     if (grc)
         return grc;
 #ifdef CBF_HAVE_CUDA
@@ -302,26 +295,26 @@ static int process(post_state *s, cbf_buffer *in, cbf_buffer *out, uint64_t sat[
         if (!rc)
             rc = cbf_gpu_timer_start(s->timer, s->stream, err);
         if (!rc)
-            rc = kern(cbf_fft_post_cuda_run(s->cuda, &a, msg, MSG), msg, err);
+            rc = cbf_stage_kern(cbf_fft_post_cuda_run(s->cuda, &a, msg, sizeof msg), msg, err);
         if (!rc)
             rc = cbf_gpu_timer_stop(s->timer, s->stream, err);
         if (!rc)
-            rc = cuda_ok(cudaMemcpyAsync(out->data, s->d_out, s->out_bytes, cudaMemcpyDeviceToHost,
-                                         (cudaStream_t)s->stream), "fft_post: download", err);
+            rc = cbf_stage_copy(out->data, out->kind, s->d_out, CBF_MEM_DEVICE, s->out_bytes,
+                                s->stream, "download", err);
         if (!rc)
             rc = cbf_buffer_record(out, s->stream, err);
         /* Waits for the stream: the output is complete when the counts are. */
         if (!rc)
-            rc = kern(cbf_fft_post_cuda_saturated(s->cuda, sat, msg, MSG), msg, err);
+            rc = cbf_stage_kern(cbf_fft_post_cuda_saturated(s->cuda, sat, msg, sizeof msg), msg, err);
         if (!rc)
             cbf_gauge_set(s->g_gpu_ms, cbf_gpu_timer_ms(s->timer));
         return rc;
     }
 #endif
-    return kern(cbf_fft_post_cpu_run(s->cpu, &a, sat, msg, MSG), msg, err);
+    return cbf_stage_kern(cbf_fft_post_cpu_run(s->cpu, &a, sat, msg, sizeof msg), msg, err);
 }
 
-static int run(cbf_node *node, cbf_error *err)
+static int post_run(cbf_node *node, cbf_error *err)
 {
     post_state *s = cbf_node_state(node);
     cbf_port *in = cbf_node_port(node, "in", 0), *outp = cbf_node_port(node, "out", 0);
@@ -338,9 +331,8 @@ static int run(cbf_node *node, cbf_error *err)
             return rc;
         }
         uint64_t sat[2] = {0, 0};
-        rc = process(s, buf, out, sat, err);
-        s->next_ts = buf->timestamp + (int64_t)s->cfg.spectra * s->step;
-        s->have_ts = 1;
+        rc = post_process(s, buf, out, sat, err);
+        cbf_timed_processed(s->pend, buf->timestamp + (int64_t)s->cfg.spectra * s->step);
         if (!rc) {
             cbf_fft_post_batch_presence(buf->present, s->cfg.spectra, s->cfg.spectra_per_heap,
                                         out->present);
@@ -351,10 +343,12 @@ static int run(cbf_node *node, cbf_error *err)
             out->timestamp = buf->timestamp;
             out->seq = buf->seq;
             out->saturated = sat[0] + sat[1];
-            uint64_t aux[4] = {sat[0], sat[1], 0, 0};
-            if (buf->aux && buf->aux_size >= 2 * sizeof(uint64_t))
-                memcpy(&aux[2], buf->aux, 2 * sizeof(uint64_t));
-            memcpy(out->aux, aux, sizeof aux);
+            cbf_feng_spectra_aux aux = {.saturated = {sat[0], sat[1]}};
+            /* Both FIR layouts begin with the power sums. */
+            if (buf->aux && buf->aux_size >= sizeof(cbf_feng_fir_complex_aux))
+                memcpy(aux.power_sum, ((const cbf_feng_fir_complex_aux *)buf->aux)->power_sum,
+                       sizeof aux.power_sum);
+            memcpy(out->aux, &aux, sizeof aux);
             cbf_counter_add(s->c_batches, batches);
             cbf_counter_add(s->c_missing, out->missing);
             cbf_counter_add(s->c_sat[0], sat[0]);
@@ -370,29 +364,27 @@ static int run(cbf_node *node, cbf_error *err)
     }
 }
 
-static void fini(cbf_node *node)
+static void post_fini(cbf_node *node)
 {
     post_state *s = cbf_node_state(node);
     if (!s)
         return;
     cbf_fft_post_cpu_destroy(s->cpu);
     free(s->gains);
-    for (int i = 0; i < s->n_pend; i++)
-        free(s->pend[i].gains);
+    cbf_timed_destroy(s->pend);
 #ifdef CBF_HAVE_CUDA
     cbf_fft_post_cuda_destroy(s->cuda);
-    cudaFree(s->d_out);
-    if (s->stream)
-        cudaStreamDestroy((cudaStream_t)s->stream);
     cbf_gpu_timer_destroy(s->timer);
 #endif
+    cbf_stage_free(CBF_MEM_DEVICE, s->d_out);
+    cbf_stage_stream_destroy(s->stream);
     free(s);
 }
 
 /* On the node's thread, between buffers (cbf/control.h): checks the
  * request against this node's shape and what it has processed, then queues
  * the new table for its timestamp. Refusals change nothing. */
-static int on_request(cbf_node *node, const cbf_request *req, cbf_reply *reply, cbf_error *err)
+static int post_request(cbf_node *node, const cbf_request *req, cbf_reply *reply, cbf_error *err)
 {
     post_state *s = cbf_node_state(node);
     const cbf_params *p = cbf_request_args(req);
@@ -402,33 +394,12 @@ static int on_request(cbf_node *node, const cbf_request *req, cbf_reply *reply, 
         return cbf_error_set(err, CBF_EINVAL, "gain: %zu values: give 1 (real), 2 (re, im), %d "
                              "(real per channel) or %d ([re, im] per channel)", n, N, 2 * N);
     int pol = (int)cbf_params_int(p, "pol");
-    int64_t at = cbf_params_int(p, "at");
-    const int64_t span = (int64_t)s->cfg.spectra * s->step;
-    if (at < 0)
-        at = s->have_ts ? s->next_ts : 0;
-    if (s->have_ts && at < s->next_ts)
-        return cbf_error_set(err, CBF_EINVAL, "gain: timestamp %lld has already been processed "
-                             "(the next spectrum is at %lld)", (long long)at, (long long)s->next_ts);
-    if (s->n_pend) {
-        const pending_gain *last = &s->pend[s->n_pend - 1];
-        if (at < last->at)
-            return cbf_error_set(err, CBF_EINVAL, "gain: a change is already pending at %lld; a "
-                                 "later one cannot come before it (%lld)", (long long)last->at,
-                                 (long long)at);
-        if (at / span == last->at / span && at != last->at)
-            return cbf_error_set(err, CBF_EINVAL, "gain: a change is already pending at %lld, in "
-                                 "the same output buffer of %lld samples as %lld; one change per "
-                                 "buffer", (long long)last->at, (long long)span, (long long)at);
-    }
-    bool merge = s->n_pend && s->pend[s->n_pend - 1].at == at;
-    if (!merge && s->n_pend == MAX_PENDING)
-        return cbf_error_set(err, CBF_EINVAL, "gain: %d changes are pending already", MAX_PENDING);
+    int64_t at = cbf_timed_resolve(s->pend, cbf_params_int(p, "at"));
+    if (cbf_timed_check(s->pend, at, err))
+        return cbf_error_prefix(err, "gain");
     /* s->gains is the newest table (the last pending one, or the one in
      * force): a change to one polarisation keeps the other's from there. */
-    float *g = malloc(sizeof(float) * 4 * (size_t)N);
-    if (!g)
-        return cbf_error_set(err, CBF_ENOMEM, "gain: out of memory");
-    memcpy(g, s->gains, sizeof(float) * 4 * (size_t)N);
+    float *g = s->gains;
     for (int k = 0; k < N; k++)
         for (int q = 0; q < 2; q++) {
             if (pol >= 0 && q != pol)
@@ -438,26 +409,30 @@ static int on_request(cbf_node *node, const cbf_request *req, cbf_reply *reply, 
             g[4 * k + 2 * q] = (float)cbf_params_float_at(p, "values", src);
             g[4 * k + 2 * q + 1] = cplx ? (float)cbf_params_float_at(p, "values", src + 1) : 0.0f;
         }
-    memcpy(s->gains, g, sizeof(float) * 4 * (size_t)N);
-    if (merge) {
-        free(s->pend[s->n_pend - 1].gains);
-        s->pend[s->n_pend - 1].gains = g;
-    } else {
-        s->pend[s->n_pend].at = at;
-        s->pend[s->n_pend++].gains = g;
-    }
+    int merged;
+    memcpy(cbf_timed_push(s->pend, at, &merged), g, sizeof(float) * 4 * (size_t)N);
     cbf_reply_int(reply, "at", at);
     cbf_reply_int(reply, "spectrum", (at + s->step - 1) / s->step);
-    cbf_reply_int(reply, "pending", s->n_pend);
+    cbf_reply_int(reply, "pending", cbf_timed_count(s->pend));
     return 0;
 }
 
-static const cbf_plugin_desc desc = {
-    CBF_PLUGIN_ABI, "fft_post", "0.1.0",
-    "FFT (wideband real or narrowband complex), gains, fine delay, quantisation and heap "
-    "transpose (F-engine back end)",
-    params, CBF_COUNT_OF(params), ports, CBF_COUNT_OF(ports), init, run, fini,
-    requests, CBF_COUNT_OF(requests), on_request,
+static const cbf_plugin_desc post_desc = {
+    .abi = CBF_PLUGIN_ABI,
+    .name = "fft_post",
+    .version = "0.1.0",
+    .summary = "FFT (wideband real or narrowband complex), gains, fine delay, quantisation and "
+               "heap transpose (F-engine back end)",
+    .params = post_params,
+    .n_params = CBF_COUNT_OF(post_params),
+    .ports = post_ports,
+    .n_ports = CBF_COUNT_OF(post_ports),
+    .init = post_init,
+    .run = post_run,
+    .fini = post_fini,
+    .requests = post_requests,
+    .n_requests = CBF_COUNT_OF(post_requests),
+    .request = post_request,
 };
 
-CBF_PLUGIN_DEFINE(desc)
+CBF_PLUGIN_DEFINE(post_desc)

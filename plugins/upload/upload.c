@@ -10,9 +10,8 @@
 #include <string.h>
 
 #include "cbf/cbf.h"
-#ifdef CBF_HAVE_CUDA
-#include <cuda_runtime.h>
-#endif
+#include "stage/contracts/adc.h"
+#include "stage/gpu.h"
 
 typedef struct upload_state {
     int gpu;
@@ -22,29 +21,23 @@ typedef struct upload_state {
     cbf_counter *c_bytes;
 } upload_state;
 
-static const cbf_param_decl params[] = {
-    {"buffers", CBF_PARAM_INT, "4", CBF_RANGE(2, 64), NULL, "device buffers in the output pool"},
+static const cbf_param_decl upload_params[] = {
+    {.name = "buffers", .type = CBF_PARAM_INT, .def = "4", .has_range = 1, .min = 2, .max = 64,
+     .doc = "device buffers in the output pool"},
 };
 
-static const cbf_port_decl ports[] = {
-    {"in", CBF_PORT_IN, "cbf.adc.packed", 0, 0, "digitiser samples in host memory"},
-    {"out", CBF_PORT_OUT, "cbf.adc.packed", 0, 0,
-     "the same samples in device memory (GPU path), or the input buffer itself (CPU path)"},
+static const cbf_port_decl upload_ports[] = {
+    {.name = "in", .dir = CBF_PORT_IN, .type = CBF_TYPE_ADC_PACKED,
+     .doc = "digitiser samples in host memory"},
+    {.name = "out", .dir = CBF_PORT_OUT, .type = CBF_TYPE_ADC_PACKED,
+     .doc = "the same samples in device memory (GPU path), or the input buffer itself (CPU path)"},
 };
 
-#ifdef CBF_HAVE_CUDA
-static int cuda_ok(cudaError_t e, const char *what, cbf_error *err)
-{
-    return e == cudaSuccess ? 0 : cbf_error_set(err, CBF_ECUDA, "upload: %s: %s", what,
-                                                cudaGetErrorString(e));
-}
-#endif
-
-static int init(cbf_node *node, cbf_error *err)
+static int upload_init(cbf_node *node, cbf_error *err)
 {
     upload_state *s = calloc(1, sizeof *s);
     if (!s)
-        return cbf_error_set(err, CBF_ENOMEM, "upload: state");
+        return cbf_error_set(err, CBF_ENOMEM, "state");
     cbf_node_set_state(node, s);
     const cbf_port_desc *in = cbf_port_get_desc(cbf_node_port(node, "in", 0));
     cbf_port_desc d = *in;
@@ -54,11 +47,9 @@ static int init(cbf_node *node, cbf_error *err)
     if (!s->gpu)
         return cbf_port_set_desc(cbf_node_port(node, "out", 0), &d, err);
 #ifdef CBF_HAVE_CUDA
-    cudaStream_t st;
-    int rc = cuda_ok(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream", err);
+    int rc = cbf_stage_stream_create(&s->stream, err);
     if (rc)
         return rc;
-    s->stream = st;
     d.mem = CBF_MEM_DEVICE;
     if ((rc = cbf_port_set_desc(cbf_node_port(node, "out", 0), &d, err)))
         return rc;
@@ -67,13 +58,12 @@ static int init(cbf_node *node, cbf_error *err)
                           d.n_present, d.aux_size};
     return cbf_node_pool_create(node, &pc, &s->pool, err);
 #else
-    return cbf_error_set(err, CBF_ENOTSUP, "upload: built without CUDA");
+    return cbf_error_set(err, CBF_ENOTSUP, "built without CUDA");
 #endif
 }
 
-#ifdef CBF_HAVE_CUDA
 /* One chunk up; the host buffer is released once the copy has finished. */
-static int upload(upload_state *s, cbf_buffer *in, cbf_buffer **out, cbf_error *err)
+static int upload_one(upload_state *s, cbf_buffer *in, cbf_buffer **out, cbf_error *err)
 {
     int rc = cbf_pool_get(s->pool, out);
     if (rc)
@@ -82,14 +72,12 @@ static int upload(upload_state *s, cbf_buffer *in, cbf_buffer **out, cbf_error *
     if (in->event)
         rc = cbf_buffer_wait_stream(in, s->stream, err);
     if (!rc)
-        rc = cuda_ok(cudaMemcpyAsync(o->data, in->data, s->bytes,
-                                     in->kind == CBF_MEM_DEVICE ? cudaMemcpyDeviceToDevice
-                                                                : cudaMemcpyHostToDevice,
-                                     (cudaStream_t)s->stream), "copy", err);
+        rc = cbf_stage_copy(o->data, CBF_MEM_DEVICE, in->data, in->kind, s->bytes, s->stream,
+                            "copy", err);
     if (!rc)
         rc = cbf_buffer_record(o, s->stream, err);
     if (!rc)
-        rc = cuda_ok(cudaStreamSynchronize((cudaStream_t)s->stream), "copy", err);
+        rc = cbf_stage_stream_sync(s->stream, "copy", err);
     if (rc) {
         cbf_buffer_unref(o);
         return rc;
@@ -105,9 +93,8 @@ static int upload(upload_state *s, cbf_buffer *in, cbf_buffer **out, cbf_error *
     cbf_counter_add(s->c_bytes, s->bytes);
     return 0;
 }
-#endif
 
-static int run(cbf_node *node, cbf_error *err)
+static int upload_run(cbf_node *node, cbf_error *err)
 {
     upload_state *s = cbf_node_state(node);
     cbf_port *in = cbf_node_port(node, "in", 0), *outp = cbf_node_port(node, "out", 0);
@@ -123,12 +110,7 @@ static int run(cbf_node *node, cbf_error *err)
                 return rc;
             continue;
         }
-#ifdef CBF_HAVE_CUDA
-        rc = upload(s, buf, &out, err);
-#else
-        /* init never selects the GPU in a build without CUDA */
-        rc = cbf_error_set(err, CBF_EINTERNAL, "GPU upload in a build without CUDA");
-#endif
+        rc = upload_one(s, buf, &out, err);
         cbf_buffer_unref(buf);
         if (rc)
             return rc;
@@ -137,22 +119,27 @@ static int run(cbf_node *node, cbf_error *err)
     }
 }
 
-static void fini(cbf_node *node)
+static void upload_fini(cbf_node *node)
 {
     upload_state *s = cbf_node_state(node);
     if (!s)
         return;
-#ifdef CBF_HAVE_CUDA
-    if (s->stream)
-        cudaStreamDestroy((cudaStream_t)s->stream);
-#endif
+    cbf_stage_stream_destroy(s->stream);
     free(s);
 }
 
-static const cbf_plugin_desc desc = {
-    CBF_PLUGIN_ABI, "upload", "0.1.0",
-    "copies digitiser chunks to the GPU once, for several GPU consumers to share",
-    params, CBF_COUNT_OF(params), ports, CBF_COUNT_OF(ports), init, run, fini, NULL, 0, NULL,
+static const cbf_plugin_desc upload_desc = {
+    .abi = CBF_PLUGIN_ABI,
+    .name = "upload",
+    .version = "0.1.0",
+    .summary = "copies digitiser chunks to the GPU once, for several GPU consumers to share",
+    .params = upload_params,
+    .n_params = CBF_COUNT_OF(upload_params),
+    .ports = upload_ports,
+    .n_ports = CBF_COUNT_OF(upload_ports),
+    .init = upload_init,
+    .run = upload_run,
+    .fini = upload_fini,
 };
 
-CBF_PLUGIN_DEFINE(desc)
+CBF_PLUGIN_DEFINE(upload_desc)

@@ -417,7 +417,7 @@ static void test_requests_on_running_feng(void **state)
                    "argument 'delay' is required");
     expect_refused("delays, before a pending one",
                    request("{\"request\": \"delays\", \"node\": \"pfb_d\", \"delay\": 0, \"at\": %d}",
-                           T_DELAY - 1), "cannot start before it");
+                           T_DELAY - 1), "cannot come before it");
 
     finish_engine(&r);
     zmq_close(req_sock);

@@ -3,8 +3,12 @@
  * on the recorded stream (bit for bit on the CPU engine; on the GPU engine
  * within 1e-5 of the buffer's largest value, the sincospif rounding);
  * buffer timestamps and presence flags follow the absolute output grid and
- * the missing heap; two input chunk sizes give the same bits. Skips (77)
- * without cbf-run, and with --gpu without a GPU. */
+ * the missing heap; two input chunk sizes give the same bits. A chunk
+ * dropped on the way in (a timestamp gap shorter than the staging's
+ * max_gap) becomes missing heaps: the buffers stay on their grid, the
+ * blocks that touch it are flagged, and every output equals the kernel run
+ * on the stream with that chunk zeroed. Skips (77) without cbf-run, and
+ * with --gpu without a GPU. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,13 +35,16 @@
 static int use_gpu;
 
 static const char *yaml_fmt =
-    "engine: {gpu: %s}\n"
+    "engine: {gpu: %s, plugin_path: [" DDC_TEST_PLUGIN_DIR "]}\n"
     "nodes:\n"
     "  dsim:\n"
     "    plugin: dsim\n"
     "    params: {antennas: 2, bits: 10, samples_per_chunk: %d, length: %d, seed: 5,\n"
     "             tones: [{frequency: 301.1e6, amplitude: 0.3}], noise: 0.05,\n"
     "             missing: [%d]}\n"
+    "  gap:\n"
+    "    plugin: test_gap\n"
+    "    params: {drop: [%s]}\n"
     "  ddc:\n"
     "    plugin: ddc\n"
     "    params: {centre_frequency: 300e6, decimation: %d, taps: %d, antenna: 1,\n"
@@ -48,7 +55,8 @@ static const char *yaml_fmt =
     "edges:\n"
     "  - dsim.out -> sink.in\n"
     "  - ddc.out -> sink.in\n"
-    "  - dsim.out -> ddc.in\n";
+    "  - dsim.out -> gap.in\n"
+    "  - gap.out -> ddc.in\n";
 
 typedef struct result {
     size_t n_chunks, n_buf, bytes;
@@ -58,12 +66,15 @@ typedef struct result {
     uint8_t *present;
 } result;
 
-static result do_run(const char *name, int chunk)
+/* drop: the index of a chunk test_gap drops, or -1. */
+static result do_run(const char *name, int chunk, int drop)
 {
-    char yaml[2048], path[512];
+    char yaml[2048], path[512], drops[32] = "";
     snprintf(path, sizeof path, "%s/%s.h5", pl_tmpdir(), name);
+    if (drop >= 0)
+        snprintf(drops, sizeof drops, "%d", drop);
     snprintf(yaml, sizeof yaml, yaml_fmt, use_gpu ? "required" : "none", chunk, LENGTH,
-             MISSING_HEAP, S, TAPS, N_OUT, path);
+             MISSING_HEAP, drops, S, TAPS, N_OUT, path);
     int rc = pl_run(name, yaml);
     if (rc)
         fprintf(stderr, "%s", pl_log(name));
@@ -104,19 +115,24 @@ static void result_free(result *r)
     free(r->present);
 }
 
-/* Antenna 1's two pols as contiguous packed streams (padded for the kernel). */
-static void streams(const result *r, uint8_t *pol[2])
+/* Antenna 1's two pols as contiguous packed streams (padded for the
+ * kernel), with chunk `drop` (or none, -1) zero as the ddc stages it. */
+static void streams(const result *r, int drop, uint8_t *pol[2])
 {
     for (int p = 0; p < 2; p++) {
         pol[p] = calloc(cbf_ddc_packed_bytes(LENGTH, 10), 1);
         for (size_t c = 0; c < r->n_chunks; c++)
-            memcpy(pol[p] + c * r->bytes, r->dsim + ((c * 2 + 1) * 2 + (size_t)p) * r->bytes,
-                   r->bytes);
+            if ((int)c != drop)
+                memcpy(pol[p] + c * r->bytes, r->dsim + ((c * 2 + 1) * 2 + (size_t)p) * r->bytes,
+                       r->bytes);
     }
 }
 
-static void check(const result *r)
+static void check(const result *r, int chunk, int drop)
 {
+    /* Samples [gap_lo, gap_hi) never reached the ddc. */
+    const size_t gap_lo = drop < 0 ? 0 : (size_t)drop * (size_t)chunk;
+    const size_t gap_hi = drop < 0 ? 0 : gap_lo + (size_t)chunk;
     /* Buffer k holds outputs [k N, (k + 1) N): it needs samples up to
      * ((k + 1) N - 1) S + taps, so LENGTH holds 5 of them. */
     assert_int_equal(r->n_buf, 5);
@@ -127,7 +143,7 @@ static void check(const result *r)
     assert_int_equal(cbf_fd_ddc_design(TAPS, S, 0.005, h, NULL, NULL, msg, sizeof msg), 0);
     assert_int_equal(cbf_ddc_weights(&cfg, h, z, msg, sizeof msg), 0);
     uint8_t *pol[2];
-    streams(r, pol);
+    streams(r, drop, pol);
     float *want = malloc(4 * sizeof(float) * N_OUT);
     const size_t block = HEAP / S, blocks = N_OUT / block;
     for (size_t k = 0; k < r->n_buf; k++) {
@@ -148,7 +164,8 @@ static void check(const result *r)
         }
         for (size_t b = 0; b < blocks; b++) {
             size_t lo = (size_t)r->ts[k] + b * block * S, hi = lo + (block - 1) * S + TAPS;
-            int touches = lo < (MISSING_HEAP + 1) * HEAP && hi > MISSING_HEAP * HEAP;
+            int touches = (lo < (MISSING_HEAP + 1) * HEAP && hi > MISSING_HEAP * HEAP) ||
+                          (lo < gap_hi && hi > gap_lo);
             assert_int_equal(r->present[k * blocks + b], !touches);
         }
     }
@@ -160,14 +177,29 @@ static void check(const result *r)
 static void matches_kernel_for_two_chunkings(void **state)
 {
     (void)state;
-    result a = do_run("ddc_small_chunks", 16384);
-    check(&a);
-    result b = do_run("ddc_large_chunks", 65536);
-    check(&b);
+    result a = do_run("ddc_small_chunks", 16384, -1);
+    check(&a, 16384, -1);
+    result b = do_run("ddc_large_chunks", 65536, -1);
+    check(&b, 65536, -1);
     assert_int_equal(a.n_buf, b.n_buf);
     assert_memory_equal(a.ddc, b.ddc, a.n_buf * 4 * sizeof(float) * N_OUT);
     result_free(&a);
     result_free(&b);
+}
+
+/* A dropped chunk inside buffer 3's windows, and one at a buffer edge:
+ * missing heaps, the grid kept, the rest bit for bit (the CPU engine). */
+static void short_gap_becomes_missing_heaps(void **state)
+{
+    (void)state;
+    static const int drops[] = {7, 4};
+    for (size_t i = 0; i < sizeof drops / sizeof drops[0]; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "ddc_gap_%d", drops[i]);
+        result r = do_run(name, 16384, drops[i]);
+        check(&r, 16384, drops[i]);
+        result_free(&r);
+    }
 }
 
 static void bad_parameters_are_config_errors(void **state)
@@ -199,6 +231,7 @@ int main(int argc, char **argv)
         return 77;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(matches_kernel_for_two_chunkings),
+        cmocka_unit_test(short_gap_becomes_missing_heaps),
         cmocka_unit_test(bad_parameters_are_config_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,5 +14,6 @@
 #define CBF_ATTR_DECIMATION "decimation"               /* digitiser samples per sample (narrowband) */
 #define CBF_ATTR_SPECTRA_PER_HEAP "spectra_per_heap"
 #define CBF_ATTR_SAMPLES_BETWEEN_SPECTRA "samples_between_spectra"  /* digitiser samples */
+#define CBF_ATTR_BITS "bits"                           /* sample width of the stream or its source */
 
 #endif

@@ -1,20 +1,68 @@
 /* stage/contracts/feng.h: the F-engine's streams.
  *
  * "cbf.feng.fir": pfb to fft_post, FIR output [pol][spectrum][row floats]
- * (device memory on the GPU path), one presence flag per spectrum.
+ * (device memory on the GPU path), one presence flag per spectrum. Wideband
+ * rows are 2 x channels real samples, unzipped, and aux is
+ * cbf_feng_fir_aux; narrowband rows (a pfb fed by ddc, the descriptor
+ * carries CBF_ATTR_DECIMATION) are 2 x channels complex samples and aux is
+ * cbf_feng_fir_complex_aux.
  * "cbf.feng.spectra": fft_post to the sender or a sink, [batch][channel]
- * [spectrum][pol] CI8 or CI4 of one antenna, one flag per batch (heap). */
+ * [spectrum][pol] CI8 or CI4 of one antenna, one flag per batch (heap),
+ * aux cbf_feng_spectra_aux. docs/formats.md has the numbers. */
 #ifndef CBF_CONTRACTS_FENG_H
 #define CBF_CONTRACTS_FENG_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include "stage/contracts/common.h"
 
 #define CBF_TYPE_FENG_FIR "cbf.feng.fir"
+/* The narrowband layout's own name. TODO(lead): a port's output type is
+ * fixed before init, and pfb learns which layout it makes from its input
+ * in init, so pfb.out still declares CBF_TYPE_FENG_FIR for both and the
+ * layouts are told apart by CBF_ATTR_DECIMATION. Once an output may name
+ * alternatives chosen in init, pfb.out becomes
+ * CBF_TYPE_FENG_FIR "|" CBF_TYPE_FENG_FIR_COMPLEX, and fft_post.in too. */
+#define CBF_TYPE_FENG_FIR_COMPLEX "cbf.feng.fir.complex"
 #define CBF_TYPE_FENG_SPECTRA "cbf.feng.spectra"
 
 #define CBF_ATTR_UNZIP "unzip"
 #define CBF_ATTR_FIRST_CHANNEL "first_channel"
 #define CBF_ATTR_COARSE_DELAY_POL0 "coarse_delay_pol0"
 #define CBF_ATTR_COARSE_DELAY_POL1 "coarse_delay_pol1"
+
+/* Wideband FIR aux: the digitiser power of the buffer's owned samples, and
+ * pfb's delay model evaluated per spectrum for fft_post (each buffer
+ * carries its own values). delay_phase has [pol][spectrum][2] floats:
+ * fine delay in samples, phase in radians. */
+typedef struct cbf_feng_fir_aux {
+    uint64_t power_sum[2];
+    uint64_t rotate;          /* nonzero: some spectrum has a fine delay or a phase */
+    float delay_phase[];
+} cbf_feng_fir_aux;
+
+#define CBF_FENG_FIR_AUX_LAYOUT \
+    "u64[pol] power_sum, u64 rotate, f32[pol][spectrum][2] delay_phase (fine delay in " \
+    "samples, phase in radians)"
+
+static inline size_t cbf_feng_fir_aux_size(size_t spectra)
+{
+    return sizeof(cbf_feng_fir_aux) + 4 * sizeof(float) * spectra;
+}
+
+/* Narrowband FIR aux: the power only (delay models are wideband only). */
+typedef struct cbf_feng_fir_complex_aux {
+    uint64_t power_sum[2];
+} cbf_feng_fir_complex_aux;
+
+#define CBF_FENG_FIR_COMPLEX_AUX_LAYOUT "u64[pol] power_sum"
+
+/* Spectra aux: saturated samples per pol, and the FIR input's power. */
+typedef struct cbf_feng_spectra_aux {
+    uint64_t saturated[2];
+    uint64_t power_sum[2];
+} cbf_feng_spectra_aux;
+
+#define CBF_FENG_SPECTRA_AUX_LAYOUT "u64[pol] saturated, u64[pol] power_sum"
 
 #endif

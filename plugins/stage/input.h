@@ -1,0 +1,27 @@
+/* stage/input.h: the receive loop of a stage with one input, so each
+ * plugin writes only what it does with a buffer. */
+#ifndef CBF_STAGE_INPUT_H
+#define CBF_STAGE_INPUT_H
+
+#include "cbf/buffer.h"
+#include "cbf/error.h"
+#include "cbf/node.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Does the stage's work on one input buffer; the loop drops the reference
+ * afterwards (take refs it to keep it). */
+typedef int (*cbf_stage_take_fn)(void *ctx, cbf_buffer *buf, cbf_error *err);
+
+/* Receives every buffer of input `port` (index 0) and hands it to take,
+ * until the producer finishes (0), the engine stops or take fails (its
+ * code). */
+int cbf_stage_input_loop(cbf_node *node, const char *port, cbf_stage_take_fn take, void *ctx,
+                         cbf_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,67 @@
+/* stage/timed.h: changes that take effect at a digitiser timestamp (gains,
+ * delay models, beam weights), queued by requests on the node's thread and
+ * taken by the same thread as its data reaches them.
+ *
+ * One set of rules for every such queue, so a control client sees the
+ * same answers from every stage. A change at `at` is refused when:
+ * - at is before the next unprocessed timestamp (already processed: it
+ *   could only ever take effect late);
+ * - at is before the last pending change (changes queue in time order);
+ * - max_pending changes are already waiting;
+ * - with a granule G, at falls in the same G-aligned span as the last
+ *   pending change but not at its timestamp (a stage that switches once
+ *   per output buffer: fft_post's gains).
+ * A change at the same timestamp as the last pending one merges into it
+ * (the caller updates that entry's payload) and counts once.
+ *
+ * Each entry carries `payload` bytes, fixed at create time, that the
+ * queue copies and never reads. */
+#ifndef CBF_STAGE_TIMED_H
+#define CBF_STAGE_TIMED_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "cbf/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cbf_timed cbf_timed;
+
+typedef struct cbf_timed_config {
+    const char *noun;   /* what a change is, for messages ("gain change", "delay model") */
+    size_t payload;     /* bytes per entry */
+    int max_pending;    /* > 0 */
+    int64_t granule;    /* digitiser samples: one change per aligned span; 0: no limit */
+} cbf_timed_config;
+
+int cbf_timed_create(const cbf_timed_config *cfg, cbf_timed **out, cbf_error *err);
+void cbf_timed_destroy(cbf_timed *q);
+
+/* Every timestamp before next has been processed (called as buffers go). */
+void cbf_timed_processed(cbf_timed *q, int64_t next);
+/* The timestamp a request means: at itself, or for at < 0 the next
+ * unprocessed one (0 before any data). */
+int64_t cbf_timed_resolve(const cbf_timed *q, int64_t at);
+
+/* 0 when a change at `at` would be accepted; otherwise CBF_EINVAL and why.
+ * Nothing changes either way, so a caller can check its own conditions
+ * after this and before cbf_timed_push. */
+int cbf_timed_check(const cbf_timed *q, int64_t at, cbf_error *err);
+/* Queues a change at `at` (after a successful check) and returns its
+ * payload to fill: a new zeroed entry, or the last pending entry itself,
+ * payload as it was, when at is its timestamp (*merged is then 1). */
+void *cbf_timed_push(cbf_timed *q, int64_t at, int *merged);
+
+/* Pending changes, in time order: i from 0 to count - 1. */
+int cbf_timed_count(const cbf_timed *q);
+int64_t cbf_timed_at(const cbf_timed *q, int i);
+void *cbf_timed_payload(const cbf_timed *q, int i);
+/* Drops the n oldest (they have taken effect). */
+void cbf_timed_pop(cbf_timed *q, int n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
