@@ -187,14 +187,16 @@ int cbf_pool_get(cbf_pool *pool, cbf_buffer **out)
 int cbf_pool_try_get(cbf_pool *pool, cbf_buffer **out)
 {
     *out = NULL;
+    if (atomic_load(&pool->aborted))
+        return CBF_ESTOPPED;
     pthread_mutex_lock(&pool->mu);
-    cbf_buffer *b = (pool->n_free && !atomic_load(&pool->aborted)) ? pool->free_list[--pool->n_free] : NULL;
+    cbf_buffer *b = pool->n_free ? pool->free_list[--pool->n_free] : NULL;
     pthread_mutex_unlock(&pool->mu);
     if (!b)
-        return 0;
+        return CBF_EAGAIN;
     reset(b);
     *out = b;
-    return 1;
+    return CBF_OK;
 }
 
 size_t cbf_pool_count(const cbf_pool *pool) { return pool->cfg.count; }
@@ -213,6 +215,13 @@ const cbf_pool_config *cbf_pool_config_of(const cbf_pool *pool) { return &pool->
 void cbf_buffer_ref(cbf_buffer *buf)
 {
     atomic_fetch_add_explicit(&buf->refs_, 1, memory_order_relaxed);
+}
+
+bool cbf_buffer_is_writable(const cbf_buffer *buf)
+{
+    /* acquire: pairs with the release in unref, so a writer that sees 1
+     * also sees what the holder that just let go wrote. */
+    return atomic_load_explicit(&((cbf_buffer *)buf)->refs_, memory_order_acquire) == 1;
 }
 
 void cbf_buffer_unref(cbf_buffer *buf)
