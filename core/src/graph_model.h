@@ -57,4 +57,8 @@ struct cbf_graph {
 /* params.c, used by graph.c; exposed here for unit tests of validation. */
 void cbf_params_free(cbf_params *p);
 
+/* registry.c: a descriptor's ABI and declarations, as checked when its file
+ * is loaded (also for one handed to the harness). CBF_EPLUGIN naming what. */
+int cbf_registry_check_desc(const cbf_plugin_desc *d, cbf_error *err);
+
 #endif

@@ -191,8 +191,12 @@ static int check_requests(const cbf_plugin_desc *d, cbf_error *err)
     return 0;
 }
 
-static int check_desc(const cbf_plugin_desc *d, cbf_error *err)
+int cbf_registry_check_desc(const cbf_plugin_desc *d, cbf_error *err)
 {
+    if (d->abi != CBF_PLUGIN_ABI)
+        return cbf_error_set(err, CBF_EPLUGIN,
+                             "plugin ABI %u found, ABI %u expected (rebuild it against this libcbf)",
+                             d->abi, CBF_PLUGIN_ABI);
     if (!d->name || !d->name[0])
         return cbf_error_set(err, CBF_EPLUGIN, "descriptor has no name");
     if (!d->run)
@@ -227,12 +231,8 @@ static int open_plugin(const char *path, entry *out, cbf_error *err)
     int rc = 0;
     if (!d)
         rc = cbf_error_set(err, CBF_EPLUGIN, "%s() returned NULL", CBF_PLUGIN_ENTRY_SYMBOL);
-    else if (d->abi != CBF_PLUGIN_ABI)
-        rc = cbf_error_set(err, CBF_EPLUGIN,
-                           "plugin ABI %u found, ABI %u expected (rebuild it against this libcbf)",
-                           d->abi, CBF_PLUGIN_ABI);
     else
-        rc = check_desc(d, err);
+        rc = cbf_registry_check_desc(d, err);
     if (rc) {
         dlclose(h);
         return rc;

@@ -71,7 +71,9 @@ int cbf_pool_destroy(cbf_pool *pool, cbf_error *err);
 
 /* Takes a free buffer, blocking until one comes back. Returns 0, or
  * CBF_ESTOPPED when the engine is aborting. The buffer comes with one
- * reference, presence flags all 1, counters 0, timestamp and seq 0. */
+ * reference, presence flags all 1, counters 0, timestamp and seq 0.
+ * Under a test harness (cbf/harness.h) a pool that runs dry grows by one
+ * buffer instead of waiting (CBF_ENOMEM if it cannot). */
 int cbf_pool_get(cbf_pool *pool, cbf_buffer **out);
 /* Non-blocking variant, for sources that drop (and count) rather than
  * wait: returns 0 and sets *out, CBF_EAGAIN when no buffer is free now, or
