@@ -323,6 +323,26 @@ static void plugin_by_name_and_errors(void **state)
     assert_non_null(strstr(err.msg, "no plugin 'rt_nothing'"));
 }
 
+/* rt_negate writes its input: a pushed buffer is the plugin's alone. */
+static void writes_input(void **state)
+{
+    (void)state;
+    cbf_harness *h = make(NULL, "rt_negate", NULL, 0);
+    cbf_error err;
+    push_words(h, 4);
+    assert_int_equal(cbf_harness_run(h, &err), 0);
+    cbf_buffer *b;
+    assert_int_equal(cbf_harness_pull(h, "out", &b), 0);
+    for (size_t i = 0; i < WORDS; i++)
+        assert_int_equal(((uint64_t *)b->data)[i], ~(uint64_t)(400 + i));
+    assert_true(cbf_buffer_is_writable(b));
+    cbf_buffer_unref(b);
+    uint64_t shared = 1;
+    assert_int_equal(cbf_harness_counter(h, "shared", &shared), 0);
+    assert_int_equal(shared, 0);
+    assert_int_equal(cbf_harness_free(h, &err), 0);
+}
+
 int main(void)
 {
     /* The runtime's test plugins, searched first as the user's path would be. */
@@ -336,6 +356,7 @@ int main(void)
         cmocka_unit_test(leaks_reported),
         cmocka_unit_test(params_validated),
         cmocka_unit_test(plugin_by_name_and_errors),
+        cmocka_unit_test(writes_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
