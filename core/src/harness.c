@@ -56,6 +56,7 @@ struct cbf_harness {
     atomic_uint_least64_t grown, input_grown;
     uint64_t pushed, requests;
     bool ran;
+    pthread_mutex_t feed_mu;   /* a plugin's helper threads may read inputs too */
 };
 
 /* ---- parameters and arguments as "name=value" ---- */
@@ -179,6 +180,7 @@ static int create(const cbf_plugin_desc *d, cbf_registry *reg, const char *path,
         return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     }
     h->reg = reg;
+    pthread_mutex_init(&h->feed_mu, NULL);
     atomic_init(&h->stopping, false);
     atomic_init(&h->aborting, false);
     atomic_init(&h->grown, 0);
@@ -426,19 +428,27 @@ static void feed_one(cbf_harness *h)
     }
 }
 
-/* Only the node's thread calls this, and nothing else touches the queues
- * while it runs, so reading count and closed needs no lock. */
+static bool has_input(cbf_port *in)
+{
+    pthread_mutex_lock(&in->mu);
+    bool yes = in->count || in->closed;
+    pthread_mutex_unlock(&in->mu);
+    return yes;
+}
+
 void cbf_rt_harness_feed(cbf_harness *h, cbf_port *in)
 {
+    pthread_mutex_lock(&h->feed_mu);
     if (!in) {
         if (h->next_item < h->n_items && h->script[h->next_item].kind == ITEM_REQUEST)
             feed_one(h);
-        return;
+    } else {
+        while (h->next_item < h->n_items && !has_input(in))
+            feed_one(h);
+        if (h->next_item == h->n_items)
+            close_inputs(h);   /* nothing more can ever come */
     }
-    while (h->next_item < h->n_items && !in->count && !in->closed)
-        feed_one(h);
-    if (h->next_item == h->n_items)
-        close_inputs(h);   /* nothing more can ever come */
+    pthread_mutex_unlock(&h->feed_mu);
 }
 
 void cbf_rt_harness_pool(cbf_harness *h, cbf_pool *pool) { cbf_rt_pool_set_growing(pool, &h->grown, true); }
@@ -600,6 +610,7 @@ int cbf_harness_free(cbf_harness *h, cbf_error *err)
         free(r);
     }
     free(h->script);
+    pthread_mutex_destroy(&h->feed_mu);
     cbf_params_free(h->g.params);
     free(h->g.name);
     free(h->g.plugin_path);

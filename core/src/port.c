@@ -257,8 +257,8 @@ int cbf_port_recv(cbf_port *in, cbf_buffer **out)
      * while it waits (cbf_rt_node_submit wakes this wait); only on the
      * node's own thread, not on helper threads a plugin reads inputs with. */
     cbf_node *self = in->owner && cbf_rt_node_current() == in->owner ? in->owner : NULL;
-    if (self && self->harness)
-        cbf_rt_harness_feed(self->harness, in);
+    if (in->owner && in->owner->harness)
+        cbf_rt_harness_feed(in->owner->harness, in);   /* also for a plugin's helper threads */
     cbf_rt_node_drain(self);
     pthread_mutex_lock(&in->mu);
     uint64_t t0 = 0;

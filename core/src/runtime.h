@@ -184,8 +184,9 @@ CBF_RT_HIDDEN void cbf_rt_reply_free(struct cbf_reply *r);
 CBF_RT_HIDDEN void *cbf_rt_reply_json(struct cbf_reply *r);   /* json_t *, borrowed */
 
 /* ---- harness (harness.c) ---- */
-/* Node thread, before it reads `in` (NULL: a source between buffers): moves
- * what the test queued, in order, onto the inputs and into the mailbox. */
+/* Before a node reads `in` (NULL: a source between buffers, on its thread):
+ * moves what the test queued, in order, onto the inputs and into the
+ * mailbox, until `in` has a buffer or has ended. */
 CBF_RT_HIDDEN void cbf_rt_harness_feed(struct cbf_harness *h, cbf_port *in);
 /* A pool the harness's node made: it grows rather than blocks. */
 CBF_RT_HIDDEN void cbf_rt_harness_pool(struct cbf_harness *h, cbf_pool *pool);

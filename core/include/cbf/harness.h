@@ -33,9 +33,10 @@
  *  - each output goes into an unbounded queue the test pulls from after
  *    run() returns (a send never blocks);
  *  - each input is an unbounded queue filled, in the order the test pushed,
- *    whenever run() asks for its next buffer (cbf_port_recv); when the
- *    test's queue is used up every input ends, even without
- *    cbf_harness_end, since nothing more could ever come;
+ *    whenever the plugin asks for its next buffer (cbf_port_recv, also
+ *    from helper threads of its own); when the test's queue is used up
+ *    every input ends, even without cbf_harness_end, since nothing more
+ *    could ever come;
  *  - a pool of the node that runs dry grows by one buffer instead of
  *    waiting for one to come back, and the harness counts it (pool_grown in
  *    cbf_harness_stats): a test can thus also see how many buffers the
