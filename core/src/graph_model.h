@@ -1,7 +1,9 @@
 /* graph_model.h (private to libcbf): the validated pipeline, as the loader
  * (graph.c) hands it to the engine (engine.c). Everything here has already
  * been checked: plugins resolved, parameters typed and in range, edges join
- * existing ports of equal buffer type, required ports wired, no cycle. */
+ * existing ports of accepted buffer types, no fan-out into an input that
+ * writes its buffers, required ports wired, no cycle. The harness
+ * (harness.c) makes one such node without a graph. */
 #ifndef CBF_GRAPH_MODEL_H
 #define CBF_GRAPH_MODEL_H
 
