@@ -114,6 +114,21 @@ static void show_params(const cbf_plugin_desc *d)
     show_decls(d->params, d->n_params, "  ", 1);
 }
 
+/* An input's alternatives "a|b" as "a | b", so they read as a choice. */
+static void port_type(const cbf_port_decl *p, char *buf, size_t n)
+{
+    size_t k = 0;
+    buf[0] = '\0';
+    for (const char *s = p->type; *s && k + 4 < n; s++)
+        k += (size_t)snprintf(buf + k, n - k, "%s", *s == '|' ? " | " : (char[2]){*s, 0});
+}
+
+static void port_wiring(const cbf_port_decl *p, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s%s%s", p->optional ? "optional" : "required", p->multi ? ", multi" : "",
+             (p->flags & CBF_PORT_WRITES_INPUT) ? ", writes input" : "");
+}
+
 static void show_ports(const cbf_plugin_desc *d)
 {
     printf("\nPorts:\n");
@@ -121,19 +136,23 @@ static void show_ports(const cbf_plugin_desc *d)
         printf("  (none)\n");
         return;
     }
-    int wn = 4, wt = 11;
+    int wn = 4, wt = 11, ww = 14;
+    char type[512], wiring[64];
     for (int i = 0; i < d->n_ports; i++) {
+        port_type(&d->ports[i], type, sizeof type);
+        port_wiring(&d->ports[i], wiring, sizeof wiring);
         wn = (int)fmax(wn, strlen(d->ports[i].name));
-        wt = (int)fmax(wt, strlen(d->ports[i].type));
+        wt = (int)fmax(wt, strlen(type));
+        ww = (int)fmax(ww, strlen(wiring));
     }
-    printf("  %-*s  %-6s  %-*s  %-14s  %s\n", wn, "NAME", "DIR", wt, "BUFFER TYPE", "WIRING", "DESCRIPTION");
+    printf("  %-*s  %-6s  %-*s  %-*s  %s\n", wn, "NAME", "DIR", wt, "BUFFER TYPE", ww, "WIRING",
+           "DESCRIPTION");
     for (int i = 0; i < d->n_ports; i++) {
         const cbf_port_decl *p = &d->ports[i];
-        char wiring[32];
-        snprintf(wiring, sizeof wiring, "%s%s", p->optional ? "optional" : "required",
-                 p->multi ? ", multi" : "");
-        printf("  %-*s  %-6s  %-*s  %-14s  %s\n", wn, p->name, p->dir == CBF_PORT_IN ? "input" : "output",
-               wt, p->type, wiring, p->doc ? p->doc : "");
+        port_type(p, type, sizeof type);
+        port_wiring(p, wiring, sizeof wiring);
+        printf("  %-*s  %-6s  %-*s  %-*s  %s\n", wn, p->name, p->dir == CBF_PORT_IN ? "input" : "output",
+               wt, type, ww, wiring, p->doc ? p->doc : "");
     }
 }
 

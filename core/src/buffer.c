@@ -24,6 +24,18 @@ struct cbf_pool {
     pthread_cond_t cv;
     atomic_bool aborted;
     cbf_pool *next;           /* a node's list of owned pools */
+
+    /* Harness mode only (cbf_rt_pool_set_growing). */
+    atomic_uint_least64_t *grown;   /* non-NULL: grow by one instead of blocking */
+    bool poison;
+    size_t n_base;            /* buffers in bufs; the rest are extras */
+    struct extra *extras;
+};
+
+/* A buffer added in harness mode, with its flags and aux after it. */
+struct extra {
+    cbf_buffer b;
+    struct extra *next;
 };
 
 const char *cbf_mem_kind_name(cbf_mem_kind kind)
@@ -55,17 +67,39 @@ static int alloc_payload(cbf_pool *p, cbf_buffer *b, cbf_error *err)
     return rc;
 }
 
+static void free_payload(cbf_pool *p, cbf_buffer *b)
+{
+    if (p->cfg.kind == CBF_MEM_HOST)
+        free(b->data);
+    else if (b->data)
+        cbf_rt_gpu_free(p->cfg.kind, b->data);
+    if (b->event)
+        cbf_rt_gpu_event_destroy(b->event);
+}
+
 static void free_payloads(cbf_pool *p)
 {
-    for (size_t i = 0; i < p->cfg.count; i++) {
-        cbf_buffer *b = &p->bufs[i];
-        if (p->cfg.kind == CBF_MEM_HOST)
-            free(b->data);
-        else if (b->data)
-            cbf_rt_gpu_free(p->cfg.kind, b->data);
-        if (b->event)
-            cbf_rt_gpu_event_destroy(b->event);
+    for (size_t i = 0; i < p->n_base; i++)
+        free_payload(p, &p->bufs[i]);
+    for (struct extra *x = p->extras, *next; x; x = next) {
+        next = x->next;
+        free_payload(p, &x->b);
+        free(x);
     }
+}
+
+static int setup_buffer(cbf_pool *p, cbf_buffer *b, size_t index, uint8_t *present, uint8_t *aux,
+                        cbf_error *err)
+{
+    b->size = p->cfg.size;
+    b->kind = p->cfg.kind;
+    b->present = p->cfg.n_present ? present : NULL;
+    b->aux = p->cfg.aux_size ? aux : NULL;
+    b->aux_size = p->cfg.aux_size;
+    b->pool_ = p;
+    b->index_ = (unsigned)index;
+    atomic_init(&b->refs_, 0);
+    return alloc_payload(p, b, err);
 }
 
 static void pool_free(cbf_pool *p)
@@ -111,17 +145,11 @@ int cbf_pool_create(const cbf_pool_config *cfg, cbf_pool **out, cbf_error *err)
         return cbf_error_set(err, CBF_ENOMEM, "pool '%s': out of memory for %zu buffers", name,
                              cfg->count);
     }
+    p->n_base = cfg->count;
     for (size_t i = 0; i < cfg->count; i++) {
         cbf_buffer *b = &p->bufs[i];
-        b->size = cfg->size;
-        b->kind = cfg->kind;
-        b->present = cfg->n_present ? p->present_mem + i * cfg->n_present : NULL;
-        b->aux = cfg->aux_size ? p->aux_mem + i * cfg->aux_size : NULL;
-        b->aux_size = cfg->aux_size;
-        b->pool_ = p;
-        b->index_ = (unsigned)i;
-        atomic_init(&b->refs_, 0);
-        int rc = alloc_payload(p, b, err);
+        int rc = setup_buffer(p, b, i, p->present_mem + i * cfg->n_present,
+                              p->aux_mem + i * cfg->aux_size, err);
         if (rc != CBF_OK) {
             pool_free(p);
             return rc;
@@ -159,6 +187,32 @@ static void reset(cbf_buffer *b)
         memset(b->present, 1, b->n_present);
     b->saturated = 0;
     b->missing = 0;
+    if (b->pool_->poison && b->kind == CBF_MEM_HOST)
+        memset(b->data, 0xa5, b->size);
+}
+
+/* Harness mode: one more buffer on the free list (the pool's lock held). */
+static int grow_one(cbf_pool *p)
+{
+    cbf_buffer **fl = realloc(p->free_list, (p->cfg.count + 1) * sizeof *fl);
+    if (!fl)
+        return CBF_ENOMEM;
+    p->free_list = fl;
+    struct extra *x = calloc(1, sizeof *x + p->cfg.n_present + p->cfg.aux_size);
+    if (!x)
+        return CBF_ENOMEM;
+    uint8_t *tail = (uint8_t *)(x + 1);
+    if (setup_buffer(p, &x->b, p->cfg.count, tail, tail + p->cfg.n_present, NULL) != CBF_OK) {
+        free_payload(p, &x->b);
+        free(x);
+        return CBF_ENOMEM;
+    }
+    x->next = p->extras;
+    p->extras = x;
+    p->cfg.count++;
+    p->free_list[p->n_free++] = &x->b;
+    atomic_fetch_add(p->grown, 1);
+    return CBF_OK;
 }
 
 int cbf_pool_get(cbf_pool *pool, cbf_buffer **out)
@@ -167,6 +221,15 @@ int cbf_pool_get(cbf_pool *pool, cbf_buffer **out)
     pthread_mutex_lock(&pool->mu);
     uint64_t t0 = 0;
     while (pool->n_free == 0 && !atomic_load(&pool->aborted)) {
+        if (pool->grown) {
+            /* The harness runs the node on the test's thread: nobody else
+             * could return a buffer, so waiting would never end. */
+            if (grow_one(pool) != CBF_OK) {
+                pthread_mutex_unlock(&pool->mu);
+                return CBF_ENOMEM;
+            }
+            continue;
+        }
         if (!t0)
             t0 = cbf_rt_now_ns();
         pthread_cond_wait(&pool->cv, &pool->mu);
@@ -187,14 +250,16 @@ int cbf_pool_get(cbf_pool *pool, cbf_buffer **out)
 int cbf_pool_try_get(cbf_pool *pool, cbf_buffer **out)
 {
     *out = NULL;
+    if (atomic_load(&pool->aborted))
+        return CBF_ESTOPPED;
     pthread_mutex_lock(&pool->mu);
-    cbf_buffer *b = (pool->n_free && !atomic_load(&pool->aborted)) ? pool->free_list[--pool->n_free] : NULL;
+    cbf_buffer *b = pool->n_free ? pool->free_list[--pool->n_free] : NULL;
     pthread_mutex_unlock(&pool->mu);
     if (!b)
-        return 0;
+        return CBF_EAGAIN;
     reset(b);
     *out = b;
-    return 1;
+    return CBF_OK;
 }
 
 size_t cbf_pool_count(const cbf_pool *pool) { return pool->cfg.count; }
@@ -213,6 +278,13 @@ const cbf_pool_config *cbf_pool_config_of(const cbf_pool *pool) { return &pool->
 void cbf_buffer_ref(cbf_buffer *buf)
 {
     atomic_fetch_add_explicit(&buf->refs_, 1, memory_order_relaxed);
+}
+
+bool cbf_buffer_is_writable(const cbf_buffer *buf)
+{
+    /* acquire: pairs with the release in unref, so a writer that sees 1
+     * also sees what the holder that just let go wrote. */
+    return atomic_load_explicit(&((cbf_buffer *)buf)->refs_, memory_order_acquire) == 1;
 }
 
 void cbf_buffer_unref(cbf_buffer *buf)
@@ -263,6 +335,12 @@ void cbf_rt_pool_abort(cbf_pool *pool)
     pthread_mutex_lock(&pool->mu);
     pthread_cond_broadcast(&pool->cv);
     pthread_mutex_unlock(&pool->mu);
+}
+
+void cbf_rt_pool_set_growing(cbf_pool *pool, atomic_uint_least64_t *grown, bool poison)
+{
+    pool->grown = grown;
+    pool->poison = poison;
 }
 
 cbf_pool *cbf_rt_pool_next(cbf_pool *pool) { return pool->next; }

@@ -318,43 +318,33 @@ static int build_args(const cbf_request_decl *r, const char *node, const char *n
                       const char *plugin, json_t *req, cbf_params **out, cbf_error *err)
 {
     size_t n = json_object_size(req);
-    cbf_kv *kv = calloc(n + 1, sizeof *kv);
-    yaml_document_t *docs = calloc(n + 1, sizeof *docs);
-    size_t nk = 0;
-    int rc = kv && docs ? CBF_OK : cbf_error_set(err, CBF_ENOMEM, "out of memory");
+    cbf_text_kv *tv = calloc(n + 1, sizeof *tv);
+    size_t nt = 0;
+    int rc = tv ? CBF_OK : cbf_error_set(err, CBF_ENOMEM, "out of memory");
     const char *key;
     json_t *v;
     json_object_foreach(req, key, v)
     {
         if (rc || !strcmp(key, "request") || !strcmp(key, "node"))
             continue;
-        char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-        char why[256];
-        if (!text)
-            rc = cbf_error_set(err, CBF_ENOMEM, "out of memory");
-        else if (json_is_null(v) || json_is_object(v))
+        if (json_is_null(v) || json_is_object(v)) {
             rc = cbf_error_set(err, CBF_EINVAL, "request '%s': argument '%s': expected a value or a "
                                "list, got %s", r->name, key, json_is_null(v) ? "null" : "an object");
-        else if (cbf_yaml_load_text(text, &docs[nk], why, sizeof why))
-            rc = cbf_error_set(err, CBF_EINVAL, "request '%s': argument '%s': %s", r->name, key, why);
-        else {
-            kv[nk].key = key;
-            kv[nk].doc = &docs[nk];
-            kv[nk].value = yaml_document_get_root_node(&docs[nk]);
-            snprintf(kv[nk].where, sizeof kv[nk].where, "request '%s'", r->name);
-            snprintf(kv[nk].key_where, sizeof kv[nk].key_where, "request '%s'", r->name);
-            nk++;
+        } else if (!(tv[nt].text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT))) {
+            rc = cbf_error_set(err, CBF_ENOMEM, "out of memory");
+        } else {
+            tv[nt++].key = key;
         }
-        free(text);
     }
     if (!rc) {
+        char where[CBF_WHERE_MAX];
+        snprintf(where, sizeof where, "request '%s'", r->name);
         cbf_params_ctx ctx = {NULL, node, node_where, plugin, r->name};
-        rc = cbf_params_build(r->args, r->n_args, kv, nk, &ctx, out, err);
+        rc = cbf_params_build_text(r->args, r->n_args, tv, nt, where, &ctx, out, err);
     }
-    for (size_t i = 0; i < nk; i++)
-        yaml_document_delete(&docs[i]);
-    free(docs);
-    free(kv);
+    for (size_t i = 0; i < nt; i++)
+        free((char *)tv[i].text);
+    free(tv);
     return rc;
 }
 

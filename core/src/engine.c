@@ -73,25 +73,19 @@ static int wire_output(cbf_engine *e, cbf_node *n, size_t ni, int pi, cbf_error 
         return CBF_OK;
     s->ports = calloc(1, sizeof *s->ports);
     cbf_port *p = calloc(1, sizeof *p);
-    cbf_port **cons = calloc(k, sizeof *cons);
-    if (!s->ports || !p || !cons) {
+    if (!s->ports || !p) {
         free(p);
-        free(cons);
         return cbf_error_set(err, CBF_ENOMEM, "node '%s': out of memory for ports", n->g->name);
     }
     s->ports[0] = p;
     s->n = 1;
-    snprintf(p->name, sizeof p->name, "%s.%s", n->g->name, s->decl->name);
-    p->owner = n;
-    p->dir = CBF_PORT_OUT;
-    p->consumers = cons;
-    for (size_t i = 0; i < e->g->n_edges; i++) {
-        if (e->g->edges[i].from_node == ni && e->g->edges[i].from_port == (size_t)pi) {
-            cons[p->n_consumers++] = &e->inputs[i];
-            e->inputs[i].source = p;
-        }
-    }
-    return CBF_OK;
+    char name[64];
+    snprintf(name, sizeof name, "%s.%s", n->g->name, s->decl->name);
+    int rc = cbf_rt_port_init_output(p, n, name, k, err);
+    for (size_t i = 0; i < e->g->n_edges && rc == CBF_OK; i++)
+        if (e->g->edges[i].from_node == ni && e->g->edges[i].from_port == (size_t)pi)
+            cbf_rt_port_link(p, &e->inputs[i]);
+    return rc;
 }
 
 static int wire_input(cbf_engine *e, cbf_node *n, size_t ni, int pi, cbf_error *err)
@@ -137,18 +131,11 @@ static int build(cbf_engine *e, cbf_error *err)
     for (size_t ni = 0; ni < g->n_nodes; ni++) {
         cbf_node *n = &e->nodes[ni];
         n->engine = e;
-        n->g = &g->nodes[ni];
         n->use_gpu = e->use_gpu;
         n->gpu_device = e->gpu_device;
-        n->stopping = &e->stopping;
-        n->aborting = &e->aborting;
-        cbf_rt_node_mailbox_init(n);
-        int np = n->g->plugin->n_ports;
-        n->slots = calloc(np ? (size_t)np : 1, sizeof *n->slots);
-        if (!n->slots)
-            return cbf_error_set(err, CBF_ENOMEM, "engine: out of memory");
-        for (int pi = 0; pi < np; pi++)
-            n->slots[pi].decl = &n->g->plugin->ports[pi];
+        int rc = cbf_rt_node_setup(n, &g->nodes[ni], &e->stopping, &e->aborting, err);
+        if (rc != CBF_OK)
+            return rc;
     }
     /* Inputs first: an output links to the input ports' queues. */
     for (int pass = 0; pass < 2; pass++) {
@@ -165,11 +152,6 @@ static int build(cbf_engine *e, cbf_error *err)
         }
     }
     return CBF_OK;
-}
-
-static void prefix_node(cbf_error *err, const cbf_node *n)
-{
-    cbf_error_prefix(err, "%s: node '%s' (plugin %s)", n->g->where, n->g->name, n->g->plugin->name);
 }
 
 /* After every thread has finished (or none started): release what is still
@@ -200,45 +182,23 @@ static int teardown(cbf_engine *e, cbf_error *err)
     cbf_log_set_thread_name(NULL);
     int first = CBF_OK;
     for (size_t i = 0; i < e->g->n_nodes; i++) {
-        cbf_node *n = &e->nodes[i];
-        cbf_pool *kept = NULL;
-        for (cbf_pool *p = n->pools, *next; p; p = next) {
-            next = cbf_rt_pool_next(p);
-            cbf_error perr;
-            if (cbf_pool_destroy(p, &perr) != CBF_OK) {
-                prefix_node(&perr, n);
-                cbf_log_error("%s", perr.msg);
-                if (first == CBF_OK) {
-                    first = perr.code;
-                    if (err)
-                        *err = perr;
-                }
-                cbf_rt_pool_set_next(p, kept);
-                kept = p;
-            }
+        cbf_error perr;
+        int rc = cbf_rt_node_free_pools(&e->nodes[i], &perr);
+        if (rc != CBF_OK && first == CBF_OK) {
+            first = rc;
+            if (err)
+                *err = perr;
         }
-        n->pools = kept;
     }
     return first;
 }
 
 static void release(cbf_engine *e)
 {
-    if (e->nodes) {
-        for (size_t i = 0; i < e->g->n_nodes; i++) {
-            cbf_node *n = &e->nodes[i];
-            for (int pi = 0; n->slots && pi < n->g->plugin->n_ports; pi++) {
-                cbf_port_slot *s = &n->slots[pi];
-                if (s->decl->dir == CBF_PORT_OUT && s->n) {
-                    cbf_rt_port_destroy(s->ports[0]);
-                    free(s->ports[0]);
-                }
-                free(s->ports);
-            }
-            free(n->slots);
-            cbf_rt_node_mailbox_destroy(n);
-        }
-    }
+    if (e->nodes)
+        for (size_t i = 0; i < e->g->n_nodes; i++)
+            if (e->nodes[i].g)
+                cbf_rt_node_release(&e->nodes[i]);
     if (e->inputs)
         for (size_t i = 0; i < e->g->n_edges; i++)
             cbf_rt_port_destroy(&e->inputs[i]);
@@ -256,22 +216,9 @@ static int init_nodes(cbf_engine *e, cbf_error *err)
             return cbf_error_prefix(err, "%s: engine", e->g->engine.where);
     }
     for (size_t i = 0; i < e->g->n_nodes; i++) {
-        cbf_node *n = &e->nodes[i];
-        cbf_log_set_thread_name(n->g->name);
-        cbf_rt_node_set_current(n);
-        n->init_called = true;
-        cbf_error_clear(err);
-        int rc = n->g->plugin->init ? n->g->plugin->init(n, err) : CBF_OK;
-        cbf_rt_node_set_current(NULL);
-        cbf_log_set_thread_name(NULL);
-        if (rc < 0) {
-            if (err && !err->msg[0])
-                cbf_error_set(err, rc, "init failed: %s", cbf_error_name(rc));
-            if (err)
-                err->code = rc;
-            prefix_node(err, n);
+        int rc = cbf_rt_node_init(&e->nodes[i], err);
+        if (rc < 0)
             return rc;
-        }
     }
     return CBF_OK;
 }
@@ -320,10 +267,7 @@ static void abort_all(cbf_engine *e)
 
 static void fail(cbf_engine *e, cbf_node *n, int rc, cbf_error *nerr)
 {
-    if (!nerr->msg[0])
-        cbf_error_set(nerr, rc, "run failed: %s", cbf_error_name(rc));
-    nerr->code = rc;
-    prefix_node(nerr, n);
+    cbf_rt_node_fail(n, "run", rc, nerr);
     cbf_log_error("%s", nerr->msg);
     pthread_mutex_lock(&e->mu);
     bool first = e->first_rc == CBF_OK;

@@ -56,6 +56,7 @@ const char *cbf_error_name(int code)
     case CBF_ESTOPPED: return "stopped";
     case CBF_ELEAK: return "buffer leak";
     case CBF_EINTERNAL: return "internal error";
+    case CBF_EAGAIN: return "none free now";
     default: return "unknown error";
     }
 }

@@ -663,17 +663,67 @@ static int edge_long(loader *L, const yaml_node_t *m, cbf_graph_edge *e)
     return rc;
 }
 
+/* "'a' or 'b'" for the alternatives "a|b". */
+static void type_list(const char *types, char *buf, size_t n)
+{
+    size_t k = 0;
+    buf[0] = '\0';
+    for (const char *s = types; k < n;) {
+        size_t len = strcspn(s, "|");
+        k += (size_t)snprintf(buf + k, n - k, "%s'%.*s'", s == types ? "" : strchr(s, '|') ? ", " : " or ",
+                              (int)len, s);
+        if (!s[len])
+            break;
+        s += len + 1;
+    }
+}
+
+static const cbf_port_decl *port_of(const cbf_graph *g, size_t node, size_t port)
+{
+    return &g->nodes[node].plugin->ports[port];
+}
+
+/* A fan-out hands every consumer the same buffer: none of them may write it. */
+static int check_fanout(loader *L, const cbf_graph_edge *e)
+{
+    const cbf_graph *g = L->g;
+    const cbf_port_decl *tp = port_of(g, e->to_node, e->to_port);
+    for (const cbf_graph_edge *o = g->edges; o < e; o++) {
+        if (o->from_node != e->from_node || o->from_port != e->from_port)
+            continue;
+        const cbf_port_decl *op = port_of(g, o->to_node, o->to_port);
+        if (!((tp->flags | op->flags) & CBF_PORT_WRITES_INPUT))
+            continue;
+        const char *fn = g->nodes[e->from_node].name, *fp = port_of(g, e->from_node, e->from_port)->name;
+        const char *wn = g->nodes[(tp->flags & CBF_PORT_WRITES_INPUT) ? e->to_node : o->to_node].name;
+        const char *wp = (tp->flags & CBF_PORT_WRITES_INPUT) ? tp->name : op->name;
+        return cbf_error_set(L->err, CBF_ECONFIG,
+                             "%s: edge %s.%s -> %s.%s: output '%s.%s' already feeds %s.%s (at %s), and "
+                             "input '%s.%s' writes its buffers in place; a fan-out shares one buffer "
+                             "between its consumers, so it cannot feed an input that writes it",
+                             e->where, fn, fp, g->nodes[e->to_node].name, tp->name, fn, fp,
+                             g->nodes[o->to_node].name, op->name, o->where, wn, wp);
+    }
+    return 0;
+}
+
 static int check_edge(loader *L, size_t idx)
 {
     cbf_graph *g = L->g;
     cbf_graph_edge *e = &g->edges[idx];
     const cbf_graph_node *fn = &g->nodes[e->from_node], *tn = &g->nodes[e->to_node];
     const cbf_port_decl *fp = &fn->plugin->ports[e->from_port], *tp = &tn->plugin->ports[e->to_port];
-    if (strcmp(tp->type, "*") && strcmp(fp->type, tp->type))
+    if (!cbf_port_type_accepts(tp->type, fp->type)) {
+        char takes[512];
+        type_list(tp->type, takes, sizeof takes);
         return cbf_error_set(L->err, CBF_ECONFIG,
-                             "%s: edge %s.%s -> %s.%s: buffer types differ: %s.%s gives '%s', %s.%s takes '%s'",
+                             "%s: edge %s.%s -> %s.%s: buffer types differ: %s.%s gives '%s', %s.%s takes %s",
                              e->where, fn->name, fp->name, tn->name, tp->name, fn->name, fp->name,
-                             fp->type, tn->name, tp->name, tp->type);
+                             fp->type, tn->name, tp->name, takes);
+    }
+    int rc = check_fanout(L, e);
+    if (rc)
+        return rc;
     e->to_index = 0;
     for (size_t j = 0; j < idx; j++) {
         const cbf_graph_edge *o = &g->edges[j];

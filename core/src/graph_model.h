@@ -1,7 +1,9 @@
 /* graph_model.h (private to libcbf): the validated pipeline, as the loader
  * (graph.c) hands it to the engine (engine.c). Everything here has already
  * been checked: plugins resolved, parameters typed and in range, edges join
- * existing ports of equal buffer type, required ports wired, no cycle. */
+ * existing ports of accepted buffer types, no fan-out into an input that
+ * writes its buffers, required ports wired, no cycle. The harness
+ * (harness.c) makes one such node without a graph. */
 #ifndef CBF_GRAPH_MODEL_H
 #define CBF_GRAPH_MODEL_H
 
@@ -56,5 +58,9 @@ struct cbf_graph {
 
 /* params.c, used by graph.c; exposed here for unit tests of validation. */
 void cbf_params_free(cbf_params *p);
+
+/* registry.c: a descriptor's ABI and declarations, as checked when its file
+ * is loaded (also for one handed to the harness). CBF_EPLUGIN naming what. */
+int cbf_registry_check_desc(const cbf_plugin_desc *d, cbf_error *err);
 
 #endif

@@ -3,6 +3,7 @@
  * statistics are relaxed atomics: they are read by the progress display
  * while node threads write them, and a value a moment old is fine there. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -65,8 +66,11 @@ int cbf_node_port_count(const cbf_node *n, const char *name)
 bool cbf_node_stopping(const cbf_node *n)
 {
     /* Sources poll this between buffers: their requests are handled here. */
-    if (n == current_node)
+    if (n == current_node) {
+        if (current_node->harness)
+            cbf_rt_harness_feed(current_node->harness, NULL);
         cbf_rt_node_drain(current_node);
+    }
     return atomic_load(n->stopping) || atomic_load(n->aborting);
 }
 
@@ -79,9 +83,91 @@ int cbf_node_pool_create(cbf_node *n, const cbf_pool_config *cfg, cbf_pool **out
     int rc = cbf_pool_create(&c, out, err);
     if (rc != CBF_OK)
         return rc;
+    if (n->harness)
+        cbf_rt_harness_pool(n->harness, *out);
     cbf_rt_pool_set_next(*out, n->pools);
     n->pools = *out;
     return CBF_OK;
+}
+
+int cbf_rt_node_setup(cbf_node *n, const cbf_graph_node *g, const atomic_bool *stopping,
+                      const atomic_bool *aborting, cbf_error *err)
+{
+    n->g = g;
+    n->stopping = stopping;
+    n->aborting = aborting;
+    cbf_rt_node_mailbox_init(n);
+    int np = g->plugin->n_ports;
+    n->slots = calloc(np ? (size_t)np : 1, sizeof *n->slots);
+    if (!n->slots)
+        return cbf_error_set(err, CBF_ENOMEM, "node '%s': out of memory", g->name);
+    for (int pi = 0; pi < np; pi++)
+        n->slots[pi].decl = &g->plugin->ports[pi];
+    return CBF_OK;
+}
+
+void cbf_rt_node_release(cbf_node *n)
+{
+    for (int pi = 0; n->slots && pi < n->g->plugin->n_ports; pi++) {
+        cbf_port_slot *s = &n->slots[pi];
+        if (s->decl->dir == CBF_PORT_OUT && s->n) {
+            cbf_rt_port_destroy(s->ports[0]);
+            free(s->ports[0]);
+        }
+        free(s->ports);
+    }
+    free(n->slots);
+    n->slots = NULL;
+    cbf_rt_node_mailbox_destroy(n);
+}
+
+void cbf_rt_node_fail(const cbf_node *n, const char *what, int rc, cbf_error *err)
+{
+    if (!err)
+        return;
+    if (!err->msg[0])
+        cbf_error_set(err, rc, "%s failed: %s", what, cbf_error_name(rc));
+    err->code = rc;
+    cbf_error_prefix(err, "%s: node '%s' (plugin %s)", n->g->where, n->g->name, n->g->plugin->name);
+}
+
+int cbf_rt_node_init(cbf_node *n, cbf_error *err)
+{
+    cbf_log_set_thread_name(n->g->name);
+    cbf_rt_node_set_current(n);
+    n->init_called = true;
+    cbf_error_clear(err);
+    int rc = n->g->plugin->init ? n->g->plugin->init(n, err) : CBF_OK;
+    cbf_rt_node_set_current(NULL);
+    cbf_log_set_thread_name(NULL);
+    if (rc >= 0)
+        return CBF_OK;
+    cbf_rt_node_fail(n, "init", rc, err);
+    return rc;
+}
+
+int cbf_rt_node_free_pools(cbf_node *n, cbf_error *err)
+{
+    int first = CBF_OK;
+    cbf_pool *kept = NULL;
+    for (cbf_pool *p = n->pools, *next; p; p = next) {
+        next = cbf_rt_pool_next(p);
+        cbf_error perr;
+        if (cbf_pool_destroy(p, &perr) != CBF_OK) {
+            cbf_error_prefix(&perr, "%s: node '%s' (plugin %s)", n->g->where, n->g->name,
+                             n->g->plugin->name);
+            cbf_log_error("%s", perr.msg);
+            if (first == CBF_OK) {
+                first = perr.code;
+                if (err)
+                    *err = perr;
+            }
+            cbf_rt_pool_set_next(p, kept);
+            kept = p;
+        }
+    }
+    n->pools = kept;
+    return first;
 }
 
 cbf_counter *cbf_node_counter(cbf_node *n, const char *name)

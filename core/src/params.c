@@ -983,6 +983,40 @@ int cbf_params_build(const cbf_param_decl *decls, int n_decls, const cbf_kv *kv,
     return 0;
 }
 
+int cbf_params_build_text(const cbf_param_decl *decls, int n_decls, const cbf_text_kv *tv, size_t n,
+                          const char *where, const cbf_params_ctx *ctx, cbf_params **out,
+                          cbf_error *err)
+{
+    *out = NULL;
+    cbf_kv *kv = calloc(n + 1, sizeof *kv);
+    yaml_document_t *docs = calloc(n + 1, sizeof *docs);
+    size_t nk = 0;
+    int rc = kv && docs ? CBF_OK : cbf_error_set(err, CBF_ENOMEM, "out of memory");
+    for (; nk < n && !rc; nk++) {
+        char why[256];
+        if (cbf_yaml_load_text(tv[nk].text, &docs[nk], why, sizeof why)) {
+            rc = ctx->request ? cbf_error_set(err, CBF_EINVAL, "request '%s': argument '%s': %s",
+                                              ctx->request, tv[nk].key, why)
+                              : cbf_error_set(err, CBF_ECONFIG, "%s: parameter '%s' ('%s'): %s", where,
+                                              tv[nk].key, tv[nk].origin ? tv[nk].origin : tv[nk].text, why);
+            break;
+        }
+        kv[nk].key = tv[nk].key;
+        kv[nk].doc = &docs[nk];
+        kv[nk].value = yaml_document_get_root_node(&docs[nk]);
+        kv[nk].override = tv[nk].origin;
+        snprintf(kv[nk].where, sizeof kv[nk].where, "%s", where);
+        snprintf(kv[nk].key_where, sizeof kv[nk].key_where, "%s", where);
+    }
+    if (!rc)
+        rc = cbf_params_build(decls, n_decls, kv, nk, ctx, out, err);
+    for (size_t i = 0; i < nk && docs; i++)
+        yaml_document_delete(&docs[i]);
+    free(docs);
+    free(kv);
+    return rc;
+}
+
 /* ---- checking a plugin's declaration table ---- */
 
 static int valid_name(const char *s)

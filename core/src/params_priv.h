@@ -36,6 +36,18 @@ typedef struct cbf_params_ctx {
 int cbf_params_build(const cbf_param_decl *decls, int n_decls, const cbf_kv *kv, size_t n_kv,
                      const cbf_params_ctx *ctx, cbf_params **out, cbf_error *err);
 
+/* Values given as text, one YAML value each (a scalar or a flow list), as
+ * request arguments (control.c) and harness parameters (harness.c) come:
+ * each parsed on its own, then validated by cbf_params_build. origin, when
+ * not NULL, is what messages quote for the value ("taps=16"); where is the
+ * place messages name for all of them. */
+typedef struct cbf_text_kv {
+    const char *key, *text, *origin;
+} cbf_text_kv;
+int cbf_params_build_text(const cbf_param_decl *decls, int n_decls, const cbf_text_kv *tv, size_t n,
+                          const char *where, const cbf_params_ctx *ctx, cbf_params **out,
+                          cbf_error *err);
+
 /* A plugin's declaration table: unique names, known types, choices and
  * record fields well formed, min <= max, and every default valid under its
  * own declaration. CBF_EPLUGIN naming the parameter. */

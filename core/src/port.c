@@ -134,6 +134,25 @@ int cbf_rt_port_init_input(cbf_port *p, cbf_node *owner, const char *name, size_
     return CBF_OK;
 }
 
+int cbf_rt_port_init_output(cbf_port *p, cbf_node *owner, const char *name, size_t n_consumers,
+                            cbf_error *err)
+{
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->owner = owner;
+    p->dir = CBF_PORT_OUT;
+    p->consumers = calloc(n_consumers ? n_consumers : 1, sizeof *p->consumers);
+    if (!p->consumers)
+        return cbf_error_set(err, CBF_ENOMEM, "port '%s': out of memory", name);
+    return CBF_OK;
+}
+
+void cbf_rt_port_link(cbf_port *out, cbf_port *in)
+{
+    out->consumers[out->n_consumers++] = in;
+    in->source = out;
+}
+
 void cbf_rt_port_destroy(cbf_port *p)
 {
     if (p->dir == CBF_PORT_IN && p->ring) {
@@ -145,12 +164,36 @@ void cbf_rt_port_destroy(cbf_port *p)
     free(p->consumers);
 }
 
+/* The oldest queued buffer; the caller holds the lock and knows count > 0. */
+static cbf_buffer *pop(cbf_port *in)
+{
+    cbf_buffer *b = in->ring[in->head];
+    in->head = (in->head + 1) % in->depth;
+    in->count--;
+    return b;
+}
+
+/* An unbounded queue doubles its ring, keeping the order. */
+static int grow(cbf_port *q)
+{
+    cbf_buffer **ring = calloc(2 * q->depth, sizeof *ring);
+    if (!ring)
+        return CBF_ENOMEM;
+    for (size_t i = 0; i < q->count; i++)
+        ring[i] = q->ring[(q->head + i) % q->depth];
+    free(q->ring);
+    q->ring = ring;
+    q->head = 0;
+    q->depth *= 2;
+    return CBF_OK;
+}
+
 /* Queues one reference; on failure the caller still owns it. */
 static int push(cbf_port *q, cbf_buffer *buf, cbf_node *producer)
 {
     pthread_mutex_lock(&q->mu);
     uint64_t t0 = 0;
-    while (q->count == q->depth && !q->detached && !atomic_load(q->abort)) {
+    while (q->count == q->depth && !q->unbounded && !q->detached && !atomic_load(q->abort)) {
         if (!t0)
             t0 = cbf_rt_now_ns();
         pthread_cond_wait(&q->not_full, &q->mu);
@@ -162,6 +205,8 @@ static int push(cbf_port *q, cbf_buffer *buf, cbf_node *producer)
     } else if (q->detached) {
         q->discarded++;
         release = true;
+    } else if (q->count == q->depth && (rc = grow(q)) != CBF_OK) {
+        /* unbounded and out of memory: the caller keeps its reference */
     } else {
         q->ring[(q->head + q->count) % q->depth] = buf;
         q->count++;
@@ -212,6 +257,8 @@ int cbf_port_recv(cbf_port *in, cbf_buffer **out)
      * while it waits (cbf_rt_node_submit wakes this wait); only on the
      * node's own thread, not on helper threads a plugin reads inputs with. */
     cbf_node *self = in->owner && cbf_rt_node_current() == in->owner ? in->owner : NULL;
+    if (in->owner && in->owner->harness)
+        cbf_rt_harness_feed(in->owner->harness, in);   /* also for a plugin's helper threads */
     cbf_rt_node_drain(self);
     pthread_mutex_lock(&in->mu);
     uint64_t t0 = 0;
@@ -232,9 +279,7 @@ int cbf_port_recv(cbf_port *in, cbf_buffer **out)
     } else if (in->count == 0) {
         rc = CBF_EOS;
     } else {
-        *out = in->ring[in->head];
-        in->head = (in->head + 1) % in->depth;
-        in->count--;
+        *out = pop(in);
         pthread_cond_signal(&in->not_full);
     }
     pthread_mutex_unlock(&in->mu);
@@ -242,6 +287,20 @@ int cbf_port_recv(cbf_port *in, cbf_buffer **out)
         cbf_rt_node_add_wait(in->owner, false, cbf_rt_now_ns() - t0);
     if (rc == CBF_OK && in->owner)
         atomic_fetch_add_explicit(&in->owner->buffers_in, 1, memory_order_relaxed);
+    return rc;
+}
+
+int cbf_rt_port_take(cbf_port *in, cbf_buffer **out)
+{
+    *out = NULL;
+    pthread_mutex_lock(&in->mu);
+    int rc = CBF_EOS;
+    if (in->count) {
+        *out = pop(in);
+        pthread_cond_signal(&in->not_full);
+        rc = CBF_OK;
+    }
+    pthread_mutex_unlock(&in->mu);
     return rc;
 }
 
@@ -264,9 +323,7 @@ uint64_t cbf_rt_port_detach(cbf_port *in)
     for (;;) {
         if (in->count == 0)
             break;
-        cbf_buffer *b = in->ring[in->head];
-        in->head = (in->head + 1) % in->depth;
-        in->count--;
+        cbf_buffer *b = pop(in);
         in->discarded++;
         pthread_mutex_unlock(&in->mu);
         cbf_buffer_unref(b);

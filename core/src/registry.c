@@ -81,6 +81,41 @@ static int seen_file(const cbf_registry *r, const char *real)
     return 0;
 }
 
+bool cbf_port_type_accepts(const char *takes, const char *gives)
+{
+    if (!strcmp(takes, "*"))
+        return true;
+    size_t n = strlen(gives);
+    for (const char *s = takes;;) {
+        size_t len = strcspn(s, "|");
+        if (len == n && !strncmp(s, gives, n))
+            return true;
+        if (!s[len])
+            return false;
+        s += len + 1;
+    }
+}
+
+/* An input's alternatives "a|b": none empty, none "*" (a "*" alone means any). */
+static int check_type(const cbf_port_decl *p, cbf_error *err)
+{
+    if (!strchr(p->type, '|'))
+        return 0;
+    if (p->dir == CBF_PORT_OUT)
+        return cbf_error_set(err, CBF_EPLUGIN,
+                             "output port '%s' has alternatives '%s'; an output gives one type", p->name,
+                             p->type);
+    for (const char *s = p->type;;) {
+        size_t len = strcspn(s, "|");
+        if (!len || (len == 1 && *s == '*'))
+            return cbf_error_set(err, CBF_EPLUGIN,
+                                 "port '%s': type '%s' has an empty or '*' alternative", p->name, p->type);
+        if (!s[len])
+            return 0;
+        s += len + 1;
+    }
+}
+
 static int check_ports(const cbf_plugin_desc *d, cbf_error *err)
 {
     if (d->n_ports < 0 || (d->n_ports > 0 && !d->ports))
@@ -105,6 +140,15 @@ static int check_ports(const cbf_plugin_desc *d, cbf_error *err)
         if (p->dir == CBF_PORT_OUT && p->multi)
             return cbf_error_set(err, CBF_EPLUGIN,
                                  "output port '%s' is marked multi, which only an input may be", p->name);
+        if (p->flags & ~CBF_PORT_WRITES_INPUT)
+            return cbf_error_set(err, CBF_EPLUGIN, "port '%s': unknown flags 0x%x", p->name,
+                                 p->flags & ~CBF_PORT_WRITES_INPUT);
+        if (p->dir == CBF_PORT_OUT && (p->flags & CBF_PORT_WRITES_INPUT))
+            return cbf_error_set(err, CBF_EPLUGIN,
+                                 "output port '%s' is marked writes-input, which only an input may be", p->name);
+        int rc = check_type(p, err);
+        if (rc)
+            return rc;
     }
     return 0;
 }
@@ -147,8 +191,12 @@ static int check_requests(const cbf_plugin_desc *d, cbf_error *err)
     return 0;
 }
 
-static int check_desc(const cbf_plugin_desc *d, cbf_error *err)
+int cbf_registry_check_desc(const cbf_plugin_desc *d, cbf_error *err)
 {
+    if (d->abi != CBF_PLUGIN_ABI)
+        return cbf_error_set(err, CBF_EPLUGIN,
+                             "plugin ABI %u found, ABI %u expected (rebuild it against this libcbf)",
+                             d->abi, CBF_PLUGIN_ABI);
     if (!d->name || !d->name[0])
         return cbf_error_set(err, CBF_EPLUGIN, "descriptor has no name");
     if (!d->run)
@@ -183,12 +231,8 @@ static int open_plugin(const char *path, entry *out, cbf_error *err)
     int rc = 0;
     if (!d)
         rc = cbf_error_set(err, CBF_EPLUGIN, "%s() returned NULL", CBF_PLUGIN_ENTRY_SYMBOL);
-    else if (d->abi != CBF_PLUGIN_ABI)
-        rc = cbf_error_set(err, CBF_EPLUGIN,
-                           "plugin ABI %u found, ABI %u expected (rebuild it against this libcbf)",
-                           d->abi, CBF_PLUGIN_ABI);
     else
-        rc = check_desc(d, err);
+        rc = cbf_registry_check_desc(d, err);
     if (rc) {
         dlclose(h);
         return rc;

@@ -131,13 +131,14 @@ static void wake_inputs(cbf_node *n)
     }
 }
 
-int cbf_rt_node_submit(cbf_node *n, cbf_request *req, int timeout_ms)
+int cbf_rt_node_post(cbf_node *n, cbf_request *req)
 {
     req->taken = req->done = false;
     req->next = NULL;
     pthread_mutex_lock(&n->mb_mu);
     if (n->mb_closed) {
         pthread_mutex_unlock(&n->mb_mu);
+        req->done = true;
         return req->rc = cbf_error_set(&req->err, CBF_ESTOPPED, "node '%s' has finished running",
                                        n->g->name);
     }
@@ -147,6 +148,14 @@ int cbf_rt_node_submit(cbf_node *n, cbf_request *req, int timeout_ms)
     *tail = req;
     atomic_store_explicit(&n->mb_pending, true, memory_order_release);
     pthread_mutex_unlock(&n->mb_mu);
+    return CBF_OK;
+}
+
+int cbf_rt_node_submit(cbf_node *n, cbf_request *req, int timeout_ms)
+{
+    int posted = cbf_rt_node_post(n, req);
+    if (posted != CBF_OK)
+        return posted;
     /* A node blocked in cbf_port_recv re-checks its mailbox when woken. */
     wake_inputs(n);
 

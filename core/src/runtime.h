@@ -30,6 +30,10 @@ CBF_RT_HIDDEN void cbf_rt_pool_abort(cbf_pool *pool);
 /* Links pools into a node's list (engine-owned pools). */
 CBF_RT_HIDDEN cbf_pool *cbf_rt_pool_next(cbf_pool *pool);
 CBF_RT_HIDDEN void cbf_rt_pool_set_next(cbf_pool *pool, cbf_pool *next);
+/* Harness mode (harness.c): a pool that runs dry grows by one buffer
+ * (counted in *grown) instead of blocking, and with poison set, host
+ * payloads are filled with 0xa5 when taken, so unwritten output shows. */
+CBF_RT_HIDDEN void cbf_rt_pool_set_growing(cbf_pool *pool, atomic_uint_least64_t *grown, bool poison);
 
 /* ---- ports and queues (port.c) ---- */
 struct cbf_port {
@@ -49,6 +53,7 @@ struct cbf_port {
     pthread_cond_t not_empty, not_full;
     cbf_buffer **ring;
     size_t depth, head, count;
+    bool unbounded;    /* harness: the ring grows instead of blocking the sender */
     bool closed;       /* producer finished: EOS once drained */
     bool detached;     /* consumer finished: later sends are released at once */
     uint64_t discarded; /* buffers released because the consumer had gone */
@@ -57,7 +62,13 @@ struct cbf_port {
 
 CBF_RT_HIDDEN int cbf_rt_port_init_input(cbf_port *p, cbf_node *owner, const char *name,
                                          size_t depth, const atomic_bool *abort, cbf_error *err);
+/* An output feeding n_consumers inputs, linked with cbf_rt_port_link. */
+CBF_RT_HIDDEN int cbf_rt_port_init_output(cbf_port *p, cbf_node *owner, const char *name,
+                                          size_t n_consumers, cbf_error *err);
+CBF_RT_HIDDEN void cbf_rt_port_link(cbf_port *out, cbf_port *in);
 CBF_RT_HIDDEN void cbf_rt_port_destroy(cbf_port *p);
+/* Takes the next queued buffer without waiting: 0, or CBF_EOS when none. */
+CBF_RT_HIDDEN int cbf_rt_port_take(cbf_port *in, cbf_buffer **out);
 /* Producer finished: wake the consumer so it sees EOS after the queue drains. */
 CBF_RT_HIDDEN void cbf_rt_port_close(cbf_port *in);
 /* Consumer finished: release what is queued and everything sent later.
@@ -96,7 +107,8 @@ typedef struct cbf_port_slot {
 } cbf_port_slot;
 
 struct cbf_node {
-    cbf_engine *engine;
+    cbf_engine *engine;    /* NULL for a harness's node */
+    struct cbf_harness *harness;   /* NULL for an engine's node */
     const cbf_graph_node *g;
     void *state;
     cbf_port_slot *slots;  /* one per plugin port declaration */
@@ -131,6 +143,21 @@ struct cbf_node {
     cbf_error err;
 };
 
+/* Sets up a node of plugin g (ports unwired, one slot per declaration). */
+CBF_RT_HIDDEN int cbf_rt_node_setup(cbf_node *n, const cbf_graph_node *g, const atomic_bool *stopping,
+                                    const atomic_bool *aborting, cbf_error *err);
+/* Frees what setup and wiring allocated: slots, output ports, mailbox. */
+CBF_RT_HIDDEN void cbf_rt_node_release(cbf_node *n);
+/* Calls the plugin's init (as the node's thread), and on failure completes
+ * err as cbf_rt_node_fail does. */
+CBF_RT_HIDDEN int cbf_rt_node_init(cbf_node *n, cbf_error *err);
+/* Completes a node's error: a message when the plugin left none ("<what>
+ * failed: ..."), its code, and the node's place and name in front. */
+CBF_RT_HIDDEN void cbf_rt_node_fail(const cbf_node *n, const char *what, int rc, cbf_error *err);
+/* Frees the node's pools; one with buffers still out stays allocated (a
+ * late write stays harmless) and is logged. Returns the first leak, in err
+ * prefixed with the node. */
+CBF_RT_HIDDEN int cbf_rt_node_free_pools(cbf_node *n, cbf_error *err);
 /* The node whose thread is calling (NULL outside node threads and init). */
 CBF_RT_HIDDEN cbf_node *cbf_rt_node_current(void);
 CBF_RT_HIDDEN void cbf_rt_node_set_current(cbf_node *n);
@@ -145,6 +172,8 @@ CBF_RT_HIDDEN void cbf_rt_node_mailbox_destroy(cbf_node *n);
 CBF_RT_HIDDEN void cbf_rt_node_drain(cbf_node *n);
 /* Node thread, after run returned: fails what is queued and refuses more. */
 CBF_RT_HIDDEN void cbf_rt_node_mailbox_close(cbf_node *n);
+/* Queues req without waiting (the harness: the node runs on this thread). */
+CBF_RT_HIDDEN int cbf_rt_node_post(cbf_node *n, struct cbf_request *req);
 /* Control thread: queues req, wakes the node, waits for it to be handled.
  * When the node has not taken it within timeout_ms, it is withdrawn
  * (nothing changed) and CBF_EIO returned with a message in req->err. */
@@ -153,6 +182,14 @@ CBF_RT_HIDDEN int cbf_rt_node_submit(cbf_node *n, struct cbf_request *req, int t
 CBF_RT_HIDDEN struct cbf_reply *cbf_rt_reply_new(void);
 CBF_RT_HIDDEN void cbf_rt_reply_free(struct cbf_reply *r);
 CBF_RT_HIDDEN void *cbf_rt_reply_json(struct cbf_reply *r);   /* json_t *, borrowed */
+
+/* ---- harness (harness.c) ---- */
+/* Before a node reads `in` (NULL: a source between buffers, on its thread):
+ * moves what the test queued, in order, onto the inputs and into the
+ * mailbox, until `in` has a buffer or has ended. */
+CBF_RT_HIDDEN void cbf_rt_harness_feed(struct cbf_harness *h, cbf_port *in);
+/* A pool the harness's node made: it grows rather than blocks. */
+CBF_RT_HIDDEN void cbf_rt_harness_pool(struct cbf_harness *h, cbf_pool *pool);
 
 /* ---- engine internals the control thread reads (engine.c) ---- */
 CBF_RT_HIDDEN const cbf_graph *cbf_rt_engine_graph(const cbf_engine *e);

@@ -125,6 +125,49 @@ static void edge_types(void **state)
     cbf_graph_free(g);
 }
 
+/* An input may list alternatives: it takes either, and a mismatch lists them. */
+static void edge_type_alternatives(void **state)
+{
+    (void)state;
+    cbf_graph *g = NULL;
+    cbf_error err = {0};
+    assert_int_equal(tu_load("nodes:\n  src: {plugin: tsrc}\n  a: {plugin: talt}\n  b: {plugin: talt}\n"
+                             "edges:\n  - src.out -> a.in\n  - src.aux -> b.in\n",
+                             NULL, 0, &g, &err), 0);
+    cbf_graph_free(g);
+    tu_expect_error("nodes:\n  src: {plugin: tsrc}\n  a: {plugin: talt}\n  b: {plugin: talt}\n"
+                    "edges:\n  - src.out -> a.in\n  - a.out -> b.in\n",
+                    NULL, 0, CBF_ECONFIG, 7, 5,
+                    E("edge a.out -> b.in", "a.out gives 'test.c', b.in takes 'test.a' or 'test.b'"));
+    assert_true(cbf_port_type_accepts("x|y|z", "z"));
+    assert_false(cbf_port_type_accepts("x|y|z", "x|y"));
+    assert_false(cbf_port_type_accepts("xy", "x"));
+    assert_true(cbf_port_type_accepts("*", "anything"));
+}
+
+/* A fan-out into an input that writes its buffers is refused at the edge
+ * that makes the fan-out, whichever of the two edges comes first. */
+static void edge_fanout_into_writer(void **state)
+{
+    (void)state;
+    tu_expect_error("nodes:\n  src: {plugin: tsrc}\n  w: {plugin: twrite}\n  s: {plugin: tsink}\n"
+                    "edges:\n  - src.out -> w.in\n  - src.out -> s.in\n",
+                    NULL, 0, CBF_ECONFIG, 7, 5,
+                    E("edge src.out -> s.in", "output 'src.out' already feeds w.in (at ", "p.yaml:6:5)",
+                      "input 'w.in' writes its buffers in place"));
+    tu_expect_error("nodes:\n  src: {plugin: tsrc}\n  w: {plugin: twrite}\n  s: {plugin: tsink}\n"
+                    "edges:\n  - src.out -> s.in\n  - {from: src.out, to: w.in}\n",
+                    NULL, 0, CBF_ECONFIG, 7, 5,
+                    E("edge src.out -> w.in", "already feeds s.in", "input 'w.in' writes"));
+    /* One consumer only: the writer has the buffer to itself. */
+    cbf_graph *g = NULL;
+    cbf_error err = {0};
+    assert_int_equal(tu_load("nodes:\n  src: {plugin: tsrc}\n  w: {plugin: twrite}\n  s: {plugin: tsink}\n"
+                             "edges:\n  - src.out -> w.in\n  - w.out -> s.in\n  - src.aux -> s.in\n",
+                             NULL, 0, &g, &err), 0);
+    cbf_graph_free(g);
+}
+
 static void edge_two_into_one(void **state)
 {
     (void)state;
@@ -346,6 +389,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(yaml_syntax),
+        cmocka_unit_test(edge_type_alternatives),
+        cmocka_unit_test(edge_fanout_into_writer),
         cmocka_unit_test(top_level_key),
         cmocka_unit_test(engine_keys),
         cmocka_unit_test(node_without_plugin),

@@ -82,6 +82,13 @@ static void one_plugin(void **state)
     assert_int_equal(inspect("good", "tsink"), 0);
     expect("required, multi");
     expect("*");
+
+    assert_int_equal(inspect("good", "talt"), 0);
+    const char *in = line_with("type a or b");
+    assert_true(column_of(in, "test.a | test.b") > 0);
+    assert_int_equal(column_of(line_with("BUFFER TYPE"), "WIRING"), column_of(in, "required"));
+    assert_int_equal(inspect("good", "twrite"), 0);
+    assert_true(column_of(line_with("changed in place"), "required, writes input") > 0);
 }
 
 static void listing(void **state)
@@ -102,7 +109,7 @@ static void unknown_and_broken(void **state)
     expect("did you mean 'tsrc'");
     assert_int_equal(inspect("bad_abi", NULL), 1);
     expect("cbf_tbadabi.so");
-    expect("ABI 99 found, ABI 2 expected");
+    expect("ABI 99 found, ABI 3 expected");
     assert_int_equal(inspect("no_symbol", "tsrc"), 1);
     expect("no entry symbol");
 }

@@ -30,7 +30,7 @@ static void expect_refused(const char *group, int code, const char *a, const cha
 static void broken_files(void **state)
 {
     (void)state;
-    expect_refused("bad_abi", CBF_EPLUGIN, "bad_abi/cbf_tbadabi.so", "ABI 99 found, ABI 2 expected");
+    expect_refused("bad_abi", CBF_EPLUGIN, "bad_abi/cbf_tbadabi.so", "ABI 99 found, ABI 3 expected");
     expect_refused("no_symbol", CBF_EPLUGIN, "no_symbol/cbf_tnosym.so", "no entry symbol 'cbf_plugin_entry'");
     expect_refused("bad_dup_param", CBF_EPLUGIN, "bad_dup_param/cbf_tbaddecl.so",
                    "parameter 'taps' is declared twice");
@@ -44,6 +44,42 @@ static void broken_files(void **state)
     expect_refused("bad_request_name", CBF_EPLUGIN, "plugin 'tbaddecl'",
                    "request name 'shutdown' is reserved for the core");
     expect_refused("nowhere", CBF_EIO, "plugin directory", "nowhere");
+}
+
+static int run_nothing(cbf_node *n, cbf_error *err)
+{
+    (void)n, (void)err;
+    return 0;
+}
+
+/* Port flags and type alternatives are checked as a file's are loaded. */
+static void port_declarations(void **state)
+{
+    (void)state;
+    static const struct {
+        cbf_port_decl port;
+        const char *msg;
+    } bad[] = {
+        {{.name = "out", .dir = CBF_PORT_OUT, .type = "a|b"}, "output port 'out' has alternatives 'a|b'"},
+        {{.name = "in", .dir = CBF_PORT_IN, .type = "a||b"}, "port 'in': type 'a||b' has an empty or '*'"},
+        {{.name = "in", .dir = CBF_PORT_IN, .type = "a|*"}, "type 'a|*' has an empty or '*' alternative"},
+        {{.name = "in", .dir = CBF_PORT_IN, .type = "a|"}, "empty or '*' alternative"},
+        {{.name = "out", .dir = CBF_PORT_OUT, .type = "a", .flags = CBF_PORT_WRITES_INPUT},
+         "output port 'out' is marked writes-input"},
+        {{.name = "in", .dir = CBF_PORT_IN, .type = "a", .flags = 6}, "port 'in': unknown flags 0x6"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cbf_plugin_desc d = {.abi = CBF_PLUGIN_ABI, .name = "tports", .ports = &bad[i].port,
+                             .n_ports = 1, .run = run_nothing};
+        cbf_error err = {0};
+        assert_int_equal(cbf_registry_check_desc(&d, &err), CBF_EPLUGIN);
+        if (!strstr(err.msg, bad[i].msg) || !strstr(err.msg, "plugin 'tports'"))
+            fail_msg("expected '%s' in '%s'", bad[i].msg, err.msg);
+    }
+    cbf_port_decl ok = {.name = "in", .dir = CBF_PORT_IN, .type = "a|b", .flags = CBF_PORT_WRITES_INPUT};
+    cbf_plugin_desc d = {.abi = CBF_PLUGIN_ABI, .name = "tports", .ports = &ok, .n_ports = 1,
+                         .run = run_nothing};
+    assert_int_equal(cbf_registry_check_desc(&d, NULL), 0);
 }
 
 static void duplicates_in_one_tier(void **state)
@@ -123,6 +159,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(broken_files),
+        cmocka_unit_test(port_declarations),
         cmocka_unit_test(duplicates_in_one_tier),
         cmocka_unit_test(same_file_twice),
         cmocka_unit_test(higher_tier_wins),

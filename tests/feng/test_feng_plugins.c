@@ -1,5 +1,6 @@
 /* test_feng_plugins.c: the pfb and fft_post plugins' own logic, CPU path,
- * on a stand-in runtime (mock_runtime.c): staging across chunk boundaries,
+ * each plugin file run alone in the test harness (cbf/harness.h), so no
+ * engine, thread or YAML is involved: staging across chunk boundaries,
  * output independent of the chunk size, coarse delay as the inverted delay
  * model, presence flags for a missing heap and for a gap in the input, and
  * digitiser power, each held against a direct computation over the whole
@@ -14,12 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cbf/cbf.h"
+#include "cbf/harness.h"
 #include "feng_ref.h"
-#include "mock_runtime.h"
 #include "pfb.h"
-
-const cbf_plugin_desc *cbf_test_pfb_entry(void);
-const cbf_plugin_desc *cbf_test_fft_post_entry(void);
 
 #define BITS 10
 #define HEAP 4096
@@ -31,6 +30,7 @@ const cbf_plugin_desc *cbf_test_fft_post_entry(void);
 #define SPB 64
 #define SPH 16
 #define LEN (1 << 20)  /* samples per pol in the stream */
+#define MAX_BUFS 512
 
 static uint64_t seed;
 
@@ -70,13 +70,17 @@ static cbf_port_desc adc_desc(size_t spc)
     return d;
 }
 
-static void push_stream(cbf_node *pfb, const stream_opts *o)
+static void push_stream(cbf_harness *pfb, const stream_opts *o)
 {
     size_t slab = o->spc * BITS / 8, heaps = o->spc / HEAP;
+    cbf_error err;
     for (int64_t c = 0; c < LEN / (int64_t)o->spc; c++) {
         if (c == o->skip_chunk)
             continue;
-        cbf_buffer *b = mock_buffer(ANTS * 2 * slab, ANTS * 2 * heaps, 0);
+        cbf_buffer *b;
+        assert_int_equal(cbf_harness_new_buffer(pfb, "in", &b, &err), 0);
+        assert_int_equal(b->size, ANTS * 2 * slab);
+        assert_int_equal(b->n_present, ANTS * 2 * heaps);
         b->timestamp = c * (int64_t)o->spc;
         for (int a = 0; a < ANTS; a++)
             for (int p = 0; p < 2; p++)
@@ -85,13 +89,44 @@ static void push_stream(cbf_node *pfb, const stream_opts *o)
                                  sample(a, p, b->timestamp + (int64_t)i));
         if (o->missing_heap >= 0 && o->missing_heap / (int64_t)heaps == c)
             b->present[(ANT * 2 + 1) * heaps + (size_t)(o->missing_heap % (int64_t)heaps)] = 0;
-        mock_push(pfb, b);
+        assert_int_equal(cbf_harness_push(pfb, "in", b, &err), 0);
     }
 }
 
+/* What one plugin sent on its output, in order. */
+typedef struct outputs {
+    cbf_buffer *q[MAX_BUFS];
+    size_t n;
+    cbf_port_desc desc;
+} outputs;
+
 typedef struct chain {
-    cbf_node *pfb, *post;
+    cbf_harness *pfb, *post;
+    outputs pfb_out, post_out;
 } chain;
+
+static cbf_harness *start(const char *plugin, const char *const *params, size_t n,
+                          const cbf_port_desc *in)
+{
+    cbf_harness *h;
+    cbf_error err = {0};
+    if (cbf_harness_new(plugin, params, n, &h, &err) || cbf_harness_set_input_desc(h, "in", in, &err) ||
+        cbf_harness_init(h, &err))
+        fail_msg("%s: %s", plugin, err.msg);
+    return h;
+}
+
+static void finish(cbf_harness *h, outputs *o)
+{
+    cbf_error err = {0};
+    if (cbf_harness_run(h, &err))
+        fail_msg("run: %s", err.msg);
+    o->desc = *cbf_harness_output_desc(h, "out");
+    for (o->n = 0; o->n < MAX_BUFS && cbf_harness_pull(h, "out", &o->q[o->n]) == 0;)
+        o->n++;
+    cbf_buffer *more;
+    assert_int_equal(cbf_harness_pull(h, "out", &more), CBF_EOS);
+}
 
 static chain run_chain(const stream_opts *o, const char *delay)
 {
@@ -100,47 +135,45 @@ static chain run_chain(const stream_opts *o, const char *delay)
     const char *pfb_over[] = {"channels=256", "taps=16", "antenna=1", "spectra_per_buffer=64", d};
     cbf_port_desc in = adc_desc(o->spc);
     chain c;
-    cbf_error err = {0};
-    c.pfb = mock_node(cbf_test_pfb_entry(), pfb_over, 5, &in);
-    if (c.pfb->plugin->init(c.pfb, &err))
-        fail_msg("pfb init: %s", err.msg);
+    c.pfb = start("pfb", pfb_over, 5, &in);
     push_stream(c.pfb, o);
-    if (mock_run(c.pfb, &err))
-        fail_msg("pfb run: %s", err.msg);
+    finish(c.pfb, &c.pfb_out);
     const char *post_over[] = {"spectra_per_heap=16", "gain=[0.05, 0.01]"};
-    c.post = mock_node(cbf_test_fft_post_entry(), post_over, 2, &c.pfb->out.desc);
-    if (c.post->plugin->init(c.post, &err))
-        fail_msg("fft_post init: %s", err.msg);
+    c.post = start("fft_post", post_over, 2, &c.pfb_out.desc);
     /* fft_post transforms in place: it gets copies, the checks read pfb's own. */
-    for (size_t i = 0; i < c.pfb->out.n; i++) {
-        cbf_buffer *f = c.pfb->out.q[i], *copy = mock_buffer(f->size, f->n_present, f->aux_size);
-        memcpy(copy->data, f->data, f->size);
+    cbf_error err;
+    for (size_t i = 0; i < c.pfb_out.n; i++) {
+        cbf_buffer *f = c.pfb_out.q[i], *copy;
+        assert_int_equal(cbf_harness_new_buffer(c.post, "in", &copy, &err), 0);
+        assert_true(copy->size <= f->size && copy->n_present == f->n_present &&
+                    copy->aux_size == f->aux_size);
+        memcpy(copy->data, f->data, copy->size);
         memcpy(copy->present, f->present, f->n_present);
         memcpy(copy->aux, f->aux, f->aux_size);
         copy->timestamp = f->timestamp;
         copy->seq = f->seq;
-        atomic_fetch_add(&copy->refs_, 1); /* the test's own reference */
-        mock_push(c.post, copy);
+        assert_int_equal(cbf_harness_push(c.post, "in", copy, &err), 0);
     }
-    if (mock_run(c.post, &err))
-        fail_msg("fft_post run: %s", err.msg);
+    finish(c.post, &c.post_out);
     return c;
 }
 
+/* Releases the outputs; the harness then finds every buffer back. */
 static void free_chain(chain *c)
 {
-    for (size_t i = 0; i < c->post->in.n; i++)
-        cbf_buffer_unref(c->post->in.q[i]);
-    c->pfb->plugin->fini(c->pfb);
-    c->post->plugin->fini(c->post);
-    mock_node_free(c->pfb);
-    mock_node_free(c->post);
+    cbf_error err = {0};
+    outputs *o[] = {&c->pfb_out, &c->post_out};
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < o[k]->n; i++)
+            cbf_buffer_unref(o[k]->q[i]);
+    if (cbf_harness_free(c->pfb, &err) || cbf_harness_free(c->post, &err))
+        fail_msg("%s", err.msg);
 }
 
 /* The whole stream of one pol of ANT, packed, for direct kernel calls. */
 static uint8_t *whole(int pol)
 {
-    uint8_t *w = calloc(cbf_pfb_packed_bytes(LEN, BITS), 1);
+    uint8_t *w = calloc(cbf_packed_bytes(LEN, BITS), 1);
     for (int64_t t = 0; t < LEN; t++)
         feng_ref_put(w, (size_t)t, BITS, sample(ANT, pol, t));
     return w;
@@ -155,10 +188,10 @@ static void check_fir(const chain *c, const int64_t delay[2], const int64_t *bad
     char msg[256];
     assert_int_equal(cbf_pfb_weights(CH, TAPS, 1.0, CBF_PFB_HANN, w, msg, sizeof msg), 0);
     uint8_t *in[2] = {whole(0), whole(1)};
-    assert_true(c->pfb->out.n >= 8);
-    for (size_t k = 0; k < c->pfb->out.n; k++) {
-        const cbf_buffer *b = c->pfb->out.q[k];
-        assert_int_equal(b->timestamp, (int64_t)(k * SPB * STEP) + c->pfb->out.q[0]->timestamp);
+    assert_true(c->pfb_out.n >= 8);
+    for (size_t k = 0; k < c->pfb_out.n; k++) {
+        const cbf_buffer *b = c->pfb_out.q[k];
+        assert_int_equal(b->timestamp, (int64_t)(k * SPB * STEP) + c->pfb_out.q[0]->timestamp);
         uint64_t power[2] = {0, 0};
         for (size_t i = 0; i < SPB; i++) {
             int64_t g = b->timestamp / STEP + (int64_t)i;
@@ -202,13 +235,13 @@ static void test_chunking(void **state)
     chain ca = run_chain(&a, "[0, 0]"), cb = run_chain(&b, "[0, 0]");
     const int64_t none[2] = {0, 0};
     check_fir(&ca, none, NULL, NULL);
-    assert_int_equal(ca.post->out.n, cb.post->out.n);
-    for (size_t i = 0; i < ca.post->out.n; i++) {
-        const cbf_buffer *x = ca.post->out.q[i], *y = cb.post->out.q[i];
+    assert_int_equal(ca.post_out.n, cb.post_out.n);
+    for (size_t i = 0; i < ca.post_out.n; i++) {
+        const cbf_buffer *x = ca.post_out.q[i], *y = cb.post_out.q[i];
         assert_int_equal(x->timestamp, y->timestamp);
         assert_memory_equal(x->present, y->present, x->n_present);
         assert_memory_equal(x->aux, y->aux, x->aux_size);
-        assert_memory_equal(x->data, y->data, ca.post->out.desc.shape[0] * CH * SPH * 2 * 2);
+        assert_memory_equal(x->data, y->data, ca.post_out.desc.shape[0] * CH * SPH * 2 * 2);
         /* No byte left as the pool's poison pattern (0xa5 pairs). */
         const uint8_t *d = x->data;
         size_t poison = 0;
@@ -229,9 +262,9 @@ static void test_coarse_delay(void **state)
     check_fir(&c, d, NULL, NULL);
     /* The first buffer starts at spectrum 0, whose windows begin before
      * the stream: flagged, and so is its batch. */
-    assert_int_equal(c.pfb->out.q[0]->timestamp, 0);
-    assert_int_equal(c.post->out.q[0]->present[0], 0);
-    assert_int_equal(c.post->out.q[0]->present[1], 1);
+    assert_int_equal(c.pfb_out.q[0]->timestamp, 0);
+    assert_int_equal(c.post_out.q[0]->present[0], 0);
+    assert_int_equal(c.post_out.q[0]->present[1], 1);
     free_chain(&c);
 }
 
@@ -244,8 +277,8 @@ static void test_missing_and_gap(void **state)
     const int64_t gap_lo[2] = {20 * 16384, 20 * 16384}, gap_hi[2] = {21 * 16384, 21 * 16384};
     const int64_t heap_lo[2] = {0, 37 * HEAP}, heap_hi[2] = {0, 38 * HEAP};
     size_t missing = 0;
-    for (size_t k = 0; k < c.post->in.n; k++) {
-        const cbf_buffer *b = c.pfb->out.q[k];
+    for (size_t k = 0; k < c.pfb_out.n; k++) {
+        const cbf_buffer *b = c.pfb_out.q[k];
         for (size_t i = 0; i < SPB; i++) {
             int64_t g = b->timestamp / STEP + (int64_t)i, a = g * STEP;
             int bad = (a < gap_hi[0] && a + STEP * TAPS > gap_lo[0]) ||
@@ -255,7 +288,7 @@ static void test_missing_and_gap(void **state)
             missing += bad;
         }
         /* Batches: present exactly when all their spectra are. */
-        const cbf_buffer *out = c.post->out.q[k];
+        const cbf_buffer *out = c.post_out.q[k];
         for (size_t bt = 0; bt < SPB / SPH; bt++) {
             int ok = 1;
             for (size_t t = 0; t < SPH; t++)

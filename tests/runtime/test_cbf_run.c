@@ -186,6 +186,20 @@ static void test_bad_pipeline(void **st)
     assert_null(strstr(c.log, "first buffer sent"));
 }
 
+/* Fan-out into an input that writes its buffers is a pipeline error. */
+static void test_fanout_into_writer(void **st)
+{
+    (void)st;
+    child c;
+    start(&c, "tests/runtime/fanout_writer.yaml", NULL);
+    char out[8192];
+    assert_int_equal(finish(&c, out, sizeof out), 2);
+    assert_non_null(strstr(c.log, "fanout_writer.yaml:10:5: edge src.out -> snk.in: output 'src.out' "
+                                  "already feeds neg.in (at "));
+    assert_non_null(strstr(c.log, "input 'neg.in' writes its buffers in place"));
+    assert_null(strstr(c.log, "first buffer sent"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -193,6 +207,7 @@ int main(void)
         cmocka_unit_test(test_second_interrupt_exits_at_once),
         cmocka_unit_test(test_gpu_required_without_gpu),
         cmocka_unit_test(test_bad_pipeline),
+        cmocka_unit_test(test_fanout_into_writer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

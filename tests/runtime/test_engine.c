@@ -203,6 +203,25 @@ static void test_leak_reported(void **state)
     assert_non_null(strstr(err.msg, "pool 'src.out': 1 of 4 buffers never came back"));
     assert_non_null(strstr(err.msg, "node 'src'"));
     assert_int_equal(find(st, 2, "hog")->buffers_in, 10);
+    assert_int_equal(counter(find(st, 2, "hog"), "first_writable"), 1);
+}
+
+/* Fan-out hands both consumers one buffer: neither may write it. Each sink
+ * keeps the first buffer, so both references are still held when the
+ * second one looks, whatever the threads' order. */
+static void test_fanout_not_writable(void **state)
+{
+    (void)state;
+    src->count = 3;
+    const char *nodes[] = {"src", "rt_count", "a", "rt_leak", "b", "rt_leak"};
+    rt_edge_spec edges[] = {{"src.out", "a.in", 0}, {"src.out", "b.in", 0}};
+    cbf_graph *g = rt_graph(nodes, 3, edges, 2, CBF_GPU_NONE);
+    assert_non_null(g);
+    cbf_node_stats st[3];
+    cbf_error err;
+    assert_int_equal(run_graph(g, st, 3, &err), CBF_ELEAK);
+    assert_int_equal(counter(find(st, 3, "a"), "first_writable"), 0);
+    assert_int_equal(counter(find(st, 3, "b"), "first_writable"), 0);
 }
 
 typedef struct {
@@ -379,6 +398,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fanout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_middle_error_unwinds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leak_reported, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fanout_not_writable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_drains, setup, teardown),
         cmocka_unit_test_setup_teardown(test_init_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpu_decision, setup, teardown),

@@ -49,12 +49,17 @@ static void test_get_ref_unref(void **st)
         for (int j = 0; j < i; j++)
             assert_ptr_not_equal(b[i]->data, b[j]->data);
     cbf_buffer *extra = (cbf_buffer *)0x1;
-    assert_int_equal(cbf_pool_try_get(p, &extra), 0);
+    assert_int_equal(cbf_pool_try_get(p, &extra), CBF_EAGAIN);
+    assert_string_equal(cbf_error_name(CBF_EAGAIN), "none free now");
     assert_null(extra);
 
-    /* Two references: the buffer returns on the second unref only. */
+    /* Two references: the buffer returns on the second unref only, and is
+     * shared (not writable) while both are held. */
+    assert_true(cbf_buffer_is_writable(b[0]));
     cbf_buffer_ref(b[0]);
+    assert_false(cbf_buffer_is_writable(b[0]));
     cbf_buffer_unref(b[0]);
+    assert_true(cbf_buffer_is_writable(b[0]));
     assert_int_equal(cbf_pool_free_count(p), 0);
     /* Dirty metadata must be reset by the next get. */
     b[0]->seq = 77;
@@ -65,7 +70,7 @@ static void test_get_ref_unref(void **st)
     cbf_buffer_unref(b[0]);
     assert_int_equal(cbf_pool_free_count(p), 1);
     cbf_buffer *again;
-    assert_int_equal(cbf_pool_try_get(p, &again), 1);
+    assert_int_equal(cbf_pool_try_get(p, &again), 0);
     assert_ptr_equal(again, b[0]);
     assert_int_equal(again->seq, 0);
     assert_int_equal(again->timestamp, 0);

@@ -8,6 +8,7 @@
 #ifndef CBF_BUFFER_H
 #define CBF_BUFFER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdatomic.h>
@@ -70,9 +71,13 @@ int cbf_pool_destroy(cbf_pool *pool, cbf_error *err);
 
 /* Takes a free buffer, blocking until one comes back. Returns 0, or
  * CBF_ESTOPPED when the engine is aborting. The buffer comes with one
- * reference, presence flags all 1, counters 0, timestamp and seq 0. */
+ * reference, presence flags all 1, counters 0, timestamp and seq 0.
+ * Under a test harness (cbf/harness.h) a pool that runs dry grows by one
+ * buffer instead of waiting (CBF_ENOMEM if it cannot). */
 int cbf_pool_get(cbf_pool *pool, cbf_buffer **out);
-/* Non-blocking variant: CBF_EOS-free; returns 1 and sets *out, or 0 if none free. */
+/* Non-blocking variant, for sources that drop (and count) rather than
+ * wait: returns 0 and sets *out, CBF_EAGAIN when no buffer is free now, or
+ * CBF_ESTOPPED when the engine is aborting (*out NULL for both). */
 int cbf_pool_try_get(cbf_pool *pool, cbf_buffer **out);
 
 size_t cbf_pool_count(const cbf_pool *pool);
@@ -80,6 +85,13 @@ size_t cbf_pool_free_count(const cbf_pool *pool);
 const cbf_pool_config *cbf_pool_config_of(const cbf_pool *pool);
 
 void cbf_buffer_ref(cbf_buffer *buf);
+/* Whether the caller holds the only reference (GStreamer's
+ * gst_buffer_is_writable): only then may it change the payload or metadata
+ * in place. A buffer fanned out to several consumers is shared (each holds
+ * a reference) and must be treated as read-only. A port that writes its
+ * input declares CBF_PORT_WRITES_INPUT (cbf/plugin.h), and the loader then
+ * refuses fan-out into it, so there it is always writable. */
+bool cbf_buffer_is_writable(const cbf_buffer *buf);
 /* Drops one reference; the last one returns the buffer to its pool. */
 void cbf_buffer_unref(cbf_buffer *buf);
 

@@ -1,9 +1,11 @@
-/* cbf/control.h: runtime requests a plugin accepts, and sensors it reports.
+/* cbf/control.h: runtime requests a plugin accepts (its sensors, counters
+ * and gauges, are in cbf/node.h).
  *
  * A running engine listens for small JSON requests on a ZeroMQ REP socket
  * (engine `control:` in the YAML) and publishes sensors on a PUB socket
  * (engine `sensors:`), see docs/control.md. The core answers its own
- * requests (sensors, log-level, shutdown, requests); a plugin declares the
+ * requests (sensors, log-level, shutdown, requests); gauges and counters
+ * (cbf/node.h) are what it publishes. A plugin declares the
  * requests it accepts in its descriptor, as it declares its parameters:
  *
  *   static const cbf_param_decl gain_args[] = {
@@ -34,6 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "cbf/error.h"
+#include "cbf/node.h"
 #include "cbf/params.h"
 
 #ifdef __cplusplus
@@ -61,14 +64,6 @@ typedef struct cbf_reply cbf_reply;
 int cbf_reply_int(cbf_reply *r, const char *key, int64_t v);
 int cbf_reply_float(cbf_reply *r, const char *key, double v);
 int cbf_reply_string(cbf_reply *r, const char *key, const char *v);
-
-/* Named floating-point sensors of a node (digitiser power in dBFS, GPU
- * milliseconds per buffer, ...): published with the counters. Call
- * cbf_node_gauge from init; set from any thread. NaN means "no value yet". */
-typedef struct cbf_gauge cbf_gauge;
-cbf_gauge *cbf_node_gauge(cbf_node *n, const char *name);
-void cbf_gauge_set(cbf_gauge *g, double v);
-double cbf_gauge_get(const cbf_gauge *g);
 
 /* An endpoint as the engine YAML and cbf-ctl write it: a port number alone
  * ("5555") is tcp://127.0.0.1:5555; anything else is a ZeroMQ endpoint. */

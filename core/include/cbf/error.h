@@ -26,6 +26,7 @@ enum {
     CBF_ESTOPPED = -8,    /* the engine is aborting; unwind quietly */
     CBF_ELEAK = -9,       /* a pool found buffers that never came back */
     CBF_EINTERNAL = -10,  /* a bug in cbf itself */
+    CBF_EAGAIN = -11,     /* none free now (cbf_pool_try_get): try again later */
 };
 
 #define CBF_ERROR_MSG_MAX 1024

@@ -55,6 +55,14 @@ void cbf_counter_add(cbf_counter *c, uint64_t v);
 void cbf_counter_set(cbf_counter *c, uint64_t v);
 uint64_t cbf_counter_get(const cbf_counter *c);
 
+/* Named floating-point sensors of a node (digitiser power in dBFS, GPU
+ * milliseconds per buffer, ...): published with the counters. Call
+ * cbf_node_gauge from init; set from any thread. NaN means "no value yet". */
+typedef struct cbf_gauge cbf_gauge;
+cbf_gauge *cbf_node_gauge(cbf_node *n, const char *name);
+void cbf_gauge_set(cbf_gauge *g, double v);
+double cbf_gauge_get(const cbf_gauge *g);
+
 #ifdef __cplusplus
 }
 #endif

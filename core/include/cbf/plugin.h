@@ -13,6 +13,7 @@
 #ifndef CBF_PLUGIN_H
 #define CBF_PLUGIN_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include "cbf/control.h"
 #include "cbf/error.h"
@@ -24,22 +25,41 @@
 extern "C" {
 #endif
 
-/* 2: requests (cbf/control.h) appended to the descriptor. */
-#define CBF_PLUGIN_ABI 2u
+/* 2: requests (cbf/control.h) appended to the descriptor.
+ * 3: cbf_port_decl gained `flags` (CBF_PORT_WRITES_INPUT), which changes its
+ *    size and so the layout of every plugin's port table. */
+#define CBF_PLUGIN_ABI 3u
 #define CBF_PLUGIN_ENTRY_SYMBOL "cbf_plugin_entry"
 
 typedef enum cbf_port_dir { CBF_PORT_IN = 0, CBF_PORT_OUT = 1 } cbf_port_dir;
 
+/* Port flags (cbf_port_decl.flags). */
+/* Input only: the plugin changes the buffers it receives in place (an FFT
+ * over its input, say). Fan-out hands every consumer the same buffer, so
+ * the loader refuses an output wired to several inputs when any of them
+ * has this flag (naming the edge's file:line:column): the writer would
+ * change what the others read. Such a plugin may still check
+ * cbf_buffer_is_writable() to be sure. */
+#define CBF_PORT_WRITES_INPUT (1u << 0)
+
 typedef struct cbf_port_decl {
     const char *name;
     cbf_port_dir dir;
-    const char *type;   /* buffer type, e.g. "cbf.adc.packed"; an edge must join equal
-                           types, except that an input of type "*" accepts any type
-                           (generic sinks such as filesink) */
+    const char *type;   /* buffer type, e.g. "cbf.adc.packed". An output names one type.
+                           An input names the types it takes, as alternatives separated
+                           by '|' ("cbf.adc.packed|cbf.ddc.complex"), and an edge is
+                           accepted when the producer's type is one of them; an input of
+                           type "*" accepts any type (generic sinks such as filesink) */
     int optional;       /* may be left unwired */
     int multi;          /* input only: accepts several edges, indexed in YAML order */
     const char *doc;
+    unsigned flags;     /* CBF_PORT_* bits; last, so positional tables without it
+                           still compile (as 0) */
 } cbf_port_decl;
+
+/* Whether an input of type `takes` (alternatives "a|b", or "*") accepts a
+ * producer of type `gives`. The loader's edge check. */
+bool cbf_port_type_accepts(const char *takes, const char *gives);
 
 typedef struct cbf_plugin_desc {
     uint32_t abi;                   /* CBF_PLUGIN_ABI */

@@ -1,13 +1,15 @@
 /* rt_leak: a sink that keeps its first buffer forever, on purpose, so the
- * engine's leak check has something to find. */
+ * engine's leak check has something to find. Its counter first_writable
+ * says whether that buffer was its alone when it arrived (1) or shared by a
+ * fan-out (0): held forever, it stays shared by every such sink. */
 #include "rt_common.h"
 
 CBF_PLUGIN_EXPORT rt_knobs rt_test_knobs;
 
 static int init(cbf_node *n, cbf_error *err)
 {
-    (void)n;
     (void)err;
+    cbf_node_counter(n, "first_writable");
     return CBF_OK;
 }
 
@@ -22,10 +24,12 @@ static int run(cbf_node *n, cbf_error *err)
             return CBF_OK;
         if (rc)
             return rc;
-        if (cbf_node_state(n))
+        if (cbf_node_state(n)) {
             cbf_buffer_unref(b);
-        else
+        } else {
+            cbf_counter_set(cbf_node_counter(n, "first_writable"), cbf_buffer_is_writable(b));
             cbf_node_set_state(n, b);  /* never released */
+        }
     }
 }
 

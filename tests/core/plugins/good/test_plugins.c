@@ -64,6 +64,24 @@ static const cbf_param_decl params[] = {
 };
 static const cbf_plugin_desc desc = {CBF_PLUGIN_ABI, "tparams", "2.3", "every parameter type",
                                      params, CBF_COUNT_OF(params), NULL, 0, NULL, run_nothing, NULL, NULL, 0, NULL};
+#elif TEST_PLUGIN == 6
+static const cbf_port_decl ports[] = {
+    {.name = "in", .dir = CBF_PORT_IN, .type = "test.a", .doc = "changed in place",
+     .flags = CBF_PORT_WRITES_INPUT},
+    {.name = "out", .dir = CBF_PORT_OUT, .type = "test.a", .optional = 1, .doc = "type a"},
+};
+static const cbf_plugin_desc desc = {.abi = CBF_PLUGIN_ABI, .name = "twrite", .version = "1.0",
+                                     .summary = "in-place test stage",
+                                     .ports = ports, .n_ports = CBF_COUNT_OF(ports),
+                                     .run = run_nothing};
+#elif TEST_PLUGIN == 7
+static const cbf_port_decl ports[] = {
+    {.name = "in", .dir = CBF_PORT_IN, .type = "test.a|test.b", .doc = "type a or b"},
+    {.name = "out", .dir = CBF_PORT_OUT, .type = "test.c", .optional = 1, .doc = "type c"},
+};
+static const cbf_plugin_desc desc = {.abi = CBF_PLUGIN_ABI, .name = "talt", .version = "1.0",
+                                     .summary = "two-type test stage", .ports = ports,
+                                     .n_ports = CBF_COUNT_OF(ports), .run = run_nothing};
 #endif
 
 CBF_PLUGIN_DEFINE(desc)
