@@ -82,6 +82,7 @@ static int wire_output(cbf_engine *e, cbf_node *n, size_t ni, int pi, cbf_error 
     char name[64];
     snprintf(name, sizeof name, "%s.%s", n->g->name, s->decl->name);
     int rc = cbf_rt_port_init_output(p, n, name, k, err);
+    p->type = s->decl->type;
     for (size_t i = 0; i < e->g->n_edges && rc == CBF_OK; i++)
         if (e->g->edges[i].from_node == ni && e->g->edges[i].from_port == (size_t)pi)
             cbf_rt_port_link(p, &e->inputs[i]);
@@ -116,6 +117,7 @@ static int wire_input(cbf_engine *e, cbf_node *n, size_t ni, int pi, cbf_error *
         int rc = cbf_rt_port_init_input(&e->inputs[i], n, name, depth, &e->aborting, err);
         if (rc != CBF_OK)
             return rc;
+        e->inputs[i].type = s->decl->type;
         s->ports[ed->to_index] = &e->inputs[i];
     }
     return CBF_OK;

@@ -678,6 +678,23 @@ static void type_list(const char *types, char *buf, size_t n)
     }
 }
 
+/* Whether an input that takes `takes` can be fed by an output declaring
+ * `gives`: some alternative it may give is one the input takes. Which one
+ * it gives is known after its init (cbf_port_set_desc checks it then). */
+static bool types_meet(const char *takes, const char *gives)
+{
+    for (const char *s = gives;;) {
+        char one[256];
+        size_t len = strcspn(s, "|");
+        snprintf(one, sizeof one, "%.*s", (int)len, s);
+        if (cbf_port_type_accepts(takes, one))
+            return true;
+        if (!s[len])
+            return false;
+        s += len + 1;
+    }
+}
+
 static const cbf_port_decl *port_of(const cbf_graph *g, size_t node, size_t port)
 {
     return &g->nodes[node].plugin->ports[port];
@@ -713,13 +730,14 @@ static int check_edge(loader *L, size_t idx)
     cbf_graph_edge *e = &g->edges[idx];
     const cbf_graph_node *fn = &g->nodes[e->from_node], *tn = &g->nodes[e->to_node];
     const cbf_port_decl *fp = &fn->plugin->ports[e->from_port], *tp = &tn->plugin->ports[e->to_port];
-    if (!cbf_port_type_accepts(tp->type, fp->type)) {
-        char takes[512];
+    if (!types_meet(tp->type, fp->type)) {
+        char takes[512], gives[512];
         type_list(tp->type, takes, sizeof takes);
+        type_list(fp->type, gives, sizeof gives);
         return cbf_error_set(L->err, CBF_ECONFIG,
-                             "%s: edge %s.%s -> %s.%s: buffer types differ: %s.%s gives '%s', %s.%s takes %s",
+                             "%s: edge %s.%s -> %s.%s: buffer types differ: %s.%s gives %s, %s.%s takes %s",
                              e->where, fn->name, fp->name, tn->name, tp->name, fn->name, fp->name,
-                             fp->type, tn->name, tp->name, takes);
+                             gives, tn->name, tp->name, takes);
     }
     int rc = check_fanout(L, e);
     if (rc)

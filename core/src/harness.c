@@ -124,6 +124,7 @@ static int wire(cbf_harness *h, int pi, cbf_error *err)
         if (rc == CBF_OK)
             rc = cbf_rt_port_init_output(&hp->up, NULL, far, 1, err);
         if (rc == CBF_OK) {
+            hp->queue.type = s->decl->type;
             hp->queue.unbounded = true;
             cbf_rt_port_link(&hp->up, &hp->queue);
         }
@@ -136,6 +137,7 @@ static int wire(cbf_harness *h, int pi, cbf_error *err)
     s->ports[0] = out;
     s->n = 1;
     int rc = cbf_rt_port_init_output(out, n, name, 1, err);
+    out->type = s->decl->type;
     if (rc == CBF_OK)
         rc = cbf_rt_port_init_input(&hp->queue, NULL, far, 1, &h->aborting, err);
     if (rc == CBF_OK) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cbf/plugin.h"
 #include "runtime.h"
 
 static const struct { const char *name; size_t size; } dtypes[] = {
@@ -89,6 +90,37 @@ size_t cbf_port_desc_bytes(const cbf_port_desc *d)
     return d->dtype == CBF_DTYPE_PACKED ? n : n * cbf_dtype_size(d->dtype);
 }
 
+/* Which type this output gives, in d->type: the descriptor names one of
+ * the declared alternatives, or, for a single declared type, may leave it
+ * NULL. The loader has checked that every consumer takes at least one of
+ * the alternatives; here the one chosen must suit them all. A harness's
+ * stand-in producer (type NULL) gives what its one consumer takes, unless
+ * that is a choice the descriptor has to make. */
+static int resolve_type(const cbf_port *out, cbf_port_desc *d, cbf_error *err)
+{
+    const char *decl = out->type;
+    if (!decl && !d->type && out->n_consumers == 1)
+        decl = out->consumers[0]->type;
+    if (!d->type) {
+        if (decl && (strchr(decl, '|') || !strcmp(decl, "*")))
+            return cbf_error_set(err, CBF_EINVAL, "output '%s' may give '%s': its descriptor must "
+                                 "name which (cbf_port_desc.type)", out->name, decl);
+        d->type = decl;
+        return CBF_OK;
+    }
+    if (out->type && !cbf_port_type_accepts(out->type, d->type))
+        return cbf_error_set(err, CBF_EINVAL, "output '%s' declares '%s' and cannot give '%s'",
+                             out->name, out->type, d->type);
+    for (size_t i = 0; i < out->n_consumers; i++) {
+        const cbf_port *in = out->consumers[i];
+        if (in->type && !cbf_port_type_accepts(in->type, d->type))
+            return cbf_error_set(err, CBF_ECONFIG, "output '%s' gives '%s' in this configuration, "
+                                 "which input '%s' does not take ('%s')", out->name, d->type,
+                                 in->name, in->type);
+    }
+    return CBF_OK;
+}
+
 int cbf_port_set_desc(cbf_port *out, const cbf_port_desc *d, cbf_error *err)
 {
     if (!out)
@@ -96,7 +128,11 @@ int cbf_port_set_desc(cbf_port *out, const cbf_port_desc *d, cbf_error *err)
     if (out->dir != CBF_PORT_OUT)
         return cbf_error_set(err, CBF_EINVAL, "port '%s' is an input: only outputs set a descriptor",
                              out->name);
-    out->desc = *d;
+    cbf_port_desc c = *d;
+    int rc = resolve_type(out, &c, err);
+    if (rc)
+        return rc;
+    out->desc = c;
     out->desc_set = true;
     return CBF_OK;
 }

@@ -96,15 +96,13 @@ bool cbf_port_type_accepts(const char *takes, const char *gives)
     }
 }
 
-/* An input's alternatives "a|b": none empty, none "*" (a "*" alone means any). */
+/* Alternatives "a|b": none empty, none "*" (a "*" alone means any). An
+ * input takes any of them; an output gives one of them, named in init by
+ * its descriptor's `type` (cbf/port.h). */
 static int check_type(const cbf_port_decl *p, cbf_error *err)
 {
     if (!strchr(p->type, '|'))
         return 0;
-    if (p->dir == CBF_PORT_OUT)
-        return cbf_error_set(err, CBF_EPLUGIN,
-                             "output port '%s' has alternatives '%s'; an output gives one type", p->name,
-                             p->type);
     for (const char *s = p->type;;) {
         size_t len = strcspn(s, "|");
         if (!len || (len == 1 && *s == '*'))

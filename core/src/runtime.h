@@ -40,6 +40,7 @@ struct cbf_port {
     char name[64];
     cbf_node *owner;
     cbf_port_dir dir;
+    const char *type;  /* the declared type ("a|b": alternatives); NULL: a harness stand-in */
 
     /* Output: the descriptor, and one consumer input per edge (fan-out). */
     cbf_port_desc desc;

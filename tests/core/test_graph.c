@@ -139,6 +139,14 @@ static void edge_type_alternatives(void **state)
                     "edges:\n  - src.out -> a.in\n  - a.out -> b.in\n",
                     NULL, 0, CBF_ECONFIG, 7, 5,
                     E("edge a.out -> b.in", "a.out gives 'test.c', b.in takes 'test.a' or 'test.b'"));
+    /* An output of alternatives meets an input that takes any one of them. */
+    assert_int_equal(tu_load("nodes:\n  ch: {plugin: tchoose}\n  k: {plugin: tsink}\n"
+                             "edges:\n  - ch.out -> k.in\n", NULL, 0, &g, &err), 0);
+    cbf_graph_free(g);
+    tu_expect_error("nodes:\n  ch: {plugin: tchoose}\n  k: {plugin: tbsink}\n"
+                    "edges:\n  - ch.out -> k.in\n",
+                    NULL, 0, CBF_ECONFIG, 5, 5,
+                    E("edge ch.out -> k.in", "ch.out gives 'test.c' or 'test.a', k.in takes 'test.b'"));
     assert_true(cbf_port_type_accepts("x|y|z", "z"));
     assert_false(cbf_port_type_accepts("x|y|z", "x|y"));
     assert_false(cbf_port_type_accepts("xy", "x"));

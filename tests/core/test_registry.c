@@ -60,7 +60,7 @@ static void port_declarations(void **state)
         cbf_port_decl port;
         const char *msg;
     } bad[] = {
-        {{.name = "out", .dir = CBF_PORT_OUT, .type = "a|b"}, "output port 'out' has alternatives 'a|b'"},
+        {{.name = "out", .dir = CBF_PORT_OUT, .type = "a||b"}, "port 'out': type 'a||b' has an empty or '*'"},
         {{.name = "in", .dir = CBF_PORT_IN, .type = "a||b"}, "port 'in': type 'a||b' has an empty or '*'"},
         {{.name = "in", .dir = CBF_PORT_IN, .type = "a|*"}, "type 'a|*' has an empty or '*' alternative"},
         {{.name = "in", .dir = CBF_PORT_IN, .type = "a|"}, "empty or '*' alternative"},
@@ -76,8 +76,12 @@ static void port_declarations(void **state)
         if (!strstr(err.msg, bad[i].msg) || !strstr(err.msg, "plugin 'tports'"))
             fail_msg("expected '%s' in '%s'", bad[i].msg, err.msg);
     }
-    cbf_port_decl ok = {.name = "in", .dir = CBF_PORT_IN, .type = "a|b", .flags = CBF_PORT_WRITES_INPUT};
-    cbf_plugin_desc d = {.abi = CBF_PLUGIN_ABI, .name = "tports", .ports = &ok, .n_ports = 1,
+    /* An output may declare alternatives too: its descriptor names one in init. */
+    static const cbf_port_decl ok[] = {
+        {.name = "in", .dir = CBF_PORT_IN, .type = "a|b", .flags = CBF_PORT_WRITES_INPUT},
+        {.name = "out", .dir = CBF_PORT_OUT, .type = "a|b"},
+    };
+    cbf_plugin_desc d = {.abi = CBF_PLUGIN_ABI, .name = "tports", .ports = ok, .n_ports = 2,
                          .run = run_nothing};
     assert_int_equal(cbf_registry_check_desc(&d, NULL), 0);
 }

@@ -15,7 +15,7 @@
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
-static rt_knobs *src, *pass, *sink, *leak;
+static rt_knobs *src, *pass, *sink, *leak, *choose;
 
 static int setup(void **st)
 {
@@ -24,13 +24,15 @@ static int setup(void **st)
     pass = rt_knobs_of("rt_pass");
     sink = rt_knobs_of("rt_sink");
     leak = rt_knobs_of("rt_leak");
-    if (!src || !pass || !sink || !leak)
+    choose = rt_knobs_of("rt_choose");
+    if (!src || !pass || !sink || !leak || !choose)
         return -1;
     /* Fresh settings per test. */
     *src = (rt_knobs){.count = 100, .size = 4096, .pool = 4};
     *pass = (rt_knobs){.fail_at = -1};
     *sink = (rt_knobs){0};
     *leak = (rt_knobs){0};
+    *choose = (rt_knobs){0};
     return 0;
 }
 
@@ -224,6 +226,40 @@ static void test_fanout_not_writable(void **state)
     assert_int_equal(counter(find(st, 3, "b"), "first_writable"), 0);
 }
 
+/* An output that declares two types names one in init; the runtime holds
+ * that choice against its consumer (rt_sink takes only the first) and
+ * refuses a descriptor that names none. */
+static void test_output_type_choice(void **state)
+{
+    (void)state;
+    src->count = 10;
+    const char *nodes[] = {"src", "rt_count", "ch", "rt_choose", "snk", "rt_sink"};
+    rt_edge_spec edges[] = {{"src.out", "ch.in", 0}, {"ch.out", "snk.in", 0}};
+    static const struct {
+        int64_t give;
+        int rc;
+        const char *msg;
+    } cases[] = {
+        {1, CBF_OK, NULL},
+        {2, CBF_ECONFIG, "output 'ch.out' gives 'cbf.test.other' in this configuration, which "
+                         "input 'snk.in' does not take ('cbf.test.u64')"},
+        {0, CBF_EINVAL, "output 'ch.out' may give 'cbf.test.u64|cbf.test.other': its descriptor "
+                        "must name which"},
+    };
+    for (size_t i = 0; i < N_OF(cases); i++) {
+        choose->give = cases[i].give;
+        cbf_graph *g = rt_graph(nodes, 3, edges, 2, CBF_GPU_NONE);
+        assert_non_null(g);
+        cbf_node_stats st[3];
+        cbf_error err = {0};
+        assert_int_equal(run_graph(g, st, 3, &err), cases[i].rc);
+        if (cases[i].msg && !strstr(err.msg, cases[i].msg))
+            fail_msg("expected '%s' in '%s'", cases[i].msg, err.msg);
+        if (!cases[i].msg)
+            assert_int_equal(find(st, 3, "snk")->buffers_in, 10);
+    }
+}
+
 typedef struct {
     cbf_engine *e;
     int rc;
@@ -399,6 +435,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_middle_error_unwinds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leak_reported, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fanout_not_writable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_output_type_choice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_drains, setup, teardown),
         cmocka_unit_test_setup_teardown(test_init_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpu_decision, setup, teardown),

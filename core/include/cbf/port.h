@@ -39,6 +39,9 @@ size_t cbf_dtype_size(cbf_dtype t);
 /* What one buffer on a port holds. Set by the producer in its init; read by
  * consumers in theirs (the core initialises nodes upstream first). */
 typedef struct cbf_port_desc {
+    const char *type;             /* which buffer type this stream is (static string): one of
+                                     the output's declared alternatives; NULL when it declares
+                                     one type (the core fills it in for consumers) */
     cbf_dtype dtype;
     int bits;                     /* CBF_DTYPE_PACKED: bits per sample */
     int ndim;

@@ -19,6 +19,7 @@ typedef struct rt_knobs {
     int64_t fail_at;    /* fail: index of the buffer it fails on */
     int64_t fail_init;  /* fail: fail in init instead */
     int64_t mem;        /* source: cbf_mem_kind of its pool (pinned/device need a GPU) */
+    int64_t give;       /* rt_choose: which of its output's types it names (1, 2; 0 none) */
     /* Reported back. */
     int64_t fini_calls;
     int64_t pool_free_at_fini;   /* source: buffers back in its pool when fini ran */

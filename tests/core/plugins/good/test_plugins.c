@@ -82,6 +82,13 @@ static const cbf_port_decl ports[] = {
 static const cbf_plugin_desc desc = {.abi = CBF_PLUGIN_ABI, .name = "talt", .version = "1.0",
                                      .summary = "two-type test stage", .ports = ports,
                                      .n_ports = CBF_COUNT_OF(ports), .run = run_nothing};
+#elif TEST_PLUGIN == 8
+static const cbf_port_decl ports[] = {
+    {.name = "out", .dir = CBF_PORT_OUT, .type = "test.c|test.a", .doc = "type c or a, named in init"},
+};
+static const cbf_plugin_desc desc = {.abi = CBF_PLUGIN_ABI, .name = "tchoose", .version = "1.0",
+                                     .summary = "source of two declared types", .ports = ports,
+                                     .n_ports = CBF_COUNT_OF(ports), .run = run_nothing};
 #endif
 
 CBF_PLUGIN_DEFINE(desc)
