@@ -76,12 +76,12 @@ static const cbf_request_decl post_requests[] = {
             "gains)"},
 };
 
-/* TODO(lead): in takes CBF_TYPE_FENG_FIR "|" CBF_TYPE_FENG_FIR_COMPLEX and
- * carries CBF_PORT_WRITES_INPUT (the transform runs in place) once core
- * has port alternatives and flags. */
+/* The transform runs in place on the input, so the loader refuses to fan
+ * pfb.out out into this node (CBF_PORT_WRITES_INPUT). */
 static const cbf_port_decl post_ports[] = {
-    {.name = "in", .dir = CBF_PORT_IN, .type = CBF_TYPE_FENG_FIR,
-     .doc = "pfb output (transformed in place); narrowband when it carries a decimation"},
+    {.name = "in", .dir = CBF_PORT_IN, .type = CBF_TYPE_FENG_FIR "|" CBF_TYPE_FENG_FIR_COMPLEX,
+     .flags = CBF_PORT_WRITES_INPUT,
+     .doc = "pfb output, transformed in place (" CBF_TYPE_FENG_FIR_COMPLEX ": narrowband)"},
     {.name = "out", .dir = CBF_PORT_OUT, .type = CBF_TYPE_FENG_SPECTRA,
      .doc = "[batch][channel][spectrum][pol] CI8 or CI4 for one antenna"},
 };
@@ -160,7 +160,9 @@ static int post_init(cbf_node *node, cbf_error *err)
     s->step = (int64_t)step;
     cbf_port_desc_get_attr(in, CBF_ATTR_ANTENNA, &antenna);
     s->decimation = 1;
-    s->cfg.complex_in = !cbf_port_desc_get_attr(in, CBF_ATTR_DECIMATION, &s->decimation);
+    s->cfg.complex_in = !strcmp(in->type, CBF_TYPE_FENG_FIR_COMPLEX);
+    if (s->cfg.complex_in && cbf_port_desc_get_attr(in, CBF_ATTR_DECIMATION, &s->decimation))
+        return cbf_error_set(err, CBF_ECONFIG, "narrowband input without '%s'", CBF_ATTR_DECIMATION);
     /* Wideband pfb output carries its delay model per spectrum in aux. */
     s->model_in_aux = !s->cfg.complex_in && in->aux_size >= cbf_feng_fir_aux_size(in->shape[1]);
     int rc;

@@ -105,15 +105,15 @@ static const cbf_param_decl pfb_params[] = {
             "delays and the step a new model may make"},
 };
 
-/* TODO(lead): in becomes CBF_TYPE_ADC_PACKED "|" CBF_TYPE_DDC_COMPLEX once
- * port types may list alternatives (core). */
+/* The input's type picks the mode, and the output names the layout it
+ * makes (the descriptor's type), so fft_post never guesses. */
 static const cbf_port_decl pfb_ports[] = {
-    {.name = "in", .dir = CBF_PORT_IN, .type = "*",
-     .doc = CBF_TYPE_ADC_PACKED " digitiser samples (all antennas: wideband), or "
-            CBF_TYPE_DDC_COMPLEX " from ddc (narrowband)"},
-    {.name = "out", .dir = CBF_PORT_OUT, .type = CBF_TYPE_FENG_FIR,
+    {.name = "in", .dir = CBF_PORT_IN, .type = CBF_TYPE_ADC_PACKED "|" CBF_TYPE_DDC_COMPLEX,
+     .doc = "digitiser samples, all antennas (wideband), or one antenna's ddc output (narrowband)"},
+    {.name = "out", .dir = CBF_PORT_OUT, .type = CBF_TYPE_FENG_FIR "|" CBF_TYPE_FENG_FIR_COMPLEX,
      .doc = "FIR output [pol][spectrum][2 x channels] float32, unzipped for fft_post "
-            "(narrowband: [pol][spectrum][4 x channels], 2 x channels complex)"},
+            "(narrowband, " CBF_TYPE_FENG_FIR_COMPLEX ": [pol][spectrum][4 x channels], "
+            "2 x channels complex)"},
 };
 
 static int pfb_attr(const cbf_port_desc *d, const char *name, double *v, cbf_error *err)
@@ -242,6 +242,7 @@ static int pfb_set_output(cbf_node *node, pfb_state *s, const cbf_port_desc *in,
 {
     cbf_port_desc d;
     cbf_port_desc_init(&d, CBF_DTYPE_F32, s->gpu ? CBF_MEM_DEVICE : CBF_MEM_HOST);
+    d.type = s->cplx ? CBF_TYPE_FENG_FIR_COMPLEX : CBF_TYPE_FENG_FIR;
     cbf_port_desc_add_axis(&d, "pol", 2);
     cbf_port_desc_add_axis(&d, "spectrum", s->spectra);
     cbf_port_desc_add_axis(&d, "sample", s->row);
@@ -312,10 +313,7 @@ static int pfb_init(cbf_node *node, cbf_error *err)
     double rate;
     int rc;
     s->scale = 1;
-    if (in->dtype != CBF_DTYPE_CF32 && in->dtype != CBF_DTYPE_PACKED)
-        return cbf_error_set(err, CBF_ECONFIG, "input is neither packed digitiser samples (%s) "
-                             "nor complex ddc output (%s)", CBF_TYPE_ADC_PACKED, CBF_TYPE_DDC_COMPLEX);
-    if (in->dtype == CBF_DTYPE_CF32)
+    if (!strcmp(in->type, CBF_TYPE_DDC_COMPLEX))
         rc = pfb_complex_input(s, p, in, &rate, err);
     else
         rc = pfb_packed_input(s, p, in, &rate, err);

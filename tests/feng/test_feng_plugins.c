@@ -52,6 +52,7 @@ static cbf_port_desc adc_desc(size_t spc)
 {
     cbf_port_desc d;
     memset(&d, 0, sizeof d);
+    d.type = "cbf.adc.packed";   /* pfb takes two types: say which this is */
     d.dtype = CBF_DTYPE_PACKED;
     d.bits = BITS;
     d.ndim = 3;

@@ -1,4 +1,4 @@
-/* The packed-sample decoder and padding rule of kernels/common/packed.h
+/* The packed-sample decoder and padding rule of kernels/common/include/cbf/kernels/packed.h
  * against a bit-by-bit reference written from the format, on fresh random
  * data at every width 2..16. Buffers end at an unmapped page, so a read
  * past what the rule (or, unpadded, the stream) allows faults instead of
@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "pack.h"
-#include "packed.h"
+#include "cbf/kernels/packed.h"
 
 static uint64_t rng_state;
 static uint64_t rng(void)

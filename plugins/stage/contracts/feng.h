@@ -17,12 +17,8 @@
 #include "stage/contracts/common.h"
 
 #define CBF_TYPE_FENG_FIR "cbf.feng.fir"
-/* The narrowband layout's own name. TODO(lead): a port's output type is
- * fixed before init, and pfb learns which layout it makes from its input
- * in init, so pfb.out still declares CBF_TYPE_FENG_FIR for both and the
- * layouts are told apart by CBF_ATTR_DECIMATION. Once an output may name
- * alternatives chosen in init, pfb.out becomes
- * CBF_TYPE_FENG_FIR "|" CBF_TYPE_FENG_FIR_COMPLEX, and fft_post.in too. */
+/* The narrowband layout's own name: pfb.out declares both and its
+ * descriptor's type names the one it makes (from its input's type). */
 #define CBF_TYPE_FENG_FIR_COMPLEX "cbf.feng.fir.complex"
 #define CBF_TYPE_FENG_SPECTRA "cbf.feng.spectra"
 
