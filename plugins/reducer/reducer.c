@@ -42,6 +42,8 @@ typedef struct red {
     cbf_reduce_cuda *plan;
     uint8_t *d_bad;          /* device copy of bad */
     int32_t *d_out;          /* visibilities before the copy to the pinned buffer */
+    cbf_gpu_timer *timer;    /* a dump's kernel and copies: the gpu_ms_per_buffer gauge */
+    cbf_gauge *g_gpu_ms;
     cbf_counter *c_sat, *c_dumps, *c_flagged;
 } red;
 
@@ -59,6 +61,7 @@ static void red_fini(cbf_node *node)
     cbf_stage_free(CBF_MEM_DEVICE, s->d_bad);
     cbf_stage_free(CBF_MEM_DEVICE, s->d_out);
     cbf_stage_stream_destroy(s->stream);
+    cbf_gpu_timer_destroy(s->timer);
     free(s->bad);
     free(s);
     cbf_node_set_state(node, NULL);
@@ -73,7 +76,8 @@ static int red_gpu_setup(red *s, cbf_error *err)
         (rc = cbf_stage_alloc(CBF_MEM_DEVICE, (size_t)s->n_ants, (void **)&s->d_bad,
                               "antenna flags", err)) ||
         (rc = cbf_stage_alloc(CBF_MEM_DEVICE, s->out_bytes, (void **)&s->d_out, "visibilities",
-                              err)))
+                              err)) ||
+        (rc = cbf_gpu_timer_create(&s->timer, err)))
         return rc;
     return cbf_stage_kern(cbf_reduce_cuda_create(&s->plan, msg, sizeof msg), msg, err);
 }
@@ -131,6 +135,8 @@ static int red_init(cbf_node *node, cbf_error *err)
     s->c_sat = cbf_node_counter(node, "saturated");
     s->c_dumps = cbf_node_counter(node, "dumps");
     s->c_flagged = cbf_node_counter(node, "flagged_antenna_dumps");
+    if (s->gpu)
+        s->g_gpu_ms = cbf_node_gauge(node, "gpu_ms_per_buffer");
     return 0;
 }
 
@@ -146,17 +152,22 @@ static int red_run_kernel(red *s, cbf_buffer *in, cbf_buffer *out, uint64_t *sat
         job.ant_bad = s->d_bad;
         job.out = s->d_out;
         if ((rc = cbf_buffer_wait_stream(in, s->stream, err)) ||
+            (rc = cbf_gpu_timer_start(s->timer, s->stream, err)) ||
             (rc = cbf_stage_copy(s->d_bad, CBF_MEM_DEVICE, s->bad, CBF_MEM_HOST,
                                  (size_t)s->n_ants, s->stream, "flags upload", err)) ||
             (rc = cbf_stage_kern(cbf_reduce_cuda_run(s->plan, &job, s->stream, msg, sizeof msg),
                                  msg, err)) ||
             (rc = cbf_stage_copy(out->data, out->kind, s->d_out, CBF_MEM_DEVICE, s->out_bytes,
                                  s->stream, "download", err)) ||
+            (rc = cbf_gpu_timer_stop(s->timer, s->stream, err)) ||
             (rc = cbf_buffer_record(out, s->stream, err)))
             return rc;
-        /* synchronises the stream: the output is complete and `in` is free */
-        return cbf_stage_kern(cbf_reduce_cuda_saturated(s->plan, s->stream, sat, msg, sizeof msg),
-                              msg, err);
+        /* synchronises the stream: the output is complete, `in` is free and the timer readable */
+        if ((rc = cbf_stage_kern(cbf_reduce_cuda_saturated(s->plan, s->stream, sat, msg,
+                                                           sizeof msg), msg, err)))
+            return rc;
+        cbf_gauge_set(s->g_gpu_ms, cbf_gpu_timer_ms(s->timer));
+        return 0;
     }
 #endif
     return cbf_stage_kern(cbf_reduce_cpu(&job, sat, msg, sizeof msg), msg, err);
