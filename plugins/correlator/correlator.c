@@ -61,6 +61,12 @@ typedef struct corr {
     cbf_corr_cuda *plan;
     uint8_t *d_in;           /* device copy of a host input buffer */
     void *uploaded;          /* cudaEvent_t: the copy into d_in is done */
+    /* An input buffer's upload and kernels: the gpu_ms_per_buffer gauge.
+     * Two, used in turn: with host input the host waits only for the
+     * upload, so a buffer's time is read one buffer later. */
+    cbf_gpu_timer *timer[2];
+    uint64_t n_timed;
+    cbf_gauge *g_gpu_ms;
     cbf_counter *c_dumps, *c_dropped;
 } corr;
 
@@ -85,6 +91,10 @@ static int corr_gpu_setup(cbf_node *node, corr *s, cbf_mem_kind in_mem, cbf_erro
         ((rc = cbf_stage_alloc(CBF_MEM_DEVICE, s->in_bytes, (void **)&s->d_in, "input", err)) ||
          (rc = cbf_stage_event_create(&s->uploaded, err))))
         return rc;
+    if ((rc = cbf_gpu_timer_create(&s->timer[0], err)) ||
+        (rc = cbf_gpu_timer_create(&s->timer[1], err)))
+        return rc;
+    s->g_gpu_ms = cbf_node_gauge(node, "gpu_ms_per_buffer");
     cbf_log_info("tensor-core correlator on the GPU, %d accumulator slice(s), %s input",
                  s->slices, cbf_mem_kind_name(in_mem));
     return 0;
@@ -107,6 +117,8 @@ static void corr_fini(cbf_node *node)
     cbf_stage_free(CBF_MEM_DEVICE, s->d_in);
     cbf_stage_event_destroy(s->uploaded);
     cbf_stage_stream_destroy(s->stream);
+    cbf_gpu_timer_destroy(s->timer[0]);
+    cbf_gpu_timer_destroy(s->timer[1]);
     free(s);
     cbf_node_set_state(node, NULL);
 }
@@ -222,6 +234,8 @@ static int corr_input_data(corr *s, cbf_buffer *in, const uint8_t **data, cbf_er
     if (!s->gpu)
         return in->kind == CBF_MEM_HOST ? 0 : cbf_buffer_sync_host(in, err);
     int rc = cbf_buffer_wait_stream(in, s->stream, err);
+    if (!rc)
+        rc = cbf_gpu_timer_start(s->timer[s->n_timed % 2], s->stream, err);
     if (rc || in->kind == CBF_MEM_DEVICE)
         return rc;
     if ((rc = cbf_stage_copy(s->d_in, CBF_MEM_DEVICE, in->data, in->kind, s->in_bytes, s->stream,
@@ -241,6 +255,18 @@ static int corr_input_done(corr *s, const cbf_buffer *in, cbf_error *err)
     if (in->kind == CBF_MEM_DEVICE)
         return cbf_stage_stream_sync(s->stream, "stream", err);
     return cbf_stage_event_sync(s->uploaded, err);
+}
+
+/* After corr_input_done: the stream has passed this buffer's timer (device
+ * input: synchronised) or the previous one's (host input: its kernels were
+ * queued before this upload). */
+static void corr_gauge(corr *s, const cbf_buffer *in)
+{
+    const uint64_t k = s->n_timed++;
+    if (in->kind == CBF_MEM_DEVICE)
+        cbf_gauge_set(s->g_gpu_ms, cbf_gpu_timer_ms(s->timer[k % 2]));
+    else if (k > 0)
+        cbf_gauge_set(s->g_gpu_ms, cbf_gpu_timer_ms(s->timer[(k - 1) % 2]));
 }
 
 static int corr_run_kernel(corr *s, const cbf_corr_job *job, cbf_error *err)
@@ -305,10 +331,14 @@ static int corr_buffer(void *user, cbf_buffer *in, cbf_error *err)
     int rc = corr_input_data(s, in, &data, err);
     if (!rc)
         rc = corr_correlate(s, in, data, err);
+    if (!rc && s->gpu)
+        rc = cbf_gpu_timer_stop(s->timer[s->n_timed % 2], s->stream, err);
     /* even after an error: the producer may not get `in` back while the GPU reads it */
     cbf_error e2;
     int rc2 = corr_input_done(s, in, rc ? &e2 : err);
-    return rc ? rc : rc2;
+    if ((rc = rc ? rc : rc2) == 0 && s->gpu)
+        corr_gauge(s, in);
+    return rc;
 }
 
 static int corr_run(cbf_node *node, cbf_error *err)
