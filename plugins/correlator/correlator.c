@@ -25,6 +25,7 @@
 #include "stage/contracts/xeng.h"
 #include "stage/flow.h"
 #include "stage/gpu.h"
+#include "stage/input.h"
 #include "stage/kern.h"
 
 static const cbf_param_decl corr_params[] = {
@@ -344,7 +345,7 @@ static int corr_buffer(void *user, cbf_buffer *in, cbf_error *err)
 static int corr_run(cbf_node *node, cbf_error *err)
 {
     corr *s = cbf_node_state(node);
-    int rc = cbf_stage_pull(s->in, corr_buffer, s, err);
+    int rc = cbf_stage_input_loop(node, "in", corr_buffer, s, err);
     if (rc)
         return rc == CBF_ESTOPPED ? 0 : rc;
     if (s->acc) {

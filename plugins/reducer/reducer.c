@@ -17,6 +17,7 @@
 #include "stage/contracts/xeng.h"
 #include "stage/flow.h"
 #include "stage/gpu.h"
+#include "stage/input.h"
 #include "stage/kern.h"
 
 static const cbf_param_decl red_params[] = {
@@ -207,7 +208,7 @@ static int red_reduce(void *user, cbf_buffer *in, cbf_error *err)
 static int red_run(cbf_node *node, cbf_error *err)
 {
     red *s = cbf_node_state(node);
-    int rc = cbf_stage_pull(s->in, red_reduce, s, err);
+    int rc = cbf_stage_input_loop(node, "in", red_reduce, s, err);
     return rc == CBF_ESTOPPED ? 0 : rc;
 }
 

@@ -18,20 +18,6 @@ int cbf_stage_out_open(cbf_node *node, cbf_port *out, const cbf_port_desc *d, si
     return cbf_node_pool_create(node, &pc, pool, err);
 }
 
-int cbf_stage_pull(cbf_port *in, cbf_stage_buffer_fn fn, void *user, cbf_error *err)
-{
-    for (;;) {
-        cbf_buffer *b;
-        int rc = cbf_port_recv(in, &b);
-        if (rc)
-            return rc == CBF_EOS ? 0 : rc;
-        rc = fn(user, b, err);
-        cbf_buffer_unref(b);
-        if (rc)
-            return rc;
-    }
-}
-
 int cbf_stage_source_run(const cbf_stage_source *src, cbf_error *err)
 {
     for (uint64_t seq = 0; !src->buffers || seq < src->buffers; seq++) {

@@ -1,11 +1,11 @@
-/* stage/flow.h: how buffers enter and leave a stage, the loops every
- * source and filter would otherwise write again: an output port with the
- * pool its buffers come from, the receive loop of a filter, and the loop of
- * a source that fills numbered buffers until its length or a stop.
+/* stage/flow.h: how buffers leave a stage, what every producer would
+ * otherwise write again: an output port with the pool its buffers come
+ * from, and the loop of a source that fills numbered buffers until its
+ * length or a stop (the receive loop of a filter is stage/input.h).
  *
- * They keep the runtime's rules in one place: CBF_EOS is the normal end,
- * CBF_ESTOPPED means the engine is stopping (a plugin unwinds quietly and
- * returns 0 from run), and a buffer taken is always given back. */
+ * The loop keeps the runtime's rules in one place: CBF_ESTOPPED means the
+ * engine is stopping (a source unwinds quietly and returns 0 from run), and
+ * a buffer taken is always sent or given back. */
 #ifndef CBF_STAGE_FLOW_H
 #define CBF_STAGE_FLOW_H
 
@@ -26,15 +26,6 @@ extern "C" {
 int cbf_stage_out_open(cbf_node *node, cbf_port *out, const cbf_port_desc *d, size_t count,
                        cbf_pool **pool, cbf_error *err);
 
-/* What a filter does with one input buffer; it must not drop the caller's
- * reference (cbf_stage_pull does, after fn returns). */
-typedef int (*cbf_stage_buffer_fn)(void *user, cbf_buffer *in, cbf_error *err);
-
-/* Receives every buffer of `in` in turn and hands it to fn. Returns 0 at
- * the end of the stream, CBF_ESTOPPED when the engine stops, or fn's error
- * (at the first one). */
-int cbf_stage_pull(cbf_port *in, cbf_stage_buffer_fn fn, void *user, cbf_error *err);
-
 /* A source of numbered buffers: buffer k has seq k and timestamp
  * start + k x step. */
 typedef struct cbf_stage_source {
@@ -46,7 +37,7 @@ typedef struct cbf_stage_source {
     size_t n_present;        /* presence flags per buffer */
     /* Writes buf's payload, every presence flag and buf->saturated (0 on
      * entry); seq and timestamp are set. */
-    cbf_stage_buffer_fn fill;
+    int (*fill)(void *user, cbf_buffer *buf, cbf_error *err);
     void *user;
     /* Added to per buffer: `units` to c_units (samples, batches: what a
      * buffer holds), buf->saturated to c_saturated, the flags left at 0 to

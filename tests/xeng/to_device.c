@@ -12,6 +12,7 @@
 #include "stage/contracts/xeng.h"
 #include "stage/flow.h"
 #include "stage/gpu.h"
+#include "stage/input.h"
 
 static const cbf_port_decl todev_ports[] = {
     {.name = "in", .dir = CBF_PORT_IN, .type = CBF_TYPE_XENG_BATCH,
@@ -102,7 +103,7 @@ static int todev_buffer(void *user, cbf_buffer *in, cbf_error *err)
 static int todev_run(cbf_node *node, cbf_error *err)
 {
     todev *s = cbf_node_state(node);
-    int rc = cbf_stage_pull(s->in, todev_buffer, s, err);
+    int rc = cbf_stage_input_loop(node, "in", todev_buffer, s, err);
     return rc == CBF_ESTOPPED ? 0 : rc;
 }
 

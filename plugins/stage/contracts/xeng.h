@@ -26,7 +26,6 @@
 
 #define CBF_ATTR_N_BASELINES "n_baselines"
 #define CBF_ATTR_HEAP_ACCUMULATION_THRESHOLD "heap_accumulation_threshold"  /* batches per dump */
-#define CBF_ATTR_BITS "bits"
 
 /* Polarisation products per baseline (xx, xy, yx, yy). */
 #define CBF_XENG_PRODUCTS 4
