@@ -65,9 +65,9 @@ static const cbf_request_decl sender_requests[] = {
 };
 
 static const cbf_port_decl sender_ports[] = {
-    {.name = "in", .dir = CBF_PORT_IN, .type = "*",
-     .doc = "cbf.adc.packed, cbf.feng.spectra or cbf.xeng.vis buffers (host memory or copied to "
-            "it)"},
+    {.name = "in", .dir = CBF_PORT_IN,
+     .type = CBF_TYPE_ADC_PACKED "|" CBF_TYPE_FENG_SPECTRA "|" CBF_TYPE_XENG_VIS,
+     .doc = "digitiser, F-engine or X-engine stream (host memory or copied to it)"},
 };
 
 typedef enum { S_DIG, S_FENG, S_XENG } stream_kind;
