@@ -22,25 +22,29 @@
 
 #include "correlator.h"
 #include "reducer.h"
-#ifdef CBF_HAVE_CUDA
-#include <cuda_runtime.h>
-#endif
+#include "stage/contracts/xeng.h"
+#include "stage/flow.h"
+#include "stage/gpu.h"
+#include "stage/input.h"
+#include "stage/kern.h"
 
-static const cbf_param_decl params[] = {
-    {"heap_accumulation_threshold", CBF_PARAM_INT, "4", CBF_RANGE(1, 1 << 24), NULL,
-     "batches per dump"},
-    {"buffers", CBF_PARAM_INT, "3", CBF_RANGE(2, 64), NULL, "accumulator buffers in the pool"},
-    {"slices", CBF_PARAM_INT, "0", CBF_RANGE(0, 65535), NULL,
-     "GPU: accumulator slices (one per blockIdx.z), 0 = enough to fill the GPU; the CPU and "
-     "the Hopper kernel add into slice 0 alone"},
-    {"block_ants", CBF_PARAM_CHOICE, "auto", CBF_NORANGE, "auto|32|48|64",
-     "GPU: antennas per thread block of the tensor-core kernel"},
+static const cbf_param_decl corr_params[] = {
+    {.name = CBF_ATTR_HEAP_ACCUMULATION_THRESHOLD, .type = CBF_PARAM_INT, .def = "4",
+     .has_range = 1, .min = 1, .max = 1 << 24, .doc = "batches per dump"},
+    {.name = "buffers", .type = CBF_PARAM_INT, .def = "3", .has_range = 1, .min = 2, .max = 64,
+     .doc = "accumulator buffers in the pool"},
+    {.name = "slices", .type = CBF_PARAM_INT, .def = "0", .has_range = 1, .min = 0,
+     .max = 65535,
+     .doc = "GPU: accumulator slices (one per blockIdx.z), 0 = enough to fill the GPU; the CPU "
+            "and the Hopper kernel add into slice 0 alone"},
+    {.name = "block_ants", .type = CBF_PARAM_CHOICE, .def = "auto", .choices = "auto|32|48|64",
+     .doc = "GPU: antennas per thread block of the tensor-core kernel"},
 };
 
-static const cbf_port_decl ports[] = {
-    {"in", CBF_PORT_IN, "cbf.xeng.batch", 0, 0, "X-engine batches"},
-    {"out", CBF_PORT_OUT, "cbf.xeng.accum", 0, 0,
-     "int64 accumulators [slice][channel][baseline][product], one buffer per dump"},
+static const cbf_port_decl corr_ports[] = {
+    {.name = "in", .dir = CBF_PORT_IN, .type = CBF_TYPE_XENG_BATCH, .doc = "X-engine batches"},
+    {.name = "out", .dir = CBF_PORT_OUT, .type = CBF_TYPE_XENG_ACCUM,
+     .doc = "int64 accumulators [slice][channel][baseline][product], one buffer per dump"},
 };
 
 typedef struct corr {
@@ -58,48 +62,40 @@ typedef struct corr {
     cbf_corr_cuda *plan;
     uint8_t *d_in;           /* device copy of a host input buffer */
     void *uploaded;          /* cudaEvent_t: the copy into d_in is done */
+    /* An input buffer's upload and kernels: the gpu_ms_per_buffer gauge.
+     * Two, used in turn: with host input the host waits only for the
+     * upload, so a buffer's time is read one buffer later. */
+    cbf_gpu_timer *timer[2];
+    uint64_t n_timed;
+    cbf_gauge *g_gpu_ms;
     cbf_counter *c_dumps, *c_dropped;
 } corr;
 
-static int kern(int rc, const char *msg, cbf_error *err)
-{
-    return rc ? cbf_error_set(err, rc, "correlator: %s", msg) : 0;
-}
-
 #ifdef CBF_HAVE_CUDA
-static int cuda_ok(cudaError_t e, const char *what, cbf_error *err)
-{
-    return e == cudaSuccess ? 0
-                            : cbf_error_set(err, CBF_ECUDA, "correlator: %s: %s", what,
-                                            cudaGetErrorString(e));
-}
-
 /* Stream, plan, slices and (for host input) the upload buffer. */
-static int gpu_setup(cbf_node *node, corr *s, cbf_mem_kind in_mem, cbf_error *err)
+static int corr_gpu_setup(cbf_node *node, corr *s, cbf_mem_kind in_mem, cbf_error *err)
 {
     const cbf_params *p = cbf_node_params(node);
     const char *ba = cbf_params_string(p, "block_ants");
-    char msg[256];
+    char msg[CBF_STAGE_MSG];
     int rc;
-    cudaStream_t st;
-    if ((rc = cuda_ok(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream", err)))
-        return rc;
-    s->stream = st;
-    if ((rc = kern(cbf_corr_cuda_create(&s->shape, strcmp(ba, "auto") ? atoi(ba) : 0, &s->plan,
-                                        msg, sizeof msg), msg, err)))
+    if ((rc = cbf_stage_stream_create(&s->stream, err)) ||
+        (rc = cbf_stage_kern(cbf_corr_cuda_create(&s->shape, strcmp(ba, "auto") ? atoi(ba) : 0,
+                                                  &s->plan, msg, sizeof msg), msg, err)))
         return rc;
     const int64_t want = cbf_params_int(p, "slices");
     /* A call never spans more batches than one buffer or one dump holds. */
     size_t most = (size_t)s->batches < (size_t)s->dump_batches ? (size_t)s->batches
                                                                : (size_t)s->dump_batches;
     s->slices = want ? (int)want : cbf_corr_cuda_auto_slices(s->plan, most);
-    if (in_mem != CBF_MEM_DEVICE) {
-        cudaEvent_t ev;
-        if ((rc = cuda_ok(cudaMalloc((void **)&s->d_in, s->in_bytes), "input cudaMalloc", err)) ||
-            (rc = cuda_ok(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "event", err)))
-            return rc;
-        s->uploaded = ev;
-    }
+    if (in_mem != CBF_MEM_DEVICE &&
+        ((rc = cbf_stage_alloc(CBF_MEM_DEVICE, s->in_bytes, (void **)&s->d_in, "input", err)) ||
+         (rc = cbf_stage_event_create(&s->uploaded, err))))
+        return rc;
+    if ((rc = cbf_gpu_timer_create(&s->timer[0], err)) ||
+        (rc = cbf_gpu_timer_create(&s->timer[1], err)))
+        return rc;
+    s->g_gpu_ms = cbf_node_gauge(node, "gpu_ms_per_buffer");
     cbf_log_info("tensor-core correlator on the GPU, %d accumulator slice(s), %s input",
                  s->slices, cbf_mem_kind_name(in_mem));
     return 0;
@@ -111,29 +107,27 @@ static void corr_fini(cbf_node *node)
     corr *s = cbf_node_state(node);
     if (!s)
         return;
-#ifdef CBF_HAVE_CUDA
-    if (s->stream)
-        cudaStreamSynchronize((cudaStream_t)s->stream); /* nothing may still write s->acc */
-#endif
+    cbf_error ignored;
+    if (s->stream) /* nothing may still write s->acc */
+        cbf_stage_stream_sync(s->stream, "stream", &ignored);
     if (s->acc)
         cbf_buffer_unref(s->acc);
 #ifdef CBF_HAVE_CUDA
     cbf_corr_cuda_destroy(s->plan);
-    cudaFree(s->d_in);
-    if (s->uploaded)
-        cudaEventDestroy((cudaEvent_t)s->uploaded);
-    if (s->stream)
-        cudaStreamDestroy((cudaStream_t)s->stream);
 #endif
+    cbf_stage_free(CBF_MEM_DEVICE, s->d_in);
+    cbf_stage_event_destroy(s->uploaded);
+    cbf_stage_stream_destroy(s->stream);
+    cbf_gpu_timer_destroy(s->timer[0]);
+    cbf_gpu_timer_destroy(s->timer[1]);
     free(s);
     cbf_node_set_state(node, NULL);
 }
 
-static int need_attr(const cbf_port_desc *d, const char *name, double *v, cbf_error *err)
+static int corr_need_attr(const cbf_port_desc *d, const char *name, double *v, cbf_error *err)
 {
     if (cbf_port_desc_get_attr(d, name, v))
-        return cbf_error_set(err, CBF_ECONFIG, "correlator: input descriptor lacks attribute '%s'",
-                             name);
+        return cbf_error_set(err, CBF_ECONFIG, "input descriptor lacks attribute '%s'", name);
     return 0;
 }
 
@@ -141,7 +135,7 @@ static int corr_init(cbf_node *node, cbf_error *err)
 {
     corr *s = calloc(1, sizeof *s);
     if (!s)
-        return cbf_error_set(err, CBF_ENOMEM, "correlator: out of memory");
+        return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     cbf_node_set_state(node, s);
     const cbf_params *p = cbf_node_params(node);
     s->in = cbf_node_port(node, "in", 0);
@@ -149,68 +143,56 @@ static int corr_init(cbf_node *node, cbf_error *err)
     const cbf_port_desc *in = cbf_port_get_desc(s->in);
     double ch, sph, sbs, rate;
     int rc;
-    if ((rc = need_attr(in, "channels", &ch, err)) || (rc = need_attr(in, "spectra_per_heap", &sph, err)) ||
-        (rc = need_attr(in, "samples_between_spectra", &sbs, err)) ||
-        (rc = need_attr(in, "adc_sample_rate", &rate, err)))
+    if ((rc = corr_need_attr(in, CBF_ATTR_CHANNELS, &ch, err)) ||
+        (rc = corr_need_attr(in, CBF_ATTR_SPECTRA_PER_HEAP, &sph, err)) ||
+        (rc = corr_need_attr(in, CBF_ATTR_SAMPLES_BETWEEN_SPECTRA, &sbs, err)) ||
+        (rc = corr_need_attr(in, CBF_ATTR_ADC_SAMPLE_RATE, &rate, err)))
         return rc;
-    if (in->ndim != 5 || (in->dtype != CBF_DTYPE_CI8 && in->dtype != CBF_DTYPE_CI4))
+    cbf_xeng_batch b;
+    if (cbf_xeng_batch_of(in, &b))
         return cbf_error_set(err, CBF_ECONFIG,
-                             "correlator: input must be CI8 or CI4 [batch][antenna][channel]"
-                             "[spectrum][pol]");
-    s->batches = (int)in->shape[0];
-    s->shape = (cbf_corr_shape){(int)in->shape[1], (int)in->shape[2], (int)in->shape[3],
-                                in->dtype == CBF_DTYPE_CI8 ? 8 : 4};
-    char msg[256];
+                             "input must be CI8 or CI4 [batch][antenna][channel][spectrum][pol]");
+    s->batches = (int)b.batches;
+    s->shape = (cbf_corr_shape){(int)b.n_ants, (int)b.channels, (int)b.spectra,
+                                b.dtype == CBF_DTYPE_CI8 ? 8 : 4};
+    char msg[CBF_STAGE_MSG];
     if (cbf_corr_shape_check(&s->shape, msg, sizeof msg))
-        return cbf_error_set(err, CBF_ECONFIG, "correlator: input: %s", msg);
+        return cbf_error_set(err, CBF_ECONFIG, "input: %s", msg);
     s->batch_step = (int64_t)sph * (int64_t)sbs;
-    s->dump_batches = cbf_params_int(p, "heap_accumulation_threshold");
+    s->dump_batches = cbf_params_int(p, CBF_ATTR_HEAP_ACCUMULATION_THRESHOLD);
     s->open_dump = -1;
     s->in_bytes = (size_t)s->batches * cbf_corr_batch_bytes(&s->shape);
     s->slices = 1;
     s->gpu = cbf_node_use_gpu(node);
 #ifdef CBF_HAVE_CUDA
-    if (s->gpu && (rc = gpu_setup(node, s, in->mem, err)))
+    if (s->gpu && (rc = corr_gpu_setup(node, s, in->mem, err)))
         return rc;
 #else
     if (s->gpu)
-        return cbf_error_set(err, CBF_ENOTSUP, "correlator: built without CUDA");
+        return cbf_error_set(err, CBF_ENOTSUP, "built without CUDA");
 #endif
     if (!s->gpu && in->mem == CBF_MEM_DEVICE)
-        return cbf_error_set(err, CBF_ECONFIG, "correlator: device input on the CPU path");
+        return cbf_error_set(err, CBF_ECONFIG, "device input on the CPU path");
     s->acc_bytes = (size_t)s->slices * cbf_corr_accum_len(&s->shape) * sizeof(int64_t);
-    const size_t nbl = cbf_corr_baselines(s->shape.n_ants);
-    cbf_port_desc d;
-    cbf_port_desc_init(&d, CBF_DTYPE_CI64, s->gpu ? CBF_MEM_DEVICE : CBF_MEM_HOST);
-    cbf_port_desc_add_axis(&d, "slice", (size_t)s->slices);
-    cbf_port_desc_add_axis(&d, "channel", (size_t)s->shape.channels);
-    cbf_port_desc_add_axis(&d, "baseline", nbl);
-    cbf_port_desc_add_axis(&d, "product", 4);
-    d.n_present = (size_t)s->dump_batches * (size_t)s->shape.n_ants;
-    d.present_axis = "batch_antenna";
-    d.timestamp_step = s->batch_step * s->dump_batches;
-    for (int i = 0; i < in->n_attrs; i++)
-        cbf_port_desc_set_attr(&d, in->attr_names[i], in->attr_values[i]);
-    cbf_port_desc_set_attr(&d, "heap_accumulation_threshold", (double)s->dump_batches);
-    cbf_port_desc_set_attr(&d, "n_baselines", (double)nbl);
-    cbf_port_desc_set_attr(&d, "n_ants", s->shape.n_ants);
-    if ((rc = cbf_port_set_desc(s->out, &d, err)) != 0)
-        return rc;
-    cbf_pool_config pc = {
-        .name = "out",
-        .kind = d.mem,
-        .count = (size_t)cbf_params_int(p, "buffers"),
-        .size = cbf_port_desc_bytes(&d),
-        .n_present = d.n_present,
+    const cbf_xeng_accum acc = {
+        .slices = (size_t)s->slices,
+        .channels = (size_t)s->shape.channels,
+        .baselines = cbf_corr_baselines(s->shape.n_ants),
+        .n_ants = s->shape.n_ants,
+        .dump_batches = (int)s->dump_batches,
     };
-    if ((rc = cbf_node_pool_create(node, &pc, &s->pool, err)) != 0)
+    cbf_port_desc d;
+    cbf_xeng_accum_desc(&d, &acc, s->gpu ? CBF_MEM_DEVICE : CBF_MEM_HOST, in);
+    d.timestamp_step = s->batch_step * s->dump_batches;
+    if ((rc = cbf_stage_out_open(node, s->out, &d, (size_t)cbf_params_int(p, "buffers"), &s->pool,
+                                 err)))
         return rc;
     s->c_dumps = cbf_node_counter(node, "dumps");
     s->c_dropped = cbf_node_counter(node, "unfinished_dumps_dropped");
     return 0;
 }
 
-static int send_dump(corr *s, cbf_error *err)
+static int corr_send_dump(corr *s, cbf_error *err)
 {
     cbf_buffer *b = s->acc;
     s->acc = NULL;
@@ -228,20 +210,15 @@ static int send_dump(corr *s, cbf_error *err)
     return cbf_port_send(s->out, b);
 }
 
-static int open_dump(corr *s, int64_t dump, cbf_error *err)
+static int corr_open_dump(corr *s, int64_t dump, cbf_error *err)
 {
     int rc = cbf_pool_get(s->pool, &s->acc);
     if (rc)
-        return rc == CBF_ESTOPPED ? rc : cbf_error_set(err, rc, "correlator: no accumulator buffer");
-#ifdef CBF_HAVE_CUDA
-    if (s->gpu) {
-        /* The reducer synchronised its stream before it gave this buffer back. */
-        if ((rc = cuda_ok(cudaMemsetAsync(s->acc->data, 0, s->acc_bytes, (cudaStream_t)s->stream),
-                          "clearing accumulators", err)))
-            return rc;
-    } else
-#endif
-        memset(s->acc->data, 0, s->acc_bytes);
+        return rc == CBF_ESTOPPED ? rc : cbf_error_set(err, rc, "no accumulator buffer");
+    /* On the GPU, the reducer synchronised its stream before it gave this buffer back. */
+    if ((rc = cbf_stage_fill(s->acc->data, s->acc->kind, 0, s->acc_bytes, s->stream,
+                             "clearing accumulators", err)))
+        return rc;
     s->acc->n_present = (size_t)s->dump_batches * s->shape.n_ants;
     memset(s->acc->present, 0, s->acc->n_present); /* nothing seen yet */
     s->acc->timestamp = dump * s->dump_batches * s->batch_step;
@@ -252,81 +229,86 @@ static int open_dump(corr *s, int64_t dump, cbf_error *err)
 }
 
 /* Where the kernels read this input buffer from (uploading a host one). */
-static int input_data(corr *s, cbf_buffer *in, const uint8_t **data, cbf_error *err)
+static int corr_input_data(corr *s, cbf_buffer *in, const uint8_t **data, cbf_error *err)
 {
     *data = in->data;
     if (!s->gpu)
         return in->kind == CBF_MEM_HOST ? 0 : cbf_buffer_sync_host(in, err);
-#ifdef CBF_HAVE_CUDA
     int rc = cbf_buffer_wait_stream(in, s->stream, err);
+    if (!rc)
+        rc = cbf_gpu_timer_start(s->timer[s->n_timed % 2], s->stream, err);
     if (rc || in->kind == CBF_MEM_DEVICE)
         return rc;
-    cudaStream_t st = (cudaStream_t)s->stream;
-    if ((rc = cuda_ok(cudaMemcpyAsync(s->d_in, in->data, s->in_bytes, cudaMemcpyHostToDevice, st),
-                      "upload", err)) ||
-        (rc = cuda_ok(cudaEventRecord((cudaEvent_t)s->uploaded, st), "event record", err)))
+    if ((rc = cbf_stage_copy(s->d_in, CBF_MEM_DEVICE, in->data, in->kind, s->in_bytes, s->stream,
+                             "upload", err)) ||
+        (rc = cbf_stage_event_record(s->uploaded, s->stream, err)))
         return rc;
     *data = s->d_in;
     return 0;
-#else
-    return cbf_error_set(err, CBF_ENOTSUP, "correlator: built without CUDA");
-#endif
 }
 
 /* The GPU no longer reads `in`: its upload is done, or (device input) the
  * stream has run every kernel that reads it. */
-static int input_done(corr *s, cbf_buffer *in, cbf_error *err)
+static int corr_input_done(corr *s, const cbf_buffer *in, cbf_error *err)
 {
-#ifdef CBF_HAVE_CUDA
-    if (s->gpu && in->kind == CBF_MEM_DEVICE)
-        return cuda_ok(cudaStreamSynchronize((cudaStream_t)s->stream), "stream", err);
-    if (s->gpu)
-        return cuda_ok(cudaEventSynchronize((cudaEvent_t)s->uploaded), "upload", err);
-#endif
-    (void)s;
-    (void)in;
-    (void)err;
-    return 0;
+    if (!s->gpu)
+        return 0;
+    if (in->kind == CBF_MEM_DEVICE)
+        return cbf_stage_stream_sync(s->stream, "stream", err);
+    return cbf_stage_event_sync(s->uploaded, err);
 }
 
-static int run_kernel(corr *s, const cbf_corr_job *job, cbf_error *err)
+/* After corr_input_done: the stream has passed this buffer's timer (device
+ * input: synchronised) or the previous one's (host input: its kernels were
+ * queued before this upload). */
+static void corr_gauge(corr *s, const cbf_buffer *in)
 {
-    char msg[256];
+    const uint64_t k = s->n_timed++;
+    if (in->kind == CBF_MEM_DEVICE)
+        cbf_gauge_set(s->g_gpu_ms, cbf_gpu_timer_ms(s->timer[k % 2]));
+    else if (k > 0)
+        cbf_gauge_set(s->g_gpu_ms, cbf_gpu_timer_ms(s->timer[(k - 1) % 2]));
+}
+
+static int corr_run_kernel(corr *s, const cbf_corr_job *job, cbf_error *err)
+{
+    char msg[CBF_STAGE_MSG];
 #ifdef CBF_HAVE_CUDA
     if (s->gpu) {
         cbf_corr_job j = *job;
         const size_t n = j.batch_end - j.batch_begin;
         j.slices = n < (size_t)s->slices ? (int)n : s->slices;
-        return kern(cbf_corr_cuda_run(s->plan, &j, s->stream, msg, sizeof msg), msg, err);
+        return cbf_stage_kern(cbf_corr_cuda_run(s->plan, &j, s->stream, msg, sizeof msg), msg,
+                              err);
     }
 #else
     (void)s;
 #endif
-    return kern(cbf_corr_cpu(job, msg, sizeof msg), msg, err);
+    return cbf_stage_kern(cbf_corr_cpu(job, msg, sizeof msg), msg, err);
 }
 
-static int correlate(corr *s, cbf_buffer *in, const uint8_t *data, cbf_error *err)
+static int corr_correlate(corr *s, cbf_buffer *in, const uint8_t *data, cbf_error *err)
 {
     cbf_dump_span sp[64];
     size_t nsp;
-    char msg[256];
+    char msg[CBF_STAGE_MSG];
     /* at most 32 batches at a time, so the spans always fit in sp */
     for (int first = 0; first < s->batches;) {
         int n = s->batches - first < 32 ? s->batches - first : 32;
         int64_t ts = in->timestamp + first * s->batch_step;
         if (cbf_dump_split(ts, (size_t)n, s->batch_step, s->dump_batches, sp, sizeof sp / sizeof sp[0], &nsp, msg,
                            sizeof msg))
-            return cbf_error_set(err, CBF_EINVAL, "correlator: buffer %llu: %s",
+            return cbf_error_set(err, CBF_EINVAL, "buffer %llu: %s",
                                  (unsigned long long)in->seq, msg);
         for (size_t j = 0; j < nsp; j++) {
             int rc;
-            if (s->acc && sp[j].dump != s->open_dump && (rc = send_dump(s, err)))
+            if (s->acc && sp[j].dump != s->open_dump && (rc = corr_send_dump(s, err)))
                 return rc;
-            if (!s->acc && (rc = open_dump(s, sp[j].dump, err)))
+            if (!s->acc && (rc = corr_open_dump(s, sp[j].dump, err)))
                 return rc;
             cbf_corr_job job = {s->shape, data, (size_t)first + sp[j].batch_begin,
                                 (size_t)first + sp[j].batch_end, s->acc->data, s->slices};
-            if ((rc = run_kernel(s, &job, err)))
+            if ((rc = corr_run_kernel(s, &job, err)))
                 return rc;
             const int64_t dump_ts = s->acc->timestamp;
             for (size_t b = job.batch_begin; b < job.batch_end; b++) {
@@ -335,7 +317,7 @@ static int correlate(corr *s, cbf_buffer *in, const uint8_t *data, cbf_error *er
                     s->acc->present[k * s->shape.n_ants + a] =
                         in->present[b * (size_t)s->shape.n_ants + a];
             }
-            if (sp[j].closes && (rc = send_dump(s, err)))
+            if (sp[j].closes && (rc = corr_send_dump(s, err)))
                 return rc;
         }
         first += n;
@@ -343,28 +325,29 @@ static int correlate(corr *s, cbf_buffer *in, const uint8_t *data, cbf_error *er
     return 0;
 }
 
+static int corr_buffer(void *user, cbf_buffer *in, cbf_error *err)
+{
+    corr *s = user;
+    const uint8_t *data;
+    int rc = corr_input_data(s, in, &data, err);
+    if (!rc)
+        rc = corr_correlate(s, in, data, err);
+    if (!rc && s->gpu)
+        rc = cbf_gpu_timer_stop(s->timer[s->n_timed % 2], s->stream, err);
+    /* even after an error: the producer may not get `in` back while the GPU reads it */
+    cbf_error e2;
+    int rc2 = corr_input_done(s, in, rc ? &e2 : err);
+    if ((rc = rc ? rc : rc2) == 0 && s->gpu)
+        corr_gauge(s, in);
+    return rc;
+}
+
 static int corr_run(cbf_node *node, cbf_error *err)
 {
     corr *s = cbf_node_state(node);
-    for (;;) {
-        cbf_buffer *in;
-        int rc = cbf_port_recv(s->in, &in);
-        if (rc == CBF_EOS)
-            break;
-        if (rc)
-            return rc == CBF_ESTOPPED ? 0 : rc;
-        const uint8_t *data;
-        rc = input_data(s, in, &data, err);
-        if (!rc)
-            rc = correlate(s, in, data, err);
-        /* even after an error: the producer may not get `in` back while the GPU reads it */
-        cbf_error e2;
-        int rc2 = input_done(s, in, rc ? &e2 : err);
-        rc = rc ? rc : rc2;
-        cbf_buffer_unref(in);
-        if (rc)
-            return rc == CBF_ESTOPPED ? 0 : rc;
-    }
+    int rc = cbf_stage_input_loop(node, "in", corr_buffer, s, err);
+    if (rc)
+        return rc == CBF_ESTOPPED ? 0 : rc;
     if (s->acc) {
         cbf_buffer_unref(s->acc);
         s->acc = NULL;
@@ -373,18 +356,18 @@ static int corr_run(cbf_node *node, cbf_error *err)
     return 0;
 }
 
-static const cbf_plugin_desc desc = {
+static const cbf_plugin_desc corr_desc = {
     .abi = CBF_PLUGIN_ABI,
     .name = "correlator",
     .version = "0.1.0",
     .summary = "X-engine correlator: batches to int64 accumulators, one buffer per dump",
-    .params = params,
-    .n_params = CBF_COUNT_OF(params),
-    .ports = ports,
-    .n_ports = CBF_COUNT_OF(ports),
+    .params = corr_params,
+    .n_params = CBF_COUNT_OF(corr_params),
+    .ports = corr_ports,
+    .n_ports = CBF_COUNT_OF(corr_ports),
     .init = corr_init,
     .run = corr_run,
     .fini = corr_fini,
 };
 
-CBF_PLUGIN_DEFINE(desc)
+CBF_PLUGIN_DEFINE(corr_desc)

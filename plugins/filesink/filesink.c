@@ -20,35 +20,41 @@
 
 #include "h5util.h"
 
-static const cbf_param_decl params[] = {
-    {"path", CBF_PARAM_STRING, NULL, CBF_NORANGE, NULL,
-     "HDF5 file to write; missing parent folders are created"},
-    {"overwrite", CBF_PARAM_BOOL, "false", CBF_NORANGE, NULL,
-     "replace an existing file (otherwise an existing file is an error)"},
-    {"max_buffers", CBF_PARAM_INT, "0", CBF_RANGE(0, 9.2e18), NULL,
-     "buffers to write per input, later ones are received and dropped; 0 = all"},
-    {"capture", CBF_PARAM_BOOL, "true", CBF_NORANGE, NULL,
-     "write from the start; false: wait for a `capture` request (action start)"},
+static const cbf_param_decl filesink_params[] = {
+    {.name = "path", .type = CBF_PARAM_STRING,
+     .doc = "HDF5 file to write; missing parent folders are created"},
+    {.name = "overwrite", .type = CBF_PARAM_BOOL, .def = "false",
+     .doc = "replace an existing file (otherwise an existing file is an error)"},
+    {.name = "max_buffers", .type = CBF_PARAM_INT, .def = "0", .has_range = 1, .min = 0,
+     .max = 9.2e18,
+     .doc = "buffers to write per input, later ones are received and dropped; 0 = all"},
+    {.name = "capture", .type = CBF_PARAM_BOOL, .def = "true",
+     .doc = "write from the start; false: wait for a `capture` request (action start)"},
 };
 
-static const cbf_param_decl capture_args[] = {
-    {"action", CBF_PARAM_CHOICE, NULL, CBF_NORANGE, "start|stop", "start or stop writing"},
-    {"input", CBF_PARAM_INT, "-1", CBF_RANGE(-1, 1023), NULL,
-     "which input (edge, in YAML order); -1: all"},
+static const cbf_param_decl filesink_capture_args[] = {
+    {.name = "action", .type = CBF_PARAM_CHOICE, .choices = "start|stop",
+     .doc = "start or stop writing"},
+    {.name = "input", .type = CBF_PARAM_INT, .def = "-1", .has_range = 1, .min = -1, .max = 1023,
+     .doc = "which input (edge, in YAML order); -1: all"},
 };
 
-static const cbf_request_decl requests[] = {
-    {"capture", capture_args, CBF_COUNT_OF(capture_args),
-     "start or stop writing, from the next buffer on; buffers meanwhile are received and dropped"},
+static const cbf_request_decl filesink_requests[] = {
+    {.name = "capture", .args = filesink_capture_args,
+     .n_args = CBF_COUNT_OF(filesink_capture_args),
+     .doc = "start or stop writing, from the next buffer on; buffers meanwhile are received and "
+            "dropped"},
 };
 
-static const cbf_port_decl ports[] = {
-    {"in", CBF_PORT_IN, "*", 0, 1, "any buffers; one HDF5 group per edge"},
+/* "*": a generic sink takes any stream. */
+static const cbf_port_decl filesink_ports[] = {
+    {.name = "in", .dir = CBF_PORT_IN, .type = "*", .multi = 1,
+     .doc = "any buffers; one HDF5 group per edge"},
 };
 
 /* HDF5 is usually built without thread safety: every call from any
  * filesink node in the process goes through this lock. */
-static pthread_mutex_t h5_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t filesink_h5_lock = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct input {
     cbf_node *node;
@@ -76,21 +82,21 @@ typedef struct filesink {
     int n;
     input *in;
     cbf_counter *c_written, *c_dropped;
-    double last_flush;    /* CLOCK_MONOTONIC seconds, under h5_lock */
+    double last_flush;    /* CLOCK_MONOTONIC seconds, under filesink_h5_lock */
 } filesink;
 
 /* A long capture stays readable if the process dies: the file is flushed
  * at most this often (seconds), besides at the end. */
 #define FLUSH_PERIOD 5.0
 
-static double now_s(void)
+static double filesink_now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static hid_t type_of(cbf_dtype t, int *complex)
+static hid_t filesink_type_of(cbf_dtype t, int *complex)
 {
     *complex = t == CBF_DTYPE_CI4 || t == CBF_DTYPE_CI8 || t == CBF_DTYPE_CI32 ||
                t == CBF_DTYPE_CI64 || t == CBF_DTYPE_CF32;
@@ -108,7 +114,7 @@ static hid_t type_of(cbf_dtype t, int *complex)
 }
 
 /* mkdir -p of path's parent folder. */
-static int make_parents(const char *path)
+static int filesink_make_parents(const char *path)
 {
     char dir[4096];
     if (strlen(path) >= sizeof dir)
@@ -128,7 +134,7 @@ static int make_parents(const char *path)
     return mkdir(dir, 0777) != 0 && errno != EEXIST ? -1 : 0;
 }
 
-static int write_attrs(input *in, cbf_node *peer, int index)
+static int filesink_write_attrs(input *in, cbf_node *peer, int index)
 {
     const cbf_port_desc *d = &in->desc;
     const char *axes[CBF_MAX_DIMS + 2];
@@ -162,15 +168,15 @@ static int write_attrs(input *in, cbf_node *peer, int index)
     return rc ? -1 : 0;
 }
 
-static int open_input(filesink *s, input *in, int index, cbf_error *err)
+static int filesink_open_input(filesink *s, input *in, int index, cbf_error *err)
 {
     const cbf_port_desc *d = cbf_port_get_desc(in->port);
     cbf_node *peer = cbf_port_peer(in->port);
     if (!d || !peer)
-        return cbf_error_set(err, CBF_EINTERNAL, "filesink: input %d has no producer", index);
+        return cbf_error_set(err, CBF_EINTERNAL, "input %d has no producer", index);
     in->desc = *d;
     int complex;
-    in->type = type_of(d->dtype, &complex);
+    in->type = filesink_type_of(d->dtype, &complex);
     in->expand_ci4 = d->dtype == CBF_DTYPE_CI4;
     in->row_rank = d->ndim;
     for (int i = 0; i < d->ndim; i++)
@@ -182,7 +188,7 @@ static int open_input(filesink *s, input *in, int index, cbf_error *err)
     if (in->expand_ci4 || d->mem != CBF_MEM_HOST) {
         in->host = malloc(staged ? staged : 1);
         if (!in->host)
-            return cbf_error_set(err, CBF_ENOMEM, "filesink: out of memory");
+            return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     }
     /* Named after the producer; a second edge from the same node gets the
      * edge index appended, so names stay unique and stable. */
@@ -203,13 +209,13 @@ static int open_input(filesink *s, input *in, int index, cbf_error *err)
         (in->missing = h5u_create_rows(in->group, "missing", H5T_NATIVE_UINT64, 0, NULL)) < 0 ||
         (np && (in->present = h5u_create_rows(in->group, "present", H5T_NATIVE_UINT8, 1, &np)) < 0) ||
         (na && (in->aux = h5u_create_rows(in->group, "aux", H5T_NATIVE_UINT8, 1, &na)) < 0) ||
-        write_attrs(in, peer, index) < 0)
-        return cbf_error_set(err, CBF_EIO, "filesink: %s: cannot create group /%s", s->path,
+        filesink_write_attrs(in, peer, index) < 0)
+        return cbf_error_set(err, CBF_EIO, "%s: cannot create group /%s", s->path,
                              in->group_name);
     return 0;
 }
 
-static void close_id(hid_t *id, herr_t (*fn)(hid_t))
+static void filesink_close_id(hid_t *id, herr_t (*fn)(hid_t))
 {
     if (*id > 0)
         fn(*id);
@@ -221,7 +227,7 @@ static void filesink_fini(cbf_node *node)
     filesink *s = cbf_node_state(node);
     if (!s)
         return;
-    pthread_mutex_lock(&h5_lock);
+    pthread_mutex_lock(&filesink_h5_lock);
     for (int i = 0; i < s->n && s->in; i++) {
         input *in = &s->in[i];
         if (in->data > 0) {
@@ -238,19 +244,19 @@ static void filesink_fini(cbf_node *node)
         hid_t *ds[] = {&in->data, &in->ts, &in->seq, &in->present, &in->saturated,
                        &in->missing, &in->aux};
         for (size_t j = 0; j < sizeof ds / sizeof ds[0]; j++)
-            close_id(ds[j], H5Dclose);
-        close_id(&in->group, H5Gclose);
+            filesink_close_id(ds[j], H5Dclose);
+        filesink_close_id(&in->group, H5Gclose);
         free(in->host);
     }
-    close_id(&s->file, H5Fclose);
-    pthread_mutex_unlock(&h5_lock);
+    filesink_close_id(&s->file, H5Fclose);
+    pthread_mutex_unlock(&filesink_h5_lock);
     free(s->in);
     free(s->path);
     free(s);
     cbf_node_set_state(node, NULL);
 }
 
-static int create_file(filesink *s, const cbf_params *p, cbf_error *err)
+static int filesink_create_file(filesink *s, const cbf_params *p, cbf_error *err)
 {
     const char *where = cbf_params_where(p, "path");
     struct stat st;
@@ -258,7 +264,7 @@ static int create_file(filesink *s, const cbf_params *p, cbf_error *err)
         return cbf_error_set(err, CBF_ECONFIG,
                              "%s: %s exists; remove it, choose another path or set "
                              "overwrite: true", where, s->path);
-    if (make_parents(s->path) != 0)
+    if (filesink_make_parents(s->path) != 0)
         return cbf_error_set(err, CBF_EIO, "%s: cannot create the folder of %s: %s",
                              where, s->path, strerror(errno));
     s->file = H5Fcreate(s->path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
@@ -266,7 +272,7 @@ static int create_file(filesink *s, const cbf_params *p, cbf_error *err)
         return cbf_error_set(err, CBF_EIO, "%s: cannot create HDF5 file %s", where,
                              s->path);
     return h5u_attr_string(s->file, "creator", "cbf filesink") < 0
-               ? cbf_error_set(err, CBF_EIO, "filesink: cannot write to %s", s->path)
+               ? cbf_error_set(err, CBF_EIO, "cannot write to %s", s->path)
                : 0;
 }
 
@@ -274,7 +280,7 @@ static int filesink_init(cbf_node *node, cbf_error *err)
 {
     filesink *s = calloc(1, sizeof *s);
     if (!s)
-        return cbf_error_set(err, CBF_ENOMEM, "filesink: out of memory");
+        return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     s->file = -1;
     cbf_node_set_state(node, s);
     const cbf_params *p = cbf_node_params(node);
@@ -282,14 +288,14 @@ static int filesink_init(cbf_node *node, cbf_error *err)
     s->n = cbf_node_port_count(node, "in");
     s->in = calloc((size_t)(s->n > 0 ? s->n : 1), sizeof *s->in);
     if (!s->path || !s->in)
-        return cbf_error_set(err, CBF_ENOMEM, "filesink: out of memory");
+        return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     s->c_written = cbf_node_counter(node, "buffers_written");
     s->c_dropped = cbf_node_counter(node, "buffers_dropped");
-    pthread_mutex_lock(&h5_lock);
+    pthread_mutex_lock(&filesink_h5_lock);
     /* HDF5 would print its error stack to stderr; errors are returned instead. */
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    int rc = create_file(s, p, err);
-    s->last_flush = now_s();
+    int rc = filesink_create_file(s, p, err);
+    s->last_flush = filesink_now_s();
     for (int i = 0; rc == 0 && i < s->n; i++) {
         input *in = &s->in[i];
         in->node = node;
@@ -298,14 +304,14 @@ static int filesink_init(cbf_node *node, cbf_error *err)
         atomic_init(&in->capturing, cbf_params_bool(p, "capture"));
         in->data = in->ts = in->seq = in->present = in->saturated = in->missing = in->aux = -1;
         in->group = -1;
-        rc = open_input(s, in, i, err);
+        rc = filesink_open_input(s, in, i, err);
     }
-    pthread_mutex_unlock(&h5_lock);
+    pthread_mutex_unlock(&filesink_h5_lock);
     return rc;
 }
 
 /* CI4 holds the real part in the high nibble; HDF5 gets int8 [re, im]. */
-static void expand_ci4(const uint8_t *src, size_t n, int8_t *dst)
+static void filesink_expand_ci4(const uint8_t *src, size_t n, int8_t *dst)
 {
     for (size_t i = 0; i < n; i++) {
         dst[2 * i] = (int8_t)((int8_t)src[i] >> 4);
@@ -313,7 +319,7 @@ static void expand_ci4(const uint8_t *src, size_t n, int8_t *dst)
     }
 }
 
-static int write_buffer(filesink *s, input *in, cbf_buffer *b)
+static int filesink_write_buffer(filesink *s, input *in, cbf_buffer *b)
 {
     const void *payload = b->data;
     if (b->kind != CBF_MEM_HOST) {
@@ -325,12 +331,12 @@ static int write_buffer(filesink *s, input *in, cbf_buffer *b)
         /* Expand from the back of the staging area into its front. */
         uint8_t *packed = in->host + in->payload;
         memmove(packed, payload, in->payload);
-        expand_ci4(packed, in->payload, (int8_t *)in->host);
+        filesink_expand_ci4(packed, in->payload, (int8_t *)in->host);
         payload = in->host;
     }
     const hsize_t n = in->written, np = in->desc.n_present, na = in->desc.aux_size;
     int rc = 0;
-    pthread_mutex_lock(&h5_lock);
+    pthread_mutex_lock(&filesink_h5_lock);
     rc |= h5u_append(in->data, in->type, in->row_rank, in->row, n, payload);
     rc |= h5u_append(in->ts, H5T_NATIVE_INT64, 0, NULL, n, &b->timestamp);
     rc |= h5u_append(in->seq, H5T_NATIVE_UINT64, 0, NULL, n, &b->seq);
@@ -340,13 +346,13 @@ static int write_buffer(filesink *s, input *in, cbf_buffer *b)
         rc |= h5u_append(in->present, H5T_NATIVE_UINT8, 1, &np, n, b->present);
     if (na)
         rc |= h5u_append(in->aux, H5T_NATIVE_UINT8, 1, &na, n, b->aux);
-    if (rc == 0 && now_s() - s->last_flush > FLUSH_PERIOD) {
+    if (rc == 0 && filesink_now_s() - s->last_flush > FLUSH_PERIOD) {
         rc |= H5Fflush(s->file, H5F_SCOPE_LOCAL) < 0;
-        s->last_flush = now_s();
+        s->last_flush = filesink_now_s();
     }
-    pthread_mutex_unlock(&h5_lock);
+    pthread_mutex_unlock(&filesink_h5_lock);
     if (rc)
-        return cbf_error_set(&in->err, CBF_EIO, "filesink: %s: writing buffer %llu of /%s failed",
+        return cbf_error_set(&in->err, CBF_EIO, "%s: writing buffer %llu of /%s failed",
                              s->path, (unsigned long long)n, in->group_name);
     in->written++;
     in->missing_total += b->missing;
@@ -356,7 +362,7 @@ static int write_buffer(filesink *s, input *in, cbf_buffer *b)
 
 /* Drains one input to its end. After an error it keeps receiving (and
  * dropping) so that the producer is never left blocked on a full queue. */
-static void *drain(void *arg)
+static void *filesink_drain(void *arg)
 {
     input *in = arg;
     filesink *s = cbf_node_state(in->node);
@@ -366,7 +372,7 @@ static void *drain(void *arg)
         if (cbf_port_recv(in->port, &b) != 0)
             break;
         if (in->rc == 0 && atomic_load(&in->capturing) && (in->max == 0 || in->written < in->max)) {
-            in->rc = write_buffer(s, in, b);
+            in->rc = filesink_write_buffer(s, in, b);
         } else {
             in->dropped++;
             cbf_counter_add(s->c_dropped, 1);
@@ -382,16 +388,16 @@ static int filesink_run(cbf_node *node, cbf_error *err)
     /* One reader per input: reading them in turn from one thread could
      * stall a fast producer behind a slow one sharing its upstream. */
     for (int i = 1; i < s->n; i++)
-        s->in[i].threaded = pthread_create(&s->in[i].thread, NULL, drain, &s->in[i]) == 0;
+        s->in[i].threaded = pthread_create(&s->in[i].thread, NULL, filesink_drain, &s->in[i]) == 0;
     for (int i = 0; i < s->n; i++)
         if (!s->in[i].threaded)
-            drain(&s->in[i]);
+            filesink_drain(&s->in[i]);
     for (int i = 1; i < s->n; i++)
         if (s->in[i].threaded)
             pthread_join(s->in[i].thread, NULL);
-    pthread_mutex_lock(&h5_lock);
+    pthread_mutex_lock(&filesink_h5_lock);
     H5Fflush(s->file, H5F_SCOPE_GLOBAL);
-    pthread_mutex_unlock(&h5_lock);
+    pthread_mutex_unlock(&filesink_h5_lock);
     for (int i = 0; i < s->n; i++)
         if (s->in[i].rc) {
             *err = s->in[i].err;
@@ -421,21 +427,21 @@ static int filesink_request(cbf_node *node, const cbf_request *req, cbf_reply *r
     return 0;
 }
 
-static const cbf_plugin_desc desc = {
+static const cbf_plugin_desc filesink_desc = {
     .abi = CBF_PLUGIN_ABI,
     .name = "filesink",
     .version = "0.1.0",
     .summary = "writes any buffers to an HDF5 file, one group per input edge",
-    .params = params,
-    .n_params = CBF_COUNT_OF(params),
-    .ports = ports,
-    .n_ports = CBF_COUNT_OF(ports),
+    .params = filesink_params,
+    .n_params = CBF_COUNT_OF(filesink_params),
+    .ports = filesink_ports,
+    .n_ports = CBF_COUNT_OF(filesink_ports),
     .init = filesink_init,
     .run = filesink_run,
     .fini = filesink_fini,
-    .requests = requests,
-    .n_requests = CBF_COUNT_OF(requests),
+    .requests = filesink_requests,
+    .n_requests = CBF_COUNT_OF(filesink_requests),
     .request = filesink_request,
 };
 
-CBF_PLUGIN_DEFINE(desc)
+CBF_PLUGIN_DEFINE(filesink_desc)

@@ -65,7 +65,7 @@ int h5u_append(hid_t ds, hid_t type, int row_rank, const hsize_t *row, hsize_t n
     return rc;
 }
 
-static int attr_write(hid_t loc, const char *name, hid_t type, hid_t space, const void *v)
+static int h5u_attr_write(hid_t loc, const char *name, hid_t type, hid_t space, const void *v)
 {
     int rc = -1;
     if (space >= 0) {
@@ -98,7 +98,7 @@ int h5u_attr_strings(hid_t loc, const char *name, const char *const *values, siz
     H5Tset_size(type, len);
     H5Tset_strpad(type, H5T_STR_NULLTERM);
     hsize_t dim = n;
-    int rc = attr_write(loc, name, type, H5Screate_simple(1, &dim, NULL), flat);
+    int rc = h5u_attr_write(loc, name, type, H5Screate_simple(1, &dim, NULL), flat);
     H5Tclose(type);
     return rc;
 }
@@ -108,17 +108,17 @@ int h5u_attr_string(hid_t loc, const char *name, const char *value)
     hid_t type = H5Tcopy(H5T_C_S1);
     H5Tset_size(type, strlen(value) + 1);
     H5Tset_strpad(type, H5T_STR_NULLTERM);
-    int rc = attr_write(loc, name, type, H5Screate(H5S_SCALAR), value);
+    int rc = h5u_attr_write(loc, name, type, H5Screate(H5S_SCALAR), value);
     H5Tclose(type);
     return rc;
 }
 
 int h5u_attr_double(hid_t loc, const char *name, double value)
 {
-    return attr_write(loc, name, H5T_NATIVE_DOUBLE, H5Screate(H5S_SCALAR), &value);
+    return h5u_attr_write(loc, name, H5T_NATIVE_DOUBLE, H5Screate(H5S_SCALAR), &value);
 }
 
 int h5u_attr_i64(hid_t loc, const char *name, long long value)
 {
-    return attr_write(loc, name, H5T_NATIVE_LLONG, H5Screate(H5S_SCALAR), &value);
+    return h5u_attr_write(loc, name, H5T_NATIVE_LLONG, H5Screate(H5S_SCALAR), &value);
 }

@@ -10,42 +10,52 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const cbf_param_decl params[] = {
-    {"antennas", CBF_PARAM_INT, "4", CBF_RANGE(1, 4096), NULL, "antennas (dual-pol)"},
-    {"channels", CBF_PARAM_INT, "64", CBF_RANGE(1, 65536), NULL,
-     "channels (of the F-engines' full band; all of them go to this X-engine)"},
-    {"spectra_per_heap", CBF_PARAM_INT, "256", CBF_RANGE(32, 65504), NULL,
-     "spectra per batch, a multiple of 32"},
-    {"batches", CBF_PARAM_INT, "8", CBF_RANGE(1, 4096), NULL, "batches per output buffer"},
-    {"bits", CBF_PARAM_CHOICE, "8", CBF_NORANGE, "8|4", "8: CI8, 4: CI4"},
-    {"adc_sample_rate", CBF_PARAM_FLOAT, "1712e6", CBF_RANGE(1, 1e12), NULL,
-     "digitiser sample rate in Hz"},
-    {"start", CBF_PARAM_INT, "0", CBF_RANGE(0, 4.6e18), NULL,
-     "timestamp of the first batch (digitiser samples)"},
-    {"length", CBF_PARAM_INT, "0", CBF_RANGE(0, 4.6e18), NULL,
-     "batches to produce, a multiple of `batches`; 0 = endless"},
-    {"signal", CBF_PARAM_FLOAT, "20", CBF_RANGE(0, 1000), NULL,
-     "RMS of the common signal per component, in quantised units"},
-    {"noise", CBF_PARAM_FLOAT, "10", CBF_RANGE(0, 1000), NULL,
-     "RMS of each antenna's own noise per component, in quantised units"},
-    {"delays", CBF_PARAM_FLOAT_LIST, "[]", CBF_NORANGE, NULL,
-     "per-antenna delay of the common signal in digitiser samples; [] = 0"},
-    {"seed", CBF_PARAM_INT, "1", CBF_RANGE(0, 9.2e18), NULL, "generator seed"},
-    {"missing_antennas", CBF_PARAM_INT_LIST, "[]", CBF_RANGE(0, 4095), NULL,
-     "antennas whose heaps are flagged missing (zero data, presence 0)"},
-    {"missing_batches", CBF_PARAM_INT_LIST, "[]", CBF_RANGE(0, 4.6e18), NULL,
-     "batch indices (counted from the first) where those antennas are missing; [] = all"},
-    {"buffers", CBF_PARAM_INT, "4", CBF_RANGE(2, 64), NULL, "output buffers in the pool"},
+#include "stage/contracts/xeng.h"
+#include "stage/flow.h"
+
+static const cbf_param_decl fsim_params[] = {
+    {.name = "antennas", .type = CBF_PARAM_INT, .def = "4", .has_range = 1, .min = 1,
+     .max = 4096, .doc = "antennas (dual-pol)"},
+    {.name = CBF_ATTR_CHANNELS, .type = CBF_PARAM_INT, .def = "64", .has_range = 1, .min = 1,
+     .max = 65536,
+     .doc = "channels (of the F-engines' full band; all of them go to this X-engine)"},
+    {.name = CBF_ATTR_SPECTRA_PER_HEAP, .type = CBF_PARAM_INT, .def = "256", .has_range = 1,
+     .min = 32, .max = 65504, .doc = "spectra per batch, a multiple of 32"},
+    {.name = "batches", .type = CBF_PARAM_INT, .def = "8", .has_range = 1, .min = 1, .max = 4096,
+     .doc = "batches per output buffer"},
+    {.name = "bits", .type = CBF_PARAM_CHOICE, .def = "8", .choices = "8|4",
+     .doc = "8: CI8, 4: CI4"},
+    {.name = CBF_ATTR_ADC_SAMPLE_RATE, .type = CBF_PARAM_FLOAT, .def = "1712e6", .has_range = 1,
+     .min = 1, .max = 1e12, .doc = "digitiser sample rate in Hz"},
+    {.name = "start", .type = CBF_PARAM_INT, .def = "0", .has_range = 1, .min = 0, .max = 4.6e18,
+     .doc = "timestamp of the first batch (digitiser samples)"},
+    {.name = "length", .type = CBF_PARAM_INT, .def = "0", .has_range = 1, .min = 0,
+     .max = 4.6e18, .doc = "batches to produce, a multiple of `batches`; 0 = endless"},
+    {.name = "signal", .type = CBF_PARAM_FLOAT, .def = "20", .has_range = 1, .min = 0,
+     .max = 1000, .doc = "RMS of the common signal per component, in quantised units"},
+    {.name = "noise", .type = CBF_PARAM_FLOAT, .def = "10", .has_range = 1, .min = 0,
+     .max = 1000, .doc = "RMS of each antenna's own noise per component, in quantised units"},
+    {.name = "delays", .type = CBF_PARAM_FLOAT_LIST, .def = "[]",
+     .doc = "per-antenna delay of the common signal in digitiser samples; [] = 0"},
+    {.name = "seed", .type = CBF_PARAM_INT, .def = "1", .has_range = 1, .min = 0, .max = 9.2e18,
+     .doc = "generator seed"},
+    {.name = "missing_antennas", .type = CBF_PARAM_INT_LIST, .def = "[]", .has_range = 1,
+     .min = 0, .max = 4095,
+     .doc = "antennas whose heaps are flagged missing (zero data, presence 0)"},
+    {.name = "missing_batches", .type = CBF_PARAM_INT_LIST, .def = "[]", .has_range = 1,
+     .min = 0, .max = 4.6e18,
+     .doc = "batch indices (counted from the first) where those antennas are missing; [] = all"},
+    {.name = "buffers", .type = CBF_PARAM_INT, .def = "4", .has_range = 1, .min = 2, .max = 64,
+     .doc = "output buffers in the pool"},
 };
 
-static const cbf_port_decl ports[] = {
-    {"out", CBF_PORT_OUT, "cbf.xeng.batch", 0, 0,
-     "X-engine batches [batch][antenna][channel][spectrum][pol]"},
+static const cbf_port_decl fsim_ports[] = {
+    {.name = "out", .dir = CBF_PORT_OUT, .type = CBF_TYPE_XENG_BATCH,
+     .doc = "X-engine batches [batch][antenna][channel][spectrum][pol]"},
 };
 
 typedef struct fsim {
-    cbf_pool *pool;
-    cbf_port *out;
+    cbf_stage_source src;
     int ants, channels, sph, batches, bits;
     int64_t start, length, sbs; /* sbs: samples between spectra */
     double signal, noise;
@@ -55,10 +65,10 @@ typedef struct fsim {
     int64_t *miss_batches;
     size_t n_miss_batches;
     double *cs;   /* per channel: cos, sin of the delay phase, per antenna */
-    cbf_counter *c_batches, *c_saturated, *c_missing;
+    size_t batch_bytes;
 } fsim;
 
-static uint64_t mix(uint64_t x)
+static uint64_t fsim_mix(uint64_t x)
 {
     x += 0x9E3779B97F4A7C15ULL; /* splitmix64 finaliser */
     x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
@@ -67,10 +77,10 @@ static uint64_t mix(uint64_t x)
 }
 
 /* Two independent standard normals keyed by (seed, a, b, c). */
-static void gauss2(uint64_t seed, uint64_t a, uint64_t b, uint64_t c, double *g0, double *g1)
+static void fsim_gauss2(uint64_t seed, uint64_t a, uint64_t b, uint64_t c, double *g0, double *g1)
 {
-    uint64_t h = mix(seed ^ mix(a ^ mix(b ^ mix(c))));
-    uint64_t h2 = mix(h);
+    uint64_t h = fsim_mix(seed ^ fsim_mix(a ^ fsim_mix(b ^ fsim_mix(c))));
+    uint64_t h2 = fsim_mix(h);
     double u1 = ((double)(h >> 11) + 1.0) * 0x1.0p-53, u2 = (double)(h2 >> 11) * 0x1.0p-53;
     double r = sqrt(-2.0 * log(u1));
     *g0 = r * cos(2 * M_PI * u2);
@@ -90,11 +100,11 @@ static void fsim_fini(cbf_node *node)
     cbf_node_set_state(node, NULL);
 }
 
-static int read_params(fsim *s, const cbf_params *p, cbf_error *err)
+static int fsim_read_params(fsim *s, const cbf_params *p, cbf_error *err)
 {
     s->ants = (int)cbf_params_int(p, "antennas");
-    s->channels = (int)cbf_params_int(p, "channels");
-    s->sph = (int)cbf_params_int(p, "spectra_per_heap");
+    s->channels = (int)cbf_params_int(p, CBF_ATTR_CHANNELS);
+    s->sph = (int)cbf_params_int(p, CBF_ATTR_SPECTRA_PER_HEAP);
     s->batches = (int)cbf_params_int(p, "batches");
     s->bits = atoi(cbf_params_string(p, "bits"));
     s->start = cbf_params_int(p, "start");
@@ -105,7 +115,7 @@ static int read_params(fsim *s, const cbf_params *p, cbf_error *err)
     s->sbs = 2 * (int64_t)s->channels;
     if (s->sph % 32)
         return cbf_error_set(err, CBF_ECONFIG, "%s: spectra_per_heap = %d is not a multiple of 32",
-                             cbf_params_where(p, "spectra_per_heap"), s->sph);
+                             cbf_params_where(p, CBF_ATTR_SPECTRA_PER_HEAP), s->sph);
     if (s->length % s->batches)
         return cbf_error_set(err, CBF_ECONFIG, "%s: length = %lld is not a multiple of batches (%d)",
                              cbf_params_where(p, "length"), (long long)s->length, s->batches);
@@ -119,7 +129,7 @@ static int read_params(fsim *s, const cbf_params *p, cbf_error *err)
     s->miss_batches = calloc(s->n_miss_batches + 1, sizeof *s->miss_batches);
     s->cs = malloc(sizeof(double) * 2 * (size_t)s->ants * (size_t)s->channels);
     if (!s->delays || !s->ant_missing || !s->miss_batches || !s->cs)
-        return cbf_error_set(err, CBF_ENOMEM, "fsim: out of memory");
+        return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     for (size_t a = 0; a < nd; a++)
         s->delays[a] = cbf_params_float_at(p, "delays", a);
     for (size_t i = 0; i < cbf_params_len(p, "missing_antennas"); i++) {
@@ -131,8 +141,8 @@ static int read_params(fsim *s, const cbf_params *p, cbf_error *err)
     }
     for (size_t i = 0; i < s->n_miss_batches; i++)
         s->miss_batches[i] = cbf_params_int_at(p, "missing_batches", i);
-    /* SPEC.md's delay convention: channel k of an antenna delayed by d
-     * samples turns by exp(-2 pi i d k / (2 channels)). */
+    /* The delay convention of docs/formats.md: channel k of an antenna
+     * delayed by d samples turns by exp(-2 pi i d k / (2 channels)). */
     for (int a = 0; a < s->ants; a++)
         for (int k = 0; k < s->channels; k++) {
             double ph = -2 * M_PI * s->delays[a] * k / (2.0 * s->channels);
@@ -142,50 +152,56 @@ static int read_params(fsim *s, const cbf_params *p, cbf_error *err)
     return 0;
 }
 
+static int fsim_fill(void *user, cbf_buffer *buf, cbf_error *err);
+
 static int fsim_init(cbf_node *node, cbf_error *err)
 {
     fsim *s = calloc(1, sizeof *s);
     if (!s)
-        return cbf_error_set(err, CBF_ENOMEM, "fsim: out of memory");
+        return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     cbf_node_set_state(node, s);
     const cbf_params *p = cbf_node_params(node);
-    int rc = read_params(s, p, err);
+    int rc = fsim_read_params(s, p, err);
     if (rc)
         return rc;
-    cbf_port_desc d;
-    cbf_port_desc_init(&d, s->bits == 8 ? CBF_DTYPE_CI8 : CBF_DTYPE_CI4, CBF_MEM_HOST);
-    cbf_port_desc_add_axis(&d, "batch", (size_t)s->batches);
-    cbf_port_desc_add_axis(&d, "antenna", (size_t)s->ants);
-    cbf_port_desc_add_axis(&d, "channel", (size_t)s->channels);
-    cbf_port_desc_add_axis(&d, "spectrum", (size_t)s->sph);
-    cbf_port_desc_add_axis(&d, "pol", 2);
-    d.n_present = (size_t)s->batches * (size_t)s->ants;
-    d.present_axis = "batch_antenna";
-    d.timestamp_step = (int64_t)s->batches * s->sph * s->sbs;
-    cbf_port_desc_set_attr(&d, "channels", s->channels);
-    cbf_port_desc_set_attr(&d, "spectra_per_heap", s->sph);
-    cbf_port_desc_set_attr(&d, "samples_between_spectra", (double)s->sbs);
-    cbf_port_desc_set_attr(&d, "n_ants", s->ants);
-    cbf_port_desc_set_attr(&d, "adc_sample_rate", cbf_params_float(p, "adc_sample_rate"));
-    s->out = cbf_node_port(node, "out", 0);
-    if ((rc = cbf_port_set_desc(s->out, &d, err)) != 0)
-        return rc;
-    cbf_pool_config pc = {
-        .name = "out",
-        .kind = CBF_MEM_HOST,
-        .count = (size_t)cbf_params_int(p, "buffers"),
-        .size = cbf_port_desc_bytes(&d),
-        .n_present = d.n_present,
+    const cbf_xeng_batch b = {
+        .dtype = s->bits == 8 ? CBF_DTYPE_CI8 : CBF_DTYPE_CI4,
+        .batches = (size_t)s->batches,
+        .n_ants = (size_t)s->ants,
+        .channels = (size_t)s->channels,
+        .spectra = (size_t)s->sph,
     };
-    if ((rc = cbf_node_pool_create(node, &pc, &s->pool, err)) != 0)
+    cbf_port_desc d;
+    cbf_xeng_batch_desc(&d, &b, CBF_MEM_HOST);
+    d.timestamp_step = (int64_t)s->batches * s->sph * s->sbs;
+    cbf_port_desc_set_attr(&d, CBF_ATTR_CHANNELS, s->channels);
+    cbf_port_desc_set_attr(&d, CBF_ATTR_SPECTRA_PER_HEAP, s->sph);
+    cbf_port_desc_set_attr(&d, CBF_ATTR_SAMPLES_BETWEEN_SPECTRA, (double)s->sbs);
+    cbf_port_desc_set_attr(&d, CBF_ATTR_N_ANTS, s->ants);
+    cbf_port_desc_set_attr(&d, CBF_ATTR_ADC_SAMPLE_RATE,
+                           cbf_params_float(p, CBF_ATTR_ADC_SAMPLE_RATE));
+    s->batch_bytes = cbf_port_desc_bytes(&d) / (size_t)s->batches;
+    s->src = (cbf_stage_source){
+        .node = node,
+        .out = cbf_node_port(node, "out", 0),
+        .start = s->start,
+        .step = d.timestamp_step,
+        .buffers = (uint64_t)(s->length / s->batches),
+        .n_present = d.n_present,
+        .fill = fsim_fill,
+        .user = s,
+        .units = (uint64_t)s->batches,
+    };
+    if ((rc = cbf_stage_out_open(node, s->src.out, &d, (size_t)cbf_params_int(p, "buffers"),
+                                 &s->src.pool, err)))
         return rc;
-    s->c_batches = cbf_node_counter(node, "batches");
-    s->c_saturated = cbf_node_counter(node, "saturated");
-    s->c_missing = cbf_node_counter(node, "missing_heaps");
+    s->src.c_units = cbf_node_counter(node, "batches");
+    s->src.c_saturated = cbf_node_counter(node, "saturated");
+    s->src.c_missing = cbf_node_counter(node, "missing_heaps");
     return 0;
 }
 
-static int quant(double v, int lim, uint64_t *sat)
+static int fsim_quant(double v, int lim, uint64_t *sat)
 {
     double r = rint(v);
     if (r > lim || r < -lim) {
@@ -195,7 +211,7 @@ static int quant(double v, int lim, uint64_t *sat)
     return (int)r;
 }
 
-static int batch_missing(const fsim *s, int64_t batch)
+static int fsim_batch_missing(const fsim *s, int64_t batch)
 {
     if (!s->n_miss_batches)
         return 1;
@@ -206,14 +222,14 @@ static int batch_missing(const fsim *s, int64_t batch)
 }
 
 /* Batch b (absolute index from the first) into out; returns saturations. */
-static uint64_t fill_batch(fsim *s, int64_t b, uint8_t *out, uint8_t *present)
+static uint64_t fsim_fill_batch(fsim *s, int64_t b, uint8_t *out, uint8_t *present)
 {
     const int lim = s->bits == 8 ? 127 : 7;
     const size_t vals = (size_t)s->channels * s->sph * 2, bpv = s->bits == 8 ? 2 : 1;
     uint64_t sat = 0;
     for (int a = 0; a < s->ants; a++) {
         uint8_t *o = out + (size_t)a * vals * bpv;
-        present[a] = !(s->ant_missing[a] && batch_missing(s, b));
+        present[a] = !(s->ant_missing[a] && fsim_batch_missing(s, b));
         if (!present[a]) {
             memset(o, 0, vals * bpv);
             continue;
@@ -225,11 +241,11 @@ static uint64_t fill_batch(fsim *s, int64_t b, uint8_t *out, uint8_t *present)
                 const double sn = s->cs[2 * ((size_t)a * s->channels + k) + 1];
                 for (int pol = 0; pol < 2; pol++) {
                     double cr, ci, nr, ni;
-                    gauss2(s->seed, spec, (uint64_t)k, (uint64_t)pol, &cr, &ci);
-                    gauss2(s->seed + 1, spec, (uint64_t)k, ((uint64_t)(a + 1) << 1) | pol, &nr, &ni);
+                    fsim_gauss2(s->seed, spec, (uint64_t)k, (uint64_t)pol, &cr, &ci);
+                    fsim_gauss2(s->seed + 1, spec, (uint64_t)k, ((uint64_t)(a + 1) << 1) | pol, &nr, &ni);
                     double re = s->signal * (cr * c - ci * sn) + s->noise * nr;
                     double im = s->signal * (cr * sn + ci * c) + s->noise * ni;
-                    int qr = quant(re, lim, &sat), qi = quant(im, lim, &sat);
+                    int qr = fsim_quant(re, lim, &sat), qi = fsim_quant(im, lim, &sat);
                     size_t i = ((size_t)k * s->sph + t) * 2 + pol;
                     if (s->bits == 8) {
                         o[2 * i] = (uint8_t)(int8_t)qr;
@@ -243,49 +259,35 @@ static uint64_t fill_batch(fsim *s, int64_t b, uint8_t *out, uint8_t *present)
     return sat;
 }
 
+static int fsim_fill(void *user, cbf_buffer *buf, cbf_error *err)
+{
+    (void)err;
+    fsim *s = user;
+    const int64_t b0 = (int64_t)buf->seq * s->batches;
+    for (int k = 0; k < s->batches; k++)
+        buf->saturated += fsim_fill_batch(s, b0 + k, (uint8_t *)buf->data + k * s->batch_bytes,
+                                          buf->present + (size_t)k * s->ants);
+    return 0;
+}
+
 static int fsim_run(cbf_node *node, cbf_error *err)
 {
     fsim *s = cbf_node_state(node);
-    const size_t batch_bytes = cbf_port_desc_bytes(cbf_port_get_desc(s->out)) / s->batches;
-    for (uint64_t seq = 0;; seq++) {
-        const int64_t b0 = (int64_t)seq * s->batches;
-        if ((s->length && b0 >= s->length) || cbf_node_stopping(node))
-            return 0;
-        cbf_buffer *buf;
-        int rc = cbf_pool_get(s->pool, &buf);
-        if (rc == CBF_ESTOPPED)
-            return 0;
-        if (rc)
-            return cbf_error_set(err, rc, "fsim: no output buffer");
-        buf->timestamp = s->start + b0 * s->sph * s->sbs;
-        buf->seq = seq;
-        buf->n_present = (size_t)s->batches * s->ants;
-        buf->saturated = buf->missing = 0;
-        for (int k = 0; k < s->batches; k++)
-            buf->saturated += fill_batch(s, b0 + k, (uint8_t *)buf->data + k * batch_bytes,
-                                         buf->present + (size_t)k * s->ants);
-        for (size_t i = 0; i < buf->n_present; i++)
-            buf->missing += !buf->present[i];
-        cbf_counter_add(s->c_batches, (uint64_t)s->batches);
-        cbf_counter_add(s->c_saturated, buf->saturated);
-        cbf_counter_add(s->c_missing, buf->missing);
-        if (cbf_port_send(s->out, buf) == CBF_ESTOPPED)
-            return 0;
-    }
+    return cbf_stage_source_run(&s->src, err);
 }
 
-static const cbf_plugin_desc desc = {
+static const cbf_plugin_desc fsim_desc = {
     .abi = CBF_PLUGIN_ABI,
     .name = "fsim",
     .version = "0.1.0",
     .summary = "F-engine simulator: delayed common signal plus noise as X-engine batches",
-    .params = params,
-    .n_params = CBF_COUNT_OF(params),
-    .ports = ports,
-    .n_ports = CBF_COUNT_OF(ports),
+    .params = fsim_params,
+    .n_params = CBF_COUNT_OF(fsim_params),
+    .ports = fsim_ports,
+    .n_ports = CBF_COUNT_OF(fsim_ports),
     .init = fsim_init,
     .run = fsim_run,
     .fini = fsim_fini,
 };
 
-CBF_PLUGIN_DEFINE(desc)
+CBF_PLUGIN_DEFINE(fsim_desc)

@@ -8,15 +8,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const cbf_param_decl params[] = {
-    {"buffers", CBF_PARAM_INT, "3", CBF_RANGE(2, 64), NULL, "output buffers in the pool"},
+#include "stage/contracts/feng.h"
+#include "stage/contracts/xeng.h"
+#include "stage/flow.h"
+
+static const cbf_param_decl gather_params[] = {
+    {.name = "buffers", .type = CBF_PARAM_INT, .def = "3", .has_range = 1, .min = 2, .max = 64,
+     .doc = "output buffers in the pool"},
 };
 
-static const cbf_port_decl ports[] = {
-    {"in", CBF_PORT_IN, "cbf.feng.spectra", 0, 1,
-     "one F-engine per edge; antenna = edge index in YAML order"},
-    {"out", CBF_PORT_OUT, "cbf.xeng.batch", 0, 0,
-     "X-engine batches [batch][antenna][channel][spectrum][pol]"},
+static const cbf_port_decl gather_ports[] = {
+    {.name = "in", .dir = CBF_PORT_IN, .type = CBF_TYPE_FENG_SPECTRA, .multi = 1,
+     .doc = "one F-engine per edge; antenna = edge index in YAML order"},
+    {.name = "out", .dir = CBF_PORT_OUT, .type = CBF_TYPE_XENG_BATCH,
+     .doc = "X-engine batches [batch][antenna][channel][spectrum][pol]"},
 };
 
 typedef struct gather {
@@ -45,7 +50,7 @@ static void gather_fini(cbf_node *node)
     cbf_node_set_state(node, NULL);
 }
 
-static int same_shape(const cbf_port_desc *a, const cbf_port_desc *b)
+static int gather_same_shape(const cbf_port_desc *a, const cbf_port_desc *b)
 {
     if (a->dtype != b->dtype || a->ndim != b->ndim || a->timestamp_step != b->timestamp_step)
         return 0;
@@ -59,13 +64,13 @@ static int gather_init(cbf_node *node, cbf_error *err)
 {
     gather *s = calloc(1, sizeof *s);
     if (!s)
-        return cbf_error_set(err, CBF_ENOMEM, "gather: out of memory");
+        return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     cbf_node_set_state(node, s);
     s->n = cbf_node_port_count(node, "in");
     s->in = calloc((size_t)s->n, sizeof *s->in);
     s->held = calloc((size_t)s->n, sizeof *s->held);
     if (!s->in || !s->held)
-        return cbf_error_set(err, CBF_ENOMEM, "gather: out of memory");
+        return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     const cbf_port_desc *d0 = NULL;
     for (int a = 0; a < s->n; a++) {
         s->in[a] = cbf_node_port(node, "in", a);
@@ -74,47 +79,42 @@ static int gather_init(cbf_node *node, cbf_error *err)
             d0 = d;
         if (d->ndim != 4 || (d->dtype != CBF_DTYPE_CI8 && d->dtype != CBF_DTYPE_CI4))
             return cbf_error_set(err, CBF_ECONFIG,
-                                 "gather: input %d is not CI8/CI4 [batch][channel][spectrum][pol]", a);
-        if (!same_shape(d0, d))
+                                 "input %d is not CI8/CI4 [batch][channel][spectrum][pol]", a);
+        if (!gather_same_shape(d0, d))
             return cbf_error_set(err, CBF_ECONFIG,
-                                 "gather: input %d differs in shape, type or timestamp step from "
+                                 "input %d differs in shape, type or timestamp step from "
                                  "input 0", a);
     }
     s->batches = d0->shape[0];
     s->slab = cbf_port_desc_bytes(d0) / s->batches;
     s->scratch = malloc(cbf_port_desc_bytes(d0));
     if (!s->scratch)
-        return cbf_error_set(err, CBF_ENOMEM, "gather: out of memory");
+        return cbf_error_set(err, CBF_ENOMEM, "out of memory");
+    const cbf_xeng_batch b = {
+        .dtype = d0->dtype,
+        .batches = s->batches,
+        .n_ants = (size_t)s->n,
+        .channels = d0->shape[1],
+        .spectra = d0->shape[2],
+    };
     cbf_port_desc d;
-    cbf_port_desc_init(&d, d0->dtype, CBF_MEM_HOST);
-    cbf_port_desc_add_axis(&d, "batch", s->batches);
-    cbf_port_desc_add_axis(&d, "antenna", (size_t)s->n);
-    cbf_port_desc_add_axis(&d, "channel", d0->shape[1]);
-    cbf_port_desc_add_axis(&d, "spectrum", d0->shape[2]);
-    cbf_port_desc_add_axis(&d, "pol", 2);
-    d.n_present = s->batches * (size_t)s->n;
-    d.present_axis = "batch_antenna";
+    cbf_xeng_batch_desc(&d, &b, CBF_MEM_HOST);
     d.timestamp_step = d0->timestamp_step;
-    static const char *const keep[] = {"channels", "spectra_per_heap", "samples_between_spectra",
-                                       "adc_sample_rate", "centre_frequency", "bandwidth"};
+    /* What describes the band and the spectra; an antenna's own attributes stay behind. */
+    static const char *const keep[] = {CBF_ATTR_CHANNELS, CBF_ATTR_SPECTRA_PER_HEAP,
+                                       CBF_ATTR_SAMPLES_BETWEEN_SPECTRA, CBF_ATTR_ADC_SAMPLE_RATE,
+                                       CBF_ATTR_CENTRE_FREQUENCY, CBF_ATTR_BANDWIDTH};
     for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
         double v;
         if (!cbf_port_desc_get_attr(d0, keep[i], &v))
             cbf_port_desc_set_attr(&d, keep[i], v);
     }
-    cbf_port_desc_set_attr(&d, "n_ants", s->n);
+    cbf_port_desc_set_attr(&d, CBF_ATTR_N_ANTS, s->n);
     s->out = cbf_node_port(node, "out", 0);
-    int rc = cbf_port_set_desc(s->out, &d, err);
+    int rc = cbf_stage_out_open(node, s->out, &d,
+                                (size_t)cbf_params_int(cbf_node_params(node), "buffers"),
+                                &s->pool, err);
     if (rc)
-        return rc;
-    cbf_pool_config pc = {
-        .name = "out",
-        .kind = CBF_MEM_HOST,
-        .count = (size_t)cbf_params_int(cbf_node_params(node), "buffers"),
-        .size = cbf_port_desc_bytes(&d),
-        .n_present = d.n_present,
-    };
-    if ((rc = cbf_node_pool_create(node, &pc, &s->pool, err)) != 0)
         return rc;
     s->c_batches = cbf_node_counter(node, "batches");
     s->c_missing = cbf_node_counter(node, "missing_heaps");
@@ -122,7 +122,7 @@ static int gather_init(cbf_node *node, cbf_error *err)
 }
 
 /* One buffer from every input, all of one timestamp, into one output. */
-static int gather_one(cbf_node *node, gather *s, cbf_error *err)
+static int gather_one(gather *s, cbf_error *err)
 {
     for (int a = 0; a < s->n; a++) {
         int rc = cbf_port_recv(s->in[a], &s->held[a]);
@@ -130,14 +130,14 @@ static int gather_one(cbf_node *node, gather *s, cbf_error *err)
             return rc; /* CBF_EOS: any input ending ends the gather */
         if (s->held[a]->timestamp != s->held[0]->timestamp)
             return cbf_error_set(err, CBF_EINVAL,
-                                 "gather (%s): input %d has timestamp %lld where input 0 has %lld",
-                                 cbf_node_name(node), a, (long long)s->held[a]->timestamp,
+                                 "input %d has timestamp %lld where input 0 has %lld", a,
+                                 (long long)s->held[a]->timestamp,
                                  (long long)s->held[0]->timestamp);
     }
     cbf_buffer *out;
     int rc = cbf_pool_get(s->pool, &out);
     if (rc)
-        return rc == CBF_ESTOPPED ? rc : cbf_error_set(err, rc, "gather: no output buffer");
+        return rc == CBF_ESTOPPED ? rc : cbf_error_set(err, rc, "no output buffer");
     out->timestamp = s->held[0]->timestamp;
     out->seq = s->held[0]->seq;
     out->n_present = s->batches * (size_t)s->n;
@@ -168,7 +168,7 @@ static int gather_run(cbf_node *node, cbf_error *err)
 {
     gather *s = cbf_node_state(node);
     for (;;) {
-        int rc = gather_one(node, s, err);
+        int rc = gather_one(s, err);
         for (int a = 0; a < s->n; a++)
             if (s->held[a]) {
                 cbf_buffer_unref(s->held[a]);
@@ -181,18 +181,18 @@ static int gather_run(cbf_node *node, cbf_error *err)
     }
 }
 
-static const cbf_plugin_desc desc = {
+static const cbf_plugin_desc gather_desc = {
     .abi = CBF_PLUGIN_ABI,
     .name = "gather",
     .version = "0.1.0",
     .summary = "gathers per-antenna F-engine spectra into X-engine batches",
-    .params = params,
-    .n_params = CBF_COUNT_OF(params),
-    .ports = ports,
-    .n_ports = CBF_COUNT_OF(ports),
+    .params = gather_params,
+    .n_params = CBF_COUNT_OF(gather_params),
+    .ports = gather_ports,
+    .n_ports = CBF_COUNT_OF(gather_ports),
     .init = gather_init,
     .run = gather_run,
     .fini = gather_fini,
 };
 
-CBF_PLUGIN_DEFINE(desc)
+CBF_PLUGIN_DEFINE(gather_desc)

@@ -21,6 +21,11 @@
 #include <unistd.h>
 
 #include "spead.h"
+#include "stage/contracts/adc.h"
+#include "stage/contracts/feng.h"
+#include "stage/contracts/xeng.h"
+#include "stage/flow.h"
+#include "stage/netopt.h"
 #include "udp.h"
 #include "window.h"
 #ifdef CBF_HAVE_PCAP
@@ -32,65 +37,76 @@
 #define RECV_BUF 9216
 #define HEAP_SAMPLES 4096   /* MeerKAT digitiser heap */
 
-static const cbf_param_decl params[] = {
-    {"source", CBF_PARAM_CHOICE, "udp", CBF_NORANGE, "udp|pcap", "where packets come from"},
-    {"address", CBF_PARAM_STRING, "127.0.0.1:7148", CBF_NORANGE, NULL,
-     "comma-separated a.b.c.d:port to receive on (multicast groups are joined)"},
-    {"transport", CBF_PARAM_CHOICE, "socket", CBF_NORANGE, "socket|ibverbs",
-     "socket, or ibverbs raw-packet queues with flow steering (an RDMA NIC behind interface)"},
-    {"fallback", CBF_PARAM_BOOL, "false", CBF_NORANGE, NULL,
-     "with transport ibverbs: use sockets (logged) when ibverbs is unavailable"},
-    {"ring_slots", CBF_PARAM_INT, "4096", CBF_RANGE(64, 1 << 20), NULL,
-     "ibverbs: frames in each receive ring of registered memory"},
-    {"interface", CBF_PARAM_STRING, "127.0.0.1", CBF_NORANGE, NULL,
-     "IPv4 address of the interface on which multicast groups are joined"},
-    {"threads_per_address", CBF_PARAM_INT, "1", CBF_RANGE(1, 8), NULL,
-     "sockets (SO_REUSEPORT, unicast only) and threads per address; each address has its own "
-     "thread anyway"},
-    {"pcap", CBF_PARAM_STRING, "", CBF_NORANGE, NULL, "capture file for source: pcap"},
-    {"stream", CBF_PARAM_CHOICE, "digitiser", CBF_NORANGE, "digitiser|feng", "what the heaps are"},
-    {"antennas", CBF_PARAM_INT, "1", CBF_RANGE(1, 4096), NULL, "antennas in a chunk"},
-    {"bits", CBF_PARAM_INT, "10", CBF_RANGE(2, 16), NULL, "digitiser: bits per sample"},
-    {"samples_per_chunk", CBF_PARAM_INT, "1048576", CBF_RANGE(4096, 1 << 30), NULL,
-     "digitiser: samples per antenna and pol in a chunk, a multiple of 4096"},
-    {"adc_sample_rate", CBF_PARAM_FLOAT, "1712e6", CBF_RANGE(1, 1e12), NULL, "digitiser sample rate in Hz"},
-    {"channels", CBF_PARAM_INT, "1024", CBF_RANGE(1, 1 << 20), NULL,
-     "feng: channels this X-engine takes (from first_channel)"},
-    {"first_channel", CBF_PARAM_INT, "0", CBF_RANGE(0, 1 << 24), NULL, "feng: first channel taken"},
-    {"channels_per_heap", CBF_PARAM_INT, "0", CBF_RANGE(0, 1 << 20), NULL,
-     "feng: channels in one F-engine heap; 0 = channels"},
-    {"spectra_per_heap", CBF_PARAM_INT, "256", CBF_RANGE(1, 1 << 16), NULL, "feng: spectra per heap"},
-    {"samples_between_spectra", CBF_PARAM_INT, "0", CBF_RANGE(0, 1 << 30), NULL,
-     "feng: digitiser samples from one spectrum to the next; 0 = 2 x total_channels"},
-    {"total_channels", CBF_PARAM_INT, "0", CBF_RANGE(0, 1 << 24), NULL,
-     "feng: channels of the whole band (attribute for consumers); 0 = channels"},
-    {"batches", CBF_PARAM_INT, "4", CBF_RANGE(1, 4096), NULL, "feng: batches (heap times) per chunk"},
-    {"chunks_in_flight", CBF_PARAM_INT, "2", CBF_RANGE(1, 64), NULL,
-     "chunks open at once: the reordering window in time"},
-    {"heap_window", CBF_PARAM_INT, "64", CBF_RANGE(1, 4096), NULL,
-     "heaps assembled at once per socket (packet reordering window)"},
-    {"buffers", CBF_PARAM_INT, "4", CBF_RANGE(2, 64), NULL, "output buffers in the pool"},
-    {"stops", CBF_PARAM_INT, "1", CBF_RANGE(0, 4096), NULL,
-     "stream stops (one per sender) that end the stream; 0 = run until stopped"},
-    {"drop_rate", CBF_PARAM_FLOAT, "0", CBF_RANGE(0, 1), NULL,
-     "testing: drop this fraction of data packets on arrival (seeded), to exercise loss handling"},
-    {"drop_seed", CBF_PARAM_INT, "1", CBF_RANGE(0, 4.6e18), NULL, "testing: seed of drop_rate"},
-    {"idle_timeout", CBF_PARAM_FLOAT, "0", CBF_RANGE(0, 1e6), NULL,
-     "end when no packet came for this many seconds after the first; 0 = never"},
+static const cbf_param_decl rx_params[] = {
+    {.name = "source", .type = CBF_PARAM_CHOICE, .def = "udp", .choices = "udp|pcap",
+     .doc = "where packets come from"},
+    {.name = "address", .type = CBF_PARAM_STRING, .def = "127.0.0.1:7148",
+     .doc = "comma-separated a.b.c.d:port to receive on (multicast groups are joined)"},
+    CBF_STAGE_NET_PARAMS("receive"),
+    {.name = "interface", .type = CBF_PARAM_STRING, .def = "127.0.0.1",
+     .doc = "IPv4 address of the interface on which multicast groups are joined"},
+    {.name = "threads_per_address", .type = CBF_PARAM_INT, .def = "1", .has_range = 1, .min = 1,
+     .max = 8,
+     .doc = "sockets (SO_REUSEPORT, unicast only) and threads per address; each address has its "
+            "own thread anyway"},
+    {.name = "pcap", .type = CBF_PARAM_STRING, .def = "", .doc = "capture file for source: pcap"},
+    {.name = "stream", .type = CBF_PARAM_CHOICE, .def = "digitiser", .choices = "digitiser|feng",
+     .doc = "what the heaps are"},
+    {.name = "antennas", .type = CBF_PARAM_INT, .def = "1", .has_range = 1, .min = 1, .max = 4096,
+     .doc = "antennas in a chunk"},
+    {.name = "bits", .type = CBF_PARAM_INT, .def = "10", .has_range = 1, .min = 2, .max = 16,
+     .doc = "digitiser: bits per sample"},
+    {.name = CBF_ATTR_SAMPLES_PER_CHUNK, .type = CBF_PARAM_INT, .def = "1048576", .has_range = 1,
+     .min = 4096, .max = 1 << 30,
+     .doc = "digitiser: samples per antenna and pol in a chunk, a multiple of 4096"},
+    {.name = CBF_ATTR_ADC_SAMPLE_RATE, .type = CBF_PARAM_FLOAT, .def = "1712e6", .has_range = 1,
+     .min = 1, .max = 1e12, .doc = "digitiser sample rate in Hz"},
+    {.name = "channels", .type = CBF_PARAM_INT, .def = "1024", .has_range = 1, .min = 1,
+     .max = 1 << 20, .doc = "feng: channels this X-engine takes (from first_channel)"},
+    {.name = CBF_ATTR_FIRST_CHANNEL, .type = CBF_PARAM_INT, .def = "0", .has_range = 1, .min = 0,
+     .max = 1 << 24, .doc = "feng: first channel taken"},
+    {.name = "channels_per_heap", .type = CBF_PARAM_INT, .def = "0", .has_range = 1, .min = 0,
+     .max = 1 << 20, .doc = "feng: channels in one F-engine heap; 0 = channels"},
+    {.name = CBF_ATTR_SPECTRA_PER_HEAP, .type = CBF_PARAM_INT, .def = "256", .has_range = 1,
+     .min = 1, .max = 1 << 16, .doc = "feng: spectra per heap"},
+    {.name = CBF_ATTR_SAMPLES_BETWEEN_SPECTRA, .type = CBF_PARAM_INT, .def = "0", .has_range = 1,
+     .min = 0, .max = 1 << 30,
+     .doc = "feng: digitiser samples from one spectrum to the next; 0 = 2 x total_channels"},
+    {.name = "total_channels", .type = CBF_PARAM_INT, .def = "0", .has_range = 1, .min = 0,
+     .max = 1 << 24, .doc = "feng: channels of the whole band (attribute for consumers); 0 = channels"},
+    {.name = "batches", .type = CBF_PARAM_INT, .def = "4", .has_range = 1, .min = 1, .max = 4096,
+     .doc = "feng: batches (heap times) per chunk"},
+    {.name = "chunks_in_flight", .type = CBF_PARAM_INT, .def = "2", .has_range = 1, .min = 1,
+     .max = 64, .doc = "chunks open at once: the reordering window in time"},
+    {.name = "heap_window", .type = CBF_PARAM_INT, .def = "64", .has_range = 1, .min = 1,
+     .max = 4096, .doc = "heaps assembled at once per socket (packet reordering window)"},
+    {.name = "buffers", .type = CBF_PARAM_INT, .def = "4", .has_range = 1, .min = 2, .max = 64,
+     .doc = "output buffers in the pool"},
+    {.name = "stops", .type = CBF_PARAM_INT, .def = "1", .has_range = 1, .min = 0, .max = 4096,
+     .doc = "stream stops (one per sender) that end the stream; 0 = run until stopped"},
+    {.name = "drop_rate", .type = CBF_PARAM_FLOAT, .def = "0", .has_range = 1, .min = 0, .max = 1,
+     .doc = "testing: drop this fraction of data packets on arrival (seeded), to exercise loss "
+            "handling"},
+    {.name = "drop_seed", .type = CBF_PARAM_INT, .def = "1", .has_range = 1, .min = 0,
+     .max = 4.6e18, .doc = "testing: seed of drop_rate"},
+    {.name = "idle_timeout", .type = CBF_PARAM_FLOAT, .def = "0", .has_range = 1, .min = 0,
+     .max = 1e6, .doc = "end when no packet came for this many seconds after the first; 0 = never"},
 };
 
-static const cbf_port_decl ports[] = {
-    {"out", CBF_PORT_OUT, "cbf.adc.packed", 1, 0, "stream digitiser: packed sample chunks"},
-    {"batches", CBF_PORT_OUT, "cbf.xeng.batch", 1, 0, "stream feng: X-engine input chunks"},
+static const cbf_port_decl rx_ports[] = {
+    {.name = "out", .dir = CBF_PORT_OUT, .type = CBF_TYPE_ADC_PACKED, .optional = 1,
+     .doc = "stream digitiser: packed sample chunks"},
+    {.name = "batches", .dir = CBF_PORT_OUT, .type = CBF_TYPE_XENG_BATCH, .optional = 1,
+     .doc = "stream feng: X-engine input chunks"},
 };
 
 /* The runtime shows 16 counters per node, so the codec's reasons are shown
  * in four groups; the end-of-run log line gives every reason. */
 enum { G_FOREIGN, G_HEADER, G_LENGTH, G_SIZE, N_GROUPS };
-static const char *const group_names[N_GROUPS] = {
+static const char *const rx_group_names[N_GROUPS] = {
     "malformed_foreign", "malformed_header", "malformed_length", "malformed_heap_size"};
 
-static int reason_group(int reason)
+static int rx_reason_group(int reason)
 {
     switch (reason) {
     case CBF_SPEAD_ERR_MAGIC: case CBF_SPEAD_ERR_VERSION: case CBF_SPEAD_ERR_FLAVOUR:
@@ -150,7 +166,7 @@ struct receiver {
 
 /* ---- Heaps ------------------------------------------------------------- */
 
-static bool immediate(const cbf_spead_heap *h, uint16_t id, uint64_t *v)
+static bool rx_immediate(const cbf_spead_heap *h, uint16_t id, uint64_t *v)
 {
     const cbf_spead_item *it = cbf_spead_heap_find(h, id);
     if (!it || !it->immediate)
@@ -159,18 +175,18 @@ static bool immediate(const cbf_spead_heap *h, uint16_t id, uint64_t *v)
     return true;
 }
 
-static bool addressed(const cbf_spead_heap *h, uint16_t id, const uint8_t **data, size_t *len)
+static bool rx_addressed(const cbf_spead_heap *h, uint16_t id, const uint8_t **data, size_t *len)
 {
     const cbf_spead_item *it = cbf_spead_heap_find(h, id);
     return it && cbf_spead_heap_item_bytes(h, it, data, len) == 0;
 }
 
-static void on_dig_heap(receiver *r, const cbf_spead_heap *h)
+static void rx_on_dig_heap(receiver *r, const cbf_spead_heap *h)
 {
     uint64_t ts, id;
     const uint8_t *data;
     size_t len;
-    if (!immediate(h, 0x1600, &ts) || !immediate(h, 0x3101, &id) || !addressed(h, 0x3300, &data, &len) ||
+    if (!rx_immediate(h, 0x1600, &ts) || !rx_immediate(h, 0x3101, &id) || !rx_addressed(h, 0x3300, &data, &len) ||
         len != r->heap_bytes || ts % HEAP_SAMPLES || (r->antennas > 1 && (id >> 1) >= (uint64_t)r->antennas)) {
         cbf_counter_add(r->win.c_bad_heaps, 1);
         return;
@@ -184,15 +200,15 @@ static void on_dig_heap(receiver *r, const cbf_spead_heap *h)
           len, 1);
 }
 
-static void on_feng_heap(receiver *r, const cbf_spead_heap *h)
+static void rx_on_feng_heap(receiver *r, const cbf_spead_heap *h)
 {
     uint64_t ts, ant, freq;
     const uint8_t *data;
     size_t len;
     size_t heap_bytes = r->cph * r->spectra * 4;
     uint64_t step = (uint64_t)r->spectra * r->spb;
-    if (!immediate(h, 0x1600, &ts) || !immediate(h, 0x4101, &ant) || !immediate(h, 0x4103, &freq) ||
-        !addressed(h, 0x4300, &data, &len) || len != heap_bytes || ts % step ||
+    if (!rx_immediate(h, 0x1600, &ts) || !rx_immediate(h, 0x4101, &ant) || !rx_immediate(h, 0x4103, &freq) ||
+        !rx_addressed(h, 0x4300, &data, &len) || len != heap_bytes || ts % step ||
         ant >= (uint64_t)r->antennas || freq < r->first || freq >= r->first + r->channels ||
         (freq - r->first) % r->cph) {
         cbf_counter_add(r->win.c_bad_heaps, 1);
@@ -206,7 +222,7 @@ static void on_feng_heap(receiver *r, const cbf_spead_heap *h)
     rx_window_place(&r->win, idx, flag, offset, data, len, (unsigned)r->ranges);
 }
 
-static void on_heap(const cbf_spead_heap *h, void *user)
+static void rx_on_heap(const cbf_spead_heap *h, void *user)
 {
     receiver *r = user;
     if (cbf_spead_heap_find(h, CBF_SPEAD_DESCRIPTOR)) {
@@ -214,13 +230,13 @@ static void on_heap(const cbf_spead_heap *h, void *user)
         return;
     }
     if (r->feng)
-        on_feng_heap(r, h);
+        rx_on_feng_heap(r, h);
     else
-        on_dig_heap(r, h);
+        rx_on_dig_heap(r, h);
 }
 
 /* Adds what the worker's assembler counted since last time to the node's counters. */
-static void publish(worker *w)
+static void rx_publish(worker *w)
 {
     receiver *r = w->r;
     const cbf_spead_counters *k = cbf_spead_assembler_counters(w->as);
@@ -231,7 +247,7 @@ static void publish(worker *w)
     cbf_counter_add(r->c_late_packets, k->late - w->seen.late);
     cbf_counter_add(r->c_duplicate, k->duplicate - w->seen.duplicate);
     for (int i = 1; i < CBF_SPEAD_N_REASONS; i++)
-        cbf_counter_add(r->c_malformed[reason_group(i)], k->malformed[i] - w->seen.malformed[i]);
+        cbf_counter_add(r->c_malformed[rx_reason_group(i)], k->malformed[i] - w->seen.malformed[i]);
     w->seen = *k;
     if (w->rx) {
         /* Frames that were not UDP at all (ibverbs sees whole frames) are foreign. */
@@ -245,24 +261,24 @@ static void publish(worker *w)
 
 /* ---- Sources ----------------------------------------------------------- */
 
-static double now_s(void)
+static double rx_now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static bool finished(receiver *r)
+static bool rx_finished(receiver *r)
 {
     pthread_mutex_lock(&r->lock);
     bool d = r->done || atomic_load(&r->win.send_rc);
-    if (!d && r->idle_timeout > 0 && r->last_packet > 0 && now_s() - r->last_packet > r->idle_timeout)
+    if (!d && r->idle_timeout > 0 && r->last_packet > 0 && rx_now_s() - r->last_packet > r->idle_timeout)
         d = r->done = true;
     pthread_mutex_unlock(&r->lock);
     return d || cbf_node_stopping(r->node);
 }
 
-static void count_stop(receiver *r)
+static void rx_count_stop(receiver *r)
 {
     pthread_mutex_lock(&r->lock);
     r->stops_seen++;
@@ -273,7 +289,7 @@ static void count_stop(receiver *r)
 
 /* Loss injection for tests: only data packets (not descriptors, not stream
  * stop), so that every drop costs exactly the heap it belongs to. */
-static bool drop_test(worker *w, const uint8_t *buf, size_t len)
+static bool rx_drop_test(worker *w, const uint8_t *buf, size_t len)
 {
     receiver *r = w->r;
     if (r->drop_rate <= 0 || cbf_spead_decode(buf, len, w->pkt) != CBF_SPEAD_OK ||
@@ -291,13 +307,13 @@ static bool drop_test(worker *w, const uint8_t *buf, size_t len)
     return true;
 }
 
-static void *udp_loop(void *arg)
+static void *rx_udp_loop(void *arg)
 {
     worker *w = arg;
     receiver *r = w->r;
     const uint8_t *pkt[RECV_BATCH];
     size_t len[RECV_BATCH];
-    while (!finished(r)) {
+    while (!rx_finished(r)) {
         int n = cbf_net_rx_recv(w->rx, pkt, len, &w->err);
         if (n < 0) {
             w->rc = n;
@@ -306,17 +322,17 @@ static void *udp_loop(void *arg)
         if (n == 0)
             continue;   /* the receive timeout: look at stop and idle again */
         pthread_mutex_lock(&r->lock);
-        r->last_packet = now_s();
+        r->last_packet = rx_now_s();
         pthread_mutex_unlock(&r->lock);
         for (int i = 0; i < n; i++)
-            if (!drop_test(w, pkt[i], len[i]) && cbf_spead_assembler_add(w->as, pkt[i], len[i]))
-                count_stop(r);
-        publish(w);
+            if (!rx_drop_test(w, pkt[i], len[i]) && cbf_spead_assembler_add(w->as, pkt[i], len[i]))
+                rx_count_stop(r);
+        rx_publish(w);
     }
     return NULL;
 }
 
-static int pcap_loop(receiver *r, worker *w, cbf_error *err)
+static int rx_pcap_loop(receiver *r, worker *w, cbf_error *err)
 {
 #ifdef CBF_HAVE_PCAP
     cbf_pcap_reader *pr;
@@ -326,34 +342,35 @@ static int pcap_loop(receiver *r, worker *w, cbf_error *err)
     const uint8_t *p;
     size_t len;
     uint64_t n = 0;
-    while (!finished(r) && (rc = cbf_pcap_reader_next(pr, 0, &p, &len, NULL, err)) == 1) {
-        if (!drop_test(w, p, len) && cbf_spead_assembler_add(w->as, p, len))
-            count_stop(r);
+    while (!rx_finished(r) && (rc = cbf_pcap_reader_next(pr, 0, &p, &len, NULL, err)) == 1) {
+        if (!rx_drop_test(w, p, len) && cbf_spead_assembler_add(w->as, p, len))
+            rx_count_stop(r);
         if (++n % RECV_BATCH == 0)
-            publish(w);
+            rx_publish(w);
     }
     cbf_pcap_reader_close(pr);
     return rc < 0 ? rc : 0;
 #else
     (void)r;
     (void)w;
-    return cbf_error_set(err, CBF_ENOTSUP, "receiver: source pcap needs libpcap, which this build lacks");
+    return cbf_error_set(err, CBF_ENOTSUP, "source pcap needs libpcap, which this build lacks");
 #endif
 }
 
 /* ---- Plugin ------------------------------------------------------------ */
 
-static int set_desc(receiver *r, const cbf_params *p, cbf_error *err)
+static int rx_set_desc(receiver *r, const cbf_params *p, cbf_error *err)
 {
     cbf_port_desc *d = &r->d;
-    double rate = cbf_params_float(p, "adc_sample_rate");
+    double rate = cbf_params_float(p, CBF_ATTR_ADC_SAMPLE_RATE);
     r->antennas = (int)cbf_params_int(p, "antennas");
     if (!r->feng) {
         r->bits = (int)cbf_params_int(p, "bits");
-        r->spc = (size_t)cbf_params_int(p, "samples_per_chunk");
+        r->spc = (size_t)cbf_params_int(p, CBF_ATTR_SAMPLES_PER_CHUNK);
         if (r->spc % HEAP_SAMPLES)
             return cbf_error_set(err, CBF_ECONFIG, "%s: samples_per_chunk %zu is not a multiple of %d",
-                                 cbf_params_where(p, "samples_per_chunk"), r->spc, HEAP_SAMPLES);
+                                 cbf_params_where(p, CBF_ATTR_SAMPLES_PER_CHUNK), r->spc,
+                                 HEAP_SAMPLES);
         r->heap_bytes = (size_t)HEAP_SAMPLES * (size_t)r->bits / 8;
         r->heaps = r->spc / HEAP_SAMPLES;
         r->chunk_step = (int64_t)r->spc;
@@ -364,17 +381,17 @@ static int set_desc(receiver *r, const cbf_params *p, cbf_error *err)
         cbf_port_desc_add_axis(d, "byte", r->heaps * r->heap_bytes);
         r->n_flags = (size_t)r->antennas * 2 * r->heaps;
         d->present_axis = "heap";
-        cbf_port_desc_set_attr(d, "samples_per_chunk", (double)r->spc);
-        cbf_port_desc_set_attr(d, "heap_samples", HEAP_SAMPLES);
+        cbf_port_desc_set_attr(d, CBF_ATTR_SAMPLES_PER_CHUNK, (double)r->spc);
+        cbf_port_desc_set_attr(d, CBF_ATTR_HEAP_SAMPLES, HEAP_SAMPLES);
     } else {
         r->channels = (size_t)cbf_params_int(p, "channels");
-        r->first = (size_t)cbf_params_int(p, "first_channel");
+        r->first = (size_t)cbf_params_int(p, CBF_ATTR_FIRST_CHANNEL);
         r->cph = (size_t)cbf_params_int(p, "channels_per_heap");
         r->cph = r->cph ? r->cph : r->channels;
-        r->spectra = (size_t)cbf_params_int(p, "spectra_per_heap");
+        r->spectra = (size_t)cbf_params_int(p, CBF_ATTR_SPECTRA_PER_HEAP);
         size_t total = (size_t)cbf_params_int(p, "total_channels");
         total = total ? total : r->channels;
-        r->spb = (size_t)cbf_params_int(p, "samples_between_spectra");
+        r->spb = (size_t)cbf_params_int(p, CBF_ATTR_SAMPLES_BETWEEN_SPECTRA);
         r->spb = r->spb ? r->spb : 2 * total;
         r->batches = (size_t)cbf_params_int(p, "batches");
         if (r->channels % r->cph)
@@ -382,24 +399,25 @@ static int set_desc(receiver *r, const cbf_params *p, cbf_error *err)
                                  cbf_params_where(p, "channels_per_heap"), r->channels, r->cph);
         r->ranges = r->channels / r->cph;
         r->chunk_step = (int64_t)(r->batches * r->spectra * r->spb);
-        cbf_port_desc_init(d, CBF_DTYPE_CI8, CBF_MEM_HOST);
-        cbf_port_desc_add_axis(d, "batch", r->batches);
-        cbf_port_desc_add_axis(d, "antenna", (size_t)r->antennas);
-        cbf_port_desc_add_axis(d, "channel", r->channels);
-        cbf_port_desc_add_axis(d, "spectrum", r->spectra);
-        cbf_port_desc_add_axis(d, "pol", 2);
-        r->n_flags = r->batches * (size_t)r->antennas;
-        d->present_axis = "batch_antenna";
-        cbf_port_desc_set_attr(d, "channels", (double)total);
-        cbf_port_desc_set_attr(d, "first_channel", (double)r->first);
-        cbf_port_desc_set_attr(d, "spectra_per_heap", (double)r->spectra);
-        cbf_port_desc_set_attr(d, "samples_between_spectra", (double)r->spb);
-        cbf_port_desc_set_attr(d, "n_ants", r->antennas);
+        const cbf_xeng_batch b = {
+            .dtype = CBF_DTYPE_CI8,
+            .batches = r->batches,
+            .n_ants = (size_t)r->antennas,
+            .channels = r->channels,
+            .spectra = r->spectra,
+        };
+        cbf_xeng_batch_desc(d, &b, CBF_MEM_HOST);
+        r->n_flags = d->n_present;
+        cbf_port_desc_set_attr(d, CBF_ATTR_CHANNELS, (double)total);
+        cbf_port_desc_set_attr(d, CBF_ATTR_FIRST_CHANNEL, (double)r->first);
+        cbf_port_desc_set_attr(d, CBF_ATTR_SPECTRA_PER_HEAP, (double)r->spectra);
+        cbf_port_desc_set_attr(d, CBF_ATTR_SAMPLES_BETWEEN_SPECTRA, (double)r->spb);
+        cbf_port_desc_set_attr(d, CBF_ATTR_N_ANTS, r->antennas);
     }
     d->n_present = r->n_flags;
     d->timestamp_step = r->chunk_step;
-    cbf_port_desc_set_attr(d, "adc_sample_rate", rate);
-    return cbf_port_set_desc(r->out, d, err);
+    cbf_port_desc_set_attr(d, CBF_ATTR_ADC_SAMPLE_RATE, rate);
+    return 0;
 }
 
 static void receiver_fini(cbf_node *node)
@@ -417,12 +435,12 @@ static void receiver_fini(cbf_node *node)
     free(r);
 }
 
-static int open_workers(receiver *r, const cbf_params *p, const cbf_net_choice *choice, cbf_error *err)
+static int rx_open_workers(receiver *r, const cbf_params *p, const cbf_net_choice *choice, cbf_error *err)
 {
     size_t heap = r->feng ? r->cph * r->spectra * 4 : r->heap_bytes;
     cbf_spead_assembler_config ac = {
         .max_heap_size = heap > 65536 ? heap : 65536,   /* room for descriptor heaps too */
-        .window = (int)cbf_params_int(p, "heap_window"), .on_heap = on_heap, .user = r,
+        .window = (int)cbf_params_int(p, "heap_window"), .on_heap = rx_on_heap, .user = r,
     };
     cbf_udp_endpoint eps[MAX_SOCKETS];
     int n_eps = 1, per = 1;
@@ -459,7 +477,7 @@ static int open_workers(receiver *r, const cbf_params *p, const cbf_net_choice *
             w->rng = (uint64_t)cbf_params_int(p, "drop_seed") * 0x9e3779b97f4a7c15ull + 1 +
                      (uint64_t)r->n_workers;
             if (!rc && !(w->pkt = malloc(sizeof *w->pkt)))
-                rc = cbf_error_set(err, CBF_ENOMEM, "receiver: out of memory");
+                rc = cbf_error_set(err, CBF_ENOMEM, "out of memory");
             if (!rc && !r->pcap) {
                 cbf_net_rx_config nc = {
                     .ep = eps[e], .iface = cbf_params_string(p, "interface"), .rcvbuf = 64 << 20,
@@ -480,7 +498,7 @@ static int receiver_init(cbf_node *node, cbf_error *err)
 {
     receiver *r = calloc(1, sizeof(*r));
     if (!r)
-        return cbf_error_set(err, CBF_ENOMEM, "receiver: out of memory");
+        return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     pthread_mutex_init(&r->lock, NULL);
     cbf_node_set_state(node, r);
     r->node = node;
@@ -499,21 +517,20 @@ static int receiver_init(cbf_node *node, cbf_error *err)
     r->stops_needed = (int)cbf_params_int(p, "stops");
     r->idle_timeout = cbf_params_float(p, "idle_timeout");
     r->drop_rate = cbf_params_float(p, "drop_rate");
-    int rc = set_desc(r, p, err);
+    int rc = rx_set_desc(r, p, err);
     if (rc)
         return rc;
     int n_ring = (int)cbf_params_int(p, "chunks_in_flight");
-    cbf_pool_config pc = {.name = "out", .kind = CBF_MEM_HOST,
-                          .count = (size_t)cbf_params_int(p, "buffers"),
-                          .size = cbf_port_desc_bytes(&r->d), .n_present = r->n_flags};
-    if (n_ring >= (int)pc.count)
+    const size_t count = (size_t)cbf_params_int(p, "buffers");
+    if (n_ring >= (int)count)
         return cbf_error_set(err, CBF_ECONFIG, "%s: chunks_in_flight %d needs more than %zu buffers",
-                             cbf_params_where(p, "buffers"), n_ring, pc.count);
+                             cbf_params_where(p, "buffers"), n_ring, count);
     r->win.out = r->out;
     r->win.n_flags = r->n_flags;
-    r->win.bytes = pc.size;
+    r->win.bytes = cbf_port_desc_bytes(&r->d);
     r->win.chunk_step = r->chunk_step;
-    if ((rc = cbf_node_pool_create(node, &pc, &r->win.pool, err)) || (rc = rx_window_init(&r->win, n_ring, err)))
+    if ((rc = cbf_stage_out_open(node, r->out, &r->d, count, &r->win.pool, err)) ||
+        (rc = rx_window_init(&r->win, n_ring, err)))
         return rc;
     static const char *names[] = {"packets", "bytes", "heaps", "heaps_incomplete", "packets_late",
                                   "packets_duplicate", "heaps_late", "heaps_bad", "chunks",
@@ -524,11 +541,9 @@ static int receiver_init(cbf_node *node, cbf_error *err)
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         *slots[i] = cbf_node_counter(node, names[i]);
     for (int i = 0; i < N_GROUPS; i++)
-        r->c_malformed[i] = cbf_node_counter(node, group_names[i]);
-    cbf_net_choice choice = {.transport = cbf_params_string(p, "transport"),
-                             .fallback = cbf_params_bool(p, "fallback"),
-                             .where = cbf_params_where(p, "transport")};
-    if ((rc = open_workers(r, p, &choice, err)))
+        r->c_malformed[i] = cbf_node_counter(node, rx_group_names[i]);
+    const cbf_net_choice choice = cbf_stage_net_choice(p);
+    if ((rc = rx_open_workers(r, p, &choice, err)))
         return rc;
     if (!r->pcap && r->n_workers)
         cbf_log_info("%d %s queue(s)", r->n_workers,
@@ -536,7 +551,7 @@ static int receiver_init(cbf_node *node, cbf_error *err)
     return 0;
 }
 
-static void log_reasons(const receiver *r)
+static void rx_log_reasons(const receiver *r)
 {
     char line[512];
     size_t n = 0;
@@ -558,12 +573,12 @@ static int receiver_run(cbf_node *node, cbf_error *err)
     receiver *r = cbf_node_state(node);
     int rc = 0;
     if (r->pcap) {
-        rc = pcap_loop(r, &r->workers[0], err);
+        rc = rx_pcap_loop(r, &r->workers[0], err);
     } else {
         for (int i = 1; i < r->n_workers; i++)
             r->workers[i].started =
-                pthread_create(&r->workers[i].thread, NULL, udp_loop, &r->workers[i]) == 0;
-        udp_loop(&r->workers[0]);
+                pthread_create(&r->workers[i].thread, NULL, rx_udp_loop, &r->workers[i]) == 0;
+        rx_udp_loop(&r->workers[0]);
         for (int i = 1; i < r->n_workers; i++)
             if (r->workers[i].started)
                 pthread_join(r->workers[i].thread, NULL);
@@ -574,27 +589,27 @@ static int receiver_run(cbf_node *node, cbf_error *err)
     /* Heaps still incomplete are dropped and counted; the rest is placed. */
     for (int i = 0; i < r->n_workers; i++) {
         cbf_spead_assembler_flush(r->workers[i].as);
-        publish(&r->workers[i]);
+        rx_publish(&r->workers[i]);
     }
-    log_reasons(r);
+    rx_log_reasons(r);
     int drc = rx_window_drain(&r->win);
     if (!rc && drc && drc != CBF_ESTOPPED)
-        rc = cbf_error_set(err, drc, "receiver: sending a chunk failed");
+        rc = cbf_error_set(err, drc, "sending a chunk failed");
     return rc;
 }
 
-static const cbf_plugin_desc desc = {
+static const cbf_plugin_desc rx_desc = {
     .abi = CBF_PLUGIN_ABI,
     .name = "receiver",
     .version = "0.1.0",
     .summary = "SPEAD heaps from UDP or pcap into digitiser or X-engine input chunks",
-    .params = params,
-    .n_params = CBF_COUNT_OF(params),
-    .ports = ports,
-    .n_ports = CBF_COUNT_OF(ports),
+    .params = rx_params,
+    .n_params = CBF_COUNT_OF(rx_params),
+    .ports = rx_ports,
+    .n_ports = CBF_COUNT_OF(rx_ports),
     .init = receiver_init,
     .run = receiver_run,
     .fini = receiver_fini,
 };
 
-CBF_PLUGIN_DEFINE(desc)
+CBF_PLUGIN_DEFINE(rx_desc)

@@ -10,9 +10,9 @@ int rx_window_init(rx_window *w, int n_ring, cbf_error *err)
     w->ring = calloc((size_t)n_ring, sizeof *w->ring);
     for (int i = 0; w->ring && i < n_ring; i++)
         if (!(w->ring[i].pieces = calloc(w->n_flags, sizeof(uint16_t))))
-            return cbf_error_set(err, CBF_ENOMEM, "receiver: out of memory");
+            return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     if (!w->ring)
-        return cbf_error_set(err, CBF_ENOMEM, "receiver: out of memory");
+        return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     return 0;
 }
 
@@ -28,7 +28,7 @@ void rx_window_free(rx_window *w)
 }
 
 /* Sends a chunk on (lock held). */
-static int emit(rx_window *w, rx_chunk *c)
+static int rx_window_emit(rx_window *w, rx_chunk *c)
 {
     cbf_buffer *b = c->buf;
     c->buf = NULL;
@@ -44,7 +44,7 @@ static int emit(rx_window *w, rx_chunk *c)
 
 /* Makes sure chunk idx has a buffer: zeroed payload, every flag missing
  * until its heaps arrive. */
-static int open_chunk(rx_window *w, rx_chunk *c, int64_t idx)
+static int rx_window_open_chunk(rx_window *w, rx_chunk *c, int64_t idx)
 {
     if (c->buf)
         return 0;
@@ -62,13 +62,13 @@ static int open_chunk(rx_window *w, rx_chunk *c, int64_t idx)
 /* Moves the window so that idx fits, sending chunks that fall out of it.
  * A chunk that saw no heap at all still goes out, all flagged missing, so
  * the timeline downstream has no holes. */
-static int advance(rx_window *w, int64_t idx)
+static int rx_window_advance(rx_window *w, int64_t idx)
 {
     while (idx >= w->base + w->n_ring) {
         rx_chunk *c = &w->ring[w->base % w->n_ring];
-        int rc = open_chunk(w, c, w->base);
+        int rc = rx_window_open_chunk(w, c, w->base);
         if (!rc)
-            rc = emit(w, c);
+            rc = rx_window_emit(w, c);
         if (rc)
             return rc;
         w->base++;
@@ -92,7 +92,7 @@ void rx_window_place(rx_window *w, int64_t idx, size_t flag, size_t offset, cons
         goto out;
     }
     rx_chunk *c = &w->ring[idx % w->n_ring];
-    if ((rc = advance(w, idx)) || (rc = open_chunk(w, c, idx))) {
+    if ((rc = rx_window_advance(w, idx)) || (rc = rx_window_open_chunk(w, c, idx))) {
         atomic_store(&w->send_rc, rc);
         goto out;
     }
@@ -113,9 +113,9 @@ int rx_window_drain(rx_window *w)
 {
     pthread_mutex_lock(&w->lock);
     int rc = atomic_load(&w->send_rc);
-    /* advance() keeps n_ring chunks open; here every one up to the last goes. */
+    /* rx_window_advance() keeps n_ring chunks open; here every one up to the last goes. */
     if (!rc && w->started && w->last_index >= w->base)
-        rc = advance(w, w->last_index + w->n_ring);
+        rc = rx_window_advance(w, w->last_index + w->n_ring);
     for (int i = 0; i < w->n_ring; i++)
         if (w->ring[i].buf) {   /* after an error: give buffers back unsent */
             cbf_buffer_unref(w->ring[i].buf);

@@ -16,51 +16,58 @@
 #include <time.h>
 
 #include "spead.h"
+#include "stage/contracts/adc.h"
+#include "stage/contracts/feng.h"
+#include "stage/contracts/xeng.h"
+#include "stage/netopt.h"
 #include "udp.h"
 
 #define MAX_DEST 64
 #define MAX_BATCH 256
 #define MAX_IF 8
 
-static const cbf_param_decl params[] = {
-    {"destinations", CBF_PARAM_STRING, NULL, CBF_NORANGE, NULL,
-     "comma-separated a.b.c.d:port; channel range (or input) r goes to entry r mod n"},
-    {"transport", CBF_PARAM_CHOICE, "socket", CBF_NORANGE, "socket|ibverbs",
-     "socket, or ibverbs raw-packet send queues (an RDMA NIC behind interface)"},
-    {"fallback", CBF_PARAM_BOOL, "false", CBF_NORANGE, NULL,
-     "with transport ibverbs: use sockets (logged) when ibverbs is unavailable"},
-    {"ring_slots", CBF_PARAM_INT, "4096", CBF_RANGE(64, 1 << 20), NULL,
-     "ibverbs: frames in each send ring of registered memory (at least 2 x batch)"},
-    {"interface", CBF_PARAM_STRING, "127.0.0.1", CBF_NORANGE, NULL,
-     "IPv4 address of the interface packets leave from; several, comma-separated, share the "
-     "heaps round robin"},
-    {"ttl", CBF_PARAM_INT, "1", CBF_RANGE(0, 255), NULL, "multicast TTL"},
-    {"packet_size", CBF_PARAM_INT, "8872", CBF_RANGE(128, 65000), NULL, "largest packet in bytes"},
-    {"rate_gbps", CBF_PARAM_FLOAT, "0", CBF_RANGE(0, 1000), NULL,
-     "rate limit in Gbit/s of UDP payload; 0 = unlimited (X-engine: paced over the dump)"},
-    {"channels_per_heap", CBF_PARAM_INT, "0", CBF_RANGE(0, 1 << 20), NULL,
-     "F/X-engine channels per heap; 0 = channels / number of destinations"},
-    {"feng_id", CBF_PARAM_INT, "-1", CBF_RANGE(-1, 65535), NULL,
-     "F-engine stream: feng_id sent; -1 = the input's 'antenna' attribute"},
-    {"descriptor_interval", CBF_PARAM_FLOAT, "5", CBF_RANGE(0, 3600), NULL,
-     "seconds between descriptor heaps (also sent at start); 0 = at start only"},
-    {"batch", CBF_PARAM_INT, "32", CBF_RANGE(1, MAX_BATCH), NULL, "packets per sendmmsg call"},
-    {"capture", CBF_PARAM_BOOL, "true", CBF_NORANGE, NULL,
-     "send from the start; false: wait for a `capture` request (action start)"},
+static const cbf_param_decl sender_params[] = {
+    {.name = "destinations", .type = CBF_PARAM_STRING,
+     .doc = "comma-separated a.b.c.d:port; channel range (or input) r goes to entry r mod n"},
+    CBF_STAGE_NET_PARAMS("send"),
+    {.name = "interface", .type = CBF_PARAM_STRING, .def = "127.0.0.1",
+     .doc = "IPv4 address of the interface packets leave from; several, comma-separated, share "
+            "the heaps round robin"},
+    {.name = "ttl", .type = CBF_PARAM_INT, .def = "1", .has_range = 1, .min = 0, .max = 255,
+     .doc = "multicast TTL"},
+    {.name = "packet_size", .type = CBF_PARAM_INT, .def = "8872", .has_range = 1, .min = 128,
+     .max = 65000, .doc = "largest packet in bytes"},
+    {.name = "rate_gbps", .type = CBF_PARAM_FLOAT, .def = "0", .has_range = 1, .min = 0,
+     .max = 1000,
+     .doc = "rate limit in Gbit/s of UDP payload; 0 = unlimited (X-engine: paced over the dump)"},
+    {.name = "channels_per_heap", .type = CBF_PARAM_INT, .def = "0", .has_range = 1, .min = 0,
+     .max = 1 << 20, .doc = "F/X-engine channels per heap; 0 = channels / number of destinations"},
+    {.name = "feng_id", .type = CBF_PARAM_INT, .def = "-1", .has_range = 1, .min = -1,
+     .max = 65535, .doc = "F-engine stream: feng_id sent; -1 = the input's 'antenna' attribute"},
+    {.name = "descriptor_interval", .type = CBF_PARAM_FLOAT, .def = "5", .has_range = 1, .min = 0,
+     .max = 3600,
+     .doc = "seconds between descriptor heaps (also sent at start); 0 = at start only"},
+    {.name = "batch", .type = CBF_PARAM_INT, .def = "32", .has_range = 1, .min = 1,
+     .max = MAX_BATCH, .doc = "packets per sendmmsg call (ibverbs: ring_slots at least 2 x batch)"},
+    {.name = "capture", .type = CBF_PARAM_BOOL, .def = "true",
+     .doc = "send from the start; false: wait for a `capture` request (action start)"},
 };
 
-static const cbf_param_decl capture_args[] = {
-    {"action", CBF_PARAM_CHOICE, NULL, CBF_NORANGE, "start|stop", "start or stop sending"},
+static const cbf_param_decl sender_capture_args[] = {
+    {.name = "action", .type = CBF_PARAM_CHOICE, .choices = "start|stop",
+     .doc = "start or stop sending"},
 };
 
-static const cbf_request_decl requests[] = {
-    {"capture", capture_args, CBF_COUNT_OF(capture_args),
-     "start or stop sending, from the next buffer on (buffers meanwhile are counted, not sent)"},
+static const cbf_request_decl sender_requests[] = {
+    {.name = "capture", .args = sender_capture_args, .n_args = CBF_COUNT_OF(sender_capture_args),
+     .doc = "start or stop sending, from the next buffer on (buffers meanwhile are counted, not "
+            "sent)"},
 };
 
-static const cbf_port_decl ports[] = {
-    {"in", CBF_PORT_IN, "*", 0, 0,
-     "cbf.adc.packed, cbf.feng.spectra or cbf.xeng.vis buffers (host memory or copied to it)"},
+static const cbf_port_decl sender_ports[] = {
+    {.name = "in", .dir = CBF_PORT_IN,
+     .type = CBF_TYPE_ADC_PACKED "|" CBF_TYPE_FENG_SPECTRA "|" CBF_TYPE_XENG_VIS,
+     .doc = "digitiser, F-engine or X-engine stream (host memory or copied to it)"},
 };
 
 typedef enum { S_DIG, S_FENG, S_XENG } stream_kind;
@@ -91,14 +98,14 @@ typedef struct sender {
     bool capturing;              /* `capture` requests; read and set on the node's thread */
 } sender;
 
-static double now_s(void)
+static double sender_now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int flush_q(sender *s, cbf_net_tx *q, cbf_error *err)
+static int sender_flush_q(sender *s, cbf_net_tx *q, cbf_error *err)
 {
     uint64_t refused = 0;
     int rc = cbf_net_tx_flush(q, &refused, err);
@@ -106,21 +113,21 @@ static int flush_q(sender *s, cbf_net_tx *q, cbf_error *err)
     return rc;
 }
 
-static int flush(sender *s, cbf_error *err)
+static int sender_flush(sender *s, cbf_error *err)
 {
     int rc = 0;
     for (int i = 0; i < s->n_if && !rc; i++)
-        rc = flush_q(s, s->q[i], err);
+        rc = sender_flush_q(s, s->q[i], err);
     return rc;
 }
 
 /* Paces by holding each batch until the rate allows it: a token bucket
  * whose depth is one batch. */
-static void pace(sender *s, size_t bytes, double rate)
+static void sender_pace(sender *s, size_t bytes, double rate)
 {
     if (rate <= 0)
         return;
-    double t = now_s();
+    double t = sender_now_s();
     if (s->next_time < t)
         s->next_time = t;
     double wait = s->next_time - t;
@@ -134,20 +141,20 @@ static void pace(sender *s, size_t bytes, double rate)
 /* Heap counters: a running count with the F-engine's id in the low 12
  * bits, so that heaps of several F-engines arriving at one X-engine socket
  * never share a counter (a receiver, ours or spead2, keys heaps by it). */
-static uint64_t next_cnt(sender *s)
+static uint64_t sender_next_cnt(sender *s)
 {
     uint64_t id = s->kind == S_FENG ? s->feng_id & 0xfff : 0;
     return ((s->heap_cnt++ << 12) | id) & CBF_SPEAD_ADDR_MASK;
 }
 
-static int send_heap(sender *s, const cbf_spead_item_out *items, int n, int dest, bool repeat,
+static int sender_send_heap(sender *s, const cbf_spead_item_out *items, int n, int dest, bool repeat,
                      double rate, cbf_error *err)
 {
     /* Whole heaps round robin over the interfaces: a heap's packets stay
      * in order on one path. */
     cbf_net_tx *q = s->q[s->heap_cnt % (uint64_t)s->n_if];
     cbf_spead_encoder e;
-    int rc = cbf_spead_encoder_init(&e, next_cnt(s), items, n, s->packet_size, repeat, err);
+    int rc = cbf_spead_encoder_init(&e, sender_next_cnt(s), items, n, s->packet_size, repeat, err);
     if (rc)
         return rc;
     for (size_t k = cbf_spead_encoder_count(&e); k > 0; k--) {
@@ -160,8 +167,8 @@ static int send_heap(sender *s, const cbf_spead_item_out *items, int n, int dest
         cbf_counter_add(s->c_packets, 1);
         cbf_counter_add(s->c_bytes, len);
         if (rc == 1) {   /* a batch is ready */
-            pace(s, (size_t)s->batch * s->packet_size, rate);
-            if ((rc = flush_q(s, q, err)))
+            sender_pace(s, (size_t)s->batch * s->packet_size, rate);
+            if ((rc = sender_flush_q(s, q, err)))
                 return rc;
         }
     }
@@ -170,7 +177,7 @@ static int send_heap(sender *s, const cbf_spead_item_out *items, int n, int dest
 }
 
 /* The descriptor heap of this stream, to every destination. */
-static int send_descriptors(sender *s, cbf_error *err)
+static int sender_send_descriptors(sender *s, cbf_error *err)
 {
     cbf_spead_descriptor d[4];
     int n = 0;
@@ -199,30 +206,32 @@ static int send_descriptors(sender *s, cbf_error *err)
     for (int i = 0; i < n; i++) {
         size_t len = cbf_spead_descriptor_encode(&d[i], raw[i], sizeof raw[i]);
         if (!len)
-            return cbf_error_set(err, CBF_EINTERNAL, "sender: descriptor of %s does not fit", d[i].name);
+            return cbf_error_set(err, CBF_EINTERNAL, "descriptor of %s does not fit", d[i].name);
         items[i] = (cbf_spead_item_out){.id = CBF_SPEAD_DESCRIPTOR, .data = raw[i], .len = len};
     }
     for (int k = 0; k < s->n_dest; k++) {
-        int rc = send_heap(s, items, n, k, false, s->rate, err);
+        int rc = sender_send_heap(s, items, n, k, false, s->rate, err);
         if (rc)
             return rc;
     }
-    s->last_desc = now_s();
-    return flush(s, err);
+    s->last_desc = sender_now_s();
+    return sender_flush(s, err);
 }
 
-static int classify(sender *s, const cbf_params *p, cbf_error *err)
+static int sender_classify(sender *s, const cbf_params *p, cbf_error *err)
 {
     const cbf_port_desc *d = &s->d;
     double v;
     if (d->dtype == CBF_DTYPE_PACKED && d->ndim == 3) {
         s->kind = S_DIG;
-        if (cbf_port_desc_get_attr(d, "heap_samples", &v) || v <= 0 || (size_t)v * (size_t)d->bits % 8)
-            return cbf_error_set(err, CBF_ECONFIG, "sender: digitiser input lacks a valid heap_samples");
+        if (cbf_port_desc_get_attr(d, CBF_ATTR_HEAP_SAMPLES, &v) || v <= 0 ||
+            (size_t)v * (size_t)d->bits % 8)
+            return cbf_error_set(err, CBF_ECONFIG,
+                                 "digitiser input lacks a valid " CBF_ATTR_HEAP_SAMPLES);
         s->heap_bytes = (size_t)v * (size_t)d->bits / 8;
         s->n_outer = d->shape[0];
         if (d->shape[2] % s->heap_bytes || d->n_present != d->shape[0] * 2 * (d->shape[2] / s->heap_bytes))
-            return cbf_error_set(err, CBF_ECONFIG, "sender: digitiser buffer is not whole heaps");
+            return cbf_error_set(err, CBF_ECONFIG, "digitiser buffer is not whole heaps");
         if (s->heap_bytes + 72 > s->packet_size)
             return cbf_error_set(err, CBF_ECONFIG,
                                  "%s: packet_size %zu cannot carry a %zu-byte digitiser heap in one packet",
@@ -236,22 +245,24 @@ static int classify(sender *s, const cbf_params *p, cbf_error *err)
         chans = d->shape[1];
         s->spectra = d->shape[2];
         if (d->shape[3] != 2 || d->n_present != d->shape[0])
-            return cbf_error_set(err, CBF_ECONFIG, "sender: F-engine input is not [batch][channel][spectrum][2 pols]");
-        if (cbf_port_desc_get_attr(d, "samples_between_spectra", &v))
-            return cbf_error_set(err, CBF_ECONFIG, "sender: F-engine input lacks samples_between_spectra");
+            return cbf_error_set(err, CBF_ECONFIG,
+                                 "F-engine input is not [batch][channel][spectrum][2 pols]");
+        if (cbf_port_desc_get_attr(d, CBF_ATTR_SAMPLES_BETWEEN_SPECTRA, &v))
+            return cbf_error_set(err, CBF_ECONFIG,
+                                 "F-engine input lacks " CBF_ATTR_SAMPLES_BETWEEN_SPECTRA);
         s->spb = (size_t)v;
-        s->feng_id = cbf_port_desc_get_attr(d, "antenna", &v) ? 0 : (uint64_t)v;
+        s->feng_id = cbf_port_desc_get_attr(d, CBF_ATTR_ANTENNA, &v) ? 0 : (uint64_t)v;
         if (cbf_params_int(p, "feng_id") >= 0)
             s->feng_id = (uint64_t)cbf_params_int(p, "feng_id");
     } else if (d->dtype == CBF_DTYPE_CI32 && d->ndim == 2) {
         s->kind = S_XENG;
         chans = d->shape[0];
         double rate;
-        if (!cbf_port_desc_get_attr(d, "adc_sample_rate", &rate) && rate > 0)
+        if (!cbf_port_desc_get_attr(d, CBF_ATTR_ADC_SAMPLE_RATE, &rate) && rate > 0)
             s->dump_s = (double)d->timestamp_step / rate;
     } else {
         return cbf_error_set(err, CBF_ECONFIG,
-                             "sender: input is %s with %d axes: not a digitiser, F-engine or X-engine stream",
+                             "input is %s with %d axes: not a digitiser, F-engine or X-engine stream",
                              cbf_dtype_name(d->dtype), d->ndim);
     }
     s->per_heap = (size_t)cbf_params_int(p, "channels_per_heap");
@@ -264,15 +275,13 @@ static int classify(sender *s, const cbf_params *p, cbf_error *err)
     return 0;
 }
 
-static int open_interfaces(sender *s, const cbf_params *p, cbf_error *err)
+static int sender_open_interfaces(sender *s, const cbf_params *p, cbf_error *err)
 {
     const char *list = cbf_params_string(p, "interface");
     cbf_net_tx_config tc = {.ttl = (int)cbf_params_int(p, "ttl"), .sndbuf = 8 << 20,
                             .max_packet = s->packet_size, .batch = s->batch,
                             .ring_slots = (uint32_t)cbf_params_int(p, "ring_slots"),
-                            .choice = {.transport = cbf_params_string(p, "transport"),
-                                       .fallback = cbf_params_bool(p, "fallback"),
-                                       .where = cbf_params_where(p, "transport")}};
+                            .choice = cbf_stage_net_choice(p)};
     while (*list) {
         size_t len = strcspn(list, ",");
         char addr[64];
@@ -312,7 +321,7 @@ static int sender_init(cbf_node *node, cbf_error *err)
 {
     sender *s = calloc(1, sizeof(*s));
     if (!s)
-        return cbf_error_set(err, CBF_ENOMEM, "sender: out of memory");
+        return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     cbf_node_set_state(node, s);
     const cbf_params *p = cbf_node_params(node);
     s->in = cbf_node_port(node, "in", 0);
@@ -326,12 +335,12 @@ static int sender_init(cbf_node *node, cbf_error *err)
     if (n < 0)
         return n;
     s->n_dest = n;
-    int rc = classify(s, p, err);
+    int rc = sender_classify(s, p, err);
     if (rc)
         return rc;
     if (s->d.mem != CBF_MEM_HOST && !(s->host = malloc(cbf_port_desc_bytes(&s->d))))
-        return cbf_error_set(err, CBF_ENOMEM, "sender: out of memory");
-    if ((rc = open_interfaces(s, p, err)))
+        return cbf_error_set(err, CBF_ENOMEM, "out of memory");
+    if ((rc = sender_open_interfaces(s, p, err)))
         return rc;
     cbf_log_info("%d %s queue(s)", s->n_if,
                  cbf_net_tx_transport(s->q[0]) == CBF_NET_IBVERBS ? "ibverbs" : "socket");
@@ -345,7 +354,7 @@ static int sender_init(cbf_node *node, cbf_error *err)
     return 0;
 }
 
-static int send_dig(sender *s, const cbf_buffer *b, const uint8_t *data, cbf_error *err)
+static int sender_send_dig(sender *s, const cbf_buffer *b, const uint8_t *data, cbf_error *err)
 {
     size_t per_stream = s->d.shape[2], heaps = per_stream / s->heap_bytes;
     double samples = (double)(s->heap_bytes * 8 / (size_t)s->d.bits);
@@ -361,14 +370,14 @@ static int send_dig(sender *s, const cbf_buffer *b, const uint8_t *data, cbf_err
                 {.id = 0x3102, .immediate = true, .value = 0},
                 {.id = 0x3300, .data = data + in * per_stream + h * s->heap_bytes, .len = s->heap_bytes},
             };
-            int rc = send_heap(s, items, 4, (int)(in % (size_t)s->n_dest), true, s->rate, err);
+            int rc = sender_send_heap(s, items, 4, (int)(in % (size_t)s->n_dest), true, s->rate, err);
             if (rc)
                 return rc;
         }
     return 0;
 }
 
-static int send_feng(sender *s, const cbf_buffer *b, const uint8_t *data, cbf_error *err)
+static int sender_send_feng(sender *s, const cbf_buffer *b, const uint8_t *data, cbf_error *err)
 {
     size_t esize = s->d.dtype == CBF_DTYPE_CI8 ? 2 : 1;
     size_t heap_bytes = s->per_heap * s->spectra * 2 * esize;
@@ -386,7 +395,7 @@ static int send_feng(sender *s, const cbf_buffer *b, const uint8_t *data, cbf_er
                 {.id = 0x4103, .immediate = true, .value = r * s->per_heap},
                 {.id = 0x4300, .data = data + (bt * s->n_ranges + r) * heap_bytes, .len = heap_bytes},
             };
-            int rc = send_heap(s, items, 4, (int)(r % (size_t)s->n_dest), false, s->rate, err);
+            int rc = sender_send_heap(s, items, 4, (int)(r % (size_t)s->n_dest), false, s->rate, err);
             if (rc)
                 return rc;
         }
@@ -394,7 +403,7 @@ static int send_feng(sender *s, const cbf_buffer *b, const uint8_t *data, cbf_er
     return 0;
 }
 
-static int send_xeng(sender *s, const cbf_buffer *b, const uint8_t *data, cbf_error *err)
+static int sender_send_xeng(sender *s, const cbf_buffer *b, const uint8_t *data, cbf_error *err)
 {
     size_t heap_bytes = s->per_heap * s->d.shape[1] * 8;
     /* Spread a dump's packets over 90% of the dump interval, so the
@@ -408,7 +417,7 @@ static int send_xeng(sender *s, const cbf_buffer *b, const uint8_t *data, cbf_er
             {.id = 0x4103, .immediate = true, .value = r * s->per_heap},
             {.id = 0x1800, .data = data + r * heap_bytes, .len = heap_bytes},
         };
-        int rc = send_heap(s, items, 3, (int)(r % (size_t)s->n_dest), false, rate, err);
+        int rc = sender_send_heap(s, items, 3, (int)(r % (size_t)s->n_dest), false, rate, err);
         if (rc)
             return rc;
     }
@@ -418,7 +427,7 @@ static int send_xeng(sender *s, const cbf_buffer *b, const uint8_t *data, cbf_er
 static int sender_run(cbf_node *node, cbf_error *err)
 {
     sender *s = cbf_node_state(node);
-    int rc = send_descriptors(s, err);
+    int rc = sender_send_descriptors(s, err);
     cbf_buffer *b;
     while (!rc && (rc = cbf_port_recv(s->in, &b)) == 0) {
         if (!s->capturing) {
@@ -431,35 +440,35 @@ static int sender_run(cbf_node *node, cbf_error *err)
             rc = cbf_buffer_copy_to_host(b, s->host, cbf_port_desc_bytes(&s->d), err);
             data = s->host;
         }
-        if (!rc && s->desc_interval > 0 && now_s() - s->last_desc > s->desc_interval)
-            rc = send_descriptors(s, err);
+        if (!rc && s->desc_interval > 0 && sender_now_s() - s->last_desc > s->desc_interval)
+            rc = sender_send_descriptors(s, err);
         if (!rc)
-            rc = s->kind == S_DIG ? send_dig(s, b, data, err)
-                 : s->kind == S_FENG ? send_feng(s, b, data, err) : send_xeng(s, b, data, err);
+            rc = s->kind == S_DIG ? sender_send_dig(s, b, data, err)
+                 : s->kind == S_FENG ? sender_send_feng(s, b, data, err) : sender_send_xeng(s, b, data, err);
         /* Every interface's queue out at the end of a buffer: queues filling
          * at different speeds would otherwise reorder heaps by more than a
          * buffer, which receivers' windows need not cover. */
         if (!rc && s->n_if > 1)
-            rc = flush(s, err);
+            rc = sender_flush(s, err);
         cbf_buffer_unref(b);
     }
     if (rc == CBF_EOS)
         rc = 0;
     if (!rc)
-        rc = flush(s, err);
+        rc = sender_flush(s, err);
     /* Stream stop to every destination, also after an error, so receivers
      * end: through the first interface, after whatever it still holds. */
     cbf_error stop_err = {0};
-    int src = flush_q(s, s->q[0], &stop_err);
+    int src = sender_flush_q(s, s->q[0], &stop_err);
     for (int k = 0; k < s->n_dest && !src; k++) {
         uint8_t *p;
         if (!(src = cbf_net_tx_buffer(s->q[0], &p, &stop_err)))
-            src = cbf_net_tx_commit(s->q[0], cbf_spead_encode_stop(next_cnt(s), p), &s->dest[k], &stop_err);
+            src = cbf_net_tx_commit(s->q[0], cbf_spead_encode_stop(sender_next_cnt(s), p), &s->dest[k], &stop_err);
         if (src == 1)
-            src = flush_q(s, s->q[0], &stop_err);
+            src = sender_flush_q(s, s->q[0], &stop_err);
     }
     if (!src)
-        src = flush_q(s, s->q[0], &stop_err);
+        src = sender_flush_q(s, s->q[0], &stop_err);
     if (src < 0 && !rc) {
         *err = stop_err;
         rc = cbf_error_prefix(err, "sending stream stop");
@@ -478,21 +487,21 @@ static int sender_request(cbf_node *node, const cbf_request *req, cbf_reply *rep
     return 0;
 }
 
-static const cbf_plugin_desc desc = {
+static const cbf_plugin_desc sender_desc = {
     .abi = CBF_PLUGIN_ABI,
     .name = "sender",
     .version = "0.1.0",
     .summary = "SPEAD heaps over UDP: digitiser, F-engine or X-engine stream (sendmmsg, rate limit)",
-    .params = params,
-    .n_params = CBF_COUNT_OF(params),
-    .ports = ports,
-    .n_ports = CBF_COUNT_OF(ports),
+    .params = sender_params,
+    .n_params = CBF_COUNT_OF(sender_params),
+    .ports = sender_ports,
+    .n_ports = CBF_COUNT_OF(sender_ports),
     .init = sender_init,
     .run = sender_run,
     .fini = sender_fini,
-    .requests = requests,
-    .n_requests = CBF_COUNT_OF(requests),
+    .requests = sender_requests,
+    .n_requests = CBF_COUNT_OF(sender_requests),
     .request = sender_request,
 };
 
-CBF_PLUGIN_DEFINE(desc)
+CBF_PLUGIN_DEFINE(sender_desc)

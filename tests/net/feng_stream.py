@@ -11,7 +11,6 @@ against dsim -> pfb -> fft_post -> filesink (CPU path, same seed):
 usage: feng_stream.py CBF_RUN
 """
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,20 +32,8 @@ SPC = 262144
 LENGTH = 4 * SPC
 
 
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def bound(port):
-    with open("/proc/net/udp") as f:
-        return any(line.split()[1].endswith(f":{port:04X}") for line in f.readlines()[1:])
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from loopback import bound, fail, free_port  # noqa: E402
 
 
 def feng(sink):

@@ -8,15 +8,15 @@
 #ifdef CBF_HAVE_CUDA
 #include <cuda_runtime.h>
 
-#define CK(call)                                                                         \
-    do {                                                                                 \
-        cudaError_t e_ = (call);                                                         \
-        if (e_ != cudaSuccess) {                                                         \
-            snprintf(msg, msglen, "%s: %s", #call, cudaGetErrorString(e_));              \
-            rc = -6;                                                                     \
-            goto out;                                                                    \
-        }                                                                                \
-    } while (0)
+/* 0, or -6 (the kernels' CUDA error) with the failed call and CUDA's reason in msg. */
+static int xr_cuda(cudaError_t e, const char *call, char *msg, size_t msglen)
+{
+    if (e == cudaSuccess)
+        return 0;
+    snprintf(msg, msglen, "%s: %s", call, cudaGetErrorString(e));
+    return -6;
+}
+#define CK(call) do { if ((rc = xr_cuda((call), #call, msg, msglen))) goto out; } while (0)
 #endif
 
 int xeng_gpu_available(char *msg, size_t msglen)
