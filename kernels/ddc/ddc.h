@@ -15,7 +15,7 @@
  *
  * Input: packed big-endian signed samples, 2..16 bits (the MeerKAT
  * digitiser layout, sample 0 in the top bits of byte 0), 4-byte aligned and
- * readable up to cbf_packed_bytes (kernels/common/packed.h: the GPU decoder
+ * readable up to cbf_packed_bytes (kernels/common/include/cbf/kernels/packed.h: the GPU decoder
  * loads 32-bit words, one past the one a sample starts in). Output: complex
  * float32 (re, im interleaved), [pol][output], the layout the narrowband
  * PFB reads.
@@ -29,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "packed.h"
+#include "cbf/kernels/packed.h"
 #include "status.h"
 
 #ifdef __cplusplus
@@ -55,13 +55,6 @@ uint32_t cbf_ddc_mix_step(double cycles_per_sample);
 
 /* phi(n) = n x step mod 2^32, exact for every 64-bit n. */
 uint32_t cbf_ddc_phase(uint64_t n, uint32_t step);
-
-/* The old name of cbf_packed_bytes (kernels/common/packed.h), kept only
- * until plugins/ddc calls cbf_packed_bytes itself; then it goes. */
-static inline size_t cbf_ddc_packed_bytes(size_t samples, int bits)
-{
-    return cbf_packed_bytes(samples, bits);
-}
 
 /* Input samples that `outputs` outputs read: (outputs - 1) S + taps. */
 size_t cbf_ddc_in_samples(const cbf_ddc_config *cfg, size_t outputs);

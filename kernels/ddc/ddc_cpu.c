@@ -4,7 +4,7 @@
  * run as vector FMAs; elsewhere fmaf gives the same bits, slower. */
 #include "ddc.h"
 
-#include "packed.h"
+#include "cbf/kernels/packed.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,10 +1,10 @@
 /* pack_cpu.c: see pack.h. Packing runs a 64-bit accumulator that moves
  * whole bytes at a time (with bits <= 16 and at most 7 bits left over it
- * never holds more than 23); unpacking is kernels/common/packed.h's
+ * never holds more than 23); unpacking is kernels/common/include/cbf/kernels/packed.h's
  * decoder. */
 #include "pack.h"
 
-#include "packed.h"
+#include "cbf/kernels/packed.h"
 
 int cbf_pack_bits_ok(int bits)
 {

@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "packed.h"
+#include "cbf/kernels/packed.h"
 #include "status.h"
 
 #ifdef __cplusplus
@@ -44,13 +44,6 @@ int cbf_pfb_bits_ok(int bits);
 /* The unzipping factor n in {1, 2, 4} that keeps each complex transform at
  * or under 8192 points (one pass of cuFFT), 4 beyond that. */
 int cbf_pfb_auto_unzip(int channels);
-
-/* The old name of cbf_packed_bytes (kernels/common/packed.h), kept only
- * until plugins/pfb calls cbf_packed_bytes itself; then it goes. */
-static inline size_t cbf_pfb_packed_bytes(size_t samples, int bits)
-{
-    return cbf_packed_bytes(samples, bits);
-}
 
 typedef struct cbf_pfb_job {
     int channels;            /* power of two, 64..65536 */

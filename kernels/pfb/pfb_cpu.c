@@ -2,7 +2,7 @@
  * the input, so each packed sample is decoded once per call. */
 #include "pfb.h"
 
-#include "packed.h"
+#include "cbf/kernels/packed.h"
 
 #include <stdlib.h>
 #include <string.h>

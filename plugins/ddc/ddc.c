@@ -212,7 +212,7 @@ static int ddc_init(cbf_node *node, cbf_error *err)
         .heap = s->heap,
         .chunk = s->chunk,
         .cap = cap,
-        .pol_bytes = cbf_ddc_packed_bytes(cap, s->cfg.bits),
+        .pol_bytes = cbf_packed_bytes(cap, s->cfg.bits),
         .slab = {a, a + 1},
         .flag_row = {a, a + 1},
         .max_gap = (int64_t)(4 * s->n_out * s->S + s->T),

@@ -218,7 +218,7 @@ static int pfb_setup_staging(cbf_node *node, pfb_state *s, const cbf_params *p, 
         .heap = s->heap,
         .chunk = s->chunk,
         .cap = cap,
-        .pol_bytes = cbf_pfb_packed_bytes(cap, s->bits),
+        .pol_bytes = cbf_packed_bytes(cap, s->bits),
         /* ddc output holds one antenna, and one flag per block for both pols. */
         .slab = {s->cplx ? 0 : (size_t)s->antenna * 2, s->cplx ? 1 : (size_t)s->antenna * 2 + 1},
         .flag_row = {s->cplx ? 0 : (size_t)s->antenna * 2, s->cplx ? 0 : (size_t)s->antenna * 2 + 1},

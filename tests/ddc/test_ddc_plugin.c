@@ -120,7 +120,7 @@ static void result_free(result *r)
 static void streams(const result *r, int drop, uint8_t *pol[2])
 {
     for (int p = 0; p < 2; p++) {
-        pol[p] = calloc(cbf_ddc_packed_bytes(LENGTH, 10), 1);
+        pol[p] = calloc(cbf_packed_bytes(LENGTH, 10), 1);
         for (size_t c = 0; c < r->n_chunks; c++)
             if ((int)c != drop)
                 memcpy(pol[p] + c * r->bytes, r->dsim + ((c * 2 + 1) * 2 + (size_t)p) * r->bytes,

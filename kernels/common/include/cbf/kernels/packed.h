@@ -1,4 +1,4 @@
-/* kernels/common/packed.h: the packed digitiser sample format, decoded in
+/* kernels/common/include/cbf/kernels/packed.h: the packed digitiser sample format, decoded in
  * one place, and the one rule for how far a packed buffer must be readable.
  *
  * Format (docs/formats.md): samples of `bits` bits (2..16), two's
