@@ -10,12 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static const cbf_param_decl params[] = {
-    {"every", CBF_PARAM_INT, "1", CBF_RANGE(1, 1000000), NULL, "log every n-th chunk"},
+static const cbf_param_decl rms_params[] = {
+    {.name = "every", .type = CBF_PARAM_INT, .def = "1", .has_range = 1, .min = 1, .max = 1000000,
+     .doc = "log every n-th chunk"},
 };
 
-static const cbf_port_decl ports[] = {
-    {"in", CBF_PORT_IN, "cbf.adc.packed", 0, 0, "packed samples [antenna][pol][byte]"},
+static const cbf_port_decl rms_ports[] = {
+    {.name = "in", .dir = CBF_PORT_IN, .type = "cbf.adc.packed",
+     .doc = "packed samples [antenna][pol][byte]"},
 };
 
 typedef struct rms {
@@ -91,18 +93,18 @@ static void rms_fini(cbf_node *node)
     cbf_node_set_state(node, NULL);
 }
 
-static const cbf_plugin_desc desc = {
+static const cbf_plugin_desc rms_desc = {
     .abi = CBF_PLUGIN_ABI,
     .name = "rms",
     .version = "0.1.0",
     .summary = "example: logs the RMS of packed digitiser samples in dBFS",
-    .params = params,
-    .n_params = CBF_COUNT_OF(params),
-    .ports = ports,
-    .n_ports = CBF_COUNT_OF(ports),
+    .params = rms_params,
+    .n_params = CBF_COUNT_OF(rms_params),
+    .ports = rms_ports,
+    .n_ports = CBF_COUNT_OF(rms_ports),
     .init = rms_init,
     .run = rms_run,
     .fini = rms_fini,
 };
 
-CBF_PLUGIN_DEFINE(desc)
+CBF_PLUGIN_DEFINE(rms_desc)
