@@ -25,6 +25,10 @@ struct cbf_pool {
     atomic_bool aborted;
     cbf_pool *next;           /* a node's list of owned pools */
 
+    /* CBF_POOL_POISON=1 (tests): a returned buffer is filled with
+     * POOL_POISON, so a holder that reads it after letting go sees junk. */
+    bool poison_on_return;
+
     /* Harness mode only (cbf_rt_pool_set_growing). */
     atomic_uint_least64_t *grown;   /* non-NULL: grow by one instead of blocking */
     bool poison;
@@ -37,6 +41,14 @@ struct extra {
     cbf_buffer b;
     struct extra *next;
 };
+
+#define POOL_POISON 0xa5
+
+static bool pool_poison_wanted(void)
+{
+    const char *v = getenv("CBF_POOL_POISON");
+    return v && *v && strcmp(v, "0") != 0;
+}
 
 const char *cbf_mem_kind_name(cbf_mem_kind kind)
 {
@@ -129,6 +141,7 @@ int cbf_pool_create(const cbf_pool_config *cfg, cbf_pool **out, cbf_error *err)
     p->cfg = *cfg;
     snprintf(p->name, sizeof p->name, "%s", name);
     p->cfg.name = p->name;
+    p->poison_on_return = pool_poison_wanted();
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     atomic_init(&p->aborted, false);
@@ -188,7 +201,27 @@ static void reset(cbf_buffer *b)
     b->saturated = 0;
     b->missing = 0;
     if (b->pool_->poison && b->kind == CBF_MEM_HOST)
-        memset(b->data, 0xa5, b->size);
+        memset(b->data, POOL_POISON, b->size);
+}
+
+/* Everything a holder could read, poisoned as the buffer goes back. */
+static void poison(cbf_buffer *b)
+{
+    if (b->kind == CBF_MEM_DEVICE) {
+        if (cbf_rt_gpu_fill(b->data, POOL_POISON, b->size) != CBF_OK)
+            cbf_log_error("pool '%s': poisoning buffer %u on the GPU failed", b->pool_->name,
+                          b->index_);
+    } else {
+        memset(b->data, POOL_POISON, b->size);
+    }
+    if (b->present)
+        memset(b->present, POOL_POISON, b->pool_->cfg.n_present);
+    if (b->aux)
+        memset(b->aux, POOL_POISON, b->aux_size);
+    memset(&b->timestamp, POOL_POISON, sizeof b->timestamp);
+    memset(&b->seq, POOL_POISON, sizeof b->seq);
+    memset(&b->saturated, POOL_POISON, sizeof b->saturated);
+    memset(&b->missing, POOL_POISON, sizeof b->missing);
 }
 
 /* Harness mode: one more buffer on the free list (the pool's lock held). */
@@ -305,6 +338,8 @@ void cbf_buffer_unref(cbf_buffer *buf)
                       buf->index_);
         return;
     }
+    if (p->poison_on_return)
+        poison(buf);
     pthread_mutex_lock(&p->mu);
     p->free_list[p->n_free++] = buf;
     pthread_cond_signal(&p->cv);

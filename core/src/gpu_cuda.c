@@ -130,6 +130,16 @@ int cbf_rt_gpu_memcpy_d2h(void *dst, const void *src, size_t bytes, cbf_error *e
     return e == cudaSuccess ? CBF_OK : cuda_fail(err, e, "cudaMemcpy device to host");
 }
 
+int cbf_rt_gpu_fill(void *dst, int value, size_t bytes)
+{
+    /* On the legacy stream, then waited for: the buffer's next producer
+     * queues on a stream of its own, which would not wait for it. */
+    cudaError_t e = cudaMemsetAsync(dst, value, bytes, cudaStreamLegacy);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(cudaStreamLegacy);
+    return e == cudaSuccess ? CBF_OK : CBF_ECUDA;
+}
+
 struct cbf_gpu_timer {
     cudaEvent_t ev[2];
     int n;

@@ -92,3 +92,9 @@ double cbf_gpu_timer_ms(const cbf_gpu_timer *t)
     return NAN;
 }
 void cbf_gpu_timer_destroy(cbf_gpu_timer *t) { (void)t; }
+
+int cbf_rt_gpu_fill(void *dst, int value, size_t bytes)
+{
+    (void)dst, (void)value, (void)bytes;
+    return CBF_ENOTSUP;
+}

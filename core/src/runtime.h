@@ -211,5 +211,7 @@ CBF_RT_HIDDEN int cbf_rt_gpu_event_create(void **out, cbf_error *err);
 CBF_RT_HIDDEN void cbf_rt_gpu_event_destroy(void *ev);
 CBF_RT_HIDDEN int cbf_rt_gpu_set_device(int device, cbf_error *err);
 CBF_RT_HIDDEN int cbf_rt_gpu_memcpy_d2h(void *dst, const void *src, size_t bytes, cbf_error *err);
+/* Sets device memory to value and waits for it (pool poisoning only). */
+CBF_RT_HIDDEN int cbf_rt_gpu_fill(void *dst, int value, size_t bytes);
 
 #endif

@@ -519,6 +519,15 @@ extern "C" int cbf_fft_post_cuda_saturated(cbf_fft_post_cuda *plan, uint64_t sat
     return 0;
 }
 
+extern "C" int cbf_fft_post_cuda_saturated_async(cbf_fft_post_cuda *plan, uint64_t dst[2],
+                                                 char *msg, size_t msglen)
+{
+    static_assert(sizeof(uint64_t) == sizeof(unsigned long long), "counts are 64-bit");
+    CUDA_TRY(cudaMemcpyAsync(dst, plan->sat, 2 * sizeof(unsigned long long),
+                             cudaMemcpyDeviceToHost, plan->stream));
+    return 0;
+}
+
 extern "C" void cbf_fft_post_cuda_destroy(cbf_fft_post_cuda *plan)
 {
     if (!plan)

@@ -108,6 +108,10 @@ int cbf_fft_post_cuda_run(cbf_fft_post_cuda *plan, const cbf_fft_post_args *args
                           size_t msglen);
 int cbf_fft_post_cuda_saturated(cbf_fft_post_cuda *plan, uint64_t saturated[2], char *msg,
                                 size_t msglen);
+/* Queues a copy of the last run's counts to dst (pinned host memory) on
+ * the plan's stream: they are there once the stream has passed it. */
+int cbf_fft_post_cuda_saturated_async(cbf_fft_post_cuda *plan, uint64_t dst[2], char *msg,
+                                      size_t msglen);
 void cbf_fft_post_cuda_destroy(cbf_fft_post_cuda *plan);
 
 /* Floats of FIR output per spectrum: 2 x channels, or 4 x channels when complex_in. */

@@ -23,6 +23,21 @@
 #include "stage/timed.h"
 
 #define POST_MAX_PENDING 16
+/* GPU buffers in flight: one queued while the host waits for the one
+ * before, and at most one held while the node waits for input (so pfb's
+ * pool never runs dry because of it). */
+#define POST_DEPTH 2
+
+/* One buffer on the GPU: its input is held until the kernels are done, its
+ * saturation counts come back (asynchronously) to pinned memory, and its
+ * output goes out once the download's event has passed. */
+typedef struct post_flight {
+    cbf_buffer *in, *out;
+    void *d_out;            /* device output before the copy to the pinned buffer */
+    uint64_t *sat;          /* pinned [2] */
+    void *computed;         /* compute stream: kernels and counts done */
+    cbf_gpu_timer *timer;   /* its kernels: the gpu_ms_per_buffer gauge */
+} post_flight;
 
 typedef struct post_state {
     cbf_fft_post_config cfg;
@@ -37,10 +52,12 @@ typedef struct post_state {
     double decimation;      /* digitiser samples per FIR input sample (1: wideband) */
     cbf_fft_post_cpu *cpu;
     cbf_fft_post_cuda *cuda;
-    void *stream;
-    cbf_gpu_timer *timer;   /* a buffer's kernels: the gpu_ms_per_buffer gauge */
+    void *stream;           /* kernels */
+    void *down;             /* downloads, overlapping the next buffer's kernels */
+    post_flight fl[POST_DEPTH];
+    size_t fl_head, fl_n;
+    uint64_t *sat_host;     /* pinned, [POST_DEPTH][2] */
     cbf_gauge *g_gpu_ms;
-    void *d_out;            /* device output before the copy to the pinned buffer */
     cbf_pool *pool;
     cbf_counter *c_batches, *c_missing, *c_sat[2];
 } post_state;
@@ -125,11 +142,20 @@ static int post_setup_backend(cbf_node *node, post_state *s, const float *gains,
 #ifdef CBF_HAVE_CUDA
     if (s->gpu) {
         if ((rc = cbf_stage_stream_create(&s->stream, err)) ||
-            (rc = cbf_gpu_timer_create(&s->timer, err)))
+            (rc = cbf_stage_stream_create(&s->down, err)) ||
+            (rc = cbf_stage_alloc(CBF_MEM_PINNED, sizeof(uint64_t) * 2 * POST_DEPTH,
+                                  (void **)&s->sat_host, "saturation counts", err)))
             return rc;
+        for (int k = 0; k < POST_DEPTH; k++) {
+            post_flight *f = &s->fl[k];
+            f->sat = s->sat_host + 2 * k;
+            if ((rc = cbf_gpu_timer_create(&f->timer, err)) ||
+                (rc = cbf_stage_event_create(&f->computed, err)) ||
+                (rc = cbf_stage_alloc(CBF_MEM_DEVICE, s->out_bytes, &f->d_out, "output", err)))
+                return rc;
+        }
         s->g_gpu_ms = cbf_node_gauge(node, "gpu_ms_per_buffer");
-        if ((rc = cbf_stage_alloc(CBF_MEM_DEVICE, s->out_bytes, &s->d_out, "output", err)) ||
-            (rc = cbf_stage_kern(cbf_fft_post_cuda_create(&s->cfg, s->stream, &s->cuda, msg, sizeof msg),
+        if ((rc = cbf_stage_kern(cbf_fft_post_cuda_create(&s->cfg, s->stream, &s->cuda, msg, sizeof msg),
                                  msg, err)))
             return rc;
         return cbf_stage_kern(cbf_fft_post_cuda_set_gains(s->cuda, gains, msg, sizeof msg), msg, err);
@@ -274,8 +300,10 @@ static int post_take_gain_change(post_state *s, int64_t ts, cbf_fft_post_args *a
     return 0;
 }
 
+/* Makes out from in: at once on the CPU (sat set), queued on the GPU (the
+ * counts come to f->sat, out->event fires when out is complete). */
 static int post_process(post_state *s, cbf_buffer *in, cbf_buffer *out, uint64_t sat[2],
-                        cbf_error *err)
+                        post_flight *f, cbf_error *err)
 {
     char msg[CBF_STAGE_MSG];
     /* The kernel takes the fine delay in FIR input samples. */
@@ -293,39 +321,107 @@ static int post_process(post_state *s, cbf_buffer *in, cbf_buffer *out, uint64_t
 #ifdef CBF_HAVE_CUDA
     if (s->gpu) {
         int rc = cbf_buffer_wait_stream(in, s->stream, err);
-        a.out = s->d_out;
+        a.out = f->d_out;
         if (!rc)
-            rc = cbf_gpu_timer_start(s->timer, s->stream, err);
+            rc = cbf_gpu_timer_start(f->timer, s->stream, err);
         if (!rc)
             rc = cbf_stage_kern(cbf_fft_post_cuda_run(s->cuda, &a, msg, sizeof msg), msg, err);
         if (!rc)
-            rc = cbf_gpu_timer_stop(s->timer, s->stream, err);
+            rc = cbf_gpu_timer_stop(f->timer, s->stream, err);
         if (!rc)
-            rc = cbf_stage_copy(out->data, out->kind, s->d_out, CBF_MEM_DEVICE, s->out_bytes,
-                                s->stream, "download", err);
+            rc = cbf_stage_kern(cbf_fft_post_cuda_saturated_async(s->cuda, f->sat, msg, sizeof msg),
+                                msg, err);
         if (!rc)
-            rc = cbf_buffer_record(out, s->stream, err);
-        /* Waits for the stream: the output is complete when the counts are. */
+            rc = cbf_stage_event_record(f->computed, s->stream, err);
         if (!rc)
-            rc = cbf_stage_kern(cbf_fft_post_cuda_saturated(s->cuda, sat, msg, sizeof msg), msg, err);
+            rc = cbf_stage_stream_wait(s->down, f->computed, err);
         if (!rc)
-            cbf_gauge_set(s->g_gpu_ms, cbf_gpu_timer_ms(s->timer));
+            rc = cbf_stage_copy(out->data, out->kind, f->d_out, CBF_MEM_DEVICE, s->out_bytes,
+                                s->down, "download", err);
+        /* Its event covers the counts too: they were copied before `computed`. */
+        if (!rc)
+            rc = cbf_buffer_record(out, s->down, err);
         return rc;
     }
 #endif
+    (void)f;
     return cbf_stage_kern(cbf_fft_post_cpu_run(s->cpu, &a, sat, msg, sizeof msg), msg, err);
+}
+
+/* The rest of out's metadata, once its counts are known; in is released
+ * and out sent. */
+static int post_deliver(post_state *s, cbf_port *outp, cbf_buffer *in, cbf_buffer *out,
+                        const uint64_t sat[2])
+{
+    const size_t batches = s->cfg.spectra / (size_t)s->cfg.spectra_per_heap;
+    cbf_fft_post_batch_presence(in->present, s->cfg.spectra, s->cfg.spectra_per_heap, out->present);
+    out->n_present = batches;
+    out->missing = 0;
+    for (size_t b = 0; b < batches; b++)
+        out->missing += !out->present[b];
+    out->timestamp = in->timestamp;
+    out->seq = in->seq;
+    out->saturated = sat[0] + sat[1];
+    cbf_feng_spectra_aux aux = {.saturated = {sat[0], sat[1]}};
+    /* Both FIR layouts begin with the power sums. */
+    if (in->aux && in->aux_size >= sizeof(cbf_feng_fir_complex_aux))
+        memcpy(aux.power_sum, ((const cbf_feng_fir_complex_aux *)in->aux)->power_sum,
+               sizeof aux.power_sum);
+    memcpy(out->aux, &aux, sizeof aux);
+    cbf_counter_add(s->c_batches, batches);
+    cbf_counter_add(s->c_missing, out->missing);
+    cbf_counter_add(s->c_sat[0], sat[0]);
+    cbf_counter_add(s->c_sat[1], sat[1]);
+    cbf_buffer_unref(in);
+    return cbf_port_send(outp, out);
+}
+
+/* Sends the GPU buffers whose downloads are done, oldest first, waiting
+ * for the oldest while more than `keep` are in flight. outp NULL: waits
+ * for them all and drops them (fini, after an error). */
+static int post_land(post_state *s, cbf_port *outp, size_t keep, cbf_error *err)
+{
+    while (s->fl_n) {
+        post_flight *f = &s->fl[s->fl_head];
+        int done = 1;
+        if (!outp || s->fl_n > keep) {
+            int rc = cbf_stage_event_sync(f->out->event, err);
+            done = rc ? rc : 1;
+        } else {
+            done = cbf_stage_event_done(f->out->event, err);
+        }
+        if (!done)
+            return 0;
+        s->fl_head = (s->fl_head + 1) % POST_DEPTH;
+        s->fl_n--;
+        cbf_buffer *in = f->in, *out = f->out;
+        f->in = f->out = NULL;
+        if (done < 0 || !outp) {
+            cbf_buffer_unref(in);
+            cbf_buffer_unref(out);
+            if (done < 0 && outp)
+                return done;
+            continue;
+        }
+#ifdef CBF_HAVE_CUDA
+        cbf_gauge_set(s->g_gpu_ms, cbf_gpu_timer_ms(f->timer));
+#endif
+        int rc = post_deliver(s, outp, in, out, f->sat);
+        if (rc)
+            return rc;
+    }
+    return 0;
 }
 
 static int post_run(cbf_node *node, cbf_error *err)
 {
     post_state *s = cbf_node_state(node);
     cbf_port *in = cbf_node_port(node, "in", 0), *outp = cbf_node_port(node, "out", 0);
-    const size_t batches = s->cfg.spectra / (size_t)s->cfg.spectra_per_heap;
     for (;;) {
         cbf_buffer *buf, *out;
         int rc = cbf_port_recv(in, &buf);
         if (rc == CBF_EOS)
-            return 0;
+            return post_land(s, outp, 0, err);
         if (rc)
             return rc;
         if ((rc = cbf_pool_get(s->pool, &out))) {
@@ -333,35 +429,23 @@ static int post_run(cbf_node *node, cbf_error *err)
             return rc;
         }
         uint64_t sat[2] = {0, 0};
-        rc = post_process(s, buf, out, sat, err);
+        post_flight *f = s->gpu ? &s->fl[(s->fl_head + s->fl_n) % POST_DEPTH] : NULL;
+        rc = post_process(s, buf, out, sat, f, err);
         cbf_timed_processed(s->pend, buf->timestamp + (int64_t)s->cfg.spectra * s->step);
-        if (!rc) {
-            cbf_fft_post_batch_presence(buf->present, s->cfg.spectra, s->cfg.spectra_per_heap,
-                                        out->present);
-            out->n_present = batches;
-            out->missing = 0;
-            for (size_t b = 0; b < batches; b++)
-                out->missing += !out->present[b];
-            out->timestamp = buf->timestamp;
-            out->seq = buf->seq;
-            out->saturated = sat[0] + sat[1];
-            cbf_feng_spectra_aux aux = {.saturated = {sat[0], sat[1]}};
-            /* Both FIR layouts begin with the power sums. */
-            if (buf->aux && buf->aux_size >= sizeof(cbf_feng_fir_complex_aux))
-                memcpy(aux.power_sum, ((const cbf_feng_fir_complex_aux *)buf->aux)->power_sum,
-                       sizeof aux.power_sum);
-            memcpy(out->aux, &aux, sizeof aux);
-            cbf_counter_add(s->c_batches, batches);
-            cbf_counter_add(s->c_missing, out->missing);
-            cbf_counter_add(s->c_sat[0], sat[0]);
-            cbf_counter_add(s->c_sat[1], sat[1]);
-        }
-        cbf_buffer_unref(buf);
         if (rc) {
+            cbf_buffer_unref(buf);
             cbf_buffer_unref(out);
             return rc;
         }
-        if ((rc = cbf_port_send(outp, out)))
+        if (!f) {
+            if ((rc = post_deliver(s, outp, buf, out, sat)))
+                return rc;
+            continue;
+        }
+        f->in = buf;
+        f->out = out;
+        s->fl_n++;
+        if ((rc = post_land(s, outp, POST_DEPTH - 1, err)))
             return rc;
     }
 }
@@ -374,11 +458,19 @@ static void post_fini(cbf_node *node)
     cbf_fft_post_cpu_destroy(s->cpu);
     free(s->gains);
     cbf_timed_destroy(s->pend);
+    cbf_error ignored;
+    post_land(s, NULL, 0, &ignored);
 #ifdef CBF_HAVE_CUDA
     cbf_fft_post_cuda_destroy(s->cuda);
-    cbf_gpu_timer_destroy(s->timer);
+    for (int k = 0; k < POST_DEPTH; k++)
+        cbf_gpu_timer_destroy(s->fl[k].timer);
 #endif
-    cbf_stage_free(CBF_MEM_DEVICE, s->d_out);
+    for (int k = 0; k < POST_DEPTH; k++) {
+        cbf_stage_event_destroy(s->fl[k].computed);
+        cbf_stage_free(CBF_MEM_DEVICE, s->fl[k].d_out);
+    }
+    cbf_stage_free(CBF_MEM_PINNED, s->sat_host);
+    cbf_stage_stream_destroy(s->down);
     cbf_stage_stream_destroy(s->stream);
     free(s);
 }

@@ -190,3 +190,97 @@ int cbf_stage_event_sync(void *event, cbf_error *err)
     return no_gpu("event sync", err);
 #endif
 }
+
+int cbf_stage_event_done(void *event, cbf_error *err)
+{
+#ifdef CBF_HAVE_CUDA
+    cudaError_t e = cudaEventQuery((cudaEvent_t)event);
+    if (e == cudaErrorNotReady)
+        return 0;
+    return e == cudaSuccess ? 1 : cbf_stage_cuda(e, "event query", err);
+#else
+    (void)event;
+    return no_gpu("event query", err);
+#endif
+}
+
+int cbf_stage_hold_init(cbf_stage_hold *h, size_t cap, cbf_error *err)
+{
+    memset(h, 0, sizeof *h);
+    h->cap = cap ? cap : 1;
+    h->buf = calloc(h->cap + 1, sizeof *h->buf);
+    h->event = calloc(h->cap + 1, sizeof *h->event);
+    if (!h->buf || !h->event)
+        return cbf_error_set(err, CBF_ENOMEM, "hold: %zu buffers", h->cap);
+    for (size_t i = 0; i <= h->cap; i++) {
+        int rc = cbf_stage_event_create(&h->event[i], err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* Drops the oldest held buffer (its work done). */
+static void hold_pop(cbf_stage_hold *h)
+{
+    cbf_buffer_unref(h->buf[h->head]);
+    h->buf[h->head] = NULL;
+    h->head = (h->head + 1) % (h->cap + 1);
+    h->n--;
+}
+
+static void *hold_event_of(const cbf_stage_hold *h, size_t k)
+{
+    return h->event[(h->next_event + h->cap + 1 - h->n + k) % (h->cap + 1)];
+}
+
+int cbf_stage_hold_release(cbf_stage_hold *h, int wait, cbf_error *err)
+{
+    while (h->n) {
+        void *ev = hold_event_of(h, 0);
+        int rc = wait ? cbf_stage_event_sync(ev, err) : cbf_stage_event_done(ev, err);
+        if (rc < 0)
+            return rc;
+        if (!wait && !rc)
+            return 0;
+        hold_pop(h);
+    }
+    return 0;
+}
+
+int cbf_stage_hold_push(cbf_stage_hold *h, cbf_buffer *buf, void *stream, void **event,
+                        cbf_error *err)
+{
+    int rc = cbf_stage_hold_release(h, 0, err);
+    while (!rc && h->n >= h->cap) {
+        if (!(rc = cbf_stage_event_sync(hold_event_of(h, 0), err)))
+            hold_pop(h);
+    }
+    void *ev = h->event[h->next_event];
+    if (!rc)
+        rc = cbf_stage_event_record(ev, stream, err);
+    if (rc)
+        return rc;
+    cbf_buffer_ref(buf);
+    h->buf[(h->head + h->n) % (h->cap + 1)] = buf;
+    h->n++;
+    h->next_event = (h->next_event + 1) % (h->cap + 1);
+    if (event)
+        *event = ev;
+    return 0;
+}
+
+void cbf_stage_hold_fini(cbf_stage_hold *h)
+{
+    if (h->n) {
+        cbf_error ignored;
+        if (cbf_stage_hold_release(h, 1, &ignored))
+            while (h->n)
+                hold_pop(h); /* the GPU failed: nothing will read them now */
+    }
+    for (size_t i = 0; h->event && i <= h->cap; i++)
+        cbf_stage_event_destroy(h->event[i]);
+    free(h->buf);
+    free(h->event);
+    memset(h, 0, sizeof *h);
+}

@@ -55,6 +55,34 @@ int cbf_stage_event_record(void *event, void *stream, cbf_error *err);
 int cbf_stage_stream_wait(void *stream, void *event, cbf_error *err);
 /* Blocks the host until the work before event's record is done. */
 int cbf_stage_event_sync(void *event, cbf_error *err);
+/* 1 when the work before event's record is done, 0 while it is not, or a
+ * negative code. Never blocks. */
+int cbf_stage_event_done(void *event, cbf_error *err);
+
+/* Buffers kept alive until the GPU work that reads them has finished,
+ * without a host sync per buffer: each is held with an event recorded
+ * after that work, and released (its reference dropped) once the event has
+ * passed. A node that holds at most one buffer of a pool while it waits
+ * for input can never starve the pool's producer (every pool has two or
+ * more buffers), so hold's cap is small: 1 for a node's input. */
+typedef struct cbf_stage_hold {
+    size_t cap, head, n;
+    cbf_buffer **buf;
+    void **event;          /* cap + 1: a new record never reuses a held event */
+    size_t next_event;
+} cbf_stage_hold;
+
+int cbf_stage_hold_init(cbf_stage_hold *h, size_t cap, cbf_error *err);
+/* Takes a reference to buf and records an event on stream after the work
+ * queued so far (returned in *event, for other streams to wait on). The
+ * buffers held longest are released first: those done, then, while more
+ * than cap would be held, the oldest after waiting for it. */
+int cbf_stage_hold_push(cbf_stage_hold *h, cbf_buffer *buf, void *stream, void **event,
+                        cbf_error *err);
+/* Releases the buffers whose work is done; with wait, every buffer. */
+int cbf_stage_hold_release(cbf_stage_hold *h, int wait, cbf_error *err);
+/* Waits for and releases everything held, then frees the events. */
+void cbf_stage_hold_fini(cbf_stage_hold *h);
 
 #ifdef __cplusplus
 }

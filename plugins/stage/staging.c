@@ -40,11 +40,31 @@ int cbf_staging_init(cbf_staging *st, const cbf_staging_config *cfg, cbf_error *
             (rc = cbf_stage_alloc(cfg->kind, cfg->pol_bytes, (void **)&st->spare[q], "staging", err)))
             return rc;
     }
-    return 0;
+    if (cfg->kind != CBF_MEM_DEVICE)
+        return 0;
+    int rc;
+    if ((rc = cbf_stage_stream_create(&st->upload, err)) ||
+        (rc = cbf_stage_event_create(&st->vacated[0], err)) ||
+        (rc = cbf_stage_event_create(&st->vacated[1], err)))
+        return rc;
+    return cbf_stage_hold_init(&st->held, 1, err);
+}
+
+int cbf_staging_flush(cbf_staging *st, cbf_error *err)
+{
+    return st->held.buf ? cbf_stage_hold_release(&st->held, 1, err) : 0;
 }
 
 void cbf_staging_fini(cbf_staging *st)
 {
+    if (st->held.buf)
+        cbf_stage_hold_fini(&st->held);
+    /* Nothing is queued on the streams once the held buffers are done but
+     * kernels the plugin may still have queued on cfg.stream: the plugin
+     * waits for its own stream before freeing the stages. */
+    cbf_stage_event_destroy(st->vacated[0]);
+    cbf_stage_event_destroy(st->vacated[1]);
+    cbf_stage_stream_destroy(st->upload);
     for (int q = 0; q < 2; q++) {
         cbf_stage_free(st->cfg.kind, st->data[q]);
         cbf_stage_free(st->cfg.kind, st->spare[q]);
@@ -63,11 +83,14 @@ static int staging_room(const cbf_staging *st, size_t samples, cbf_error *err)
                          "%zu", st->len, samples, st->cfg.cap);
 }
 
-static void staging_restart(cbf_staging *st, int64_t ts)
+static int staging_restart(cbf_staging *st, int64_t ts, cbf_error *err)
 {
     st->started = 1;
     st->first = ts;
     st->len = 0;
+    /* The live stage is written again from its start: uploads wait for
+     * what reads it now, as after a move. */
+    return st->upload ? cbf_stage_event_record(st->vacated[0], st->cfg.stream, err) : 0;
 }
 
 int cbf_staging_place(cbf_staging *st, int64_t ts, cbf_staging_drain_fn drain, void *ctx,
@@ -79,8 +102,7 @@ int cbf_staging_place(cbf_staging *st, int64_t ts, cbf_staging_drain_fn drain, v
         return 0;
     if (!st->started) {
         *how = CBF_STAGING_RESTARTED;
-        staging_restart(st, ts);
-        return 0;
+        return staging_restart(st, ts, err);
     }
     if (st->cfg.gaps)
         cbf_counter_add(st->cfg.gaps, 1);
@@ -88,8 +110,7 @@ int cbf_staging_place(cbf_staging *st, int64_t ts, cbf_staging_drain_fn drain, v
         cbf_log_warn("input jumps from digitiser sample %lld to %lld: restarting",
                      (long long)(end * st->cfg.scale), (long long)(ts * st->cfg.scale));
         *how = CBF_STAGING_RESTARTED;
-        staging_restart(st, ts);
-        return 0;
+        return staging_restart(st, ts, err);
     }
     *how = CBF_STAGING_FILLED;
     /* One heap at a time, draining in between: the gap may be longer than
@@ -106,13 +127,18 @@ int cbf_staging_place(cbf_staging *st, int64_t ts, cbf_staging_drain_fn drain, v
     return 0;
 }
 
-int cbf_staging_append(cbf_staging *st, const cbf_buffer *buf, cbf_error *err)
+int cbf_staging_append(cbf_staging *st, cbf_buffer *buf, cbf_error *err)
 {
     const cbf_staging_config *c = &st->cfg;
     const int gpu = c->kind == CBF_MEM_DEVICE;
+    void *up = gpu ? st->upload : NULL;
     int rc = staging_room(st, c->chunk, err);
     if (!rc && gpu && buf->event)
-        rc = cbf_buffer_wait_stream(buf, c->stream, err);
+        rc = cbf_buffer_wait_stream(buf, up, err);
+    /* The bytes written here were last read (as the other stage) before
+     * the move that vacated this stage. */
+    if (!rc && gpu)
+        rc = cbf_stage_stream_wait(up, st->vacated[0], err);
     if (!rc && !gpu && buf->kind != CBF_MEM_HOST)
         rc = cbf_buffer_sync_host(buf, err);
     if (!rc && !gpu && buf->kind == CBF_MEM_DEVICE)
@@ -123,15 +149,20 @@ int cbf_staging_append(cbf_staging *st, const cbf_buffer *buf, cbf_error *err)
     for (int q = 0; q < 2; q++) {
         rc = cbf_stage_copy(st->data[q] + staging_bytes(st, st->len), c->kind,
                             (const uint8_t *)buf->data + c->slab[q] * slab, buf->kind, slab,
-                            c->stream, "staging upload", err);
+                            up, "staging upload", err);
         if (rc)
             return rc;
         memcpy(st->present + (size_t)q * staging_cap_heaps(st) + at,
                buf->present + c->flag_row[q] * heaps, heaps);
     }
     st->len += c->chunk;
-    /* The copies must finish before the input buffer goes back. */
-    return gpu ? cbf_stage_stream_sync(c->stream, "staging upload", err) : 0;
+    if (!gpu)
+        return 0;
+    /* The input buffer goes back once its copies are done; the kernels
+     * reading them wait on the GPU. */
+    void *copied;
+    rc = cbf_stage_hold_push(&st->held, buf, up, &copied, err);
+    return rc ? rc : cbf_stage_stream_wait(c->stream, copied, err);
 }
 
 int cbf_staging_append_missing(cbf_staging *st, size_t heaps, cbf_error *err)
@@ -164,6 +195,14 @@ int cbf_staging_keep(cbf_staging *st, int64_t from, cbf_error *err)
             return rc;
         memcpy(st->spare_present + (size_t)q * cap_heaps,
                st->present + (size_t)q * cap_heaps + drop / st->cfg.heap, left / st->cfg.heap);
+    }
+    if (st->upload) {
+        int rc = cbf_stage_event_record(st->vacated[0], st->cfg.stream, err);
+        if (rc)
+            return rc;
+        void *t = st->vacated[0];
+        st->vacated[0] = st->vacated[1];
+        st->vacated[1] = t;
     }
     for (int q = 0; q < 2; q++) {
         uint8_t *t = st->data[q];

@@ -29,6 +29,7 @@
 #include "cbf/buffer.h"
 #include "cbf/error.h"
 #include "cbf/node.h"
+#include "stage/gpu.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -60,6 +61,14 @@ typedef struct cbf_staging {
     /* The other stage: */
     uint8_t *spare[2];
     uint8_t *spare_present;
+    /* GPU path: uploads run on a stream of their own. vacated[0] is
+     * recorded on cfg.stream when the live stage was last moved out of (by
+     * cbf_staging_keep), vacated[1] likewise for the other stage: an upload
+     * into a stage waits for it, so it overlaps the kernels reading the
+     * other stage. `held` keeps input buffers until their copies are done. */
+    void *upload;
+    void *vacated[2];
+    cbf_stage_hold held;
 } cbf_staging;
 
 /* Allocates both stages. On failure what was allocated is freed by
@@ -91,10 +100,16 @@ int cbf_staging_place(cbf_staging *st, int64_t ts, cbf_staging_drain_fn drain, v
                       int *how, cbf_error *err);
 
 /* Appends the buffer's chunk (its slabs and flags per pol). On the GPU
- * path it first makes the stream wait for the buffer's event and, after
- * queueing the copies, waits for them, so the buffer may go back to its
- * pool on return; a device buffer on the CPU path is refused. */
-int cbf_staging_append(cbf_staging *st, const cbf_buffer *buf, cbf_error *err);
+ * path the copies are queued on the upload stream after the buffer's
+ * event, cfg.stream is made to wait for them (on the GPU, not the host),
+ * and the staging keeps a reference to the buffer until they are done, so
+ * the caller may drop its own on return; a device buffer on the CPU path
+ * is refused. */
+int cbf_staging_append(cbf_staging *st, cbf_buffer *buf, cbf_error *err);
+
+/* GPU path: waits for the uploads queued so far and drops the input
+ * buffers held for them (at the end of the stream; fini does it too). */
+int cbf_staging_flush(cbf_staging *st, cbf_error *err);
 
 /* Appends `heaps` missing heaps: flags 0, samples zero. */
 int cbf_staging_append_missing(cbf_staging *st, size_t heaps, cbf_error *err);

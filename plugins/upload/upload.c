@@ -17,6 +17,7 @@ typedef struct upload_state {
     int gpu;
     size_t bytes;
     void *stream;
+    cbf_stage_hold held;    /* host chunks until their copies are done */
     cbf_pool *pool;
     cbf_counter *c_bytes;
 } upload_state;
@@ -48,6 +49,8 @@ static int upload_init(cbf_node *node, cbf_error *err)
         return cbf_port_set_desc(cbf_node_port(node, "out", 0), &d, err);
 #ifdef CBF_HAVE_CUDA
     int rc = cbf_stage_stream_create(&s->stream, err);
+    if (!rc)
+        rc = cbf_stage_hold_init(&s->held, 1, err);
     if (rc)
         return rc;
     d.mem = CBF_MEM_DEVICE;
@@ -62,7 +65,8 @@ static int upload_init(cbf_node *node, cbf_error *err)
 #endif
 }
 
-/* One chunk up; the host buffer is released once the copy has finished. */
+/* One chunk up, without waiting for it: the consumers wait on the output's
+ * event, and the host buffer is held until the copy has finished. */
 static int upload_one(upload_state *s, cbf_buffer *in, cbf_buffer **out, cbf_error *err)
 {
     int rc = cbf_pool_get(s->pool, out);
@@ -77,7 +81,7 @@ static int upload_one(upload_state *s, cbf_buffer *in, cbf_buffer **out, cbf_err
     if (!rc)
         rc = cbf_buffer_record(o, s->stream, err);
     if (!rc)
-        rc = cbf_stage_stream_sync(s->stream, "copy", err);
+        rc = cbf_stage_hold_push(&s->held, in, s->stream, NULL, err);
     if (rc) {
         cbf_buffer_unref(o);
         return rc;
@@ -124,6 +128,8 @@ static void upload_fini(cbf_node *node)
     upload_state *s = cbf_node_state(node);
     if (!s)
         return;
+    if (s->held.buf)
+        cbf_stage_hold_fini(&s->held);
     cbf_stage_stream_destroy(s->stream);
     free(s);
 }

@@ -1,6 +1,7 @@
 /* test_pool.c: pools outside a graph: get/ref/unref, reset of metadata,
- * blocking get, leak detection at destroy, and (with a GPU) pinned and
- * device pools with their events. */
+ * blocking get, leak detection at destroy, poisoning on return
+ * (CBF_POOL_POISON), and (with a GPU) pinned and device pools with their
+ * events. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -192,6 +193,76 @@ static void test_gpu_pools(void **st)
 #endif
 }
 
+static int all_bytes(const void *p, size_t n, uint8_t v)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++)
+        if (b[i] != v)
+            return 0;
+    return 1;
+}
+
+/* A consumer that reads a buffer after its last reference went back sees
+ * the poison, in the payload, the flags, aux and the metadata; one that
+ * still holds a reference (fan-out) sees the data. */
+static void test_poison_on_return(void **st)
+{
+    (void)st;
+    const char *was = getenv("CBF_POOL_POISON");
+    setenv("CBF_POOL_POISON", "1", 1);
+    cbf_pool *p = make("t.poison", CBF_MEM_HOST, 2, 64);
+    cbf_buffer *b;
+    assert_int_equal(cbf_pool_get(p, &b), CBF_OK);
+    memset(b->data, 0x11, 64);
+    b->timestamp = 1234;
+    b->present[3] = 0;
+    memset(b->aux, 0x22, 24);
+    cbf_buffer_ref(b); /* a second consumer */
+    cbf_buffer_unref(b);
+    assert_true(all_bytes(b->data, 64, 0x11));
+    assert_int_equal(b->timestamp, 1234);
+    cbf_buffer_unref(b); /* the last reference: back to the pool */
+    assert_true(all_bytes(b->data, 64, 0xa5));
+    assert_true(all_bytes(b->present, 7, 0xa5));
+    assert_true(all_bytes(b->aux, 24, 0xa5));
+    assert_true(all_bytes(&b->timestamp, sizeof b->timestamp, 0xa5));
+    /* The next holder gets fresh metadata as ever. */
+    cbf_buffer *again;
+    assert_int_equal(cbf_pool_get(p, &again), CBF_OK);
+    assert_ptr_equal(again, b);
+    assert_int_equal(again->timestamp, 0);
+    assert_true(all_bytes(again->present, 7, 1));
+    cbf_buffer_unref(again);
+    cbf_error err;
+    assert_int_equal(cbf_pool_destroy(p, &err), CBF_OK);
+    /* Off: what was written stays. */
+    setenv("CBF_POOL_POISON", "0", 1);
+    p = make("t.plain", CBF_MEM_HOST, 2, 64);
+    assert_int_equal(cbf_pool_get(p, &b), CBF_OK);
+    memset(b->data, 0x11, 64);
+    cbf_buffer_unref(b);
+    assert_true(all_bytes(b->data, 64, 0x11));
+    assert_int_equal(cbf_pool_destroy(p, &err), CBF_OK);
+#ifdef CBF_HAVE_CUDA
+    if (cbf_gpu_count() > 0) {
+        setenv("CBF_POOL_POISON", "1", 1);
+        p = make("t.dpoison", CBF_MEM_DEVICE, 2, 4096);
+        assert_int_equal(cbf_pool_get(p, &b), CBF_OK);
+        assert_int_equal(cudaMemset(b->data, 0x11, 4096), cudaSuccess);
+        void *d = b->data;
+        cbf_buffer_unref(b);
+        uint8_t back[4096];
+        assert_int_equal(cudaMemcpy(back, d, sizeof back, cudaMemcpyDeviceToHost), cudaSuccess);
+        assert_true(all_bytes(back, sizeof back, 0xa5));
+        assert_int_equal(cbf_pool_destroy(p, &err), CBF_OK);
+    }
+#endif
+    if (was)
+        setenv("CBF_POOL_POISON", was, 1);
+    else
+        unsetenv("CBF_POOL_POISON");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -200,6 +271,7 @@ int main(void)
         cmocka_unit_test(test_get_blocks_until_returned),
         cmocka_unit_test(test_bad_config),
         cmocka_unit_test(test_gpu_pools),
+        cmocka_unit_test(test_poison_on_return),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
