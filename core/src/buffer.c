@@ -121,7 +121,10 @@ static void pool_free(cbf_pool *p)
     free(p->bufs);
     free(p->free_list);
     free(p->present_mem);
-    free(p->aux_mem);
+    if (p->cfg.kind == CBF_MEM_HOST)
+        free(p->aux_mem);
+    else if (p->aux_mem)
+        cbf_rt_gpu_free(CBF_MEM_PINNED, p->aux_mem);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
     free(p);
@@ -150,8 +153,18 @@ int cbf_pool_create(const cbf_pool_config *cfg, cbf_pool **out, cbf_error *err)
     p->free_list = calloc(cfg->count, sizeof *p->free_list);
     if (cfg->n_present)
         p->present_mem = malloc(cfg->count * cfg->n_present);
-    if (cfg->aux_size)
+    /* A GPU producer may copy into aux asynchronously (counts, sums): for
+     * pinned and device pools it is pinned, so such a copy never blocks. */
+    if (cfg->aux_size && cfg->kind == CBF_MEM_HOST) {
         p->aux_mem = calloc(cfg->count, cfg->aux_size);
+    } else if (cfg->aux_size &&
+               cbf_rt_gpu_alloc(CBF_MEM_PINNED, cfg->count * cfg->aux_size, (void **)&p->aux_mem,
+                                err) == CBF_OK) {
+        memset(p->aux_mem, 0, cfg->count * cfg->aux_size);
+    } else if (cfg->aux_size) {
+        pool_free(p);
+        return cbf_error_prefix(err, "pool '%s': aux", name);
+    }
     if (!p->bufs || !p->free_list || (cfg->n_present && !p->present_mem) ||
         (cfg->aux_size && !p->aux_mem)) {
         pool_free(p);

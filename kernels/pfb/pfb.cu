@@ -309,6 +309,17 @@ extern "C" int cbf_pfb_cuda_power(cbf_pfb_cuda *plan, void *stream, uint64_t pow
     return 0;
 }
 
+extern "C" int cbf_pfb_cuda_power_async(cbf_pfb_cuda *plan, void *stream, uint64_t dst[2],
+                                        char *msg, size_t msglen)
+{
+    static_assert(sizeof(uint64_t) == sizeof(unsigned long long), "sums are 64-bit");
+    cudaStream_t s = (cudaStream_t)stream;
+    CUDA_TRY(cudaMemcpyAsync(dst, plan->power, 2 * sizeof(unsigned long long),
+                             cudaMemcpyDeviceToHost, s));
+    CUDA_TRY(cudaMemsetAsync(plan->power, 0, 2 * sizeof(unsigned long long), s));
+    return 0;
+}
+
 extern "C" void cbf_pfb_cuda_destroy(cbf_pfb_cuda *plan)
 {
     if (!plan)

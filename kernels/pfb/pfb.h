@@ -80,6 +80,10 @@ int cbf_pfb_cuda_run(cbf_pfb_cuda *plan, const cbf_pfb_job *job, void *stream, c
                      size_t msglen);
 int cbf_pfb_cuda_power(cbf_pfb_cuda *plan, void *stream, uint64_t power[2], char *msg,
                        size_t msglen);
+/* The same without waiting: queues the sums' copy to dst (pinned host
+ * memory; they are there once the stream has passed it) and their reset. */
+int cbf_pfb_cuda_power_async(cbf_pfb_cuda *plan, void *stream, uint64_t dst[2], char *msg,
+                             size_t msglen);
 void cbf_pfb_cuda_destroy(cbf_pfb_cuda *plan);
 
 /* Narrowband (complex) FIR, for the ddc output (cbf.ddc.complex): complex

@@ -72,6 +72,8 @@ typedef struct pfb_state {
     void *stream;
     cbf_gpu_timer *timer;   /* a buffer's kernels: the gpu_ms_per_buffer gauge */
     cbf_gauge *g_gpu_ms;
+    cbf_buffer *last;       /* GPU, wideband: the previous output, whose power sums (copied
+                               to its aux asynchronously) and timer give the gauges */
     cbf_staging st;
     int64_t next_g;       /* first spectrum of the next output buffer */
     uint32_t *scratch;
@@ -463,6 +465,26 @@ static void pfb_set_power_gauges(pfb_state *s, const uint64_t power[2])
         cbf_gauge_set(s->g_dbfs[q], power[q] ? 10.0 * log10((double)power[q] / n / (fs * fs)) : -INFINITY);
 }
 
+/* GPU, wideband: once the previous output is complete (normally long
+ * since), its power sums and kernel time become the gauges. */
+static int pfb_settle(pfb_state *s, cbf_error *err)
+{
+    if (!s->last)
+        return 0;
+    int rc = cbf_buffer_sync_host(s->last, err);
+    if (!rc) {
+        uint64_t power[2];
+        memcpy(power, s->last->aux, sizeof power);
+        pfb_set_power_gauges(s, power);
+#ifdef CBF_HAVE_CUDA
+        cbf_gauge_set(s->g_gpu_ms, cbf_gpu_timer_ms(s->timer));
+#endif
+    }
+    cbf_buffer_unref(s->last);
+    s->last = NULL;
+    return rc;
+}
+
 /* The next output buffer's first spectrum is g: what the delay requests
  * count as processed follows it. */
 static void pfb_set_next(pfb_state *s, int64_t g)
@@ -503,7 +525,9 @@ static int pfb_produce(cbf_node *node, pfb_state *s, cbf_error *err)
     uint64_t power[2] = {0, 0};
     size_t sections = 0;
 #ifdef CBF_HAVE_CUDA
-    if (s->gpu)
+    if (s->gpu && !s->cplx)
+        rc = pfb_settle(s, err);
+    if (!rc && s->gpu)
         rc = cbf_gpu_timer_start(s->timer, s->stream, err);
 #endif
     for (size_t v = 0, e; v < s->spectra && !rc; v = e) {
@@ -524,13 +548,14 @@ static int pfb_produce(cbf_node *node, pfb_state *s, cbf_error *err)
 #ifdef CBF_HAVE_CUDA
     if (!rc && s->gpu)
         rc = cbf_gpu_timer_stop(s->timer, s->stream, err);
-    /* Waits for the stream (wideband); the timer is read after that. */
+    /* Wideband: the sums go straight to aux (both layouts begin with
+     * them), without waiting; the gauges follow one buffer later. */
     if (!rc && s->gpu && !s->cplx)
-        rc = cbf_stage_kern(cbf_pfb_cuda_power(s->plan, s->stream, power, msg, sizeof msg), msg, err);
+        rc = cbf_stage_kern(cbf_pfb_cuda_power_async(s->plan, s->stream, (uint64_t *)out->aux, msg,
+                                                     sizeof msg),
+                            msg, err);
     if (!rc && s->gpu)
         rc = cbf_buffer_record(out, s->stream, err);
-    if (!rc && s->gpu && !s->cplx)
-        cbf_gauge_set(s->g_gpu_ms, cbf_gpu_timer_ms(s->timer));
 #endif
     if (rc) {
         cbf_buffer_unref(out);
@@ -544,15 +569,22 @@ static int pfb_produce(cbf_node *node, pfb_state *s, cbf_error *err)
     out->missing = 0;
     for (size_t i = 0; i < s->spectra; i++)
         out->missing += !out->present[i];
+    /* On the GPU (wideband) the sums are on their way to aux. */
+    const int sums_queued = s->gpu && !s->cplx;
     if (aux) {
-        memcpy(aux->power_sum, power, sizeof power);
+        if (!sums_queued)
+            memcpy(aux->power_sum, power, sizeof power);
         aux->rotate = rotate;
-    } else {
+    } else if (!sums_queued) {
         cbf_feng_fir_complex_aux *caux = out->aux;
         memcpy(caux->power_sum, power, sizeof power);
     }
-    if (!s->cplx)
+    if (sums_queued) {
+        cbf_buffer_ref(out);
+        s->last = out;
+    } else if (!s->cplx) {
         pfb_set_power_gauges(s, power);
+    }
     cbf_counter_add(s->c_spectra, s->spectra);
     cbf_counter_add(s->c_missing, out->missing);
     pfb_set_next(s, s->next_g + (int64_t)s->spectra);
@@ -628,7 +660,9 @@ static int pfb_take(void *ctx, cbf_buffer *buf, cbf_error *err)
 
 static int pfb_run(cbf_node *node, cbf_error *err)
 {
-    return cbf_stage_input_loop(node, "in", pfb_take, cbf_node_state(node), err);
+    pfb_state *s = cbf_node_state(node);
+    int rc = cbf_stage_input_loop(node, "in", pfb_take, s, err);
+    return rc ? rc : pfb_settle(s, err);
 }
 
 static void pfb_fini(cbf_node *node)
@@ -636,6 +670,7 @@ static void pfb_fini(cbf_node *node)
     pfb_state *s = cbf_node_state(node);
     if (!s)
         return;
+    cbf_buffer_unref(s->last);
     cbf_staging_fini(&s->st);
 #ifdef CBF_HAVE_CUDA
     cbf_pfb_cuda_destroy(s->plan);
