@@ -10,11 +10,13 @@
  * On the CPU the exact int64 kernel adds into one slice of host
  * accumulators. On the GPU the accumulators are device memory with
  * `slices` slices (one per blockIdx.z of the tensor-core kernel; the
- * reducer sums them): a host input buffer is uploaded once on the node's
- * stream and the host waits only for that copy before giving the buffer
- * back; device input is read in place and given back once the stream has
- * finished with it. Each dump's buffer carries an event recorded after its
- * last kernel, which the reducer's stream waits on. */
+ * reducer sums them): a host input buffer is uploaded once, on a stream of
+ * its own into one of two device buffers in turn, so the next upload
+ * overlaps this one's kernels; device input is read in place. Either way
+ * the host never waits per buffer: the input is held until the kernels
+ * reading it are done (stage/gpu.h's hold). Each dump's buffer carries an
+ * event recorded after its last kernel, which the reducer's stream waits
+ * on. */
 #include <cbf/cbf.h>
 
 #include <stdlib.h>
@@ -60,11 +62,16 @@ typedef struct corr {
     int gpu;
     void *stream;            /* cudaStream_t */
     cbf_corr_cuda *plan;
-    uint8_t *d_in;           /* device copy of a host input buffer */
-    void *uploaded;          /* cudaEvent_t: the copy into d_in is done */
+    /* Host input: uploads on `up` into d_in[k], k in turn; uploaded[k]
+     * (on up) orders the kernels after it, read[k] (on stream, after the
+     * kernels) the next upload into d_in[k] after them. */
+    void *up;
+    uint8_t *d_in[2];
+    void *uploaded[2], *read[2];
+    cbf_stage_hold held;     /* input buffers until their kernels are done */
     /* An input buffer's upload and kernels: the gpu_ms_per_buffer gauge.
-     * Two, used in turn: with host input the host waits only for the
-     * upload, so a buffer's time is read one buffer later. */
+     * Two, used in turn: a buffer's time is read one buffer later, once
+     * the hold has seen it done. */
     cbf_gpu_timer *timer[2];
     uint64_t n_timed;
     cbf_gauge *g_gpu_ms;
@@ -88,10 +95,15 @@ static int corr_gpu_setup(cbf_node *node, corr *s, cbf_mem_kind in_mem, cbf_erro
     size_t most = (size_t)s->batches < (size_t)s->dump_batches ? (size_t)s->batches
                                                                : (size_t)s->dump_batches;
     s->slices = want ? (int)want : cbf_corr_cuda_auto_slices(s->plan, most);
-    if (in_mem != CBF_MEM_DEVICE &&
-        ((rc = cbf_stage_alloc(CBF_MEM_DEVICE, s->in_bytes, (void **)&s->d_in, "input", err)) ||
-         (rc = cbf_stage_event_create(&s->uploaded, err))))
+    if ((rc = cbf_stage_hold_init(&s->held, 1, err)))
         return rc;
+    if (in_mem != CBF_MEM_DEVICE && (rc = cbf_stage_stream_create(&s->up, err)))
+        return rc;
+    for (int k = 0; k < 2 && in_mem != CBF_MEM_DEVICE; k++)
+        if ((rc = cbf_stage_alloc(CBF_MEM_DEVICE, s->in_bytes, (void **)&s->d_in[k], "input", err)) ||
+            (rc = cbf_stage_event_create(&s->uploaded[k], err)) ||
+            (rc = cbf_stage_event_create(&s->read[k], err)))
+            return rc;
     if ((rc = cbf_gpu_timer_create(&s->timer[0], err)) ||
         (rc = cbf_gpu_timer_create(&s->timer[1], err)))
         return rc;
@@ -108,6 +120,8 @@ static void corr_fini(cbf_node *node)
     if (!s)
         return;
     cbf_error ignored;
+    if (s->held.buf)
+        cbf_stage_hold_fini(&s->held);
     if (s->stream) /* nothing may still write s->acc */
         cbf_stage_stream_sync(s->stream, "stream", &ignored);
     if (s->acc)
@@ -115,8 +129,12 @@ static void corr_fini(cbf_node *node)
 #ifdef CBF_HAVE_CUDA
     cbf_corr_cuda_destroy(s->plan);
 #endif
-    cbf_stage_free(CBF_MEM_DEVICE, s->d_in);
-    cbf_stage_event_destroy(s->uploaded);
+    for (int k = 0; k < 2; k++) {
+        cbf_stage_free(CBF_MEM_DEVICE, s->d_in[k]);
+        cbf_stage_event_destroy(s->uploaded[k]);
+        cbf_stage_event_destroy(s->read[k]);
+    }
+    cbf_stage_stream_destroy(s->up);
     cbf_stage_stream_destroy(s->stream);
     cbf_gpu_timer_destroy(s->timer[0]);
     cbf_gpu_timer_destroy(s->timer[1]);
@@ -234,39 +252,44 @@ static int corr_input_data(corr *s, cbf_buffer *in, const uint8_t **data, cbf_er
     *data = in->data;
     if (!s->gpu)
         return in->kind == CBF_MEM_HOST ? 0 : cbf_buffer_sync_host(in, err);
-    int rc = cbf_buffer_wait_stream(in, s->stream, err);
-    if (!rc)
-        rc = cbf_gpu_timer_start(s->timer[s->n_timed % 2], s->stream, err);
-    if (rc || in->kind == CBF_MEM_DEVICE)
-        return rc;
-    if ((rc = cbf_stage_copy(s->d_in, CBF_MEM_DEVICE, in->data, in->kind, s->in_bytes, s->stream,
+    const int k = (int)(s->n_timed % 2);
+    if (in->kind == CBF_MEM_DEVICE) {
+        int rc = cbf_buffer_wait_stream(in, s->stream, err);
+        return rc ? rc : cbf_gpu_timer_start(s->timer[k], s->stream, err);
+    }
+    int rc;
+    if ((rc = cbf_gpu_timer_start(s->timer[k], s->stream, err)) ||
+        (rc = cbf_buffer_wait_stream(in, s->up, err)) ||
+        (rc = cbf_stage_stream_wait(s->up, s->read[k], err)) ||
+        (rc = cbf_stage_copy(s->d_in[k], CBF_MEM_DEVICE, in->data, in->kind, s->in_bytes, s->up,
                              "upload", err)) ||
-        (rc = cbf_stage_event_record(s->uploaded, s->stream, err)))
+        (rc = cbf_stage_event_record(s->uploaded[k], s->up, err)) ||
+        (rc = cbf_stage_stream_wait(s->stream, s->uploaded[k], err)))
         return rc;
-    *data = s->d_in;
+    *data = s->d_in[k];
     return 0;
 }
 
-/* The GPU no longer reads `in`: its upload is done, or (device input) the
- * stream has run every kernel that reads it. */
-static int corr_input_done(corr *s, const cbf_buffer *in, cbf_error *err)
+/* Every kernel reading `in` is queued: the buffer is held until they are
+ * done (its upload too), and d_in's slot is free for an upload once they
+ * are. After an error the stream is waited for instead. */
+static int corr_input_done(corr *s, cbf_buffer *in, int failed, cbf_error *err)
 {
     if (!s->gpu)
         return 0;
-    if (in->kind == CBF_MEM_DEVICE)
+    if (failed)
         return cbf_stage_stream_sync(s->stream, "stream", err);
-    return cbf_stage_event_sync(s->uploaded, err);
+    int rc = in->kind == CBF_MEM_DEVICE
+                 ? 0 : cbf_stage_event_record(s->read[s->n_timed % 2], s->stream, err);
+    return rc ? rc : cbf_stage_hold_push(&s->held, in, s->stream, NULL, err);
 }
 
-/* After corr_input_done: the stream has passed this buffer's timer (device
- * input: synchronised) or the previous one's (host input: its kernels were
- * queued before this upload). */
-static void corr_gauge(corr *s, const cbf_buffer *in)
+/* After corr_input_done: the hold has seen the previous buffer done (it
+ * holds one), so its timer can be read. */
+static void corr_gauge(corr *s)
 {
     const uint64_t k = s->n_timed++;
-    if (in->kind == CBF_MEM_DEVICE)
-        cbf_gauge_set(s->g_gpu_ms, cbf_gpu_timer_ms(s->timer[k % 2]));
-    else if (k > 0)
+    if (k > 0)
         cbf_gauge_set(s->g_gpu_ms, cbf_gpu_timer_ms(s->timer[(k - 1) % 2]));
 }
 
@@ -336,9 +359,9 @@ static int corr_buffer(void *user, cbf_buffer *in, cbf_error *err)
         rc = cbf_gpu_timer_stop(s->timer[s->n_timed % 2], s->stream, err);
     /* even after an error: the producer may not get `in` back while the GPU reads it */
     cbf_error e2;
-    int rc2 = corr_input_done(s, in, rc ? &e2 : err);
+    int rc2 = corr_input_done(s, in, rc != 0, rc ? &e2 : err);
     if ((rc = rc ? rc : rc2) == 0 && s->gpu)
-        corr_gauge(s, in);
+        corr_gauge(s);
     return rc;
 }
 
