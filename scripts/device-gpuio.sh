@@ -7,7 +7,7 @@
 #             (its plugin built from .h7dsim/plugins/dsim when present,
 #             pinned output) -> upload -> 4 x (pfb -> fft_post) -> discard
 #   sanitize  compute-sanitizer memcheck, racecheck and synccheck on
-#             feng-wideband.yaml and feng-4ant-gpu.yaml, short
+#             feng-wideband, feng-4ant-gpu and xeng.yaml, short
 #   tests     the whole meson suite (pool poisoning on: tests/meson.build)
 #   digest    scripts/device-digest.sh against .base (bit-identical?)
 #   ratebase  the rate again with the base tree's plugins (after digest)
@@ -90,11 +90,11 @@ h7_plugin() {
     [ -d .h7dsim/plugins/dsim ] || return 1
     [ -f /tmp/h7plug/cbf_dsim.so ] && return 0
     rm -rf /tmp/h7tree && mkdir -p /tmp/h7tree /tmp/h7plug
-    git ls-files -z | xargs -0 cp --parents -t /tmp/h7tree 2>/dev/null
+    cp -r core kernels net plugins tools tests docs scripts meson.build meson_options.txt /tmp/h7tree/
     cp -r .h7dsim/plugins/dsim/. /tmp/h7tree/plugins/dsim/
     ln -sfn "$ROOT/.devdeps" /tmp/h7tree/.devdeps
     { (cd /tmp/h7tree && meson setup b -Dcuda=enabled -Dtests=false && ninja -C b plugins/dsim/cbf_dsim.so); } \
-        >"$OUT/h7-build.log" 2>&1 || return 1
+        >"$OUT/h7-build.log" 2>&1 || { tail -5 "$OUT/h7-build.log"; return 1; }
     cp /tmp/h7tree/b/plugins/dsim/cbf_dsim.so /tmp/h7plug/
 }
 
@@ -139,10 +139,11 @@ fi
 if has sanitize; then
     mkdir -p /tmp/san
     for tool in memcheck racecheck synccheck; do
-        for y in feng-wideband feng-4ant-gpu; do
+        for y in feng-wideband feng-4ant-gpu xeng; do
             # Short, with small buffers: several in flight per node.
             extra=(--set dsim.length=4194304 --set pfb.spectra_per_buffer=64
                    --set fft_post.spectra_per_heap=64)
+            [ $y = xeng ] && extra=()
             if [ $y = feng-4ant-gpu ]; then
                 extra=(--set dsim.length=8388608 --set dsim.samples_per_chunk=2097152)
                 for a in 0 1 2 3; do
@@ -170,7 +171,15 @@ if [ -n "$tests_pid" ]; then
     row "meson test (CBF_POOL_POISON=1)" "$(cat "$OUT/tests-row.txt")"
 fi
 
-if has ratebase && [ -x /tmp/cbf-base/build/tools/cbf-run ]; then
+# The base tree (today's synchronous path) built as device-digest.sh does.
+base_build() {
+    [ -x /tmp/cbf-base/build/tools/cbf-run ] && return 0
+    rm -rf /tmp/cbf-base && mkdir -p /tmp/cbf-base && tar -xf .base/base.tar -C /tmp/cbf-base &&
+        ln -s "$ROOT/.devdeps" /tmp/cbf-base/.devdeps &&
+        (cd /tmp/cbf-base && meson setup build -Dcuda=enabled -Dtests=false && ninja -C build) \
+            >"$OUT/base-build.log" 2>&1
+}
+if has ratebase && base_build; then
     rate base /tmp/cbf-base/build/tools/cbf-run
 fi
 
