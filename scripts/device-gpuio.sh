@@ -11,6 +11,7 @@
 #   tests     the whole meson suite (pool poisoning on: tests/meson.build)
 #   digest    scripts/device-digest.sh against .base (bit-identical?)
 #   ratebase  the rate again with the base tree's plugins (after digest)
+#   rates     both, alternating, GPUIO_REPS times; xsync: synccheck on xeng, both trees
 # GPUIO_PHASES picks some; a table of results comes last ($OUT/gpuio.txt).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -108,7 +109,7 @@ rate() {
     local t0 t1
     t0=$(date +%s.%N)
     (cd /tmp && CBF_PLUGIN_PATH=/tmp/h7plug timeout 300 "$run" "$ROOT/pipelines/feng-4ant-gpu.yaml" \
-        --set dsim.mode=replay --set dsim.memory=pinned --set dsim.threads=8 \
+        --set dsim.mode=replay --set dsim.memory=pinned --set dsim.threads="${GPUIO_THREADS:-8}" \
         --set dsim.buffers=8 --set up.buffers=8 --set dsim.length="$LEN") >"$log" 2>&1
     local rc=$?
     t1=$(date +%s.%N)
@@ -181,6 +182,29 @@ base_build() {
 }
 if has ratebase && base_build; then
     rate base /tmp/cbf-base/build/tools/cbf-run
+fi
+
+# rates: this tree and the base in turn, GPUIO_REPS times each (order
+# effects show as a spread between repetitions).
+if has rates && base_build; then
+    for i in $(seq "${GPUIO_REPS:-2}"); do
+        rate new$i "$ROOT/$B/tools/cbf-run"
+        rate base$i /tmp/cbf-base/build/tools/cbf-run
+    done
+fi
+
+# xsync: synccheck on xeng.yaml with this tree and the base, by kind of report.
+if has xsync && base_build; then
+    for t in new base; do
+        run=$ROOT/$B/tools/cbf-run
+        [ $t = base ] && run=/tmp/cbf-base/build/tools/cbf-run
+        rm -f /tmp/san/*.h5; mkdir -p /tmp/san
+        (cd /tmp/san && timeout 120 compute-sanitizer --tool synccheck --print-limit 100000 "$run" \
+            "$ROOT/pipelines/xeng.yaml") >/tmp/xsync-$t.log 2>&1
+        row "synccheck xeng $t" "exit $?: $(grep 'ERROR SUMMARY' /tmp/xsync-$t.log)"
+        grep -E '^========= [A-Z]' /tmp/xsync-$t.log | grep -v SUMMARY | sed 's/(.*//' | sort | uniq -c | sort -rn | head -4 >>"$SUM"
+        grep -m1 -A4 -E '^========= [A-Z].*(error|Error)' /tmp/xsync-$t.log >>"$SUM"
+    done
 fi
 
 echo
