@@ -916,7 +916,7 @@ static int eng_floats(const char *s, double *out, int max)
 static void eng_usage(FILE *f)
 {
     fprintf(f,
-            "usage: cbf-bench engine [--case a|b|c|d|all] [--seconds S] [--warmup S] [--ants 1,2,4,...]\n"
+            "usage: cbf-bench engine [--case a,b,c,d|all] [--seconds S] [--warmup S] [--ants 1,2,4,...]\n"
             "                        [--channels 32768,4096] [--gpu auto|required|none] [--scale F]\n"
             "                        [--rx-threads T] [--xeng-channels C] [--fractions 0.25,0.5,...]\n"
             "                        [--plugin-path DIR] [--verbose]\n"
@@ -952,9 +952,13 @@ static int eng_parse(int argc, char **argv, eng_opts *o)
         if (!v) {
             bad = true;
         } else if (!strcmp(a, "--case")) {
-            bad = strlen(v) >= sizeof o->cases || strspn(v, "abcd") != strlen(v);
-            snprintf(o->cases, sizeof o->cases, "%s", strcmp(v, "all") ? v : "abcd");
-            bad = bad && strcmp(v, "all");
+            /* "a", "a,d", "ad" or "all" */
+            size_t n = 0;
+            for (const char *c = strcmp(v, "all") ? v : "abcd"; *c && !bad; c++)
+                if (*c != ',')
+                    bad = !strchr("abcd", *c) || n + 1 >= sizeof o->cases || !(o->cases[n++] = *c);
+            o->cases[n] = '\0';
+            bad = bad || !n;
         } else if (!strcmp(a, "--seconds")) {
             bad = (o->seconds = atof(v)) <= 0;
         } else if (!strcmp(a, "--warmup")) {
