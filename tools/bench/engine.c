@@ -228,7 +228,7 @@ static void eng_usage(FILE *f)
     fprintf(f,
             "usage: cbf-bench engine [--case a,b,c,d|all] [--seconds S] [--warmup S] [--ants 1,2,4,...]\n"
             "                        [--channels 32768,4096] [--gpu auto|required|none] [--scale F]\n"
-            "                        [--rx-threads T] [--xeng-channels C] [--fractions 0.25,0.5,...]\n"
+            "                        [--rx-threads T] [--tx-threads T] [--xeng-channels C] [--fractions 0.25,0.5,...]\n"
             "                        [--plugin-path DIR] [--verbose]\n"
             "  a  F-engine from host memory on the GPU (dsim -> upload -> K x pfb/fft_post -> discard)\n"
             "  b  network F-engine on loopback, K antennas of real time (x --scale) until one loses data\n"
@@ -236,7 +236,7 @@ static void eng_usage(FILE *f)
             "  d  (a) on the CPU path, antennas per core\n"
             "  --verbose prints every node's counters over each run's window (what limits it)\n"
             "defaults: --case all --seconds 3 --warmup 1 --ants 1,2,4,8,16 --channels 32768,4096\n"
-            "          --scale 1 --rx-threads 4 --xeng-channels 64 --fractions 0.1,0.25,0.5,0.7,0.8,0.9,1\n");
+            "          --scale 1 --rx-threads 4 --tx-threads 2 --xeng-channels 64 --fractions 0.1,0.25,0.5,0.7,0.8,0.9,1\n");
 }
 
 static int eng_parse(int argc, char **argv, eng_opts *o)
@@ -244,7 +244,7 @@ static int eng_parse(int argc, char **argv, eng_opts *o)
     static const int ants[] = {1, 2, 4, 8, 16};
     static const double fr[] = {0.1, 0.25, 0.5, 0.7, 0.8, 0.9, 1.0};
     *o = (eng_opts){.cases = "abcd", .seconds = 3, .warmup = 1, .scale = 1, .n_ants = 5,
-                    .channels = {32768, 4096}, .n_channels = 2, .xeng_channels = 64, .rx_threads = 4,
+                    .channels = {32768, 4096}, .n_channels = 2, .xeng_channels = 64, .rx_threads = 4, .tx_threads = 2,
                     .n_fractions = 7};
     memcpy(o->ants, ants, sizeof ants);
     memcpy(o->fractions, fr, sizeof fr);
@@ -281,6 +281,8 @@ static int eng_parse(int argc, char **argv, eng_opts *o)
             bad = (o->n_channels = eng_ints(v, o->channels, 8)) <= 0;
         } else if (!strcmp(a, "--rx-threads")) {
             bad = (o->rx_threads = atoi(v)) <= 0;
+        } else if (!strcmp(a, "--tx-threads")) {
+            bad = (o->tx_threads = atoi(v)) <= 0;
         } else if (!strcmp(a, "--xeng-channels")) {
             bad = (o->xeng_channels = atoi(v)) <= 0;
         } else if (!strcmp(a, "--fractions")) {

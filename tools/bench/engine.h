@@ -23,7 +23,7 @@ typedef struct eng_opts {
     double seconds, warmup, scale;
     int ants[MAX_LIST], n_ants;
     int channels[8], n_channels;
-    int xeng_channels, rx_threads;
+    int xeng_channels, rx_threads, tx_threads;
     bool verbose;
     double fractions[MAX_LIST];
     int n_fractions;

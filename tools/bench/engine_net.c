@@ -134,12 +134,22 @@ static double eng_udp_ceiling(const eng_bench *b)
     return rate;
 }
 
+/* Receiver and sender threads from the options; 1 is each plugin's default
+ * and is left out, so a plugin without the parameter still loads. */
 static void eng_rx_threads(eng_bench *b, FILE *f)
 {
     char t[16];
     snprintf(t, sizeof t, "%d", b->o->rx_threads);
     if (b->o->rx_threads > 1)
         cbf_bench_eng_opt(b, f, "receiver", "threads_per_address", t);
+}
+
+static void eng_tx_threads(eng_bench *b, FILE *f)
+{
+    char t[16];
+    snprintf(t, sizeof t, "%d", b->o->tx_threads);
+    if (b->o->tx_threads > 1)
+        cbf_bench_eng_opt(b, f, "sender", "threads", t);
 }
 
 /* ---- (b): the network F-engine on loopback ---- */
@@ -180,7 +190,7 @@ static eng_net_row eng_net_once(eng_bench *b, int ants, int channels)
     for (int k = 0; k < ants; k++) {
         fprintf(f, "  send%d: {plugin: sender, params: {destinations: 127.0.0.1:%d, channels_per_heap: %d", k, p2,
                 heap_ch);
-        cbf_bench_eng_opt(b, f, "sender", "threads", "2");
+        eng_tx_threads(b, f);
         fprintf(f, "}}\n");
     }
     cbf_bench_eng_chain_edges(f, "recv.out", ants);
@@ -195,7 +205,7 @@ static eng_net_row eng_net_once(eng_bench *b, int ants, int channels)
     if (!cbf_bench_eng_supports(b, "dsim", "realtime", "true"))
         /* Pace the sender instead: digitiser packets carry 72 header bytes per 5120. */
         fprintf(f, ", rate_gbps: %.6g", row.target * IN_BYTES_PER_SAMPLE * 8 * 5192.0 / 5120.0 / 1e9);
-    cbf_bench_eng_opt(b, f, "sender", "threads", "2");
+    eng_tx_threads(b, f);
     fprintf(f, "}}\nedges:\n  - dsim.out -> send.in\n");
     cbf_bench_eng_text(f, &y[0]);
 
