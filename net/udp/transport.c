@@ -177,6 +177,10 @@ cbf_net_transport cbf_net_rx_transport(const cbf_net_rx *rx) { return rx->kind; 
 void cbf_net_rx_stats_get(const cbf_net_rx *rx, cbf_net_rx_stats *s)
 {
     *s = (cbf_net_rx_stats){.kernel_drops = rx->kernel_drops};
+    int v = 0;
+    socklen_t l = sizeof v;
+    if (rx->fd >= 0 && getsockopt(rx->fd, SOL_SOCKET, SO_RCVBUF, &v, &l) == 0)
+        s->rcvbuf = (size_t)v;
 #ifdef CBF_HAVE_IBVERBS
     if (rx->ibv)
         s->bad_frames = cbf_ibv_rx_bad_frames(rx->ibv);

@@ -76,6 +76,7 @@ typedef struct cbf_net_rx_config {
 typedef struct cbf_net_rx_stats {
     uint64_t kernel_drops;   /* socket: dropped for want of buffer space (SO_RXQ_OVFL) */
     uint64_t bad_frames;     /* ibverbs: frames steered here that were not valid UDP */
+    size_t rcvbuf;           /* socket: SO_RCVBUF as getsockopt reports it (Linux: 2 x granted) */
 } cbf_net_rx_stats;
 
 int cbf_net_rx_open(const cbf_net_rx_config *cfg, cbf_net_rx **out, cbf_error *err);
