@@ -584,6 +584,7 @@ static int receiver_init(cbf_node *node, cbf_error *err)
     r->win.out = r->out;
     r->win.n_flags = r->n_flags;
     r->win.bytes = cbf_port_desc_bytes(&r->d);
+    r->win.flag_bytes = r->feng ? 0 : r->heap_bytes;   /* flag f: input x heaps + heap, at f x heap_bytes */
     r->win.chunk_step = r->chunk_step;
     if ((rc = cbf_stage_out_open(node, r->out, &r->d, count, &r->win.pool, err)) ||
         (rc = rx_window_init(&r->win, n_ring, err)))
@@ -655,6 +656,8 @@ static int receiver_run(cbf_node *node, cbf_error *err)
     /* Heaps still incomplete are dropped and counted; the rest is placed. */
     for (int i = 0; i < r->n_workers; i++) {
         cbf_spead_assembler_flush(r->workers[i].as);
+        if (r->workers[i].rx)
+            cbf_net_rx_settle(r->workers[i].rx);
         rx_publish(&r->workers[i]);
     }
     rx_log_reasons(r);

@@ -38,7 +38,11 @@ static int rx_window_emit(rx_window *w, rx_chunk *c)
     c->buf = NULL;
     uint64_t missing = 0;
     for (size_t f = 0; f < w->n_flags; f++)
-        missing += !b->present[f];
+        if (!b->present[f]) {
+            missing++;
+            if (w->flag_bytes)
+                memset((uint8_t *)b->data + f * w->flag_bytes, 0, w->flag_bytes);
+        }
     b->missing = missing;
     b->seq = w->seq++;
     cbf_counter_add(w->c_chunks, 1);
@@ -56,7 +60,8 @@ static int rx_window_open_chunk(rx_window *w, rx_chunk *c, int64_t idx)
     if (rc)
         return rc;
     c->buf->timestamp = idx * w->chunk_step;
-    memset(c->buf->data, 0, w->bytes);
+    if (!w->flag_bytes)
+        memset(c->buf->data, 0, w->bytes);
     memset(c->buf->present, 0, w->n_flags);
     c->buf->n_present = w->n_flags;
     memset(c->pieces, 0, w->n_flags * sizeof *c->pieces);

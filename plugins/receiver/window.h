@@ -38,6 +38,11 @@ typedef struct rx_window {
     cbf_port *out;
     cbf_pool *pool;
     size_t n_flags, bytes;
+    /* Bytes behind each flag when flag f is exactly bytes [f x flag_bytes,
+     * (f + 1) x flag_bytes) and one piece fills them (digitiser heaps): a
+     * chunk then zeroes only what is missing as it leaves, instead of all
+     * of it as it opens. 0 = zeroed at opening. */
+    size_t flag_bytes;
     int64_t chunk_step;            /* samples per chunk */
     rx_chunk *ring;
     int n_ring;
@@ -48,7 +53,7 @@ typedef struct rx_window {
     cbf_counter *c_late_heaps, *c_bad_heaps, *c_chunks, *c_missing;
 } rx_window;
 
-/* The counters and out, pool, n_flags, bytes, chunk_step must be set before. */
+/* The counters and out, pool, n_flags, bytes, flag_bytes, chunk_step must be set before. */
 int rx_window_init(rx_window *w, int n_ring, cbf_error *err);
 void rx_window_free(rx_window *w);
 /* Copies each heap's bytes into chunk idx at offset and counts it towards
