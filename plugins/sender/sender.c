@@ -133,7 +133,7 @@ struct sender {
     size_t spectra, spb;         /* feng: spectra per heap, samples between spectra */
     uint64_t feng_id;
     double dump_s;               /* xeng: seconds per dump, for pacing */
-    uint8_t *host;               /* staging copy of non-host buffers */
+    uint8_t *host;               /* staging copy of device buffers */
     uint64_t heap_cnt;           /* counter sequence of the next heap, over all lanes */
     double last_desc;
     cbf_counter *c_packets, *c_bytes, *c_heaps, *c_skipped, *c_errors, *c_held;
@@ -419,7 +419,9 @@ static int sender_init(cbf_node *node, cbf_error *err)
     int rc = sender_classify(s, p, err);
     if (rc)
         return rc;
-    if (s->d.mem != CBF_MEM_HOST && !(s->host = malloc(cbf_port_desc_bytes(&s->d))))
+    /* Pinned memory is host memory: sent from where it is, once the
+     * producer's event has passed; only device memory is copied down. */
+    if (s->d.mem == CBF_MEM_DEVICE && !(s->host = malloc(cbf_port_desc_bytes(&s->d))))
         return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     if ((rc = sender_open_interfaces(s, p, err)))
         return rc;
@@ -621,6 +623,8 @@ static int sender_run(cbf_node *node, cbf_error *err)
         if (s->host) {
             rc = cbf_buffer_copy_to_host(b, s->host, cbf_port_desc_bytes(&s->d), err);
             data = s->host;
+        } else if (b->event) {
+            rc = cbf_buffer_sync_host(b, err);
         }
         if (!rc && s->desc_interval > 0 && sender_now_s() - s->last_desc > s->desc_interval)
             rc = sender_send_descriptors(s, err);
