@@ -97,6 +97,7 @@ typedef struct lane {
     uint64_t cnt;
     size_t first, end;
     uint64_t packets, bytes, heaps, skipped;   /* added to the node's counters per buffer */
+    size_t queued;                             /* bytes committed since the last paced batch */
     pthread_t thread;
     bool started;
     int rc;
@@ -219,8 +220,10 @@ static int lane_send_heap(lane *l, const cbf_spead_item_out *items, int n, int d
             return rc;
         l->packets++;
         l->bytes += len;
-        if (rc == 1) {   /* a batch is ready */
-            sender_pace(s, (size_t)s->batch * s->packet_size, rate);
+        l->queued += len;
+        if (rc == 1) {   /* a batch is ready: paced by the bytes it holds */
+            sender_pace(s, l->queued, rate);
+            l->queued = 0;
             if ((rc = sender_flush_q(s, q, err)))
                 return rc;
         }
