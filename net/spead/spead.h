@@ -115,6 +115,10 @@ typedef struct cbf_spead_heap {
     int n_items;           /* non-standard items, first occurrence of each (id, value) */
     const cbf_spead_item *items;
     const uint8_t *payload;
+    /* The heap came whole in one packet and payload points into the bytes
+     * given to cbf_spead_assembler_add (valid until the caller reuses them),
+     * not into the assembler's own memory: copied once, by the consumer. */
+    bool in_packet;
 } cbf_spead_heap;
 
 /* The item with this id (first one), or NULL. */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "cbf/log.h"
 #include "udp.h"
@@ -174,9 +175,45 @@ int cbf_net_rx_recv(cbf_net_rx *rx, const uint8_t **pkt, size_t *len, cbf_error 
 
 cbf_net_transport cbf_net_rx_transport(const cbf_net_rx *rx) { return rx->kind; }
 
+/* The socket's drop count as /proc/net/udp shows it (the last column of
+ * the line with the socket's inode), or 0 when it cannot be read. */
+static uint64_t proc_udp_drops(int fd)
+{
+    struct stat st;
+    FILE *f = fstat(fd, &st) ? NULL : fopen("/proc/net/udp", "r");
+    if (!f)
+        return 0;
+    char line[512];
+    uint64_t drops = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long inode, d;
+        /* sl local rem st tx:rx tr:tm retrnsmt uid timeout inode ref pointer drops */
+        if (sscanf(line, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %*s %*s %llu", &inode, &d) == 2 &&
+            inode == (unsigned long long)st.st_ino) {
+            drops = d;
+            break;
+        }
+    }
+    fclose(f);
+    return drops;
+}
+
+void cbf_net_rx_settle(cbf_net_rx *rx)
+{
+    if (rx->kind != CBF_NET_SOCKET || rx->fd < 0)
+        return;
+    uint64_t d = proc_udp_drops(rx->fd);
+    if (d > rx->kernel_drops)
+        rx->kernel_drops = d;
+}
+
 void cbf_net_rx_stats_get(const cbf_net_rx *rx, cbf_net_rx_stats *s)
 {
     *s = (cbf_net_rx_stats){.kernel_drops = rx->kernel_drops};
+    int v = 0;
+    socklen_t l = sizeof v;
+    if (rx->fd >= 0 && getsockopt(rx->fd, SOL_SOCKET, SO_RCVBUF, &v, &l) == 0)
+        s->rcvbuf = (size_t)v;
 #ifdef CBF_HAVE_IBVERBS
     if (rx->ibv)
         s->bad_frames = cbf_ibv_rx_bad_frames(rx->ibv);

@@ -76,6 +76,7 @@ typedef struct cbf_net_rx_config {
 typedef struct cbf_net_rx_stats {
     uint64_t kernel_drops;   /* socket: dropped for want of buffer space (SO_RXQ_OVFL) */
     uint64_t bad_frames;     /* ibverbs: frames steered here that were not valid UDP */
+    size_t rcvbuf;           /* socket: SO_RCVBUF as getsockopt reports it (Linux: 2 x granted) */
 } cbf_net_rx_stats;
 
 int cbf_net_rx_open(const cbf_net_rx_config *cfg, cbf_net_rx **out, cbf_error *err);
@@ -84,6 +85,10 @@ int cbf_net_rx_open(const cbf_net_rx_config *cfg, cbf_net_rx **out, cbf_error *e
 int cbf_net_rx_recv(cbf_net_rx *rx, const uint8_t **pkt, size_t *len, cbf_error *err);
 cbf_net_transport cbf_net_rx_transport(const cbf_net_rx *rx);
 void cbf_net_rx_stats_get(const cbf_net_rx *rx, cbf_net_rx_stats *s);
+/* At the end of a stream: brings kernel_drops up to the kernel's own count
+ * (socket: /proc/net/udp), which includes drops after the last packet
+ * received, which SO_RXQ_OVFL (carried by the next packet) cannot report. */
+void cbf_net_rx_settle(cbf_net_rx *rx);
 void cbf_net_rx_close(cbf_net_rx *rx);
 
 typedef struct cbf_net_tx cbf_net_tx;

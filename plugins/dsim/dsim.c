@@ -1,18 +1,29 @@
 /* dsim: a digitiser simulator. Tones, per-antenna noise and an optional
  * common (correlated) noise signal, delayed per antenna, quantised to
  * `bits` and packed as the MeerKAT digitiser payload; see dsim_model.h for
- * the signal and README.md for parameters. A CPU source on host buffers. */
+ * the signal and README.md for parameters. A CPU source; its buffers are
+ * pinned when the engine uses the GPU (memory: auto).
+ *
+ * mode: compute makes every sample from the model; mode: replay makes one
+ * period of every stream at init and copies it at the right offset, which
+ * is memcpy speed. Either way a persistent team of `threads` workers cuts
+ * each chunk's (stream, heap) list into contiguous ranges. */
 #include <cbf/cbf.h>
 
-#include <pthread.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dsim_model.h"
+#include "dsim_replay.h"
+#include "dsim_workers.h"
 #include "pack.h"
 #include "stage/contracts/adc.h"
 
 #define HEAP CBF_DSIM_HEAP_SAMPLES
+#define MAX_THREADS 64
 
 static const cbf_param_decl dsim_params[] = {
     {.name = "antennas", .type = CBF_PARAM_INT, .def = "1", .has_range = 1, .min = 1, .max = 4096,
@@ -50,7 +61,18 @@ static const cbf_param_decl dsim_params[] = {
     {.name = "buffers", .type = CBF_PARAM_INT, .def = "4", .has_range = 1, .min = 2, .max = 64,
      .doc = "output buffers in the pool"},
     {.name = "threads", .type = CBF_PARAM_INT, .def = "1", .has_range = 1, .min = 1, .max = 64,
-     .doc = "threads generating a chunk (streams are split between them)"},
+     .doc = "threads filling a chunk (its heaps are split between them, whatever the antenna count)"},
+    {.name = "mode", .type = CBF_PARAM_CHOICE, .def = "compute", .choices = "compute|replay",
+     .doc = "compute: every sample from the model; replay: one period computed at init, then copied"},
+    {.name = "period", .type = CBF_PARAM_INT, .def = "1048576", .has_range = 1, .min = 4096,
+     .max = 1 << 30,
+     .doc = "replay: samples per repeat, a power of two; tones are rounded to multiples of "
+            "adc_sample_rate / period"},
+    {.name = "realtime", .type = CBF_PARAM_BOOL, .def = "false",
+     .doc = "release each chunk at its timestamp / adc_sample_rate after the first (wall clock); "
+            "counts late chunks"},
+    {.name = "memory", .type = CBF_PARAM_CHOICE, .def = "auto", .choices = "auto|host|pinned",
+     .doc = "output pool: auto = pinned when the engine uses the GPU, else host; pinned needs a GPU"},
 };
 
 static const cbf_port_decl dsim_ports[] = {
@@ -70,7 +92,13 @@ typedef struct dsim {
     uint8_t *input_missing; /* [2 x antennas]: whether `missing` applies */
     int threads;
     int16_t *scratch;       /* one heap of samples per thread */
-    cbf_counter *c_samples, *c_saturated, *c_missing;
+    bool replay, realtime, late_said;
+    int64_t period;
+    cbf_dsim_period per;
+    cbf_dsim_workers *workers;
+    double rate;
+    struct timespec t0;     /* when the first chunk was released */
+    cbf_counter *c_samples, *c_saturated, *c_missing, *c_late;
 } dsim;
 
 static int dsim_cmp_i64(const void *a, const void *b)
@@ -91,6 +119,8 @@ static void dsim_fini(cbf_node *node)
     dsim *s = cbf_node_state(node);
     if (!s)
         return;
+    cbf_dsim_workers_free(s->workers);
+    cbf_dsim_period_free(&s->per);
     cbf_dsim_model_free(s->model);
     free(s->missing);
     free(s->input_missing);
@@ -107,6 +137,12 @@ static int dsim_read_params(dsim *s, const cbf_params *p, cbf_dsim_tone **tones,
     s->spc = (size_t)cbf_params_int(p, "samples_per_chunk");
     s->start = cbf_params_int(p, "start");
     s->length = cbf_params_int(p, "length");
+    s->replay = strcmp(cbf_params_string(p, "mode"), "replay") == 0;
+    s->period = cbf_params_int(p, "period");
+    s->realtime = cbf_params_bool(p, "realtime");
+    if (s->replay && (s->period & (s->period - 1)))
+        return cbf_error_set(err, CBF_ECONFIG, "%s: period = %lld is not a power of two",
+                             cbf_params_where(p, "period"), (long long)s->period);
     if (s->spc % HEAP)
         return cbf_error_set(err, CBF_ECONFIG,
                              "%s: samples_per_chunk = %zu is not a multiple of the heap (%d)",
@@ -165,6 +201,7 @@ static int dsim_read_params(dsim *s, const cbf_params *p, cbf_dsim_tone **tones,
         .common_noise = cbf_params_float(p, "common_noise"),
         .delays = *delays,
         .seed = (uint64_t)cbf_params_int(p, "seed"),
+        .period = s->replay ? s->period : 0,
     };
     return 0;
 }
@@ -187,11 +224,27 @@ static int dsim_init(cbf_node *node, cbf_error *err)
     free(delays);
     if (rc)
         return rc;
+    if (cbf_dsim_workers_create(s->threads, &s->workers))
+        return cbf_error_set(err, CBF_ENOMEM, "out of memory");
+    if (s->replay && cbf_dsim_period_build(&s->per, s->model, 2 * s->antennas, s->period, s->bits,
+                                           s->workers))
+        return cbf_error_set(err, CBF_ENOMEM,
+                             "out of memory for one period (%d streams of %lld samples)",
+                             2 * s->antennas, (long long)s->period);
+    s->rate = cfg.adc_sample_rate;
+    const char *memory = cbf_params_string(p, "memory");
+    const bool pinned = strcmp(memory, "pinned") == 0 ||
+                        (strcmp(memory, "auto") == 0 && cbf_node_use_gpu(node));
+    if (pinned && !cbf_node_use_gpu(node))
+        return cbf_error_set(err, CBF_ECONFIG,
+                             "%s: memory: pinned needs the GPU, and this engine runs without one",
+                             cbf_params_where(p, "memory"));
+    const cbf_mem_kind kind = pinned ? CBF_MEM_PINNED : CBF_MEM_HOST;
 
     s->heaps = s->spc / HEAP;
     s->heap_bytes = cbf_pack_bytes(HEAP, s->bits);
     cbf_port_desc d;
-    cbf_port_desc_init(&d, CBF_DTYPE_PACKED, CBF_MEM_HOST);
+    cbf_port_desc_init(&d, CBF_DTYPE_PACKED, kind);
     d.bits = s->bits;
     cbf_port_desc_add_axis(&d, "antenna", (size_t)s->antennas);
     cbf_port_desc_add_axis(&d, "pol", 2);
@@ -207,7 +260,7 @@ static int dsim_init(cbf_node *node, cbf_error *err)
         return rc;
     cbf_pool_config pc = {
         .name = "out",
-        .kind = CBF_MEM_HOST,
+        .kind = kind,
         .count = (size_t)cbf_params_int(p, "buffers"),
         .size = cbf_port_desc_bytes(&d),
         .n_present = d.n_present,
@@ -218,67 +271,134 @@ static int dsim_init(cbf_node *node, cbf_error *err)
     s->c_samples = cbf_node_counter(node, "samples");
     s->c_saturated = cbf_node_counter(node, "saturated");
     s->c_missing = cbf_node_counter(node, "missing_heaps");
+    /* Only paced runs show it, so other runs' tables stay as they were. */
+    if (s->realtime)
+        s->c_late = cbf_node_counter(node, "late_chunks");
     return 0;
 }
 
-/* One thread's share of a chunk: streams k, k + threads, ... */
-typedef struct dsim_share {
+/* One chunk being filled: each worker k adds to its own totals. */
+typedef struct dsim_job {
     dsim *s;
     cbf_buffer *buf;
-    int k;
-    uint64_t saturated, missing;
-} dsim_share;
+    uint64_t saturated[MAX_THREADS], missing[MAX_THREADS];
+} dsim_job;
 
-/* Fills streams heap by heap, so a missing heap costs nothing and its
- * bytes are zero (no data arrived). Threads write disjoint streams, flags
- * and counters, so they need no locks. */
-static void *dsim_fill_share(void *arg)
+/* Flags a heap missing (zero bytes: no data arrived) or present. */
+static bool dsim_take_missing(dsim_job *j, int k, int input, size_t h, uint8_t *dst)
 {
-    dsim_share *sh = arg;
-    dsim *s = sh->s;
-    uint8_t *data = sh->buf->data;
-    int16_t *scratch = s->scratch + (size_t)sh->k * HEAP;
-    const size_t stream_bytes = s->heaps * s->heap_bytes;
-    const int64_t t0 = sh->buf->timestamp, heap0 = t0 / HEAP;
-    for (int input = sh->k; input < 2 * s->antennas; input += s->threads) {
-        for (size_t h = 0; h < s->heaps; h++) {
-            uint8_t *dst = data + (size_t)input * stream_bytes + h * s->heap_bytes;
-            const size_t flag = (size_t)input * s->heaps + h;
-            if (dsim_heap_missing(s, input, heap0 + (int64_t)h)) {
-                memset(dst, 0, s->heap_bytes);
-                sh->buf->present[flag] = 0;
-                sh->missing++;
-                continue;
-            }
-            sh->buf->present[flag] = 1;
-            sh->saturated += cbf_dsim_model_generate(s->model, input / 2, input % 2,
-                                                     t0 + (int64_t)(h * HEAP), HEAP, scratch);
-            /* Cannot fail: the width is checked and values are saturated. */
-            cbf_pack(scratch, HEAP, s->bits, dst, NULL, 0);
-        }
+    dsim *s = j->s;
+    const size_t flag = (size_t)input * s->heaps + h;
+    if (!dsim_heap_missing(s, input, j->buf->timestamp / HEAP + (int64_t)h)) {
+        j->buf->present[flag] = 1;
+        return false;
     }
-    return NULL;
+    memset(dst, 0, s->heap_bytes);
+    j->buf->present[flag] = 0;
+    j->missing[k]++;
+    return true;
+}
+
+/* Compute mode, share k of n: heap by heap from the model, so a missing
+ * heap costs nothing. Every sample is a function of its time alone, so
+ * the output does not depend on how the heaps are shared out. */
+static void dsim_compute_share(void *arg, int k, int n)
+{
+    dsim_job *j = arg;
+    dsim *s = j->s;
+    int16_t *scratch = s->scratch + (size_t)k * HEAP;
+    const size_t total = 2 * (size_t)s->antennas * s->heaps;
+    for (size_t i = total * (size_t)k / (size_t)n; i < total * (size_t)(k + 1) / (size_t)n; i++) {
+        const int input = (int)(i / s->heaps);
+        const size_t h = i % s->heaps;
+        uint8_t *dst = j->buf->data + i * s->heap_bytes;
+        if (dsim_take_missing(j, k, input, h, dst))
+            continue;
+        j->saturated[k] += cbf_dsim_model_generate(s->model, input / 2, input % 2,
+                                                   j->buf->timestamp + (int64_t)(h * HEAP), HEAP,
+                                                   scratch);
+        /* Cannot fail: the width is checked and values are saturated. */
+        cbf_pack(scratch, HEAP, s->bits, dst, NULL, 0);
+    }
+}
+
+/* Replay mode, share k of n: one memcpy per run of present heaps that
+ * neither leaves the share or the stream nor wraps round the period. */
+static void dsim_replay_share(void *arg, int k, int n)
+{
+    dsim_job *j = arg;
+    dsim *s = j->s;
+    const cbf_dsim_period *per = &s->per;
+    const size_t total = 2 * (size_t)s->antennas * s->heaps, end = total * (size_t)(k + 1) / (size_t)n;
+    const size_t heap0 = (size_t)(j->buf->timestamp / HEAP);
+    for (size_t i = total * (size_t)k / (size_t)n; i < end;) {
+        const int input = (int)(i / s->heaps);
+        const size_t h = i % s->heaps;
+        uint8_t *dst = j->buf->data + i * s->heap_bytes;
+        if (dsim_take_missing(j, k, input, h, dst)) {
+            i++;
+            continue;
+        }
+        const size_t ph = (heap0 + h) % per->heaps;
+        size_t len = end - i;
+        len = len < s->heaps - h ? len : s->heaps - h;
+        len = len < per->heaps - ph ? len : per->heaps - ph;
+        const size_t src = (size_t)input * per->heaps + ph;
+        size_t m = 1;
+        j->saturated[k] += per->saturated[src];
+        while (m < len && !dsim_take_missing(j, k, input, h + m, dst + m * s->heap_bytes)) {
+            j->saturated[k] += per->saturated[src + m];
+            m++;
+        }
+        /* A run that stopped at a missing heap has already zeroed it. */
+        memcpy(dst, per->data + src * per->heap_bytes, m * s->heap_bytes);
+        i += m < len ? m + 1 : m;
+    }
 }
 
 static void dsim_fill(dsim *s, cbf_buffer *buf)
 {
-    dsim_share sh[64];
-    pthread_t th[64];
-    int started[64] = {0};
-    for (int k = 0; k < s->threads; k++) {
-        sh[k] = (dsim_share){.s = s, .buf = buf, .k = k};
-        /* Thread 0 is this one; a thread that cannot start is done here. */
-        if (k > 0)
-            started[k] = pthread_create(&th[k], NULL, dsim_fill_share, &sh[k]) == 0;
+    dsim_job j = {.s = s, .buf = buf};
+    cbf_dsim_workers_run(s->workers, s->replay ? dsim_replay_share : dsim_compute_share, &j);
+    for (int k = 0; k < MAX_THREADS; k++) {
+        buf->saturated += j.saturated[k];
+        buf->missing += j.missing[k];
     }
-    for (int k = 0; k < s->threads; k++)
-        if (!started[k])
-            dsim_fill_share(&sh[k]);
-    for (int k = 0; k < s->threads; k++) {
-        if (started[k])
-            pthread_join(th[k], NULL);
-        buf->saturated += sh[k].saturated;
-        buf->missing += sh[k].missing;
+}
+
+static int64_t dsim_ns(const struct timespec *t)
+{
+    return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+/* realtime: holds chunk `timestamp` until its time after the first chunk's
+ * release, measured from that one instant so rounding never accumulates.
+ * A chunk ready after its time goes at once and is counted late; sleeps
+ * are cut into slices so a stop request is never kept waiting long. */
+static void dsim_pace(cbf_node *node, dsim *s, int64_t timestamp)
+{
+    if (timestamp == s->start) {
+        clock_gettime(CLOCK_MONOTONIC, &s->t0);
+        return;
+    }
+    const int64_t due = dsim_ns(&s->t0) +
+                        (int64_t)llround((double)(timestamp - s->start) * 1e9 / s->rate);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (dsim_ns(&now) > due) {
+        cbf_counter_add(s->c_late, 1);
+        if (!s->late_said)
+            cbf_log_warn("realtime: chunk at %lld ready %.3f ms after its time; cannot keep "
+                         "up (late chunks are counted in late_chunks and sent at once)",
+                         (long long)timestamp, (double)(dsim_ns(&now) - due) / 1e6);
+        s->late_said = true;
+        return;
+    }
+    while (dsim_ns(&now) < due && !cbf_node_stopping(node)) {
+        const int64_t until = due - dsim_ns(&now) > 100000000 ? dsim_ns(&now) + 100000000 : due;
+        const struct timespec ts = {.tv_sec = until / 1000000000, .tv_nsec = until % 1000000000};
+        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+        clock_gettime(CLOCK_MONOTONIC, &now);
     }
 }
 
@@ -305,6 +425,11 @@ static int dsim_run(cbf_node *node, cbf_error *err)
         cbf_counter_add(s->c_samples, (uint64_t)s->spc);
         cbf_counter_add(s->c_saturated, buf->saturated);
         cbf_counter_add(s->c_missing, buf->missing);
+        if (s->realtime)
+            dsim_pace(node, s, buf->timestamp);
+        if (seq == (uint64_t)cbf_pool_count(s->pool))
+            cbf_log_info("%llu buffers sent, every pool buffer reused: running at rate",
+                         (unsigned long long)seq);
         if (cbf_port_send(s->out, buf) == CBF_ESTOPPED)
             return 0;
     }

@@ -61,10 +61,11 @@ int cbf_dsim_model_create(const cbf_dsim_config *cfg, cbf_dsim_model **out, char
                           size_t msglen)
 {
     if (cfg->antennas < 1 || cfg->bits < 2 || cfg->bits > 16 || !(cfg->adc_sample_rate > 0) ||
-        cfg->n_tones < 0) {
+        cfg->n_tones < 0 || cfg->period < 0 || (cfg->period & (cfg->period - 1))) {
         if (msg && msglen)
-            snprintf(msg, msglen, "dsim model: bad configuration (antennas %d, bits %d)",
-                     cfg->antennas, cfg->bits);
+            snprintf(msg, msglen,
+                     "dsim model: bad configuration (antennas %d, bits %d, period %lld)",
+                     cfg->antennas, cfg->bits, (long long)cfg->period);
         return -1;
     }
     cbf_dsim_model *m = calloc(1, sizeof *m);
@@ -88,11 +89,16 @@ int cbf_dsim_model_create(const cbf_dsim_config *cfg, cbf_dsim_model **out, char
     }
     for (size_t k = 0; k < nt; k++) {
         const cbf_dsim_tone *tn = &cfg->tones[k];
-        const double r = tn->frequency / cfg->adc_sample_rate;
+        const double f = cbf_dsim_grid_frequency(tn->frequency, cfg->adc_sample_rate, cfg->period);
+        /* On a power-of-two grid r = bin / P exactly, so r t is exact and
+         * the tone repeats bit for bit every P samples. */
+        const double r = cfg->period ? nearbyint(tn->frequency / cfg->adc_sample_rate *
+                                                 (double)cfg->period) / (double)cfg->period
+                                     : f / cfg->adc_sample_rate;
         const double amp = tn->amplitude * m->full_scale;
         m->rate[k] = r;
         /* f - r fs is exact (FMA), so this is f / fs - r to double precision. */
-        m->rate_lo[k] = fma(-r, cfg->adc_sample_rate, tn->frequency) / cfg->adc_sample_rate;
+        m->rate_lo[k] = cfg->period ? 0.0 : fma(-r, cfg->adc_sample_rate, f) / cfg->adc_sample_rate;
         for (size_t j = 0; j < BLOCK; j++) {
             const double ph = 2.0 * M_PI * frac_product(r, (int64_t)j);
             m->table[(k * BLOCK + j) * 2] = amp * cos(ph);
@@ -109,6 +115,13 @@ int cbf_dsim_model_create(const cbf_dsim_config *cfg, cbf_dsim_model **out, char
         m->shift[a] = cfg->delays ? (int64_t)llrint(cfg->delays[a]) : 0;
     *out = m;
     return 0;
+}
+
+double cbf_dsim_grid_frequency(double f, double fs, int64_t period)
+{
+    if (!period)
+        return f;
+    return nearbyint(f / fs * (double)period) * fs / (double)period;
 }
 
 void cbf_dsim_model_free(cbf_dsim_model *m)
@@ -192,6 +205,24 @@ static void add_noise(double *v, uint64_t key, int64_t first, size_t n, double s
     }
 }
 
+/* add_noise over a signal of that period (0: none): indices wrap, and a
+ * range that crosses the wrap is cut there. */
+static void add_noise_wrapped(double *v, uint64_t key, int64_t first, size_t n, double scale,
+                              int64_t period)
+{
+    if (!period) {
+        add_noise(v, key, first, n, scale);
+        return;
+    }
+    int64_t t = ((first % period) + period) % period;
+    for (size_t i = 0; i < n;) {
+        const size_t len = (size_t)(period - t) < n - i ? (size_t)(period - t) : n - i;
+        add_noise(v + i, key, t, len, scale);
+        i += len;
+        t = 0;
+    }
+}
+
 uint64_t cbf_dsim_model_generate(const cbf_dsim_model *m, int antenna, int pol, int64_t first,
                                  size_t n, int16_t *out)
 {
@@ -220,9 +251,10 @@ uint64_t cbf_dsim_model_generate(const cbf_dsim_model *m, int antenna, int pol, 
                 v[i] += zr * w[2 * i] - zi * w[2 * i + 1];
         }
         if (c->noise > 0.0)
-            add_noise(v, nkey, t, len, c->noise * fs);
+            add_noise_wrapped(v, nkey, t, len, c->noise * fs, c->period);
         if (c->common_noise > 0.0)
-            add_noise(v, ckey, t - m->shift[antenna], len, c->common_noise * fs);
+            add_noise_wrapped(v, ckey, t - m->shift[antenna], len, c->common_noise * fs,
+                              c->period);
         for (size_t i = 0; i < len; i++) {
             /* rint rounds half to even in the default rounding mode. */
             double r = rint(v[i]);

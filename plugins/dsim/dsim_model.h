@@ -12,7 +12,13 @@
  * tones; rounded for the common noise, which is a sampled sequence), and
  * N, C are independent standard Gaussians drawn from a counter-based
  * generator: every value is a pure function of (seed, stream, t), so the
- * output does not depend on how the stream is cut into chunks. */
+ * output does not depend on how the stream is cut into chunks.
+ *
+ * With period P > 0 (a power of two) the signal repeats every P samples:
+ * each tone frequency is rounded to the nearest multiple of fs / P, and
+ * the noise index wraps, N(t mod P) and C((t - round(d_a)) mod P), so the
+ * delayed common noise stays correlated across the wrap. Replay mode
+ * generates samples [0, P) once and copies them. */
 #ifndef CBF_DSIM_MODEL_H
 #define CBF_DSIM_MODEL_H
 
@@ -37,6 +43,7 @@ typedef struct cbf_dsim_config {
     double common_noise;      /* Gaussian RMS of the shared signal */
     const double *delays;     /* per antenna, samples; NULL: all zero */
     uint64_t seed;
+    int64_t period;           /* samples, a power of two; 0: not periodic */
 } cbf_dsim_config;
 
 typedef struct cbf_dsim_model cbf_dsim_model;
@@ -50,6 +57,10 @@ void cbf_dsim_model_free(cbf_dsim_model *m);
  * how many of them saturated. */
 uint64_t cbf_dsim_model_generate(const cbf_dsim_model *m, int antenna, int pol, int64_t first,
                                  size_t n, int16_t *out);
+
+/* The frequency a tone gets in a model of that period: f rounded to the
+ * nearest multiple of fs / period (f itself when period is 0). */
+double cbf_dsim_grid_frequency(double f, double fs, int64_t period);
 
 /* The generator's standard Gaussian for a stream (antenna index, or -1 for
  * the common signal) and pol at sample t. */

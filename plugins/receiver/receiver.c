@@ -49,6 +49,14 @@ static const cbf_param_decl rx_params[] = {
      .max = 8,
      .doc = "sockets (SO_REUSEPORT, unicast only) and threads per address; each address has its "
             "own thread anyway"},
+    CBF_STAGE_AFFINITY_PARAM("receive"),
+    {.name = "socket_buffer", .type = CBF_PARAM_INT, .def = "67108864", .has_range = 1,
+     .min = 65536, .max = 1 << 30,
+     .doc = "bytes of socket receive buffer asked for per socket (SO_RCVBUF; the kernel caps it "
+            "at net.core.rmem_max)"},
+    {.name = "memory", .type = CBF_PARAM_CHOICE, .def = "auto", .choices = "auto|host|pinned",
+     .doc = "chunk memory: pinned (page-locked, for fast uploads) or host; auto = pinned when "
+            "the engine uses the GPU"},
     {.name = "pcap", .type = CBF_PARAM_STRING, .def = "", .doc = "capture file for source: pcap"},
     {.name = "stream", .type = CBF_PARAM_CHOICE, .def = "digitiser", .choices = "digitiser|feng",
      .doc = "what the heaps are"},
@@ -124,6 +132,10 @@ typedef struct receiver receiver;
 
 typedef struct worker {
     receiver *r;
+    int index;
+    rx_place pending[RECV_BATCH];   /* heaps of this batch still in the packets */
+    int n_pending;
+    unsigned batches;
     cbf_net_rx *rx;
     cbf_spead_assembler *as;
     pthread_t thread;
@@ -150,8 +162,9 @@ struct receiver {
     rx_window win;
     pthread_mutex_t lock;          /* guards the end-of-stream state below */
     int stops_needed, stops_seen;
-    bool done;
-    double idle_timeout, last_packet;
+    double idle_timeout;
+    atomic_llong last_packet_ns;   /* written once per batch by every thread */
+    atomic_bool finished;
     double drop_rate;
     atomic_uint_fast64_t descriptors;   /* in the end-of-run log, not a counter (16 at most) */
     /* sockets */
@@ -159,6 +172,8 @@ struct receiver {
     int n_workers;
     bool pcap;
     const char *pcap_path;
+    int cores[MAX_SOCKETS], n_cores;   /* affinity */
+    size_t rcvbuf;
     cbf_counter *c_packets, *c_bytes, *c_heaps, *c_incomplete, *c_late_packets, *c_duplicate,
         *c_kernel_drops, *c_dropped_test,
         *c_malformed[N_GROUPS];
@@ -181,8 +196,27 @@ static bool rx_addressed(const cbf_spead_heap *h, uint16_t id, const uint8_t **d
     return it && cbf_spead_heap_item_bytes(h, it, data, len) == 0;
 }
 
-static void rx_on_dig_heap(receiver *r, const cbf_spead_heap *h)
+/* A heap still in the packet buffers waits for the batch's one lock; one
+ * the assembler holds is placed now (its memory is reused by the next). */
+static void rx_put(worker *w, const cbf_spead_heap *h, const rx_place *p)
 {
+    if (h->in_packet && w->n_pending < RECV_BATCH) {
+        w->pending[w->n_pending++] = *p;
+        return;
+    }
+    rx_place one = *p;
+    rx_window_place(&w->r->win, &one, 1);
+}
+
+static void rx_place_pending(worker *w)
+{
+    rx_window_place(&w->r->win, w->pending, w->n_pending);
+    w->n_pending = 0;
+}
+
+static void rx_on_dig_heap(worker *w, const cbf_spead_heap *h)
+{
+    receiver *r = w->r;
     uint64_t ts, id;
     const uint8_t *data;
     size_t len;
@@ -196,12 +230,14 @@ static void rx_on_dig_heap(receiver *r, const cbf_spead_heap *h)
     size_t input = r->antennas == 1 ? (size_t)(id & 1) : (size_t)id;
     int64_t idx = (int64_t)(ts / r->spc);
     size_t hh = (size_t)(ts % r->spc) / HEAP_SAMPLES;
-    rx_window_place(&r->win, idx, input * r->heaps + hh, input * r->heaps * r->heap_bytes + hh * r->heap_bytes, data,
-          len, 1);
+    rx_put(w, h, &(rx_place){.idx = idx, .flag = input * r->heaps + hh,
+                             .offset = input * r->heaps * r->heap_bytes + hh * r->heap_bytes,
+                             .data = data, .len = len, .need = 1});
 }
 
-static void rx_on_feng_heap(receiver *r, const cbf_spead_heap *h)
+static void rx_on_feng_heap(worker *w, const cbf_spead_heap *h)
 {
+    receiver *r = w->r;
     uint64_t ts, ant, freq;
     const uint8_t *data;
     size_t len;
@@ -219,20 +255,21 @@ static void rx_on_feng_heap(receiver *r, const cbf_spead_heap *h)
     size_t b = (size_t)(batch % r->batches), flag = b * (size_t)r->antennas + (size_t)ant;
     /* [batch][antenna][channel][spectrum][pol]: a heap's channel range is contiguous. */
     size_t offset = (flag * r->channels + (size_t)(freq - r->first)) * r->spectra * 4;
-    rx_window_place(&r->win, idx, flag, offset, data, len, (unsigned)r->ranges);
+    rx_put(w, h, &(rx_place){.idx = idx, .flag = flag, .offset = offset, .data = data, .len = len,
+                             .need = (unsigned)r->ranges});
 }
 
 static void rx_on_heap(const cbf_spead_heap *h, void *user)
 {
-    receiver *r = user;
+    worker *w = user;
     if (cbf_spead_heap_find(h, CBF_SPEAD_DESCRIPTOR)) {
-        atomic_fetch_add(&r->descriptors, 1);
+        atomic_fetch_add(&w->r->descriptors, 1);
         return;
     }
-    if (r->feng)
-        rx_on_feng_heap(r, h);
+    if (w->r->feng)
+        rx_on_feng_heap(w, h);
     else
-        rx_on_dig_heap(r, h);
+        rx_on_dig_heap(w, h);
 }
 
 /* Adds what the worker's assembler counted since last time to the node's counters. */
@@ -268,14 +305,17 @@ static double rx_now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* No lock: every thread asks once per batch. */
 static bool rx_finished(receiver *r)
 {
-    pthread_mutex_lock(&r->lock);
-    bool d = r->done || atomic_load(&r->win.send_rc);
-    if (!d && r->idle_timeout > 0 && r->last_packet > 0 && rx_now_s() - r->last_packet > r->idle_timeout)
-        d = r->done = true;
-    pthread_mutex_unlock(&r->lock);
-    return d || cbf_node_stopping(r->node);
+    if (atomic_load(&r->finished) || atomic_load(&r->win.send_rc))
+        return true;
+    long long last = atomic_load_explicit(&r->last_packet_ns, memory_order_relaxed);
+    if (r->idle_timeout > 0 && last > 0 && rx_now_s() - 1e-9 * (double)last > r->idle_timeout) {
+        atomic_store(&r->finished, true);
+        return true;
+    }
+    return cbf_node_stopping(r->node);
 }
 
 static void rx_count_stop(receiver *r)
@@ -283,7 +323,7 @@ static void rx_count_stop(receiver *r)
     pthread_mutex_lock(&r->lock);
     r->stops_seen++;
     if (r->stops_needed && r->stops_seen >= r->stops_needed)
-        r->done = true;
+        atomic_store(&r->finished, true);
     pthread_mutex_unlock(&r->lock);
 }
 
@@ -311,6 +351,8 @@ static void *rx_udp_loop(void *arg)
 {
     worker *w = arg;
     receiver *r = w->r;
+    if (w->index < r->n_cores && (w->rc = cbf_stage_pin_thread(r->cores[w->index], &w->err)))
+        return NULL;
     const uint8_t *pkt[RECV_BATCH];
     size_t len[RECV_BATCH];
     while (!rx_finished(r)) {
@@ -319,15 +361,19 @@ static void *rx_udp_loop(void *arg)
             w->rc = n;
             break;
         }
-        if (n == 0)
+        if (n == 0) {
+            rx_publish(w);
             continue;   /* the receive timeout: look at stop and idle again */
-        pthread_mutex_lock(&r->lock);
-        r->last_packet = rx_now_s();
-        pthread_mutex_unlock(&r->lock);
+        }
+        atomic_store_explicit(&r->last_packet_ns, (long long)(rx_now_s() * 1e9), memory_order_relaxed);
         for (int i = 0; i < n; i++)
             if (!rx_drop_test(w, pkt[i], len[i]) && cbf_spead_assembler_add(w->as, pkt[i], len[i]))
                 rx_count_stop(r);
-        rx_publish(w);
+        rx_place_pending(w);   /* before the next recv reuses the packet buffers */
+        /* The node's counters are shared by the threads: added to every few
+         * batches, not per packet. */
+        if (++w->batches % 8 == 0)
+            rx_publish(w);
     }
     return NULL;
 }
@@ -345,6 +391,7 @@ static int rx_pcap_loop(receiver *r, worker *w, cbf_error *err)
     while (!rx_finished(r) && (rc = cbf_pcap_reader_next(pr, 0, &p, &len, NULL, err)) == 1) {
         if (!rx_drop_test(w, p, len) && cbf_spead_assembler_add(w->as, p, len))
             rx_count_stop(r);
+        rx_place_pending(w);
         if (++n % RECV_BATCH == 0)
             rx_publish(w);
     }
@@ -416,6 +463,12 @@ static int rx_set_desc(receiver *r, const cbf_params *p, cbf_error *err)
     }
     d->n_present = r->n_flags;
     d->timestamp_step = r->chunk_step;
+    const char *mem = cbf_params_string(p, "memory");
+    bool gpu = cbf_node_use_gpu(r->node);
+    if (!strcmp(mem, "pinned") && !gpu)
+        return cbf_error_set(err, CBF_ECONFIG, "%s: pinned memory needs the GPU, which this engine "
+                             "does not use", cbf_params_where(p, "memory"));
+    d->mem = !strcmp(mem, "pinned") || (!strcmp(mem, "auto") && gpu) ? CBF_MEM_PINNED : CBF_MEM_HOST;
     cbf_port_desc_set_attr(d, CBF_ATTR_ADC_SAMPLE_RATE, rate);
     return 0;
 }
@@ -440,7 +493,7 @@ static int rx_open_workers(receiver *r, const cbf_params *p, const cbf_net_choic
     size_t heap = r->feng ? r->cph * r->spectra * 4 : r->heap_bytes;
     cbf_spead_assembler_config ac = {
         .max_heap_size = heap > 65536 ? heap : 65536,   /* room for descriptor heaps too */
-        .window = (int)cbf_params_int(p, "heap_window"), .on_heap = rx_on_heap, .user = r,
+        .window = (int)cbf_params_int(p, "heap_window"), .on_heap = rx_on_heap,
     };
     cbf_udp_endpoint eps[MAX_SOCKETS];
     int n_eps = 1, per = 1;
@@ -471,8 +524,10 @@ static int rx_open_workers(receiver *r, const cbf_params *p, const cbf_net_choic
     }
     for (int e = 0; e < n_eps; e++)
         for (int k = 0; k < per; k++) {
-            worker *w = &r->workers[r->n_workers++];
+            worker *w = &r->workers[r->n_workers];
             w->r = r;
+            w->index = r->n_workers++;
+            ac.user = w;
             int rc = cbf_spead_assembler_create(&ac, &w->as, err);
             w->rng = (uint64_t)cbf_params_int(p, "drop_seed") * 0x9e3779b97f4a7c15ull + 1 +
                      (uint64_t)r->n_workers;
@@ -480,7 +535,7 @@ static int rx_open_workers(receiver *r, const cbf_params *p, const cbf_net_choic
                 rc = cbf_error_set(err, CBF_ENOMEM, "out of memory");
             if (!rc && !r->pcap) {
                 cbf_net_rx_config nc = {
-                    .ep = eps[e], .iface = cbf_params_string(p, "interface"), .rcvbuf = 64 << 20,
+                    .ep = eps[e], .iface = cbf_params_string(p, "interface"), .rcvbuf = r->rcvbuf,
                     .reuseport = per > 1, .timeout_ms = 100,   /* wake to see stop requests */
                     .batch = RECV_BATCH, .max_packet = RECV_BUF,
                     .ring_slots = (uint32_t)cbf_params_int(p, "ring_slots"), .choice = *choice};
@@ -517,6 +572,7 @@ static int receiver_init(cbf_node *node, cbf_error *err)
     r->stops_needed = (int)cbf_params_int(p, "stops");
     r->idle_timeout = cbf_params_float(p, "idle_timeout");
     r->drop_rate = cbf_params_float(p, "drop_rate");
+    r->rcvbuf = (size_t)cbf_params_int(p, "socket_buffer");
     int rc = rx_set_desc(r, p, err);
     if (rc)
         return rc;
@@ -528,6 +584,7 @@ static int receiver_init(cbf_node *node, cbf_error *err)
     r->win.out = r->out;
     r->win.n_flags = r->n_flags;
     r->win.bytes = cbf_port_desc_bytes(&r->d);
+    r->win.flag_bytes = r->feng ? 0 : r->heap_bytes;   /* flag f: input x heaps + heap, at f x heap_bytes */
     r->win.chunk_step = r->chunk_step;
     if ((rc = cbf_stage_out_open(node, r->out, &r->d, count, &r->win.pool, err)) ||
         (rc = rx_window_init(&r->win, n_ring, err)))
@@ -545,9 +602,19 @@ static int receiver_init(cbf_node *node, cbf_error *err)
     const cbf_net_choice choice = cbf_stage_net_choice(p);
     if ((rc = rx_open_workers(r, p, &choice, err)))
         return rc;
-    if (!r->pcap && r->n_workers)
-        cbf_log_info("%d %s queue(s)", r->n_workers,
-                     cbf_net_rx_transport(r->workers[0].rx) == CBF_NET_IBVERBS ? "ibverbs" : "socket");
+    if (!r->pcap && (rc = r->n_cores = cbf_stage_affinity(p, r->n_workers, r->cores, MAX_SOCKETS, err)) < 0)
+        return rc;
+    if (!r->pcap && r->n_workers) {
+        bool ibv = cbf_net_rx_transport(r->workers[0].rx) == CBF_NET_IBVERBS;
+        cbf_log_info("%d %s queue(s)", r->n_workers, ibv ? "ibverbs" : "socket");
+        cbf_net_rx_stats t;
+        cbf_net_rx_stats_get(r->workers[0].rx, &t);
+        /* Linux reports twice what it grants (the rest is its bookkeeping). */
+        if (!ibv && t.rcvbuf / 2 < r->rcvbuf)
+            cbf_log_warn("%s: socket_buffer %zu asked for, the kernel gave %zu: raise "
+                         "net.core.rmem_max (sysctl -w net.core.rmem_max=%zu) or drops come sooner",
+                         cbf_params_where(p, "socket_buffer"), r->rcvbuf, t.rcvbuf / 2, r->rcvbuf);
+    }
     return 0;
 }
 
@@ -589,6 +656,8 @@ static int receiver_run(cbf_node *node, cbf_error *err)
     /* Heaps still incomplete are dropped and counted; the rest is placed. */
     for (int i = 0; i < r->n_workers; i++) {
         cbf_spead_assembler_flush(r->workers[i].as);
+        if (r->workers[i].rx)
+            cbf_net_rx_settle(r->workers[i].rx);
         rx_publish(&r->workers[i]);
     }
     rx_log_reasons(r);

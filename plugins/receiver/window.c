@@ -1,4 +1,5 @@
 /* The receiver's chunk window: see window.h. */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include "window.h"
@@ -30,11 +31,18 @@ void rx_window_free(rx_window *w)
 /* Sends a chunk on (lock held). */
 static int rx_window_emit(rx_window *w, rx_chunk *c)
 {
+    /* Other threads may still copy heaps they claimed here: a memcpy each. */
+    while (atomic_load_explicit(&c->writers, memory_order_acquire))
+        sched_yield();
     cbf_buffer *b = c->buf;
     c->buf = NULL;
     uint64_t missing = 0;
     for (size_t f = 0; f < w->n_flags; f++)
-        missing += !b->present[f];
+        if (!b->present[f]) {
+            missing++;
+            if (w->flag_bytes)
+                memset((uint8_t *)b->data + f * w->flag_bytes, 0, w->flag_bytes);
+        }
     b->missing = missing;
     b->seq = w->seq++;
     cbf_counter_add(w->c_chunks, 1);
@@ -52,7 +60,8 @@ static int rx_window_open_chunk(rx_window *w, rx_chunk *c, int64_t idx)
     if (rc)
         return rc;
     c->buf->timestamp = idx * w->chunk_step;
-    memset(c->buf->data, 0, w->bytes);
+    if (!w->flag_bytes)
+        memset(c->buf->data, 0, w->bytes);
     memset(c->buf->present, 0, w->n_flags);
     c->buf->n_present = w->n_flags;
     memset(c->pieces, 0, w->n_flags * sizeof *c->pieces);
@@ -76,37 +85,68 @@ static int rx_window_advance(rx_window *w, int64_t idx)
     return 0;
 }
 
-void rx_window_place(rx_window *w, int64_t idx, size_t flag, size_t offset, const uint8_t *data,
-                     size_t len, unsigned need)
+/* Copies the claimed heaps' bytes and lets their chunks go (lock not held). */
+static void rx_window_copy(rx_place *heaps, int n)
 {
-    pthread_mutex_lock(&w->lock);
+    for (int i = 0; i < n; i++)
+        if (heaps[i].claimed) {
+            memcpy((uint8_t *)heaps[i].claimed->buf->data + heaps[i].offset, heaps[i].data, heaps[i].len);
+            atomic_fetch_sub_explicit(&heaps[i].claimed->writers, 1, memory_order_release);
+            heaps[i].claimed = NULL;
+        }
+}
+
+/* Claims heap h's place (lock held): false when it has none (late, again,
+ * or the window failed). */
+static bool rx_window_claim(rx_window *w, rx_place *h)
+{
     if (!w->started) {
-        w->base = idx;
+        w->base = h->idx;
         w->started = true;
     }
-    int rc = atomic_load(&w->send_rc);
-    if (rc)
-        goto out;
-    if (idx < w->base) {
+    if (atomic_load(&w->send_rc))
+        return false;
+    if (h->idx < w->base) {
         cbf_counter_add(w->c_late_heaps, 1);
-        goto out;
+        return false;
     }
-    rx_chunk *c = &w->ring[idx % w->n_ring];
-    if ((rc = rx_window_advance(w, idx)) || (rc = rx_window_open_chunk(w, c, idx))) {
+    rx_chunk *c = &w->ring[h->idx % w->n_ring];
+    int rc = rx_window_advance(w, h->idx);
+    if (rc || (rc = rx_window_open_chunk(w, c, h->idx))) {
         atomic_store(&w->send_rc, rc);
-        goto out;
+        return false;
     }
-    if (c->pieces[flag] >= need) {   /* the same heap again (a second sender, a replay) */
+    if (c->pieces[h->flag] >= h->need) {   /* the same heap again (a second sender, a replay) */
         cbf_counter_add(w->c_bad_heaps, 1);
-        goto out;
+        return false;
     }
-    memcpy((uint8_t *)c->buf->data + offset, data, len);
-    if (++c->pieces[flag] == need)
-        c->buf->present[flag] = 1;
-    if (idx > w->last_index)
-        w->last_index = idx;
-out:
+    if (++c->pieces[h->flag] == h->need)
+        c->buf->present[h->flag] = 1;   /* seen downstream only once the copy is done */
+    if (h->idx > w->last_index)
+        w->last_index = h->idx;
+    atomic_fetch_add_explicit(&c->writers, 1, memory_order_relaxed);
+    h->claimed = c;
+    return true;
+}
+
+void rx_window_place(rx_window *w, rx_place *heaps, int n)
+{
+    int done = 0;   /* heaps before this one are copied */
+    pthread_mutex_lock(&w->lock);
+    for (int i = 0; i < n; i++) {
+        heaps[i].claimed = NULL;
+        /* Moving the window waits for the chunks that leave to be copied
+         * into: this thread's own claims first, without the lock. */
+        if (done < i && w->started && heaps[i].idx >= w->base + w->n_ring) {
+            pthread_mutex_unlock(&w->lock);
+            rx_window_copy(heaps + done, i - done);
+            done = i;
+            pthread_mutex_lock(&w->lock);
+        }
+        rx_window_claim(w, &heaps[i]);
+    }
     pthread_mutex_unlock(&w->lock);
+    rx_window_copy(heaps + done, n - done);
 }
 
 int rx_window_drain(rx_window *w)

@@ -7,9 +7,17 @@
  * and channel range; flagged batches are not sent), complex int32
  * [channel][baseline_product] is the X-engine stream (one heap per dump and
  * channel range, paced over the dump interval). Channel range r goes to
- * destination r mod n, which is how X-engines subscribe to "their" group. */
+ * destination r mod n, which is how X-engines subscribe to "their" group.
+ *
+ * With `threads` T, each buffer's heaps, in the order one thread sends
+ * them, are cut into T consecutive runs, one per thread, each thread with
+ * its own sockets: every heap (and its counter) is what one thread sends,
+ * and heaps are reordered by at most a buffer. The rate limit is one token
+ * bucket shared by all threads. */
 #include <cbf/cbf.h>
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +33,7 @@
 #define MAX_DEST 64
 #define MAX_BATCH 256
 #define MAX_IF 8
+#define MAX_LANES 16
 
 static const cbf_param_decl sender_params[] = {
     {.name = "destinations", .type = CBF_PARAM_STRING,
@@ -49,6 +58,11 @@ static const cbf_param_decl sender_params[] = {
      .doc = "seconds between descriptor heaps (also sent at start); 0 = at start only"},
     {.name = "batch", .type = CBF_PARAM_INT, .def = "32", .has_range = 1, .min = 1,
      .max = MAX_BATCH, .doc = "packets per sendmmsg call (ibverbs: ring_slots at least 2 x batch)"},
+    {.name = "threads", .type = CBF_PARAM_INT, .def = "1", .has_range = 1, .min = 1,
+     .max = MAX_LANES,
+     .doc = "sending threads, each with its own socket per interface; a buffer's heaps are split "
+            "between them in order"},
+    CBF_STAGE_AFFINITY_PARAM("sending"),
     {.name = "capture", .type = CBF_PARAM_BOOL, .def = "true",
      .doc = "send from the start; false: wait for a `capture` request (action start)"},
 };
@@ -72,12 +86,41 @@ static const cbf_port_decl sender_ports[] = {
 
 typedef enum { S_DIG, S_FENG, S_XENG } stream_kind;
 
-typedef struct sender {
+typedef struct sender sender;
+
+/* One sending thread: its queue per interface, and the heaps
+ * [first, end) of the current buffer, the first with counter sequence cnt. */
+typedef struct lane {
+    sender *s;
+    int index;
+    cbf_net_tx *q[MAX_IF];
+    uint64_t cnt;
+    size_t first, end;
+    uint64_t packets, bytes, heaps, skipped;   /* added to the node's counters per buffer */
+    size_t queued;                             /* bytes committed since the last paced batch */
+    pthread_t thread;
+    bool started;
+    int rc;
+    cbf_error err;
+} lane;
+
+struct sender {
     stream_kind kind;
     cbf_port *in;
     cbf_port_desc d;
-    cbf_net_tx *q[MAX_IF];        /* one queue per interface */
-    int n_if;
+    lane lanes[MAX_LANES];
+    int n_lanes, n_if;
+    int cores[MAX_LANES], n_cores;
+    /* hand-over of a buffer to the lanes (once per buffer, not per heap) */
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    uint64_t gen;
+    int n_done;
+    bool quit;
+    const cbf_buffer *cur;
+    const uint8_t *cur_data;
+    double cur_rate;
+    atomic_llong next_ns;        /* the rate limit's next free time, shared by lanes */
     cbf_udp_endpoint dest[MAX_DEST];
     int n_dest;
     size_t packet_size;
@@ -91,12 +134,12 @@ typedef struct sender {
     size_t spectra, spb;         /* feng: spectra per heap, samples between spectra */
     uint64_t feng_id;
     double dump_s;               /* xeng: seconds per dump, for pacing */
-    uint8_t *host;               /* staging copy of non-host buffers */
-    uint64_t heap_cnt;
-    double next_time, last_desc;
+    uint8_t *host;               /* staging copy of device buffers */
+    uint64_t heap_cnt;           /* counter sequence of the next heap, over all lanes */
+    double last_desc;
     cbf_counter *c_packets, *c_bytes, *c_heaps, *c_skipped, *c_errors, *c_held;
     bool capturing;              /* `capture` requests; read and set on the node's thread */
-} sender;
+};
 
 static double sender_now_s(void)
 {
@@ -113,48 +156,59 @@ static int sender_flush_q(sender *s, cbf_net_tx *q, cbf_error *err)
     return rc;
 }
 
+static int lane_flush(lane *l, cbf_error *err)
+{
+    int rc = 0;
+    for (int i = 0; i < l->s->n_if && !rc; i++)
+        rc = sender_flush_q(l->s, l->q[i], err);
+    return rc;
+}
+
 static int sender_flush(sender *s, cbf_error *err)
 {
     int rc = 0;
-    for (int i = 0; i < s->n_if && !rc; i++)
-        rc = sender_flush_q(s, s->q[i], err);
+    for (int i = 0; i < s->n_lanes && !rc; i++)
+        rc = lane_flush(&s->lanes[i], err);
     return rc;
 }
 
 /* Paces by holding each batch until the rate allows it: a token bucket
- * whose depth is one batch. */
+ * whose depth is one batch, shared by the lanes (a compare-and-swap per
+ * batch takes each batch's slot in time). */
 static void sender_pace(sender *s, size_t bytes, double rate)
 {
     if (rate <= 0)
         return;
-    double t = sender_now_s();
-    if (s->next_time < t)
-        s->next_time = t;
-    double wait = s->next_time - t;
-    if (wait > 0) {
-        struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
+    long long now = (long long)(sender_now_s() * 1e9), cost = (long long)((double)bytes / rate * 1e9);
+    long long cur = atomic_load(&s->next_ns), start;
+    do
+        start = cur > now ? cur : now;
+    while (!atomic_compare_exchange_weak(&s->next_ns, &cur, start + cost));
+    if (start > now) {
+        long long wait = start - now;
+        struct timespec ts = {(time_t)(wait / 1000000000), (long)(wait % 1000000000)};
         nanosleep(&ts, NULL);
     }
-    s->next_time += (double)bytes / rate;
 }
 
 /* Heap counters: a running count with the F-engine's id in the low 12
  * bits, so that heaps of several F-engines arriving at one X-engine socket
  * never share a counter (a receiver, ours or spead2, keys heaps by it). */
-static uint64_t sender_next_cnt(sender *s)
+static uint64_t sender_cnt(const sender *s, uint64_t seq)
 {
     uint64_t id = s->kind == S_FENG ? s->feng_id & 0xfff : 0;
-    return ((s->heap_cnt++ << 12) | id) & CBF_SPEAD_ADDR_MASK;
+    return ((seq << 12) | id) & CBF_SPEAD_ADDR_MASK;
 }
 
-static int sender_send_heap(sender *s, const cbf_spead_item_out *items, int n, int dest, bool repeat,
-                     double rate, cbf_error *err)
+static int lane_send_heap(lane *l, const cbf_spead_item_out *items, int n, int dest, bool repeat,
+                          double rate, cbf_error *err)
 {
+    sender *s = l->s;
     /* Whole heaps round robin over the interfaces: a heap's packets stay
      * in order on one path. */
-    cbf_net_tx *q = s->q[s->heap_cnt % (uint64_t)s->n_if];
+    cbf_net_tx *q = l->q[l->cnt % (uint64_t)s->n_if];
     cbf_spead_encoder e;
-    int rc = cbf_spead_encoder_init(&e, sender_next_cnt(s), items, n, s->packet_size, repeat, err);
+    int rc = cbf_spead_encoder_init(&e, sender_cnt(s, l->cnt++), items, n, s->packet_size, repeat, err);
     if (rc)
         return rc;
     for (size_t k = cbf_spead_encoder_count(&e); k > 0; k--) {
@@ -164,16 +218,29 @@ static int sender_send_heap(sender *s, const cbf_spead_item_out *items, int n, i
         size_t len = cbf_spead_encoder_next(&e, p);
         if ((rc = cbf_net_tx_commit(q, len, &s->dest[dest], err)) < 0)
             return rc;
-        cbf_counter_add(s->c_packets, 1);
-        cbf_counter_add(s->c_bytes, len);
-        if (rc == 1) {   /* a batch is ready */
-            sender_pace(s, (size_t)s->batch * s->packet_size, rate);
+        l->packets++;
+        l->bytes += len;
+        l->queued += len;
+        if (rc == 1) {   /* a batch is ready: paced by the bytes it holds */
+            sender_pace(s, l->queued, rate);
+            l->queued = 0;
             if ((rc = sender_flush_q(s, q, err)))
                 return rc;
         }
     }
-    cbf_counter_add(s->c_heaps, 1);
+    l->heaps++;
     return 0;
+}
+
+/* The lane's counts onto the node's counters. */
+static void lane_publish(lane *l)
+{
+    sender *s = l->s;
+    cbf_counter_add(s->c_packets, l->packets);
+    cbf_counter_add(s->c_bytes, l->bytes);
+    cbf_counter_add(s->c_heaps, l->heaps);
+    cbf_counter_add(s->c_skipped, l->skipped);
+    l->packets = l->bytes = l->heaps = l->skipped = 0;
 }
 
 /* The descriptor heap of this stream, to every destination. */
@@ -209,13 +276,15 @@ static int sender_send_descriptors(sender *s, cbf_error *err)
             return cbf_error_set(err, CBF_EINTERNAL, "descriptor of %s does not fit", d[i].name);
         items[i] = (cbf_spead_item_out){.id = CBF_SPEAD_DESCRIPTOR, .data = raw[i], .len = len};
     }
-    for (int k = 0; k < s->n_dest; k++) {
-        int rc = sender_send_heap(s, items, n, k, false, s->rate, err);
-        if (rc)
-            return rc;
-    }
+    lane *l = &s->lanes[0];
+    l->cnt = s->heap_cnt;
+    int rc = 0;
+    for (int k = 0; k < s->n_dest && !rc; k++)
+        rc = lane_send_heap(l, items, n, k, false, s->rate, err);
+    s->heap_cnt = l->cnt;
+    lane_publish(l);
     s->last_desc = sender_now_s();
-    return sender_flush(s, err);
+    return rc ? rc : sender_flush(s, err);
 }
 
 static int sender_classify(sender *s, const cbf_params *p, cbf_error *err)
@@ -293,13 +362,16 @@ static int sender_open_interfaces(sender *s, const cbf_params *p, cbf_error *err
         addr[len] = '\0';
         list += len + (list[len] == ',');
         tc.iface = addr;
-        int rc = cbf_net_tx_open(&tc, &s->q[s->n_if], err);
-        if (rc)
-            return rc == CBF_ENOTSUP ? rc : cbf_error_prefix(err, "%s", cbf_params_where(p, "interface"));
+        for (int t = 0; t < s->n_lanes; t++) {
+            cbf_net_tx **q = &s->lanes[t].q[s->n_if];
+            int rc = cbf_net_tx_open(&tc, q, err);
+            if (rc)
+                return rc == CBF_ENOTSUP ? rc : cbf_error_prefix(err, "%s", cbf_params_where(p, "interface"));
+            for (int k = 0; k < s->n_dest; k++)
+                if ((rc = cbf_net_tx_check_destination(*q, &s->dest[k], err)))
+                    return cbf_error_prefix(err, "%s", cbf_params_where(p, "destinations"));
+        }
         s->n_if++;
-        for (int k = 0; k < s->n_dest; k++)
-            if ((rc = cbf_net_tx_check_destination(s->q[s->n_if - 1], &s->dest[k], err)))
-                return cbf_error_prefix(err, "%s", cbf_params_where(p, "destinations"));
     }
     if (s->n_if == 0)
         return cbf_error_set(err, CBF_ECONFIG, "%s: no interface given", cbf_params_where(p, "interface"));
@@ -311,8 +383,12 @@ static void sender_fini(cbf_node *node)
     sender *s = cbf_node_state(node);
     if (!s)
         return;
-    for (int i = 0; i < s->n_if; i++)
-        cbf_net_tx_close(s->q[i], NULL);
+    for (int t = 0; t < s->n_lanes; t++)
+        for (int i = 0; i < MAX_IF; i++)
+            cbf_net_tx_close(s->lanes[t].q[i], NULL);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->go);
+    pthread_cond_destroy(&s->done);
     free(s->host);
     free(s);
 }
@@ -323,7 +399,15 @@ static int sender_init(cbf_node *node, cbf_error *err)
     if (!s)
         return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     cbf_node_set_state(node, s);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->go, NULL);
+    pthread_cond_init(&s->done, NULL);
     const cbf_params *p = cbf_node_params(node);
+    s->n_lanes = (int)cbf_params_int(p, "threads");
+    for (int t = 0; t < s->n_lanes; t++)
+        s->lanes[t] = (lane){.s = s, .index = t};
+    if ((s->n_cores = cbf_stage_affinity(p, s->n_lanes, s->cores, MAX_LANES, err)) < 0)
+        return s->n_cores;
     s->in = cbf_node_port(node, "in", 0);
     s->d = *cbf_port_get_desc(s->in);
     s->packet_size = (size_t)cbf_params_int(p, "packet_size");
@@ -338,12 +422,14 @@ static int sender_init(cbf_node *node, cbf_error *err)
     int rc = sender_classify(s, p, err);
     if (rc)
         return rc;
-    if (s->d.mem != CBF_MEM_HOST && !(s->host = malloc(cbf_port_desc_bytes(&s->d))))
+    /* Pinned memory is host memory: sent from where it is, once the
+     * producer's event has passed; only device memory is copied down. */
+    if (s->d.mem == CBF_MEM_DEVICE && !(s->host = malloc(cbf_port_desc_bytes(&s->d))))
         return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     if ((rc = sender_open_interfaces(s, p, err)))
         return rc;
-    cbf_log_info("%d %s queue(s)", s->n_if,
-                 cbf_net_tx_transport(s->q[0]) == CBF_NET_IBVERBS ? "ibverbs" : "socket");
+    cbf_log_info("%d %s queue(s)", s->n_if * s->n_lanes,
+                 cbf_net_tx_transport(s->lanes[0].q[0]) == CBF_NET_IBVERBS ? "ibverbs" : "socket");
     s->c_packets = cbf_node_counter(node, "packets");
     s->c_bytes = cbf_node_counter(node, "bytes");
     s->c_heaps = cbf_node_counter(node, "heaps");
@@ -354,80 +440,181 @@ static int sender_init(cbf_node *node, cbf_error *err)
     return 0;
 }
 
-static int sender_send_dig(sender *s, const cbf_buffer *b, const uint8_t *data, cbf_error *err)
+/* A buffer's heaps in the order one thread sends them: digitiser heap h of
+ * input `in` is k = h x inputs + in; F-engine range r of batch bt is
+ * k = bt x ranges + r; X-engine range r is k = r. */
+static size_t sender_n_heaps(const sender *s)
 {
-    size_t per_stream = s->d.shape[2], heaps = per_stream / s->heap_bytes;
-    double samples = (double)(s->heap_bytes * 8 / (size_t)s->d.bits);
-    for (size_t h = 0; h < heaps; h++)
-        for (size_t in = 0; in < 2 * s->n_outer; in++) {
-            if (!b->present[in * heaps + h]) {
-                cbf_counter_add(s->c_skipped, 1);
-                continue;
-            }
-            cbf_spead_item_out items[] = {
-                {.id = 0x1600, .immediate = true, .value = (uint64_t)b->timestamp + (uint64_t)(h * samples)},
-                {.id = 0x3101, .immediate = true, .value = (uint64_t)in},   /* LSB = pol */
-                {.id = 0x3102, .immediate = true, .value = 0},
-                {.id = 0x3300, .data = data + in * per_stream + h * s->heap_bytes, .len = s->heap_bytes},
-            };
-            int rc = sender_send_heap(s, items, 4, (int)(in % (size_t)s->n_dest), true, s->rate, err);
-            if (rc)
-                return rc;
-        }
-    return 0;
+    if (s->kind == S_DIG)
+        return s->d.shape[2] / s->heap_bytes * 2 * s->n_outer;
+    return s->kind == S_FENG ? s->n_outer * s->n_ranges : s->n_ranges;
 }
 
-static int sender_send_feng(sender *s, const cbf_buffer *b, const uint8_t *data, cbf_error *err)
+static bool sender_heap_present(const sender *s, const cbf_buffer *b, size_t k)
 {
-    size_t esize = s->d.dtype == CBF_DTYPE_CI8 ? 2 : 1;
-    size_t heap_bytes = s->per_heap * s->spectra * 2 * esize;
-    for (size_t bt = 0; bt < s->n_outer; bt++) {
-        if (!b->present[bt]) {
-            cbf_counter_add(s->c_skipped, s->n_ranges);
-            continue;
-        }
-        uint64_t ts = (uint64_t)b->timestamp + bt * s->spectra * s->spb;
-        for (size_t r = 0; r < s->n_ranges; r++) {
-            /* [batch][channel][spectrum][pol]: a channel range of one batch is contiguous. */
-            cbf_spead_item_out items[] = {
-                {.id = 0x1600, .immediate = true, .value = ts},
-                {.id = 0x4101, .immediate = true, .value = s->feng_id},
-                {.id = 0x4103, .immediate = true, .value = r * s->per_heap},
-                {.id = 0x4300, .data = data + (bt * s->n_ranges + r) * heap_bytes, .len = heap_bytes},
-            };
-            int rc = sender_send_heap(s, items, 4, (int)(r % (size_t)s->n_dest), false, s->rate, err);
-            if (rc)
-                return rc;
-        }
+    if (s->kind == S_DIG) {
+        size_t inputs = 2 * s->n_outer, heaps = s->d.shape[2] / s->heap_bytes;
+        return b->present[k % inputs * heaps + k / inputs];
     }
-    return 0;
+    return s->kind == S_FENG ? b->present[k / s->n_ranges] != 0 : true;
 }
 
-static int sender_send_xeng(sender *s, const cbf_buffer *b, const uint8_t *data, cbf_error *err)
+/* Heap k of the buffer (present). */
+static int lane_send_one(lane *l, const cbf_buffer *b, const uint8_t *data, size_t k, cbf_error *err)
 {
-    size_t heap_bytes = s->per_heap * s->d.shape[1] * 8;
-    /* Spread a dump's packets over 90% of the dump interval, so the
-     * switches see a steady rate rather than a burst per dump. */
-    double rate = s->rate;
-    if (rate <= 0 && s->dump_s > 0)
-        rate = (double)(heap_bytes * s->n_ranges) / (0.9 * s->dump_s);
-    for (size_t r = 0; r < s->n_ranges; r++) {
+    const sender *s = l->s;
+    uint64_t ts = (uint64_t)b->timestamp;
+    if (s->kind == S_DIG) {
+        size_t inputs = 2 * s->n_outer, in = k % inputs, h = k / inputs, per_stream = s->d.shape[2];
+        uint64_t samples = (uint64_t)(s->heap_bytes * 8 / (size_t)s->d.bits);
         cbf_spead_item_out items[] = {
-            {.id = 0x1600, .immediate = true, .value = (uint64_t)b->timestamp},
-            {.id = 0x4103, .immediate = true, .value = r * s->per_heap},
-            {.id = 0x1800, .data = data + r * heap_bytes, .len = heap_bytes},
+            {.id = 0x1600, .immediate = true, .value = ts + h * samples},
+            {.id = 0x3101, .immediate = true, .value = (uint64_t)in},   /* LSB = pol */
+            {.id = 0x3102, .immediate = true, .value = 0},
+            {.id = 0x3300, .data = data + in * per_stream + h * s->heap_bytes, .len = s->heap_bytes},
         };
-        int rc = sender_send_heap(s, items, 3, (int)(r % (size_t)s->n_dest), false, rate, err);
-        if (rc)
-            return rc;
+        return lane_send_heap(l, items, 4, (int)(in % (size_t)s->n_dest), true, s->rate, err);
+    }
+    size_t r = k % s->n_ranges;
+    if (s->kind == S_FENG) {
+        size_t esize = s->d.dtype == CBF_DTYPE_CI8 ? 2 : 1;
+        size_t heap_bytes = s->per_heap * s->spectra * 2 * esize, bt = k / s->n_ranges;
+        /* [batch][channel][spectrum][pol]: a channel range of one batch is contiguous. */
+        cbf_spead_item_out items[] = {
+            {.id = 0x1600, .immediate = true, .value = ts + bt * s->spectra * s->spb},
+            {.id = 0x4101, .immediate = true, .value = s->feng_id},
+            {.id = 0x4103, .immediate = true, .value = r * s->per_heap},
+            {.id = 0x4300, .data = data + k * heap_bytes, .len = heap_bytes},
+        };
+        return lane_send_heap(l, items, 4, (int)(r % (size_t)s->n_dest), false, s->rate, err);
+    }
+    size_t heap_bytes = s->per_heap * s->d.shape[1] * 8;
+    cbf_spead_item_out items[] = {
+        {.id = 0x1600, .immediate = true, .value = ts},
+        {.id = 0x4103, .immediate = true, .value = r * s->per_heap},
+        {.id = 0x1800, .data = data + r * heap_bytes, .len = heap_bytes},
+    };
+    return lane_send_heap(l, items, 3, (int)(r % (size_t)s->n_dest), false, s->cur_rate, err);
+}
+
+/* The lane's heaps of the current buffer. Several lanes (or interfaces)
+ * flush at the end of a buffer: queues filling at different speeds would
+ * otherwise reorder heaps by more than a buffer, which receivers' windows
+ * need not cover. */
+static void lane_run(lane *l)
+{
+    sender *s = l->s;
+    l->rc = 0;
+    for (size_t k = l->first; k < l->end && !l->rc; k++) {
+        if (!sender_heap_present(s, s->cur, k))
+            l->skipped++;
+        else
+            l->rc = lane_send_one(l, s->cur, s->cur_data, k, &l->err);
+    }
+    if (!l->rc && (s->n_if > 1 || s->n_lanes > 1))
+        l->rc = lane_flush(l, &l->err);
+    lane_publish(l);
+}
+
+static void *lane_thread(void *arg)
+{
+    lane *l = arg;
+    sender *s = l->s;
+    uint64_t seen = 0;
+    if (l->index < s->n_cores)
+        l->rc = cbf_stage_pin_thread(s->cores[l->index], &l->err);
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (s->gen == seen && !s->quit)
+            pthread_cond_wait(&s->go, &s->mu);
+        if (s->quit)
+            break;
+        seen = s->gen;
+        pthread_mutex_unlock(&s->mu);
+        if (!l->rc)
+            lane_run(l);
+        pthread_mutex_lock(&s->mu);
+        s->n_done++;
+        pthread_cond_signal(&s->done);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* Sends buffer b: heaps cut into one run per lane, each run starting at
+ * the counter sequence one thread would have given it. */
+static int sender_send_buffer(sender *s, const cbf_buffer *b, const uint8_t *data, cbf_error *err)
+{
+    size_t n = sender_n_heaps(s);
+    s->cur = b;
+    s->cur_data = data;
+    s->cur_rate = s->rate;
+    if (s->kind == S_XENG && s->rate <= 0 && s->dump_s > 0)
+        /* Spread a dump's packets over 90% of the dump interval, so the
+         * switches see a steady rate rather than a burst per dump. */
+        s->cur_rate = (double)(s->per_heap * s->d.shape[1] * 8 * s->n_ranges) / (0.9 * s->dump_s);
+    uint64_t cnt = s->heap_cnt;
+    for (int t = 0; t < s->n_lanes; t++) {
+        lane *l = &s->lanes[t];
+        l->first = n * (size_t)t / (size_t)s->n_lanes;
+        l->end = n * (size_t)(t + 1) / (size_t)s->n_lanes;
+        l->cnt = cnt;
+        for (size_t k = l->first; k < l->end; k++)
+            cnt += sender_heap_present(s, b, k);
+    }
+    s->heap_cnt = cnt;
+    if (s->n_lanes > 1) {
+        pthread_mutex_lock(&s->mu);
+        s->gen++;
+        s->n_done = 0;
+        pthread_cond_broadcast(&s->go);
+        pthread_mutex_unlock(&s->mu);
+    }
+    lane_run(&s->lanes[0]);
+    if (s->n_lanes > 1) {
+        pthread_mutex_lock(&s->mu);
+        while (s->n_done < s->n_lanes - 1)
+            pthread_cond_wait(&s->done, &s->mu);
+        pthread_mutex_unlock(&s->mu);
+    }
+    for (int t = 0; t < s->n_lanes; t++)
+        if (s->lanes[t].rc) {
+            *err = s->lanes[t].err;
+            return s->lanes[t].rc;
+        }
+    return 0;
+}
+
+/* Lanes 1.. on their threads; lane 0 is the node's thread. */
+static int sender_start_lanes(sender *s, cbf_error *err)
+{
+    if (s->n_cores && (s->lanes[0].rc = cbf_stage_pin_thread(s->cores[0], err)))
+        return s->lanes[0].rc;
+    for (int t = 1; t < s->n_lanes; t++) {
+        if (pthread_create(&s->lanes[t].thread, NULL, lane_thread, &s->lanes[t]))
+            return cbf_error_set(err, CBF_EIO, "cannot start sending thread %d", t);
+        s->lanes[t].started = true;
     }
     return 0;
+}
+
+static void sender_stop_lanes(sender *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->quit = true;
+    pthread_cond_broadcast(&s->go);
+    pthread_mutex_unlock(&s->mu);
+    for (int t = 1; t < s->n_lanes; t++)
+        if (s->lanes[t].started)
+            pthread_join(s->lanes[t].thread, NULL);
 }
 
 static int sender_run(cbf_node *node, cbf_error *err)
 {
     sender *s = cbf_node_state(node);
-    int rc = sender_send_descriptors(s, err);
+    int rc = sender_start_lanes(s, err);
+    if (!rc)
+        rc = sender_send_descriptors(s, err);
     cbf_buffer *b;
     while (!rc && (rc = cbf_port_recv(s->in, &b)) == 0) {
         if (!s->capturing) {
@@ -439,19 +626,16 @@ static int sender_run(cbf_node *node, cbf_error *err)
         if (s->host) {
             rc = cbf_buffer_copy_to_host(b, s->host, cbf_port_desc_bytes(&s->d), err);
             data = s->host;
+        } else if (b->event) {
+            rc = cbf_buffer_sync_host(b, err);
         }
         if (!rc && s->desc_interval > 0 && sender_now_s() - s->last_desc > s->desc_interval)
             rc = sender_send_descriptors(s, err);
         if (!rc)
-            rc = s->kind == S_DIG ? sender_send_dig(s, b, data, err)
-                 : s->kind == S_FENG ? sender_send_feng(s, b, data, err) : sender_send_xeng(s, b, data, err);
-        /* Every interface's queue out at the end of a buffer: queues filling
-         * at different speeds would otherwise reorder heaps by more than a
-         * buffer, which receivers' windows need not cover. */
-        if (!rc && s->n_if > 1)
-            rc = sender_flush(s, err);
+            rc = sender_send_buffer(s, b, data, err);
         cbf_buffer_unref(b);
     }
+    sender_stop_lanes(s);
     if (rc == CBF_EOS)
         rc = 0;
     if (!rc)
@@ -459,16 +643,17 @@ static int sender_run(cbf_node *node, cbf_error *err)
     /* Stream stop to every destination, also after an error, so receivers
      * end: through the first interface, after whatever it still holds. */
     cbf_error stop_err = {0};
-    int src = sender_flush_q(s, s->q[0], &stop_err);
+    cbf_net_tx *q = s->lanes[0].q[0];
+    int src = sender_flush_q(s, q, &stop_err);
     for (int k = 0; k < s->n_dest && !src; k++) {
         uint8_t *p;
-        if (!(src = cbf_net_tx_buffer(s->q[0], &p, &stop_err)))
-            src = cbf_net_tx_commit(s->q[0], cbf_spead_encode_stop(sender_next_cnt(s), p), &s->dest[k], &stop_err);
+        if (!(src = cbf_net_tx_buffer(q, &p, &stop_err)))
+            src = cbf_net_tx_commit(q, cbf_spead_encode_stop(sender_cnt(s, s->heap_cnt++), p), &s->dest[k], &stop_err);
         if (src == 1)
-            src = sender_flush_q(s, s->q[0], &stop_err);
+            src = sender_flush_q(s, q, &stop_err);
     }
     if (!src)
-        src = sender_flush_q(s, s->q[0], &stop_err);
+        src = sender_flush_q(s, q, &stop_err);
     if (src < 0 && !rc) {
         *err = stop_err;
         rc = cbf_error_prefix(err, "sending stream stop");

@@ -18,6 +18,7 @@ DECLARE(net)
 #ifdef CBF_BENCH_DDC
 DECLARE(ddc)
 #endif
+DECLARE(engine)
 
 static const struct {
     const char *name;
@@ -36,6 +37,7 @@ static const struct {
 #ifdef CBF_BENCH_DDC
     {"ddc", cbf_bench_ddc, "narrowband DDC and chain (GPU)"},
 #endif
+    {"engine", cbf_bench_engine, "whole pipelines through the runtime (F-engine, network, X-engine)"},
     {NULL, NULL, NULL},
 };
 
@@ -43,9 +45,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: cbf-bench AREA [options]   (cbf-bench AREA --help for options)\nareas:\n");
     for (int i = 0; areas[i].name; i++)
-        fprintf(f, "  %-6s %s\n", areas[i].name, areas[i].doc);
-    if (!areas[0].name)
-        fprintf(f, "  (none built)\n");
+        fprintf(f, "  %-7s %s\n", areas[i].name, areas[i].doc);
 }
 
 int main(int argc, char **argv)

@@ -10,7 +10,14 @@
  * Reported per stream and thread count: packets/s and Gbit/s of UDP payload
  * sent and received, heaps completed, and the fraction lost (loopback drops
  * when receivers fall behind, and packets still in flight at the end count
- * as lost: the figure is the rate the codec sustains). */
+ * as lost: the figure is the rate the codec sustains).
+ *
+ * With --feed ADDR:PORT it is a digitiser instead: T threads (one socket
+ * each, so SO_REUSEPORT spreads them over a receiver's sockets) send one
+ * antenna's MeerKAT digitiser heaps (two pols, 4096 10-bit samples a heap,
+ * timestamps advancing) at --gbps of UDP payload for --seconds, then a
+ * stream stop: the load for a cbf-run receiver pipeline, whose counters
+ * (packets, packets_dropped_kernel, flags_missing) say what arrived. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <pthread.h>
@@ -41,7 +48,8 @@ static const stream_shape shapes[] = {
 };
 
 typedef struct options {
-    const char *iface, *transport;
+    const char *iface, *transport, *feed;
+    double gbps;
     uint32_t group;              /* host order; 0 = unicast to the interface */
     double seconds;
     int max_threads;
@@ -258,6 +266,110 @@ static int one_run(const stream_shape *s, int threads, bool raw, const options *
     return rc;
 }
 
+typedef struct feeder {
+    const options *o;
+    cbf_net_tx *tx;
+    cbf_udp_endpoint to;
+    int index, threads;
+    double t0;
+    uint64_t packets, bytes;
+    int rc;
+    cbf_error err;
+} feeder;
+
+/* Heaps k = index, index + threads, ...: heap k is pol k % 2 of timestamp
+ * (k / 2) x 4096; paced per batch to this thread's share of the rate. */
+static void *feed_loop(void *arg)
+{
+    feeder *f = arg;
+    const options *o = f->o;
+    uint8_t payload[5120];
+    for (size_t i = 0; i < sizeof payload; i++)
+        payload[i] = (uint8_t)(i * 131 + 7);
+    double share = o->gbps * 1e9 / 8 / f->threads;   /* bytes/s */
+    for (uint64_t k = (uint64_t)f->index; !f->rc; k += (uint64_t)f->threads) {
+        double t = now_s() - f->t0;
+        if (t >= o->seconds)
+            break;
+        cbf_spead_item_out items[] = {
+            {.id = 0x1600, .immediate = true, .value = k / 2 * 4096},
+            {.id = 0x3101, .immediate = true, .value = k % 2},
+            {.id = 0x3102, .immediate = true, .value = 0},
+            {.id = 0x3300, .data = payload, .len = sizeof payload},
+        };
+        cbf_spead_encoder e;
+        uint8_t *p;
+        int full = 0;
+        if ((f->rc = cbf_spead_encoder_init(&e, k, items, 4, 9000, true, &f->err)) ||
+            (f->rc = cbf_net_tx_buffer(f->tx, &p, &f->err)))
+            break;
+        size_t len = cbf_spead_encoder_next(&e, p);
+        if ((full = cbf_net_tx_commit(f->tx, len, &f->to, &f->err)) < 0)
+            f->rc = full;
+        f->packets++;
+        f->bytes += len;
+        if (full == 1) {
+            double ahead = (double)f->bytes / share - t;
+            if (ahead > 0) {
+                struct timespec ts = {(time_t)ahead, (long)((ahead - (double)(time_t)ahead) * 1e9)};
+                nanosleep(&ts, NULL);
+            }
+            f->rc = cbf_net_tx_flush(f->tx, NULL, &f->err);
+        }
+    }
+    if (!f->rc)
+        f->rc = cbf_net_tx_flush(f->tx, NULL, &f->err);
+    return NULL;
+}
+
+static int feed(const options *o)
+{
+    feeder f[MAX_THREADS] = {0};
+    pthread_t th[MAX_THREADS];
+    cbf_error err = {0};
+    cbf_udp_endpoint to;
+    cbf_net_tx_config tcfg = {.iface = o->iface, .ttl = 1, .sndbuf = 8 << 20, .max_packet = 9000,
+                              .batch = BATCH,
+                              .choice = {.transport = o->transport, .where = "cbf-bench net --transport"}};
+    int rc = cbf_udp_parse_endpoint(o->feed, "cbf-bench net --feed", &to, &err);
+    for (int i = 0; i < o->max_threads && !rc; i++) {
+        f[i] = (feeder){.o = o, .to = to, .index = i, .threads = o->max_threads};
+        rc = cbf_net_tx_open(&tcfg, &f[i].tx, &err);
+    }
+    double t0 = now_s();
+    for (int i = 0; i < o->max_threads && !rc; i++) {
+        f[i].t0 = t0;
+        pthread_create(&th[i], NULL, feed_loop, &f[i]);
+    }
+    uint64_t packets = 0, bytes = 0;
+    for (int i = 0; i < o->max_threads && !rc; i++) {
+        pthread_join(th[i], NULL);
+        packets += f[i].packets;
+        bytes += f[i].bytes;
+        if (f[i].rc && !rc) {
+            rc = f[i].rc;
+            err = f[i].err;
+        }
+    }
+    double dt = now_s() - t0;
+    if (!rc) {   /* the stream stop, after every thread's last heap */
+        uint8_t *p;
+        if (!(rc = cbf_net_tx_buffer(f[0].tx, &p, &err)) &&
+            (rc = cbf_net_tx_commit(f[0].tx, cbf_spead_encode_stop(UINT64_C(1) << 40, p), &to, &err)) >= 0)
+            rc = cbf_net_tx_flush(f[0].tx, NULL, &err);
+    }
+    for (int i = 0; i < o->max_threads; i++)
+        cbf_net_tx_close(f[i].tx, NULL);
+    if (rc) {
+        fprintf(stderr, "cbf-bench net: %s\n", err.msg);
+        return 1;
+    }
+    printf("fed %llu digitiser heaps (%llu bytes) in %.3f s on %d threads: %.2f Gb/s of UDP payload\n",
+           (unsigned long long)packets, (unsigned long long)bytes, dt, o->max_threads,
+           (double)bytes * 8 / dt / 1e9);
+    return 0;
+}
+
 int cbf_bench_net(int argc, char **argv)
 {
     options o = {.iface = "127.0.0.1", .transport = "socket", .seconds = 2, .max_threads = 4};
@@ -267,6 +379,10 @@ int cbf_bench_net(int argc, char **argv)
             o.seconds = atof(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
             o.max_threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--feed") && i + 1 < argc)
+            o.feed = argv[++i];
+        else if (!strcmp(argv[i], "--gbps") && i + 1 < argc)
+            o.gbps = atof(argv[++i]);
         else if (!strcmp(argv[i], "--interface") && i + 1 < argc)
             o.iface = argv[++i];
         else if (!strcmp(argv[i], "--transport") && i + 1 < argc &&
@@ -278,15 +394,24 @@ int cbf_bench_net(int argc, char **argv)
         else {
             printf("usage: cbf-bench net [--seconds S (2)] [--threads MAX (4)] [--interface ADDR (127.0.0.1)]\n"
                    "                     [--transport socket|ibverbs (socket)] [--group A.B.C.D]\n"
+                   "       cbf-bench net --feed A.B.C.D:PORT --gbps R [--threads T (4)] [--seconds S (2)]\n"
                    "SPEAD over UDP through cbf's transport interface: 1, 2, ... MAX sender and receiver\n"
                    "threads per stream, unicast to the interface's address (SO_REUSEPORT), or thread i\n"
-                   "to multicast group + i with --group (needed by ibverbs for several threads).\n");
+                   "to multicast group + i with --group (needed by ibverbs for several threads).\n"
+                   "--feed: be a digitiser (one antenna's heaps, T threads, R Gb/s) for a receiver pipeline.\n");
             return strcmp(argv[i], "--help") ? 2 : 0;
         }
     }
     if (o.max_threads < 1 || o.max_threads > MAX_THREADS || o.seconds <= 0) {
         fprintf(stderr, "cbf-bench net: --threads 1..%d, --seconds > 0\n", MAX_THREADS);
         return 2;
+    }
+    if (o.feed) {
+        if (o.gbps <= 0) {
+            fprintf(stderr, "cbf-bench net: --feed needs --gbps > 0\n");
+            return 2;
+        }
+        return feed(&o);
     }
     printf("# transport %s, interface %s, %s; rates of UDP payload\n", o.transport, o.iface,
            o.group ? "one multicast group per thread" : "unicast, receivers share the port");
