@@ -44,6 +44,11 @@ struct extra {
 
 #define POOL_POISON 0xa5
 
+bool cbf_pool_keeps_payload(const cbf_pool *pool)
+{
+    return !pool->poison_on_return && !pool->poison;
+}
+
 static bool pool_poison_wanted(void)
 {
     const char *v = getenv("CBF_POOL_POISON");

@@ -118,6 +118,7 @@ static int wire_input(cbf_engine *e, cbf_node *n, size_t ni, int pi, cbf_error *
         if (rc != CBF_OK)
             return rc;
         e->inputs[i].type = s->decl->type;
+        e->inputs[i].flags = s->decl->flags;
         s->ports[ed->to_index] = &e->inputs[i];
     }
     return CBF_OK;

@@ -125,6 +125,7 @@ static int wire(cbf_harness *h, int pi, cbf_error *err)
             rc = cbf_rt_port_init_output(&hp->up, NULL, far, 1, err);
         if (rc == CBF_OK) {
             hp->queue.type = s->decl->type;
+            hp->queue.flags = s->decl->flags;
             hp->queue.unbounded = true;
             cbf_rt_port_link(&hp->up, &hp->queue);
         }

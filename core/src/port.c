@@ -145,6 +145,14 @@ const cbf_port_desc *cbf_port_get_desc(const cbf_port *p)
     return src && src->desc_set ? &src->desc : NULL;
 }
 
+bool cbf_port_feeds_writer(const cbf_port *out)
+{
+    for (size_t i = 0; out && i < out->n_consumers; i++)
+        if (out->consumers[i]->flags & CBF_PORT_WRITES_INPUT)
+            return true;
+    return false;
+}
+
 const char *cbf_port_name(const cbf_port *p) { return p ? p->name : "(unwired)"; }
 
 cbf_node *cbf_port_peer(const cbf_port *in)

@@ -41,6 +41,7 @@ struct cbf_port {
     cbf_node *owner;
     cbf_port_dir dir;
     const char *type;  /* the declared type ("a|b": alternatives); NULL: a harness stand-in */
+    unsigned flags;    /* input: the declaration's CBF_PORT_* flags */
 
     /* Output: the descriptor, and one consumer input per edge (fan-out). */
     cbf_port_desc desc;

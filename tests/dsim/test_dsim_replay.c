@@ -128,6 +128,42 @@ static void on_grid_replay_equals_compute(void **state)
     }
 }
 
+/* replay_reused_chunks from the exit table in a run's log (-1: absent). */
+static long long reused_chunks(const char *log)
+{
+    const char *v = strstr(log, "replay_reused_chunks=");
+    return v ? atoll(v + strlen("replay_reused_chunks=")) : -1;
+}
+
+/* A buffer that comes back unchanged still holds its samples: replay skips
+ * the copy (and counts it), and the output is compute's, bit for bit. The
+ * test environment poisons returned buffers, which must turn the skip off:
+ * the run with poisoning copies every chunk and is still right. */
+static void reused_buffers_equal_compute(void **state)
+{
+    (void)state;
+    const signal sg = {.freq = 1234.0 * FS / PERIOD, .amp = 0.5, .missing = ""};
+    const size_t spc = PERIOD, length = 16 * PERIOD;
+    run a = do_run("reuse_compute", &sg, "compute", spc, length, 1, 4096, "false", FS);
+    static const char *const poison[2] = {"0", "1"};
+    for (int k = 0; k < 2; k++) {
+        setenv("CBF_POOL_POISON", poison[k], 1);
+        run b = do_run("reuse_replay", &sg, "replay", spc, length, 2, 4096, "false", FS);
+        const long long reused = reused_chunks(pl_log("reuse_replay"));
+        assert_memory_equal(a.data, b.data, a.n_buffers * 2 * ANTS * a.stream_bytes);
+        assert_memory_equal(a.present, b.present, a.n_buffers * 2 * ANTS * a.spc / 4096);
+        assert_memory_equal(a.saturated, b.saturated, a.n_buffers * sizeof *a.saturated);
+        /* A pool of 4: every chunk after the first 4 finds its buffer as it left it. */
+        if (k == 0 && reused < (long long)(length / spc) - 4)
+            fail_msg("%lld chunks reused without poisoning; expected at least %zu", reused,
+                     length / spc - 4);
+        if (k == 1)
+            assert_int_equal(reused, 0);
+        free_run(&b);
+    }
+    free_run(&a);
+}
+
 /* Off-grid tone, independent and common noise, a fractional delay. */
 static void noisy_replay_is_the_periodic_model(void **state)
 {
@@ -203,6 +239,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(on_grid_replay_equals_compute),
         cmocka_unit_test(noisy_replay_is_the_periodic_model),
+        cmocka_unit_test(reused_buffers_equal_compute),
         cmocka_unit_test(realtime_is_paced),
         cmocka_unit_test(pinned_needs_a_gpu),
     };

@@ -255,9 +255,21 @@ static void test_output_type_choice(void **state)
         assert_int_equal(run_graph(g, st, 3, &err), cases[i].rc);
         if (cases[i].msg && !strstr(err.msg, cases[i].msg))
             fail_msg("expected '%s' in '%s'", cases[i].msg, err.msg);
-        if (!cases[i].msg)
+        if (!cases[i].msg) {
             assert_int_equal(find(st, 3, "snk")->buffers_in, 10);
+            assert_int_equal(counter(find(st, 3, "ch"), "feeds_writer"), 0);
+        }
     }
+    /* The same output into an input that writes its buffers in place. */
+    choose->give = 1;
+    const char *nodes_w[] = {"src", "rt_count", "ch", "rt_choose", "neg", "rt_negate"};
+    rt_edge_spec edges_w[] = {{"src.out", "ch.in", 0}, {"ch.out", "neg.in", 0}};
+    cbf_graph *g = rt_graph(nodes_w, 3, edges_w, 2, CBF_GPU_NONE);
+    assert_non_null(g);
+    cbf_node_stats st[3];
+    cbf_error err = {0};
+    assert_int_equal(run_graph(g, st, 3, &err), CBF_OK);
+    assert_int_equal(counter(find(st, 3, "ch"), "feeds_writer"), 1);
 }
 
 typedef struct {

@@ -80,6 +80,13 @@ int cbf_pool_get(cbf_pool *pool, cbf_buffer **out);
  * CBF_ESTOPPED when the engine is aborting (*out NULL for both). */
 int cbf_pool_try_get(cbf_pool *pool, cbf_buffer **out);
 
+/* Whether a buffer's payload stays as its last holder left it between its
+ * release and its next get: false when the pool poisons buffers
+ * (CBF_POOL_POISON, the test harness). With cbf_port_feeds_writer false
+ * too, a producer that would refill a buffer with what it already holds
+ * (dsim's replay) may skip the refill. */
+bool cbf_pool_keeps_payload(const cbf_pool *pool);
+
 size_t cbf_pool_count(const cbf_pool *pool);
 size_t cbf_pool_free_count(const cbf_pool *pool);
 const cbf_pool_config *cbf_pool_config_of(const cbf_pool *pool);

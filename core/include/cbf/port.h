@@ -6,6 +6,7 @@
 #ifndef CBF_PORT_H
 #define CBF_PORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "cbf/buffer.h"
@@ -85,6 +86,11 @@ int cbf_port_recv(cbf_port *in, cbf_buffer **out);
  * Blocks while a consumer's queue is full. Returns 0 or CBF_ESTOPPED. An
  * output with no edges drops the reference: an optional, unwired output. */
 int cbf_port_send(cbf_port *out, cbf_buffer *buf);
+
+/* Whether this output feeds an input declared CBF_PORT_WRITES_INPUT (its
+ * only consumer, then): its buffers may come back changed. A producer that
+ * would skip rewriting data a returning buffer still holds checks this. */
+bool cbf_port_feeds_writer(const cbf_port *out);
 
 const char *cbf_port_name(const cbf_port *p);
 /* The node at the other end of an input port (for sinks that record it). */

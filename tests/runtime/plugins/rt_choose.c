@@ -12,6 +12,8 @@ static int choose_init(cbf_node *n, cbf_error *err)
 {
     cbf_port_desc d = *cbf_port_get_desc(cbf_node_port(n, "in", 0));
     d.type = rt_test_knobs.give == 1 ? RT_TYPE : rt_test_knobs.give == 2 ? RT_OTHER_TYPE : NULL;
+    /* Also reports whether its output feeds an input that writes its buffers. */
+    cbf_counter_set(cbf_node_counter(n, "feeds_writer"), cbf_port_feeds_writer(cbf_node_port(n, "out", 0)));
     return cbf_port_set_desc(cbf_node_port(n, "out", 0), &d, err);
 }
 
