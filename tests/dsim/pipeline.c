@@ -113,3 +113,13 @@ int pl_attr_double(hid_t loc, const char *obj, const char *name, double *out)
     H5Aclose(a);
     return rc;
 }
+
+int pl_setup(void)
+{
+    if (!pl_cbf_run()) {
+        printf("skipped: cbf-run is not built yet (CBF_BUILD_ROOT/tools/cbf-run)\n");
+        return 77;
+    }
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    return 0;
+}

@@ -9,6 +9,9 @@
 
 /* Path of the built cbf-run, or NULL (then the caller skips with 77). */
 const char *pl_cbf_run(void);
+/* For a test's main: 0, or 77 (skip) after saying why when cbf-run is not
+ * built; also turns off HDF5's own error printing. */
+int pl_setup(void);
 /* A fresh temporary folder (removed by the OS's tmp cleaning; small). */
 const char *pl_tmpdir(void);
 /* Writes yaml to <tmpdir>/<name>.yaml, runs cbf-run on it with stderr in

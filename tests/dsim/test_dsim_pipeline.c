@@ -200,11 +200,9 @@ static void saturation_counted(void **state)
 
 int main(void)
 {
-    if (!pl_cbf_run()) {
-        printf("skipped: cbf-run is not built yet (CBF_BUILD_ROOT/tools/cbf-run)\n");
-        return 77;
-    }
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    int rc = pl_setup();
+    if (rc)
+        return rc;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(chunk_sizes_identical),
         cmocka_unit_test(missing_heaps_flagged),

@@ -231,11 +231,9 @@ static void pinned_needs_a_gpu(void **state)
 
 int main(void)
 {
-    if (!pl_cbf_run()) {
-        printf("skipped: cbf-run is not built yet (CBF_BUILD_ROOT/tools/cbf-run)\n");
-        return 77;
-    }
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    int rc = pl_setup();
+    if (rc)
+        return rc;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(on_grid_replay_equals_compute),
         cmocka_unit_test(noisy_replay_is_the_periodic_model),

@@ -127,10 +127,9 @@ static void sigint_at_rate_drains(void **state)
 
 int main(void)
 {
-    if (!pl_cbf_run()) {
-        printf("skipped: cbf-run is not built yet (CBF_BUILD_ROOT/tools/cbf-run)\n");
-        return 77;
-    }
+    int rc = pl_setup();
+    if (rc)
+        return rc;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sigint_at_rate_drains),
     };

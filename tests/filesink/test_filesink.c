@@ -245,11 +245,9 @@ static void complex_ci4_and_aux(void **state)
 
 int main(void)
 {
-    if (!pl_cbf_run()) {
-        printf("skipped: cbf-run is not built yet (CBF_BUILD_ROOT/tools/cbf-run)\n");
-        return 77;
-    }
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    int rc = pl_setup();
+    if (rc)
+        return rc;
     snprintf(path, sizeof path, "%s/sub/dir/two.h5", pl_tmpdir());   /* parents created */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(read_back),
