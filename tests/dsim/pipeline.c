@@ -123,3 +123,38 @@ int pl_setup(void)
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     return 0;
 }
+
+/* The row of `node` in the table (its line starts with the name). */
+static const char *pl_row(const char *table, const char *node)
+{
+    char start[64];
+    snprintf(start, sizeof start, "\n%s ", node);
+    const char *row = strstr(table, start);
+    return row ? row + 1 : NULL;
+}
+
+long long pl_table_value(const char *table, const char *node, const char *name)
+{
+    const char *row = pl_row(table, node);
+    if (!row)
+        return -1;
+    char key[64];
+    snprintf(key, sizeof key, " %s=", name);
+    const char *end = strchr(row, '\n'), *v = strstr(row, key);
+    if (!v || (end && v > end))
+        return -1;
+    return atoll(v + strlen(key));
+}
+
+long long pl_table_column(const char *table, const char *node, int col)
+{
+    const char *row = pl_row(table, node);
+    if (!row)
+        return -1;
+    char word[64];
+    int used = 0;
+    for (int c = 0; c <= col; c++, row += used)
+        if (sscanf(row, "%63s%n", word, &used) != 1)
+            return -1;
+    return atoll(word);
+}

@@ -19,6 +19,11 @@ const char *pl_tmpdir(void);
 int pl_run(const char *name, const char *yaml);
 /* The log of the last run of that name, read into a static buffer. */
 const char *pl_log(const char *name);
+/* From cbf-run's table at exit in `table`: the value of counter `name` on
+ * node `node`'s row, or column `col` of that row (0 = the node's name);
+ * -1 when absent. */
+long long pl_table_value(const char *table, const char *node, const char *name);
+long long pl_table_column(const char *table, const char *node, int col);
 
 /* Reads a whole dataset as memtype into a malloc'd block; fills rank and
  * dims (up to 8). NULL if it is not there. */

@@ -128,13 +128,6 @@ static void on_grid_replay_equals_compute(void **state)
     }
 }
 
-/* replay_reused_chunks from the exit table in a run's log (-1: absent). */
-static long long reused_chunks(const char *log)
-{
-    const char *v = strstr(log, "replay_reused_chunks=");
-    return v ? atoll(v + strlen("replay_reused_chunks=")) : -1;
-}
-
 /* A buffer that comes back unchanged still holds its samples: replay skips
  * the copy (and counts it), and the output is compute's, bit for bit. The
  * test environment poisons returned buffers, which must turn the skip off:
@@ -149,7 +142,7 @@ static void reused_buffers_equal_compute(void **state)
     for (int k = 0; k < 2; k++) {
         setenv("CBF_POOL_POISON", poison[k], 1);
         run b = do_run("reuse_replay", &sg, "replay", spc, length, 2, 4096, "false", FS);
-        const long long reused = reused_chunks(pl_log("reuse_replay"));
+        const long long reused = pl_table_value(pl_log("reuse_replay"), "dsim", "replay_reused_chunks");
         assert_memory_equal(a.data, b.data, a.n_buffers * 2 * ANTS * a.stream_bytes);
         assert_memory_equal(a.present, b.present, a.n_buffers * 2 * ANTS * a.spc / 4096);
         assert_memory_equal(a.saturated, b.saturated, a.n_buffers * sizeof *a.saturated);

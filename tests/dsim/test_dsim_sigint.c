@@ -31,38 +31,6 @@ static const char *yaml =
     "edges:\n"
     "  - dsim.out -> sink.in\n";
 
-/* The integer after `key` on the table row that starts with `node`. */
-static long long row_value(const char *table, const char *node, const char *key)
-{
-    char start[64];
-    snprintf(start, sizeof start, "\n%s ", node);
-    const char *row = strstr(table, start);
-    if (!row)
-        return -1;
-    const char *end = strchr(row + 1, '\n');
-    const char *v = strstr(row, key);
-    if (!v || (end && v > end))
-        return -1;
-    return atoll(v + strlen(key));
-}
-
-/* Column `col` (0 = node name) of that row. */
-static long long row_column(const char *table, const char *node, int col)
-{
-    char start[64];
-    snprintf(start, sizeof start, "\n%s ", node);
-    const char *row = strstr(table, start);
-    if (!row)
-        return -1;
-    char word[64];
-    int used = 0;
-    row++;
-    for (int c = 0; c <= col; c++, row += used)
-        if (sscanf(row, "%63s%n", word, &used) != 1)
-            return -1;
-    return atoll(word);
-}
-
 static void sigint_at_rate_drains(void **state)
 {
     (void)state;
@@ -119,10 +87,10 @@ static void sigint_at_rate_drains(void **state)
     assert_non_null(strstr(table, "stopped (SIGINT) and drained"));
     assert_null(strstr(log, "never came back"));
     assert_null(strstr(log, "leak"));
-    const long long sent = row_column(table, "dsim", 3);
+    const long long sent = pl_table_column(table, "dsim", 3);
     assert_true(sent > 4);
-    assert_int_equal(row_column(table, "sink", 2), sent);
-    assert_int_equal(row_value(table, "sink", " buffers="), sent);
+    assert_int_equal(pl_table_column(table, "sink", 2), sent);
+    assert_int_equal(pl_table_value(table, "sink", "buffers"), sent);
 }
 
 int main(void)
