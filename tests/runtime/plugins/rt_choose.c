@@ -20,14 +20,7 @@ static int choose_init(cbf_node *n, cbf_error *err)
 static int choose_run(cbf_node *n, cbf_error *err)
 {
     (void)err;
-    for (;;) {
-        cbf_buffer *b;
-        int rc = cbf_port_recv(cbf_node_port(n, "in", 0), &b);
-        if (rc == CBF_EOS)
-            return CBF_OK;
-        if (rc || (rc = cbf_port_send(cbf_node_port(n, "out", 0), b)))
-            return rc;
-    }
+    return rt_forward(n, NULL);
 }
 
 static const cbf_port_decl choose_ports[] = {

@@ -34,6 +34,24 @@ static inline int64_t rt_param(const cbf_node *n, const char *name, int64_t fall
     return p ? cbf_params_int(p, name) : fallback;
 }
 
+/* Receives every buffer of input "in", hands it to `each` (may be NULL)
+ * and sends it on through output "out", until the end of the stream. */
+static inline int rt_forward(cbf_node *n, void (*each)(cbf_node *n, cbf_buffer *b))
+{
+    for (;;) {
+        cbf_buffer *b;
+        int rc = cbf_port_recv(cbf_node_port(n, "in", 0), &b);
+        if (rc == CBF_EOS)
+            return CBF_OK;
+        if (rc)
+            return rc;
+        if (each)
+            each(n, b);
+        if ((rc = cbf_port_send(cbf_node_port(n, "out", 0), b)))
+            return rc;
+    }
+}
+
 /* The payload word i of buffer seq: distinct per buffer and per word, never 0. */
 static inline uint64_t rt_word(uint64_t seq, uint64_t i)
 {

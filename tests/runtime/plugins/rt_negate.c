@@ -12,24 +12,19 @@ static int init(cbf_node *n, cbf_error *err)
     return cbf_port_set_desc(cbf_node_port(n, "out", 0), cbf_port_get_desc(cbf_node_port(n, "in", 0)), err);
 }
 
+static void negate(cbf_node *n, cbf_buffer *b)
+{
+    if (!cbf_buffer_is_writable(b))
+        cbf_counter_add(cbf_node_counter(n, "shared"), 1);
+    if (b->kind == CBF_MEM_HOST)
+        for (size_t i = 0; i < b->size / 8; i++)
+            ((uint64_t *)b->data)[i] = ~((uint64_t *)b->data)[i];
+}
+
 static int run(cbf_node *n, cbf_error *err)
 {
     (void)err;
-    for (;;) {
-        cbf_buffer *b;
-        int rc = cbf_port_recv(cbf_node_port(n, "in", 0), &b);
-        if (rc == CBF_EOS)
-            return CBF_OK;
-        if (rc)
-            return rc;
-        if (!cbf_buffer_is_writable(b))
-            cbf_counter_add(cbf_node_counter(n, "shared"), 1);
-        if (b->kind == CBF_MEM_HOST)
-            for (size_t i = 0; i < b->size / 8; i++)
-                ((uint64_t *)b->data)[i] = ~((uint64_t *)b->data)[i];
-        if ((rc = cbf_port_send(cbf_node_port(n, "out", 0), b)))
-            return rc;
-    }
+    return rt_forward(n, negate);
 }
 
 static const cbf_port_decl ports[] = {
