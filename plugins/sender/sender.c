@@ -459,7 +459,10 @@ static bool sender_heap_present(const sender *s, const cbf_buffer *b, size_t k)
     return s->kind == S_FENG ? b->present[k / s->n_ranges] != 0 : true;
 }
 
-/* Heap k of the buffer (present). */
+/* Heap k of the buffer (present). Every packet repeats the heap's item
+ * pointers, as MeerKAT's digitisers and katgpucbf's F- and X-engines do:
+ * a receiver can then place each packet on its own, whatever order or
+ * thread it arrives on (ours does; so do katgpucbf's chunked receivers). */
 static int lane_send_one(lane *l, const cbf_buffer *b, const uint8_t *data, size_t k, cbf_error *err)
 {
     const sender *s = l->s;
@@ -486,7 +489,7 @@ static int lane_send_one(lane *l, const cbf_buffer *b, const uint8_t *data, size
             {.id = 0x4103, .immediate = true, .value = r * s->per_heap},
             {.id = 0x4300, .data = data + k * heap_bytes, .len = heap_bytes},
         };
-        return lane_send_heap(l, items, 4, (int)(r % (size_t)s->n_dest), false, s->rate, err);
+        return lane_send_heap(l, items, 4, (int)(r % (size_t)s->n_dest), true, s->rate, err);
     }
     size_t heap_bytes = s->per_heap * s->d.shape[1] * 8;
     cbf_spead_item_out items[] = {
@@ -494,7 +497,7 @@ static int lane_send_one(lane *l, const cbf_buffer *b, const uint8_t *data, size
         {.id = 0x4103, .immediate = true, .value = r * s->per_heap},
         {.id = 0x1800, .data = data + r * heap_bytes, .len = heap_bytes},
     };
-    return lane_send_heap(l, items, 3, (int)(r % (size_t)s->n_dest), false, s->cur_rate, err);
+    return lane_send_heap(l, items, 3, (int)(r % (size_t)s->n_dest), true, s->cur_rate, err);
 }
 
 /* The lane's heaps of the current buffer. Several lanes (or interfaces)
