@@ -135,6 +135,13 @@ int cbf_net_rx_open(const cbf_net_rx_config *cfg, cbf_net_rx **out, cbf_error *e
     return 0;
 }
 
+int cbf_net_rx_spread(cbf_net_rx *rx, unsigned n, cbf_error *err)
+{
+    if (rx->kind != CBF_NET_SOCKET)
+        return cbf_error_set(err, CBF_ENOTSUP, "spreading packets over queues is for sockets");
+    return cbf_udp_spread_packets(rx->fd, n, err);
+}
+
 /* The socket's cumulative drop count (SO_RXQ_OVFL) as it rides on packets. */
 static void note_drops(cbf_net_rx *rx, struct msghdr *h)
 {

@@ -1,5 +1,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/filter.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +94,23 @@ int cbf_udp_open_rx(const cbf_udp_endpoint *ep, const char *iface, size_t rcvbuf
         }
     }
     *fd_out = fd;
+    return 0;
+}
+
+int cbf_udp_spread_packets(int fd, unsigned n, cbf_error *err)
+{
+    /* The kernel asks the group's program which socket takes each datagram:
+     * a random index, so load follows packets, not the hash of a few flows
+     * (8 flows over 8 sockets by hash leave about 3 sockets idle). */
+    struct sock_filter code[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (uint32_t)(SKF_AD_OFF + SKF_AD_RANDOM)),
+        BPF_STMT(BPF_ALU | BPF_MOD | BPF_K, n),
+        BPF_STMT(BPF_RET | BPF_A, 0),
+    };
+    struct sock_fprog prog = {.len = sizeof code / sizeof code[0], .filter = code};
+    if (n == 0 || setsockopt(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog, sizeof prog))
+        return cbf_error_set(err, CBF_EIO, "spreading packets over %u sockets (SO_ATTACH_REUSEPORT_CBPF): %s",
+                             n, n ? strerror(errno) : "no sockets");
     return 0;
 }
 

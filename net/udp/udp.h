@@ -34,6 +34,10 @@ int cbf_udp_parse_endpoints(const char *text, const char *what, cbf_udp_endpoint
  * reuseport lets several sockets (threads) share the port. */
 int cbf_udp_open_rx(const cbf_udp_endpoint *ep, const char *iface, size_t rcvbuf, bool reuseport,
                     int *fd_out, cbf_error *err);
+/* Once every socket of a SO_REUSEPORT group is open (fd is any of them):
+ * each datagram goes to a socket drawn at random from the n, instead of by
+ * the hash of its flow, so that a heap's packets may land on any socket. */
+int cbf_udp_spread_packets(int fd, unsigned n, cbf_error *err);
 /* Sending socket: multicast leaves through iface with the given TTL (and
  * loops back, so engines on one host hear each other). */
 int cbf_udp_open_tx(const char *iface, int ttl, size_t sndbuf, int *fd_out, cbf_error *err);
@@ -84,6 +88,8 @@ int cbf_net_rx_open(const cbf_net_rx_config *cfg, cbf_net_rx **out, cbf_error *e
  * timeout_ms for the first. Returns the count (0: nothing came) or an error. */
 int cbf_net_rx_recv(cbf_net_rx *rx, const uint8_t **pkt, size_t *len, cbf_error *err);
 cbf_net_transport cbf_net_rx_transport(const cbf_net_rx *rx);
+/* Sockets only: cbf_udp_spread_packets on the group rx belongs to. */
+int cbf_net_rx_spread(cbf_net_rx *rx, unsigned n, cbf_error *err);
 void cbf_net_rx_stats_get(const cbf_net_rx *rx, cbf_net_rx_stats *s);
 /* At the end of a stream: brings kernel_drops up to the kernel's own count
  * (socket: /proc/net/udp), which includes drops after the last packet

@@ -1,14 +1,19 @@
-/* receiver: SPEAD heaps from UDP (unicast or multicast, recvmmsg, one
- * thread per socket) or from a pcap capture, assembled into chunks.
+/* receiver: SPEAD packets from UDP (unicast or multicast, recvmmsg, one
+ * thread per socket) or from a pcap capture, placed into chunks.
  *
  * Streams: "digitiser" (MeerKAT digitiser heaps, two polarisations told
  * apart by the least significant bit of digitiser_id) into cbf.adc.packed
  * chunks; "feng" (F-engine heaps of n_ants antennas) into cbf.xeng.batch
- * chunks. A heap is placed by its timestamp; chunks are kept open in a
- * window of `chunks_in_flight` so reordered heaps still land, and a chunk
- * leaves with a presence flag per heap (digitiser) or per batch and antenna
+ * chunks. Each data packet's items say where its heap goes, and its payload
+ * is copied once, straight to its place (window.h): heaps are not gathered
+ * first, so their packets may come in any order and on any thread.
+ * Descriptors, stream stops and packets that do not say where they go pass
+ * through a heap assembler. Chunks are kept open in a window of
+ * `chunks_in_flight` so reordered packets still land, and a chunk leaves
+ * with a presence flag per heap (digitiser) or per batch and antenna
  * (feng). Everything dropped is counted: malformed packets by reason,
- * incomplete heaps, late heaps, heaps whose items do not fit the stream. */
+ * incomplete heaps, late and duplicate packets, heaps whose items do not
+ * fit the stream. */
 #include <cbf/cbf.h>
 
 #include <errno.h>
@@ -49,6 +54,12 @@ static const cbf_param_decl rx_params[] = {
      .max = 8,
      .doc = "sockets (SO_REUSEPORT, unicast only) and threads per address; each address has its "
             "own thread anyway"},
+    {.name = "spread", .type = CBF_PARAM_CHOICE, .def = "auto", .choices = "auto|flow|packet",
+     .doc = "with threads_per_address > 1, how packets are shared among the sockets: flow (the "
+            "kernel's hash of source address and port: a heap's packets stay on one thread), packet "
+            "(each to a socket at random: even load, but every packet of a heap must carry its items, "
+            "as digitisers and F-engines that repeat item pointers send them); auto = packet for "
+            "stream digitiser (one packet a heap), flow for feng"},
     CBF_STAGE_AFFINITY_PARAM("receive"),
     {.name = "socket_buffer", .type = CBF_PARAM_INT, .def = "67108864", .has_range = 1,
      .min = 65536, .max = 1 << 30,
@@ -130,12 +141,25 @@ static int rx_reason_group(int reason)
 
 typedef struct receiver receiver;
 
+/* Where a heap went (rx_place_packet). */
+typedef struct rx_seen {
+    uint64_t cnt;
+    int64_t idx;
+    size_t piece;
+    bool valid;
+} rx_seen;
+
+#define SEEN_BITS 10
+
 typedef struct worker {
     receiver *r;
     int index;
-    rx_place pending[RECV_BATCH];   /* heaps of this batch still in the packets */
+    rx_place pending[RECV_BATCH];   /* places of this batch, their bytes still in the packets */
     int n_pending;
     unsigned batches;
+    uint64_t packets, bytes;   /* placed without the assembler, not yet added to the node's */
+    uint64_t all_packets;      /* every packet this socket took (the end-of-run log) */
+    rx_seen seen_heaps[1 << SEEN_BITS];
     cbf_net_rx *rx;
     cbf_spead_assembler *as;
     pthread_t thread;
@@ -144,7 +168,7 @@ typedef struct worker {
     cbf_error err;
     uint64_t rng;              /* drop_rate's generator */
     cbf_net_rx_stats net_seen; /* transport counters already added to the node's */
-    cbf_spead_packet *pkt;     /* scratch for drop_rate's look at a packet */
+    cbf_spead_packet *pkt;     /* the packet being looked at */
     cbf_spead_counters seen;   /* assembler counters already added to the node's */
 } worker;
 
@@ -174,33 +198,55 @@ struct receiver {
     const char *pcap_path;
     int cores[MAX_SOCKETS], n_cores;   /* affinity */
     size_t rcvbuf;
-    cbf_counter *c_packets, *c_bytes, *c_heaps, *c_incomplete, *c_late_packets, *c_duplicate,
-        *c_kernel_drops, *c_dropped_test,
-        *c_malformed[N_GROUPS];
+    cbf_counter *c_packets, *c_bytes, *c_bad_heaps, *c_kernel_drops, *c_dropped_test, *c_malformed[N_GROUPS];
 };
 
-/* ---- Heaps ------------------------------------------------------------- */
+/* ---- Placing packets -------------------------------------------------- */
 
-static bool rx_immediate(const cbf_spead_heap *h, uint16_t id, uint64_t *v)
+static const cbf_spead_item *rx_item(const cbf_spead_item *items, int n, uint16_t id)
 {
-    const cbf_spead_item *it = cbf_spead_heap_find(h, id);
-    if (!it || !it->immediate)
-        return false;
-    *v = it->value;
-    return true;
+    for (int i = 0; i < n; i++)
+        if (items[i].id == id)
+            return &items[i];
+    return NULL;
 }
 
-static bool rx_addressed(const cbf_spead_heap *h, uint16_t id, const uint8_t **data, size_t *len)
+/* Where a heap goes, from its items (a packet's or an assembled heap's):
+ * 0 with *idx and *piece set; 1 when an item the stream needs is absent;
+ * -1 when they do not fit the stream (heaps_bad). */
+static int rx_locate(const receiver *r, const cbf_spead_item *items, int n, int64_t *idx, size_t *piece)
 {
-    const cbf_spead_item *it = cbf_spead_heap_find(h, id);
-    return it && cbf_spead_heap_item_bytes(h, it, data, len) == 0;
+    const cbf_spead_item *ts = rx_item(items, n, 0x1600), *id = rx_item(items, n, r->feng ? 0x4101 : 0x3101),
+                         *freq = r->feng ? rx_item(items, n, 0x4103) : NULL;
+    if (!ts || !id || (r->feng && !freq))
+        return 1;
+    if (!ts->immediate || !id->immediate || (freq && !freq->immediate))
+        return -1;
+    if (!r->feng) {
+        if (ts->value % HEAP_SAMPLES || (r->antennas > 1 && (id->value >> 1) >= (uint64_t)r->antennas))
+            return -1;
+        /* 2 x antenna + pol. One antenna per engine (MeerKAT's F-engines):
+         * the groups joined select the antenna, and digitiser_id is only the pol. */
+        size_t input = r->antennas == 1 ? (size_t)(id->value & 1) : (size_t)id->value;
+        *idx = (int64_t)(ts->value / r->spc);
+        *piece = input * r->heaps + (size_t)(ts->value % r->spc) / HEAP_SAMPLES;
+        return 0;
+    }
+    uint64_t step = (uint64_t)r->spectra * r->spb, f = freq->value;
+    if (ts->value % step || id->value >= (uint64_t)r->antennas || f < r->first || f >= r->first + r->channels ||
+        (f - r->first) % r->cph)
+        return -1;
+    uint64_t batch = ts->value / step;
+    *idx = (int64_t)(batch / r->batches);
+    /* [batch][antenna][channel][spectrum][pol]: flag (batch, antenna), one piece per channel range. */
+    size_t flag = (size_t)(batch % r->batches) * (size_t)r->antennas + (size_t)id->value;
+    *piece = flag * r->ranges + (size_t)(f - r->first) / r->cph;
+    return 0;
 }
 
-/* A heap still in the packet buffers waits for the batch's one lock; one
- * the assembler holds is placed now (its memory is reused by the next). */
-static void rx_put(worker *w, const cbf_spead_heap *h, const rx_place *p)
+static void rx_pend(worker *w, const rx_place *p)
 {
-    if (h->in_packet && w->n_pending < RECV_BATCH) {
+    if (w->n_pending < RECV_BATCH) {
         w->pending[w->n_pending++] = *p;
         return;
     }
@@ -214,75 +260,85 @@ static void rx_place_pending(worker *w)
     w->n_pending = 0;
 }
 
-static void rx_on_dig_heap(worker *w, const cbf_spead_heap *h)
-{
-    receiver *r = w->r;
-    uint64_t ts, id;
-    const uint8_t *data;
-    size_t len;
-    if (!rx_immediate(h, 0x1600, &ts) || !rx_immediate(h, 0x3101, &id) || !rx_addressed(h, 0x3300, &data, &len) ||
-        len != r->heap_bytes || ts % HEAP_SAMPLES || (r->antennas > 1 && (id >> 1) >= (uint64_t)r->antennas)) {
-        cbf_counter_add(r->win.c_bad_heaps, 1);
-        return;
-    }
-    /* 2 x antenna + pol. One antenna per engine (MeerKAT's F-engines): the
-     * groups joined select the antenna, and digitiser_id is only the pol. */
-    size_t input = r->antennas == 1 ? (size_t)(id & 1) : (size_t)id;
-    int64_t idx = (int64_t)(ts / r->spc);
-    size_t hh = (size_t)(ts % r->spc) / HEAP_SAMPLES;
-    rx_put(w, h, &(rx_place){.idx = idx, .flag = input * r->heaps + hh,
-                             .offset = input * r->heaps * r->heap_bytes + hh * r->heap_bytes,
-                             .data = data, .len = len, .need = 1});
-}
-
-static void rx_on_feng_heap(worker *w, const cbf_spead_heap *h)
-{
-    receiver *r = w->r;
-    uint64_t ts, ant, freq;
-    const uint8_t *data;
-    size_t len;
-    size_t heap_bytes = r->cph * r->spectra * 4;
-    uint64_t step = (uint64_t)r->spectra * r->spb;
-    if (!rx_immediate(h, 0x1600, &ts) || !rx_immediate(h, 0x4101, &ant) || !rx_immediate(h, 0x4103, &freq) ||
-        !rx_addressed(h, 0x4300, &data, &len) || len != heap_bytes || ts % step ||
-        ant >= (uint64_t)r->antennas || freq < r->first || freq >= r->first + r->channels ||
-        (freq - r->first) % r->cph) {
-        cbf_counter_add(r->win.c_bad_heaps, 1);
-        return;
-    }
-    uint64_t batch = ts / step;
-    int64_t idx = (int64_t)(batch / r->batches);
-    size_t b = (size_t)(batch % r->batches), flag = b * (size_t)r->antennas + (size_t)ant;
-    /* [batch][antenna][channel][spectrum][pol]: a heap's channel range is contiguous. */
-    size_t offset = (flag * r->channels + (size_t)(freq - r->first)) * r->spectra * 4;
-    rx_put(w, h, &(rx_place){.idx = idx, .flag = flag, .offset = offset, .data = data, .len = len,
-                             .need = (unsigned)r->ranges});
-}
-
+/* A heap the assembler put together (its packets did not each say where
+ * they go): placed whole. One still in the packet buffers waits for the
+ * batch's one lock; one in the assembler's memory is placed now (that
+ * memory is reused by the next heap). */
 static void rx_on_heap(const cbf_spead_heap *h, void *user)
 {
     worker *w = user;
+    receiver *r = w->r;
     if (cbf_spead_heap_find(h, CBF_SPEAD_DESCRIPTOR)) {
-        atomic_fetch_add(&w->r->descriptors, 1);
+        atomic_fetch_add(&r->descriptors, 1);
         return;
     }
-    if (w->r->feng)
-        rx_on_feng_heap(w, h);
+    const cbf_spead_item *data = cbf_spead_heap_find(h, r->feng ? 0x4300 : 0x3300);
+    rx_place p = {.first = true};
+    if (rx_locate(r, h->items, h->n_items, &p.idx, &p.piece) || !data ||
+        cbf_spead_heap_item_bytes(h, data, &p.data, &p.len) || p.len != r->win.piece_bytes) {
+        cbf_counter_add(r->c_bad_heaps, 1);
+        return;
+    }
+    if (h->in_packet)
+        rx_pend(w, &p);
     else
-        rx_on_dig_heap(w, h);
+        rx_window_place(&r->win, &p, 1);
 }
 
-/* Adds what the worker's assembler counted since last time to the node's counters. */
+/* The worker's memory of where recent heaps went, by heap counter, for
+ * packets that do not repeat the heap's items (senders that put them in
+ * the first packet only). */
+static rx_seen *rx_seen_slot(worker *w, uint64_t cnt)
+{
+    return &w->seen_heaps[(cnt * 0x9e3779b97f4a7c15ull) >> (64 - SEEN_BITS)];
+}
+
+/* Places one data packet straight into its chunk: 0, or 1 when it cannot
+ * say where it goes (the assembler takes it), or -1 when its heap does not
+ * fit the stream (counted once, at the heap's first byte). */
+static int rx_place_packet(worker *w, const cbf_spead_packet *pkt, size_t len)
+{
+    receiver *r = w->r;
+    rx_place p = {.offset = pkt->heap_offset, .data = pkt->payload, .len = pkt->payload_len,
+                  .first = pkt->heap_offset == 0};
+    rx_seen *seen = rx_seen_slot(w, pkt->heap_cnt);
+    const cbf_spead_item *data = rx_item(pkt->items, pkt->n_items, r->feng ? 0x4300 : 0x3300);
+    int rc = rx_locate(r, pkt->items, pkt->n_items, &p.idx, &p.piece);
+    if (rc < 0) {
+        cbf_counter_add(r->c_bad_heaps, p.first);
+        return -1;
+    }
+    if (rc == 0) {
+        /* Only a heap that is its data item alone maps byte for byte onto
+         * its piece; any other layout is assembled first. */
+        if (!data || data->immediate || data->value != 0 || pkt->heap_size != r->win.piece_bytes)
+            return 1;
+        *seen = (rx_seen){.cnt = pkt->heap_cnt, .idx = p.idx, .piece = p.piece, .valid = true};
+    } else if (seen->valid && seen->cnt == pkt->heap_cnt && pkt->heap_size == r->win.piece_bytes) {
+        p.idx = seen->idx;
+        p.piece = seen->piece;
+    } else {
+        return 1;
+    }
+    rx_pend(w, &p);
+    w->packets++;
+    w->bytes += len;
+    return 0;
+}
+
+/* Adds what the worker counted since last time to the node's counters.
+ * Heaps are counted complete by the window, not by the assembler. */
 static void rx_publish(worker *w)
 {
     receiver *r = w->r;
     const cbf_spead_counters *k = cbf_spead_assembler_counters(w->as);
-    cbf_counter_add(r->c_packets, k->packets - w->seen.packets);
-    cbf_counter_add(r->c_bytes, k->bytes - w->seen.bytes);
-    cbf_counter_add(r->c_heaps, k->heaps - w->seen.heaps);
-    cbf_counter_add(r->c_incomplete, k->incomplete - w->seen.incomplete);
-    cbf_counter_add(r->c_late_packets, k->late - w->seen.late);
-    cbf_counter_add(r->c_duplicate, k->duplicate - w->seen.duplicate);
+    w->all_packets += k->packets - w->seen.packets + w->packets;
+    cbf_counter_add(r->c_packets, k->packets - w->seen.packets + w->packets);
+    cbf_counter_add(r->c_bytes, k->bytes - w->seen.bytes + w->bytes);
+    w->packets = w->bytes = 0;
+    cbf_counter_add(r->win.c_incomplete, k->incomplete - w->seen.incomplete);
+    cbf_counter_add(r->win.c_late_packets, k->late - w->seen.late);
+    cbf_counter_add(r->win.c_duplicate, k->duplicate - w->seen.duplicate);
     for (int i = 1; i < CBF_SPEAD_N_REASONS; i++)
         cbf_counter_add(r->c_malformed[rx_reason_group(i)], k->malformed[i] - w->seen.malformed[i]);
     w->seen = *k;
@@ -327,17 +383,13 @@ static void rx_count_stop(receiver *r)
     pthread_mutex_unlock(&r->lock);
 }
 
-/* Loss injection for tests: only data packets (not descriptors, not stream
- * stop), so that every drop costs exactly the heap it belongs to. */
-static bool rx_drop_test(worker *w, const uint8_t *buf, size_t len)
+/* Loss injection for tests: a data packet (decoded in w->pkt) is dropped
+ * with probability drop_rate, so that every drop costs exactly its heap. */
+static bool rx_drop_test(worker *w)
 {
     receiver *r = w->r;
-    if (r->drop_rate <= 0 || cbf_spead_decode(buf, len, w->pkt) != CBF_SPEAD_OK ||
-        w->pkt->stream_ctrl >= 0)
+    if (r->drop_rate <= 0)
         return false;
-    for (int i = 0; i < w->pkt->n_items; i++)
-        if (w->pkt->items[i].id == CBF_SPEAD_DESCRIPTOR)
-            return false;
     w->rng ^= w->rng << 13;
     w->rng ^= w->rng >> 7;
     w->rng ^= w->rng << 17;
@@ -345,6 +397,21 @@ static bool rx_drop_test(worker *w, const uint8_t *buf, size_t len)
         return false;
     cbf_counter_add(r->c_dropped_test, 1);
     return true;
+}
+
+/* One datagram: a data packet goes straight into its chunk; a malformed
+ * one, a stream control or descriptor packet, or one that does not say
+ * where it goes, goes to the assembler, which counts and assembles. */
+static void rx_packet(worker *w, const uint8_t *buf, size_t len)
+{
+    cbf_spead_packet *pkt = w->pkt;
+    if (cbf_spead_decode(buf, len, pkt) == CBF_SPEAD_OK && pkt->stream_ctrl < 0 &&
+        !rx_item(pkt->items, pkt->n_items, CBF_SPEAD_DESCRIPTOR)) {
+        if (rx_drop_test(w) || rx_place_packet(w, pkt, len) <= 0)
+            return;
+    }
+    if (cbf_spead_assembler_add(w->as, buf, len))
+        rx_count_stop(w->r);
 }
 
 static void *rx_udp_loop(void *arg)
@@ -367,8 +434,7 @@ static void *rx_udp_loop(void *arg)
         }
         atomic_store_explicit(&r->last_packet_ns, (long long)(rx_now_s() * 1e9), memory_order_relaxed);
         for (int i = 0; i < n; i++)
-            if (!rx_drop_test(w, pkt[i], len[i]) && cbf_spead_assembler_add(w->as, pkt[i], len[i]))
-                rx_count_stop(r);
+            rx_packet(w, pkt[i], len[i]);
         rx_place_pending(w);   /* before the next recv reuses the packet buffers */
         /* The node's counters are shared by the threads: added to every few
          * batches, not per packet. */
@@ -389,8 +455,7 @@ static int rx_pcap_loop(receiver *r, worker *w, cbf_error *err)
     size_t len;
     uint64_t n = 0;
     while (!rx_finished(r) && (rc = cbf_pcap_reader_next(pr, 0, &p, &len, NULL, err)) == 1) {
-        if (!rx_drop_test(w, p, len) && cbf_spead_assembler_add(w->as, p, len))
-            rx_count_stop(r);
+        rx_packet(w, p, len);
         rx_place_pending(w);
         if (++n % RECV_BATCH == 0)
             rx_publish(w);
@@ -522,7 +587,9 @@ static int rx_open_workers(receiver *r, const cbf_params *p, const cbf_net_choic
             return cbf_error_set(err, CBF_ECONFIG, "%s: more than %d sockets in all",
                                  cbf_params_where(p, "threads_per_address"), MAX_SOCKETS);
     }
-    for (int e = 0; e < n_eps; e++)
+    const char *how = cbf_params_string(p, "spread");
+    bool spread = !strcmp(how, "packet") || (!strcmp(how, "auto") && !r->feng);
+    for (int e = 0; e < n_eps; e++) {
         for (int k = 0; k < per; k++) {
             worker *w = &r->workers[r->n_workers];
             w->r = r;
@@ -546,6 +613,12 @@ static int rx_open_workers(receiver *r, const cbf_params *p, const cbf_net_choic
             if (rc)
                 return rc;
         }
+        if (per > 1 && spread) {   /* the group is complete: its last socket sets its program */
+            int rc = cbf_net_rx_spread(r->workers[r->n_workers - 1].rx, (unsigned)per, err);
+            if (rc)
+                return cbf_error_prefix(err, "%s", cbf_params_where(p, "spread"));
+        }
+    }
     return 0;
 }
 
@@ -582,9 +655,11 @@ static int receiver_init(cbf_node *node, cbf_error *err)
         return cbf_error_set(err, CBF_ECONFIG, "%s: chunks_in_flight %d needs more than %zu buffers",
                              cbf_params_where(p, "buffers"), n_ring, count);
     r->win.out = r->out;
+    /* Digitiser: piece = flag = input x heaps + heap; F-engine: flag =
+     * (batch, antenna) of `ranges` pieces, one per channel range. */
     r->win.n_flags = r->n_flags;
-    r->win.bytes = cbf_port_desc_bytes(&r->d);
-    r->win.flag_bytes = r->feng ? 0 : r->heap_bytes;   /* flag f: input x heaps + heap, at f x heap_bytes */
+    r->win.per_flag = r->feng ? r->ranges : 1;
+    r->win.piece_bytes = r->feng ? r->cph * r->spectra * 4 : r->heap_bytes;
     r->win.chunk_step = r->chunk_step;
     if ((rc = cbf_stage_out_open(node, r->out, &r->d, count, &r->win.pool, err)) ||
         (rc = rx_window_init(&r->win, n_ring, err)))
@@ -592,8 +667,8 @@ static int receiver_init(cbf_node *node, cbf_error *err)
     static const char *names[] = {"packets", "bytes", "heaps", "heaps_incomplete", "packets_late",
                                   "packets_duplicate", "heaps_late", "heaps_bad", "chunks",
                                   "flags_missing", "packets_dropped_kernel", "packets_dropped_test"};
-    cbf_counter **slots[] = {&r->c_packets, &r->c_bytes, &r->c_heaps, &r->c_incomplete,
-                             &r->c_late_packets, &r->c_duplicate, &r->win.c_late_heaps, &r->win.c_bad_heaps,
+    cbf_counter **slots[] = {&r->c_packets, &r->c_bytes, &r->win.c_heaps, &r->win.c_incomplete,
+                             &r->win.c_late_packets, &r->win.c_duplicate, &r->win.c_late_heaps, &r->c_bad_heaps,
                              &r->win.c_chunks, &r->win.c_missing, &r->c_kernel_drops, &r->c_dropped_test};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         *slots[i] = cbf_node_counter(node, names[i]);
@@ -632,6 +707,12 @@ static void rx_log_reasons(const receiver *r)
     }
     if (n)
         cbf_log_warn("malformed packets dropped:%s", line);   /* the runtime prefixes the node */
+    /* How evenly the threads shared the work (spread: flow can leave some idle). */
+    n = 0;
+    for (int k = 0; k < r->n_workers && r->n_workers > 1 && n < sizeof line; k++)
+        n += (size_t)snprintf(line + n, sizeof line - n, " %llu", (unsigned long long)r->workers[k].all_packets);
+    if (n)
+        cbf_log_info("packets by socket:%s", line);
     cbf_log_info("%llu descriptor heaps seen", (unsigned long long)atomic_load(&r->descriptors));
 }
 

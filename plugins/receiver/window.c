@@ -6,14 +6,18 @@
 
 int rx_window_init(rx_window *w, int n_ring, cbf_error *err)
 {
+    if (w->piece_bytes == 0 || w->piece_bytes > UINT32_MAX || w->per_flag > UINT16_MAX)
+        return cbf_error_set(err, CBF_ECONFIG, "a heap of %zu bytes, %zu to a flag, is beyond the "
+                             "receiver's counts", w->piece_bytes, w->per_flag);
     pthread_mutex_init(&w->lock, NULL);
     w->n_ring = n_ring;
     w->ring = calloc((size_t)n_ring, sizeof *w->ring);
-    for (int i = 0; w->ring && i < n_ring; i++)
-        if (!(w->ring[i].pieces = calloc(w->n_flags, sizeof(uint16_t))))
-            return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     if (!w->ring)
         return cbf_error_set(err, CBF_ENOMEM, "out of memory");
+    for (int i = 0; i < n_ring; i++)
+        if (!(w->ring[i].got = calloc(w->n_flags * w->per_flag, sizeof(uint32_t))) ||
+            !(w->ring[i].done = calloc(w->n_flags, sizeof(uint16_t))))
+            return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     return 0;
 }
 
@@ -21,37 +25,42 @@ void rx_window_free(rx_window *w)
 {
     if (!w->ring)
         return;
-    for (int i = 0; i < w->n_ring; i++)
-        free(w->ring[i].pieces);
+    for (int i = 0; i < w->n_ring; i++) {
+        free(w->ring[i].got);
+        free(w->ring[i].done);
+    }
     free(w->ring);
     w->ring = NULL;
     pthread_mutex_destroy(&w->lock);
 }
 
-/* Sends a chunk on (lock held). */
+/* Sends a chunk on (lock held). Pieces not complete are zeroed: their flag
+ * is missing, and what part of them came is not passed on. */
 static int rx_window_emit(rx_window *w, rx_chunk *c)
 {
-    /* Other threads may still copy heaps they claimed here: a memcpy each. */
+    /* Other threads may still copy bytes they claimed here: a memcpy each. */
     while (atomic_load_explicit(&c->writers, memory_order_acquire))
         sched_yield();
     cbf_buffer *b = c->buf;
     c->buf = NULL;
-    uint64_t missing = 0;
-    for (size_t f = 0; f < w->n_flags; f++)
-        if (!b->present[f]) {
-            missing++;
-            if (w->flag_bytes)
-                memset((uint8_t *)b->data + f * w->flag_bytes, 0, w->flag_bytes);
+    uint64_t missing = 0, incomplete = 0;
+    for (size_t p = 0; p < w->n_flags * w->per_flag; p++)
+        if (c->got[p] != w->piece_bytes) {
+            incomplete += c->got[p] != 0;
+            memset((uint8_t *)b->data + p * w->piece_bytes, 0, w->piece_bytes);
         }
+    for (size_t f = 0; f < w->n_flags; f++)
+        missing += !b->present[f];
     b->missing = missing;
     b->seq = w->seq++;
     cbf_counter_add(w->c_chunks, 1);
     cbf_counter_add(w->c_missing, missing);
+    cbf_counter_add(w->c_incomplete, incomplete);
     return cbf_port_send(w->out, b);
 }
 
-/* Makes sure chunk idx has a buffer: zeroed payload, every flag missing
- * until its heaps arrive. */
+/* Makes sure chunk idx has a buffer, every flag missing until its pieces
+ * are complete. The payload is not cleared: emit zeroes what did not come. */
 static int rx_window_open_chunk(rx_window *w, rx_chunk *c, int64_t idx)
 {
     if (c->buf)
@@ -60,16 +69,15 @@ static int rx_window_open_chunk(rx_window *w, rx_chunk *c, int64_t idx)
     if (rc)
         return rc;
     c->buf->timestamp = idx * w->chunk_step;
-    if (!w->flag_bytes)
-        memset(c->buf->data, 0, w->bytes);
     memset(c->buf->present, 0, w->n_flags);
     c->buf->n_present = w->n_flags;
-    memset(c->pieces, 0, w->n_flags * sizeof *c->pieces);
+    memset(c->got, 0, w->n_flags * w->per_flag * sizeof *c->got);
+    memset(c->done, 0, w->n_flags * sizeof *c->done);
     return 0;
 }
 
 /* Moves the window so that idx fits, sending chunks that fall out of it.
- * A chunk that saw no heap at all still goes out, all flagged missing, so
+ * A chunk that saw no packet at all still goes out, all flagged missing, so
  * the timeline downstream has no holes. */
 static int rx_window_advance(rx_window *w, int64_t idx)
 {
@@ -85,19 +93,20 @@ static int rx_window_advance(rx_window *w, int64_t idx)
     return 0;
 }
 
-/* Copies the claimed heaps' bytes and lets their chunks go (lock not held). */
-static void rx_window_copy(rx_place *heaps, int n)
+/* Copies the claimed bytes and lets their chunks go (lock not held). */
+static void rx_window_copy(rx_window *w, rx_place *places, int n)
 {
     for (int i = 0; i < n; i++)
-        if (heaps[i].claimed) {
-            memcpy((uint8_t *)heaps[i].claimed->buf->data + heaps[i].offset, heaps[i].data, heaps[i].len);
-            atomic_fetch_sub_explicit(&heaps[i].claimed->writers, 1, memory_order_release);
-            heaps[i].claimed = NULL;
+        if (places[i].claimed) {
+            memcpy((uint8_t *)places[i].claimed->buf->data + places[i].piece * w->piece_bytes + places[i].offset,
+                   places[i].data, places[i].len);
+            atomic_fetch_sub_explicit(&places[i].claimed->writers, 1, memory_order_release);
+            places[i].claimed = NULL;
         }
 }
 
-/* Claims heap h's place (lock held): false when it has none (late, again,
- * or the window failed). */
+/* Claims place h (lock held): false when it has none (late, bytes beyond a
+ * complete piece, or the window failed). */
 static bool rx_window_claim(rx_window *w, rx_place *h)
 {
     if (!w->started) {
@@ -107,7 +116,7 @@ static bool rx_window_claim(rx_window *w, rx_place *h)
     if (atomic_load(&w->send_rc))
         return false;
     if (h->idx < w->base) {
-        cbf_counter_add(w->c_late_heaps, 1);
+        cbf_counter_add(h->first ? w->c_late_heaps : w->c_late_packets, 1);
         return false;
     }
     rx_chunk *c = &w->ring[h->idx % w->n_ring];
@@ -116,12 +125,21 @@ static bool rx_window_claim(rx_window *w, rx_place *h)
         atomic_store(&w->send_rc, rc);
         return false;
     }
-    if (c->pieces[h->flag] >= h->need) {   /* the same heap again (a second sender, a replay) */
-        cbf_counter_add(w->c_bad_heaps, 1);
+    /* More bytes than the heap holds: a packet again, or the same heap from
+     * a second sender. Counting bytes cannot tell which packet, so it is the
+     * one that overflows that is dropped. */
+    uint32_t *got = &c->got[h->piece];
+    if (*got + h->len > w->piece_bytes) {
+        cbf_counter_add(w->c_duplicate, 1);
         return false;
     }
-    if (++c->pieces[h->flag] == h->need)
-        c->buf->present[h->flag] = 1;   /* seen downstream only once the copy is done */
+    *got += (uint32_t)h->len;
+    if (*got == w->piece_bytes) {
+        cbf_counter_add(w->c_heaps, 1);
+        size_t f = h->piece / w->per_flag;
+        if (++c->done[f] == w->per_flag)
+            c->buf->present[f] = 1;   /* seen downstream only once the copies are done */
+    }
     if (h->idx > w->last_index)
         w->last_index = h->idx;
     atomic_fetch_add_explicit(&c->writers, 1, memory_order_relaxed);
@@ -129,24 +147,24 @@ static bool rx_window_claim(rx_window *w, rx_place *h)
     return true;
 }
 
-void rx_window_place(rx_window *w, rx_place *heaps, int n)
+void rx_window_place(rx_window *w, rx_place *places, int n)
 {
-    int done = 0;   /* heaps before this one are copied */
+    int done = 0;   /* places before this one are copied */
     pthread_mutex_lock(&w->lock);
     for (int i = 0; i < n; i++) {
-        heaps[i].claimed = NULL;
+        places[i].claimed = NULL;
         /* Moving the window waits for the chunks that leave to be copied
          * into: this thread's own claims first, without the lock. */
-        if (done < i && w->started && heaps[i].idx >= w->base + w->n_ring) {
+        if (done < i && w->started && places[i].idx >= w->base + w->n_ring) {
             pthread_mutex_unlock(&w->lock);
-            rx_window_copy(heaps + done, i - done);
+            rx_window_copy(w, places + done, i - done);
             done = i;
             pthread_mutex_lock(&w->lock);
         }
-        rx_window_claim(w, &heaps[i]);
+        rx_window_claim(w, &places[i]);
     }
     pthread_mutex_unlock(&w->lock);
-    rx_window_copy(heaps + done, n - done);
+    rx_window_copy(w, places + done, n - done);
 }
 
 int rx_window_drain(rx_window *w)

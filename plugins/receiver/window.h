@@ -1,12 +1,23 @@
 /* window.h: the receiver's chunk window (private to the plugin).
  *
- * Heaps are placed into output chunks by timestamp. `n_ring` consecutive
- * chunks are open at once; a heap for a newer chunk sends the oldest ones
- * on, and a heap for a chunk already sent is late. Thread-safe: the socket
- * threads place heaps concurrently, a batch at a time: the lock is taken
- * once per batch to claim the heaps' places (flags, piece counts), and the
- * bytes are copied after it is released, by each thread into its own
- * places; a chunk leaves only once no thread is still copying into it. */
+ * A chunk is n_flags x per_flag pieces of piece_bytes each, piece p at
+ * bytes [p x piece_bytes, (p + 1) x piece_bytes): one piece is one heap's
+ * payload (a digitiser heap; an F-engine heap's channel range), and a flag
+ * is present once all its per_flag pieces are complete.
+ *
+ * Packets are placed one by one, straight from the receive buffers into the
+ * chunk (the heap is never assembled elsewhere): a piece is complete when
+ * the payload bytes counted into it reach piece_bytes. So the packets of a
+ * heap may arrive in any order and on any thread, as long as each says
+ * which chunk and piece it belongs to.
+ *
+ * `n_ring` consecutive chunks are open at once; a packet for a newer chunk
+ * sends the oldest ones on, and a packet for a chunk already sent is late.
+ * Thread-safe: the socket threads place packets concurrently, a batch at a
+ * time: the lock is taken once per batch to claim the packets' places
+ * (byte counts, flags), and the bytes are copied after it is released, by
+ * each thread into its own places; a chunk leaves only once no thread is
+ * still copying into it. */
 #ifndef CBF_RX_WINDOW_H
 #define CBF_RX_WINDOW_H
 
@@ -18,18 +29,19 @@
 
 typedef struct rx_chunk {
     cbf_buffer *buf;
-    uint16_t *pieces;   /* per flag: pieces received (feng: channel ranges) */
+    uint32_t *got;      /* per piece: payload bytes counted in */
+    uint16_t *done;     /* per flag: pieces complete */
     atomic_int writers; /* threads with bytes claimed here still to copy */
 } rx_chunk;
 
-/* One heap to place: its chunk, flag, byte offset, bytes and the pieces
- * that make its flag present. */
+/* Bytes to place: a packet's payload, or a whole heap assembled elsewhere. */
 typedef struct rx_place {
-    int64_t idx;
-    size_t flag, offset;
+    int64_t idx;        /* chunk */
+    size_t piece;       /* heap within the chunk */
+    size_t offset;      /* of data within the piece */
     const uint8_t *data;
     size_t len;
-    unsigned need;
+    bool first;         /* holds the heap's byte 0: a late one counts a late heap */
     rx_chunk *claimed;  /* private */
 } rx_place;
 
@@ -37,12 +49,7 @@ typedef struct rx_window {
     pthread_mutex_t lock;
     cbf_port *out;
     cbf_pool *pool;
-    size_t n_flags, bytes;
-    /* Bytes behind each flag when flag f is exactly bytes [f x flag_bytes,
-     * (f + 1) x flag_bytes) and one piece fills them (digitiser heaps): a
-     * chunk then zeroes only what is missing as it leaves, instead of all
-     * of it as it opens. 0 = zeroed at opening. */
-    size_t flag_bytes;
+    size_t n_flags, per_flag, piece_bytes;
     int64_t chunk_step;            /* samples per chunk */
     rx_chunk *ring;
     int n_ring;
@@ -50,16 +57,18 @@ typedef struct rx_window {
     bool started;
     uint64_t seq;
     atomic_int send_rc;            /* first failure to get or send a buffer; read by any thread */
-    cbf_counter *c_late_heaps, *c_bad_heaps, *c_chunks, *c_missing;
+    cbf_counter *c_heaps, *c_incomplete, *c_late_heaps, *c_late_packets, *c_duplicate, *c_chunks,
+        *c_missing;
 } rx_window;
 
-/* The counters and out, pool, n_flags, bytes, flag_bytes, chunk_step must be set before. */
+/* The counters and out, pool, n_flags, per_flag, piece_bytes, chunk_step must be set before. */
 int rx_window_init(rx_window *w, int n_ring, cbf_error *err);
 void rx_window_free(rx_window *w);
-/* Copies each heap's bytes into chunk idx at offset and counts it towards
- * flag, which becomes present once `need` pieces have come. */
-void rx_window_place(rx_window *w, rx_place *heaps, int n);
-/* At the end: sends every chunk up to the last one that saw a heap. */
+/* Claims each place (counts its bytes into its piece) and copies the bytes;
+ * places already late, or bytes beyond a complete piece, are counted and
+ * dropped. */
+void rx_window_place(rx_window *w, rx_place *places, int n);
+/* At the end: sends every chunk up to the last one that saw a packet. */
 int rx_window_drain(rx_window *w);
 
 #endif
