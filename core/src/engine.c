@@ -6,6 +6,7 @@
  * Stop is a flag sources poll, so the graph drains and nothing is dropped;
  * an error is an abort, which wakes every blocked call with CBF_ESTOPPED so
  * all threads unwind, and the first error is what run returns. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,6 +289,9 @@ static void *node_main(void *arg)
     cbf_node *n = arg;
     cbf_engine *e = n->engine;
     cbf_log_set_thread_name(n->g->name);
+    char os_name[16];   /* the OS keeps 15 characters */
+    snprintf(os_name, sizeof os_name, "%s", n->g->name);
+    pthread_setname_np(pthread_self(), os_name);
     cbf_rt_node_set_current(n);
     cbf_error_clear(&n->err);
     int rc = CBF_OK;

@@ -2,6 +2,7 @@
  * choice, the stop flag, owned pools and named counters. Counters and
  * statistics are relaxed atomics: they are read by the progress display
  * while node threads write them, and a value a moment old is fine there. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,16 @@ void cbf_rt_node_add_wait(cbf_node *n, bool output, uint64_t ns)
 }
 
 const char *cbf_node_name(const cbf_node *n) { return n->g->name; }
+void cbf_node_thread_start(const cbf_node *n, const char *role, int index)
+{
+    char tail[16], name[16];
+    int t = snprintf(tail, sizeof tail, "/%s%d", role, index);
+    int room = (int)sizeof name - 1 - (t < (int)sizeof tail ? t : (int)sizeof tail - 1);
+    snprintf(name, sizeof name, "%.*s%s", room > 0 ? room : 0, n->g->name, tail);
+    pthread_setname_np(pthread_self(), name);
+    cbf_log_set_thread_name(n->g->name);
+}
+
 const char *cbf_node_plugin(const cbf_node *n) { return n->g->plugin->name; }
 const cbf_params *cbf_node_params(const cbf_node *n) { return n->g->params; }
 void *cbf_node_state(const cbf_node *n) { return n->state; }

@@ -233,7 +233,7 @@ static int dsim_init(cbf_node *node, cbf_error *err)
     free(delays);
     if (rc)
         return rc;
-    if (cbf_dsim_workers_create(s->threads, &s->workers))
+    if (cbf_dsim_workers_create(node, s->threads, &s->workers))
         return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     if (s->replay && cbf_dsim_period_build(&s->per, s->model, 2 * s->antennas, s->period, s->bits,
                                            s->workers))

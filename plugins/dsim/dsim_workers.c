@@ -12,6 +12,7 @@ struct cbf_dsim_workers {
     pthread_mutex_t mu;
     pthread_cond_t go, done;
     pthread_t th[MAX_WORKERS];
+    const cbf_node *node;
     int n;                 /* shares per job: 1 + threads started */
     unsigned long gen;
     int pending;
@@ -30,6 +31,7 @@ static void *dsim_worker_main(void *p)
     cbf_dsim_workers *w = ((worker_arg *)p)->w;
     const int k = ((worker_arg *)p)->k;
     free(p);
+    cbf_node_thread_start(w->node, "w", k);
     unsigned long seen = 0;
     pthread_mutex_lock(&w->mu);
     for (;;) {
@@ -51,11 +53,12 @@ static void *dsim_worker_main(void *p)
     return NULL;
 }
 
-int cbf_dsim_workers_create(int n, cbf_dsim_workers **out)
+int cbf_dsim_workers_create(const cbf_node *node, int n, cbf_dsim_workers **out)
 {
     cbf_dsim_workers *w = calloc(1, sizeof *w);
     if (!w)
         return -2;
+    w->node = node;
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->go, NULL);
     pthread_cond_init(&w->done, NULL);

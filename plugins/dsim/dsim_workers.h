@@ -3,15 +3,17 @@
 #ifndef CBF_DSIM_WORKERS_H
 #define CBF_DSIM_WORKERS_H
 
+#include <cbf/cbf.h>
+
 /* Share k of n of a job. */
 typedef void (*cbf_dsim_work_fn)(void *arg, int k, int n);
 
 typedef struct cbf_dsim_workers cbf_dsim_workers;
 
-/* A team of n (1..64): the caller and n - 1 threads. Fewer threads than
+/* A team of n (1..64): the caller and n - 1 threads (named after node). Fewer threads than
  * asked start if the system refuses some; cbf_dsim_workers_size says how
  * many shares a job is cut into. Returns 0 or -2 (out of memory). */
-int cbf_dsim_workers_create(int n, cbf_dsim_workers **out);
+int cbf_dsim_workers_create(const cbf_node *node, int n, cbf_dsim_workers **out);
 int cbf_dsim_workers_size(const cbf_dsim_workers *w);
 /* Runs fn(arg, k, n) for every k (k = 0 on the calling thread) and
  * returns when all shares are done. One job at a time. */

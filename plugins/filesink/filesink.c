@@ -58,6 +58,7 @@ static pthread_mutex_t filesink_h5_lock = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct input {
     cbf_node *node;
+    int index;            /* in the `in` port's edges */
     cbf_port *port;
     cbf_port_desc desc;
     char group_name[256];
@@ -175,6 +176,7 @@ static int filesink_open_input(filesink *s, input *in, int index, cbf_error *err
     if (!d || !peer)
         return cbf_error_set(err, CBF_EINTERNAL, "input %d has no producer", index);
     in->desc = *d;
+    in->index = index;
     int complex;
     in->type = filesink_type_of(d->dtype, &complex);
     in->expand_ci4 = d->dtype == CBF_DTYPE_CI4;
@@ -366,7 +368,7 @@ static void *filesink_drain(void *arg)
 {
     input *in = arg;
     filesink *s = cbf_node_state(in->node);
-    cbf_log_set_thread_name(cbf_node_name(in->node));
+    cbf_node_thread_start(in->node, "in", in->index);
     for (;;) {
         cbf_buffer *b;
         if (cbf_port_recv(in->port, &b) != 0)

@@ -418,6 +418,8 @@ static void *rx_udp_loop(void *arg)
 {
     worker *w = arg;
     receiver *r = w->r;
+    if (w->index > 0)   /* worker 0 is the node's own thread */
+        cbf_node_thread_start(r->node, "rx", w->index);
     if (w->index < r->n_cores && (w->rc = cbf_stage_pin_thread(r->cores[w->index], &w->err)))
         return NULL;
     const uint8_t *pkt[RECV_BATCH];

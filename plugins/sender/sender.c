@@ -105,6 +105,7 @@ typedef struct lane {
 } lane;
 
 struct sender {
+    const cbf_node *node;
     stream_kind kind;
     cbf_port *in;
     cbf_port_desc d;
@@ -399,6 +400,7 @@ static int sender_init(cbf_node *node, cbf_error *err)
     if (!s)
         return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     cbf_node_set_state(node, s);
+    s->node = node;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->go, NULL);
     pthread_cond_init(&s->done, NULL);
@@ -524,6 +526,7 @@ static void *lane_thread(void *arg)
     lane *l = arg;
     sender *s = l->s;
     uint64_t seen = 0;
+    cbf_node_thread_start(s->node, "tx", l->index);
     if (l->index < s->n_cores)
         l->rc = cbf_stage_pin_thread(s->cores[l->index], &l->err);
     pthread_mutex_lock(&s->mu);

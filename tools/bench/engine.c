@@ -127,7 +127,7 @@ static eng_result eng_feng_once(eng_bench *b, bool gpu, int ants, int channels)
     if (!cbf_bench_eng_start(b, &r, "F-engine", cbf_bench_eng_text(f, &yaml))) {
         cbf_bench_eng_warm(b, &r, "discard", "buffers", 2 * (uint64_t)ants);
         cbf_bench_eng_take(&r, &s[0]);
-        cbf_bench_eng_sleep(b->o->seconds);
+        cbf_bench_eng_window(b);
         cbf_bench_eng_take(&r, &s[1]);
         if (b->o->verbose)
             cbf_bench_eng_show(&r, &s[0], &s[1]);

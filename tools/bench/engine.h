@@ -83,6 +83,9 @@ void cbf_bench_eng_chains(FILE *f, int ants, int channels);
 void cbf_bench_eng_chain_edges(FILE *f, const char *from, int ants);
 void cbf_bench_eng_header(const eng_bench *b, const char *title);
 void cbf_bench_eng_notes(eng_bench *b);
+/* Sleeps through the measuring window; with --verbose, prints every
+ * thread's CPU time over it (threads.c). */
+void cbf_bench_eng_window(const eng_bench *b);
 /* Cases b and c (engine_net.c). */
 int cbf_bench_eng_case_net(eng_bench *b);
 int cbf_bench_eng_case_xeng(eng_bench *b);

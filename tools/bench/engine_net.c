@@ -136,12 +136,16 @@ static double eng_udp_ceiling(const eng_bench *b)
 
 /* Receiver and sender threads from the options; 1 is each plugin's default
  * and is left out, so a plugin without the parameter still loads. */
-static void eng_rx_threads(eng_bench *b, FILE *f)
+static void eng_rx_threads(eng_bench *b, FILE *f, bool feng)
 {
     char t[16];
     snprintf(t, sizeof t, "%d", b->o->rx_threads);
     if (b->o->rx_threads > 1)
         cbf_bench_eng_opt(b, f, "receiver", "threads_per_address", t);
+    /* cbf's F-engines repeat item pointers: their packets can go to any
+     * thread, so the few senders' flows do not load the sockets unevenly. */
+    if (b->o->rx_threads > 1 && feng)
+        cbf_bench_eng_opt(b, f, "receiver", "spread", "packet");
 }
 
 static void eng_tx_threads(eng_bench *b, FILE *f)
@@ -175,7 +179,7 @@ static eng_net_row eng_net_once(eng_bench *b, int ants, int channels)
                "channels: %d, channels_per_heap: %d, spectra_per_heap: 256, batches: 1, stops: %d, "
                "chunks_in_flight: 8, buffers: 12",
             p2, ants, channels, heap_ch, ants);
-    eng_rx_threads(b, f);
+    eng_rx_threads(b, f, true);
     fprintf(f, "}}\n  sink: {plugin: discard}\nedges:\n  - recv.batches -> sink.in\n");
     cbf_bench_eng_text(f, &y[2]);
 
@@ -184,7 +188,7 @@ static eng_net_row eng_net_once(eng_bench *b, int ants, int channels)
                "  recv: {plugin: receiver, params: {address: 127.0.0.1:%d, antennas: %d, stops: 1, "
                "chunks_in_flight: 8, buffers: 16",
             cbf_bench_eng_gpu(b, "auto"), p1, ants);
-    eng_rx_threads(b, f);
+    eng_rx_threads(b, f, false);
     fprintf(f, "}}\n");
     cbf_bench_eng_chains(f, ants, channels);
     for (int k = 0; k < ants; k++) {
@@ -220,7 +224,7 @@ static eng_net_row eng_net_once(eng_bench *b, int ants, int channels)
         cbf_bench_eng_warm(b, &r[2], "discard", "buffers", 2);
         for (int i = 0; i < 3; i++)
             cbf_bench_eng_take(&r[i], &s[i]);
-        cbf_bench_eng_sleep(b->o->seconds);
+        cbf_bench_eng_window(b);
         for (int i = 0; i < 3; i++)
             cbf_bench_eng_take(&r[i], &s[3 + i]);
         for (int i = 0; i < 3 && b->o->verbose; i++)
@@ -312,7 +316,7 @@ static eng_x_row eng_x_once(eng_bench *b, double offered)
                "  recv: {plugin: receiver, params: {address: 127.0.0.1:%d, stream: feng, antennas: %d, "
                "channels: %d, spectra_per_heap: 256, batches: 1, stops: %d, chunks_in_flight: 8, buffers: 12",
             cbf_bench_eng_gpu(b, "auto"), px, XENG_ANTS, ch, XENG_ANTS);
-    eng_rx_threads(b, f);
+    eng_rx_threads(b, f, true);
     fprintf(f, "}}\n  corr: {plugin: correlator, params: {heap_accumulation_threshold: 4}}\n"
                "  reduce: {plugin: reducer}\n"
                "  send: {plugin: sender, params: {destinations: 127.0.0.1:%d, rate_gbps: 1000}}\n"
@@ -342,7 +346,7 @@ static eng_x_row eng_x_once(eng_bench *b, double offered)
         cbf_bench_eng_take(&r[1], &s[0]);
         cbf_bench_eng_take(&r[0], &s[2]);
         uint64_t d0 = atomic_load(&drain.rx_bytes);
-        cbf_bench_eng_sleep(b->o->seconds);
+        cbf_bench_eng_window(b);
         cbf_bench_eng_take(&r[1], &s[1]);
         cbf_bench_eng_take(&r[0], &s[3]);
         if (b->o->verbose) {

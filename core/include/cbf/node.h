@@ -27,6 +27,13 @@ cbf_port *cbf_node_port(cbf_node *n, const char *name, int index);
 /* How many edges are wired to the named port (0 for an unwired optional one). */
 int cbf_node_port_count(const cbf_node *n, const char *name);
 
+/* First thing on a thread a plugin starts for node n (the node's own thread
+ * is named by the engine): names the OS thread "<node>/<role><index>"
+ * (15 characters at most, the node name shortened first), which is what
+ * top -H, perf and cbf-bench's thread profile show, and prefixes the
+ * thread's log lines with the node's name. */
+void cbf_node_thread_start(const cbf_node *n, const char *role, int index);
+
 /* Plugin-private state, set in init, freed by the plugin in fini. */
 void *cbf_node_state(const cbf_node *n);
 void cbf_node_set_state(cbf_node *n, void *state);
