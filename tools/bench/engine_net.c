@@ -186,7 +186,7 @@ static eng_net_row eng_net_once(eng_bench *b, int ants, int channels)
     f = open_memstream(&y[1], &len[1]);
     fprintf(f, "engine: {name: bench-net-f, gpu: %s}\nnodes:\n"
                "  recv: {plugin: receiver, params: {address: 127.0.0.1:%d, antennas: %d, stops: 1, "
-               "chunks_in_flight: 8, buffers: 16",
+               "chunks_in_flight: 32, buffers: 48",
             cbf_bench_eng_gpu(b, "auto"), p1, ants);
     eng_rx_threads(b, f, false);
     fprintf(f, "}}\n");
