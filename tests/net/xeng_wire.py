@@ -16,6 +16,9 @@ as the receiver:
 2. fsim -> correlator -> reducer -> sender and filesink, every antenna
    flagged in one batch: exactly that dump is missing on the wire and
    counted, every other dump is sent.
+3. X-engine channel ranges that do not tile one band are refused.
+Parts 1 and 2 run with `gpu: auto`: on a GPU machine correlator and reducer run on
+the GPU and the sender reads their pinned visibilities.
 
 usage: xeng_wire.py CBF_RUN
 """
@@ -166,7 +169,7 @@ def two_xengines(cbf_run, tmp):
         edges += [f"recv{x}.batches -> corr{x}.in", f"corr{x}.out -> reduce{x}.in",
                   f"reduce{x}.out -> xsend{x}.in", f"reduce{x}.out -> sink{x}.in"]
     stream = spead2_stream(out)
-    table = run(cbf_run, tmp, "two", {"engine": {"gpu": "none"}, "nodes": nodes, "edges": edges})
+    table = run(cbf_run, tmp, "two", {"engine": {"gpu": "auto"}, "nodes": nodes, "edges": edges})
     got, cnts = collect(stream, 2)
     totals = np.zeros(3, int)
     for x in range(2):
@@ -184,7 +187,7 @@ def two_xengines(cbf_run, tmp):
 
 def fsim_skip(cbf_run, tmp):
     out = free_port()
-    doc = {"engine": {"gpu": "none"},
+    doc = {"engine": {"gpu": "auto"},
            "nodes": {"fsim": {"plugin": "fsim", "params": {
                          "antennas": 3, "channels": 64, "batches": 4, "length": 24,
                          "missing_antennas": [0, 1, 2], "missing_batches": [9]}},
@@ -205,11 +208,40 @@ def fsim_skip(cbf_run, tmp):
     print(f"ok: fsim: the dump with every antenna flagged is not sent and is counted, {sent} others sent")
 
 
+def refusals(cbf_run, tmp):
+    """Counters could repeat across X-engines when ranges do not tile one
+    band: the sender refuses to start, saying why."""
+    base = {"recv": {"plugin": "receiver", "params": {
+                "address": f"127.0.0.1:{free_port()}", "stream": "feng", "antennas": 2,
+                "channels": PER_X, "first_channel": PER_X, "total_channels": CHANNELS,
+                "spectra_per_heap": SPECTRA}},
+            "corr": {"plugin": "correlator", "params": {"heap_accumulation_threshold": DUMP}},
+            "reduce": {"plugin": "reducer"},
+            "xsend": {"plugin": "sender", "params": {"destinations": f"127.0.0.1:{free_port()}",
+                                                     "channels_per_heap": XCPH}}}
+    cases = [("total_channels", 0, "total_channels must be the whole band"),
+             ("first_channel", 96, "do not tile a 256-channel band from first channel 96")]
+    for param, value, why in cases:
+        nodes = {k: {"plugin": v["plugin"], "params": dict(v.get("params", {}))} for k, v in base.items()}
+        nodes["recv"]["params"][param] = value
+        path = os.path.join(tmp, "refuse.yaml")
+        with open(path, "w") as f:
+            yaml.safe_dump({"engine": {"gpu": "none"}, "nodes": nodes,
+                            "edges": ["recv.batches -> corr.in", "corr.out -> reduce.in",
+                                      "reduce.out -> xsend.in"]}, f)
+        out = subprocess.run([cbf_run, path, "--quiet"], capture_output=True, text=True, timeout=60)
+        if out.returncode == 0 or why not in out.stderr + out.stdout:
+            fail(f"{param} {value}: exit {out.returncode}, want a refusal saying '{why}': "
+                 f"{out.stdout}{out.stderr}")
+    print("ok: X-engine ranges that do not tile the band are refused, saying why")
+
+
 def main():
     cbf_run = sys.argv[1]
     with tempfile.TemporaryDirectory() as tmp:
         fsim_skip(cbf_run, tmp)
         two_xengines(cbf_run, tmp)
+        refusals(cbf_run, tmp)
     return 0
 
 
