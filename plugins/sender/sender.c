@@ -6,8 +6,10 @@
  * [batch][channel][spectrum][pol] is the F-engine stream (one heap per batch
  * and channel range; flagged batches are not sent), complex int32
  * [channel][baseline_product] is the X-engine stream (one heap per dump and
- * channel range, paced over the dump interval). Channel range r goes to
- * destination r mod n, which is how X-engines subscribe to "their" group.
+ * channel range, paced over the dump interval, labelled with its absolute
+ * first channel; dumps with no antenna present are not sent). Channel range
+ * r goes to destination r mod n, which is how X-engines subscribe to
+ * "their" group.
  *
  * With `threads` T, each buffer's heaps, in the order one thread sends
  * them, are cut into T consecutive runs, one per thread, each thread with
@@ -121,6 +123,7 @@ struct sender {
     const cbf_buffer *cur;
     const uint8_t *cur_data;
     double cur_rate;
+    bool cur_has_antenna;        /* xeng: sender_dump_has_antenna(cur) */
     atomic_llong next_ns;        /* the rate limit's next free time, shared by lanes */
     cbf_udp_endpoint dest[MAX_DEST];
     int n_dest;
@@ -135,10 +138,13 @@ struct sender {
     size_t spectra, spb;         /* feng: spectra per heap, samples between spectra */
     uint64_t feng_id;
     double dump_s;               /* xeng: seconds per dump, for pacing */
+    size_t first_channel;        /* xeng: absolute first channel of the input */
+    uint64_t n_slots;            /* xeng: channel ranges of per_heap in the whole band */
     uint8_t *host;               /* staging copy of device buffers */
     uint64_t heap_cnt;           /* counter sequence of the next heap, over all lanes */
     double last_desc;
     cbf_counter *c_packets, *c_bytes, *c_heaps, *c_skipped, *c_errors, *c_held;
+    cbf_counter *c_dumps_skipped;   /* xeng only */
     bool capturing;              /* `capture` requests; read and set on the node's thread */
 };
 
@@ -194,9 +200,19 @@ static void sender_pace(sender *s, size_t bytes, double rate)
 
 /* Heap counters: a running count with the F-engine's id in the low 12
  * bits, so that heaps of several F-engines arriving at one X-engine socket
- * never share a counter (a receiver, ours or spead2, keys heaps by it). */
+ * never share a counter (a receiver, ours or spead2, keys heaps by it).
+ * X-engine heaps (katgpucbf's xbgpu numbering, with a channel range per
+ * heap in place of an X-engine): the band is cut into n_slots ranges of
+ * per_heap channels, and heap seq is range seq mod n_ranges of this
+ * X-engine in row seq / n_ranges, i.e. counter
+ * row x n_slots + (first_channel / per_heap) + seq mod n_ranges. X-engines
+ * own disjoint channel ranges, so no two of them ever use the same counter
+ * and a receiver can merge their streams. */
 static uint64_t sender_cnt(const sender *s, uint64_t seq)
 {
+    if (s->kind == S_XENG)
+        return (seq / s->n_ranges * s->n_slots + s->first_channel / s->per_heap +
+                seq % s->n_ranges) & CBF_SPEAD_ADDR_MASK;
     uint64_t id = s->kind == S_FENG ? s->feng_id & 0xfff : 0;
     return ((seq << 12) | id) & CBF_SPEAD_ADDR_MASK;
 }
@@ -265,7 +281,8 @@ static int sender_send_descriptors(sender *s, cbf_error *err)
             cbf_spead_descriptor_array(&d[n++], 0x4300, "feng_raw", "Channelised complex data, 4-bit (real high nibble)",
                        "|u1", 3, shape);
     } else {
-        cbf_spead_descriptor_u48(&d[n++], 0x4103, "frequency", "First channel in the heap");
+        cbf_spead_descriptor_u48(&d[n++], 0x4103, "frequency",
+                                 "First channel in the heap, counted from channel 0 of the band");
         size_t shape[3] = {s->per_heap, s->d.shape[1], 2};
         cbf_spead_descriptor_array(&d[n++], 0x1800, "xeng_raw", "Integrated baseline correlation products", "<i4", 3, shape);
     }
@@ -286,6 +303,34 @@ static int sender_send_descriptors(sender *s, cbf_error *err)
     lane_publish(l);
     s->last_desc = sender_now_s();
     return rc ? rc : sender_flush(s, err);
+}
+
+/* The X-engine's place in the band, which its heaps' frequency and
+ * counters name: the input's first channel (a receiver's first_channel;
+ * 0 when absent) and the band's channels (attribute `channels`; the
+ * receiver's total_channels). Counters are unique across X-engines only
+ * when every range starts on a heap boundary of one band. */
+static int sender_xeng_band(sender *s, const cbf_params *p, cbf_error *err)
+{
+    const cbf_port_desc *d = &s->d;
+    double v;
+    size_t chans = d->shape[0], band = chans;
+    s->first_channel = cbf_port_desc_get_attr(d, CBF_ATTR_FIRST_CHANNEL, &v) ? 0 : (size_t)v;
+    if (!cbf_port_desc_get_attr(d, CBF_ATTR_CHANNELS, &v))
+        band = (size_t)v;
+    if (s->first_channel + chans > band)
+        return cbf_error_set(err, CBF_ECONFIG,
+                             "input holds channels %zu..%zu of a %zu-channel band (attribute "
+                             CBF_ATTR_CHANNELS "): a receiver's total_channels must be the whole band",
+                             s->first_channel, s->first_channel + chans - 1, band);
+    if (s->first_channel % s->per_heap || band % s->per_heap)
+        return cbf_error_set(err, CBF_ECONFIG,
+                             "%s: heaps of %zu channels do not tile a %zu-channel band from "
+                             "first channel %zu, so heap counters could repeat across X-engines",
+                             cbf_params_where(p, "channels_per_heap"), s->per_heap, band,
+                             s->first_channel);
+    s->n_slots = band / s->per_heap;
+    return 0;
 }
 
 static int sender_classify(sender *s, const cbf_params *p, cbf_error *err)
@@ -342,7 +387,7 @@ static int sender_classify(sender *s, const cbf_params *p, cbf_error *err)
         return cbf_error_set(err, CBF_ECONFIG, "%s: %zu channels do not split into heaps of %zu",
                              cbf_params_where(p, "channels_per_heap"), chans, s->per_heap);
     s->n_ranges = chans / s->per_heap;
-    return 0;
+    return s->kind == S_XENG ? sender_xeng_band(s, p, err) : 0;
 }
 
 static int sender_open_interfaces(sender *s, const cbf_params *p, cbf_error *err)
@@ -438,6 +483,8 @@ static int sender_init(cbf_node *node, cbf_error *err)
     s->c_skipped = cbf_node_counter(node, "heaps_not_sent_missing");
     s->c_errors = cbf_node_counter(node, "packets_refused");
     s->c_held = cbf_node_counter(node, "buffers_not_captured");
+    if (s->kind == S_XENG)
+        s->c_dumps_skipped = cbf_node_counter(node, "dumps_not_sent_no_antennas");
     s->capturing = cbf_params_bool(p, "capture");
     return 0;
 }
@@ -452,13 +499,25 @@ static size_t sender_n_heaps(const sender *s)
     return s->kind == S_FENG ? s->n_outer * s->n_ranges : s->n_ranges;
 }
 
+/* Whether some antenna was present throughout the dump (one flag per
+ * antenna). A dump without one holds nothing but the missing-data value:
+ * katgpucbf's xbgpu does not send it and counts it, and so does this
+ * sender (the reducer still passes it on, so a file keeps it, flagged). */
+static bool sender_dump_has_antenna(const cbf_buffer *b)
+{
+    for (size_t a = 0; a < b->n_present; a++)
+        if (b->present[a])
+            return true;
+    return b->n_present == 0;
+}
+
 static bool sender_heap_present(const sender *s, const cbf_buffer *b, size_t k)
 {
     if (s->kind == S_DIG) {
         size_t inputs = 2 * s->n_outer, heaps = s->d.shape[2] / s->heap_bytes;
         return b->present[k % inputs * heaps + k / inputs];
     }
-    return s->kind == S_FENG ? b->present[k / s->n_ranges] != 0 : true;
+    return s->kind == S_FENG ? b->present[k / s->n_ranges] != 0 : s->cur_has_antenna;
 }
 
 /* Heap k of the buffer (present). Every packet repeats the heap's item
@@ -496,7 +555,7 @@ static int lane_send_one(lane *l, const cbf_buffer *b, const uint8_t *data, size
     size_t heap_bytes = s->per_heap * s->d.shape[1] * 8;
     cbf_spead_item_out items[] = {
         {.id = 0x1600, .immediate = true, .value = ts},
-        {.id = 0x4103, .immediate = true, .value = r * s->per_heap},
+        {.id = 0x4103, .immediate = true, .value = s->first_channel + r * s->per_heap},
         {.id = 0x1800, .data = data + r * heap_bytes, .len = heap_bytes},
     };
     return lane_send_heap(l, items, 3, (int)(r % (size_t)s->n_dest), true, s->cur_rate, err);
@@ -555,6 +614,13 @@ static int sender_send_buffer(sender *s, const cbf_buffer *b, const uint8_t *dat
     s->cur = b;
     s->cur_data = data;
     s->cur_rate = s->rate;
+    if (s->kind == S_XENG) {
+        s->cur_has_antenna = sender_dump_has_antenna(b);
+        if (!s->cur_has_antenna)
+            cbf_counter_add(s->c_dumps_skipped, 1);
+        /* A dump's heaps start a row of counters: heap r carries range r's slot. */
+        s->heap_cnt = (s->heap_cnt + s->n_ranges - 1) / s->n_ranges * s->n_ranges;
+    }
     if (s->kind == S_XENG && s->rate <= 0 && s->dump_s > 0)
         /* Spread a dump's packets over 90% of the dump interval, so the
          * switches see a steady rate rather than a burst per dump. */

@@ -8,7 +8,12 @@
  * CI64 [slice][channel][baseline][product], one presence flag per
  * [batch of the dump][antenna]; the reducer sums the slices.
  * "cbf.xeng.vis": dumped visibilities (reducer to the sender or a sink),
- * CI32 [channel][baseline_product] in the order of docs/formats.md.
+ * CI32 [channel][baseline_product] in the order of docs/formats.md, one
+ * presence flag per antenna.
+ * Accumulators and visibilities carry every attribute of the batches they
+ * came from: the sender labels heaps with CBF_ATTR_FIRST_CHANNEL (the
+ * X-engine's first channel, 0 when absent) and numbers them within
+ * CBF_ATTR_CHANNELS (the whole band).
  *
  * The structs below are the two layouts that producer and consumer both
  * derive from a descriptor: the producer builds its descriptor from one,
