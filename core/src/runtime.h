@@ -17,7 +17,7 @@
 #include "graph_model.h"
 
 #define CBF_RT_HIDDEN __attribute__((visibility("hidden")))
-#define CBF_MAX_COUNTERS 16
+#define CBF_MAX_COUNTERS CBF_MAX_NODE_COUNTERS
 #define CBF_MAX_GAUGES 16
 #define CBF_COUNTER_NAME_MAX 32
 

@@ -97,6 +97,13 @@ static const cbf_param_decl rx_params[] = {
      .doc = "feng: batches (heap times) per chunk"},
     {.name = "chunks_in_flight", .type = CBF_PARAM_INT, .def = "2", .has_range = 1, .min = 1,
      .max = 64, .doc = "chunks open at once: the reordering window in time"},
+    {.name = "max_ahead", .type = CBF_PARAM_FLOAT, .def = "0.1", .has_range = 1, .min = 0, .max = 3600,
+     .doc = "seconds of stream time a packet may be ahead of the newest open chunk; further ahead is "
+            "counted in packets_ahead and dropped (a spoofed or corrupt timestamp)"},
+    {.name = "resync_after", .type = CBF_PARAM_FLOAT, .def = "1", .has_range = 1, .min = 0.001,
+     .max = 3600,
+     .doc = "seconds with no packet fitting the window, while packets far ahead or behind it keep "
+            "coming, after which the window restarts where the stream now is"},
     {.name = "heap_window", .type = CBF_PARAM_INT, .def = "64", .has_range = 1, .min = 1,
      .max = 4096, .doc = "heaps assembled at once per socket (packet reordering window)"},
     {.name = "buffers", .type = CBF_PARAM_INT, .def = "4", .has_range = 1, .min = 2, .max = 64,
@@ -119,8 +126,8 @@ static const cbf_port_decl rx_ports[] = {
      .doc = "stream feng: X-engine input chunks"},
 };
 
-/* The runtime shows 16 counters per node, so the codec's reasons are shown
- * in four groups; the end-of-run log line gives every reason. */
+/* The codec's 13 reasons are shown as four counters (a node has at most
+ * CBF_MAX_NODE_COUNTERS); the end-of-run log line gives every reason. */
 enum { G_FOREIGN, G_HEADER, G_LENGTH, G_SIZE, N_GROUPS };
 static const char *const rx_group_names[N_GROUPS] = {
     "malformed_foreign", "malformed_header", "malformed_length", "malformed_heap_size"};
@@ -203,6 +210,13 @@ struct receiver {
 
 /* ---- Placing packets -------------------------------------------------- */
 
+static uint64_t rx_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static const cbf_spead_item *rx_item(const cbf_spead_item *items, int n, uint16_t id)
 {
     for (int i = 0; i < n; i++)
@@ -251,12 +265,12 @@ static void rx_pend(worker *w, const rx_place *p)
         return;
     }
     rx_place one = *p;
-    rx_window_place(&w->r->win, &one, 1);
+    rx_window_place(&w->r->win, &one, 1, rx_now_ns());
 }
 
 static void rx_place_pending(worker *w)
 {
-    rx_window_place(&w->r->win, w->pending, w->n_pending);
+    rx_window_place(&w->r->win, w->pending, w->n_pending, rx_now_ns());
     w->n_pending = 0;
 }
 
@@ -282,7 +296,7 @@ static void rx_on_heap(const cbf_spead_heap *h, void *user)
     if (h->in_packet)
         rx_pend(w, &p);
     else
-        rx_window_place(&r->win, &p, 1);
+        rx_window_place(&r->win, &p, 1, rx_now_ns());
 }
 
 /* The worker's memory of where recent heaps went, by heap counter, for
@@ -663,15 +677,21 @@ static int receiver_init(cbf_node *node, cbf_error *err)
     r->win.per_flag = r->feng ? r->ranges : 1;
     r->win.piece_bytes = r->feng ? r->cph * r->spectra * 4 : r->heap_bytes;
     r->win.chunk_step = r->chunk_step;
+    /* Timestamps count ADC samples in both streams. */
+    double ahead = cbf_params_float(p, "max_ahead") * cbf_params_float(p, CBF_ATTR_ADC_SAMPLE_RATE);
+    r->win.max_ahead = (int64_t)(ahead / (double)r->chunk_step) + 1;
+    r->win.resync_ns = (uint64_t)(cbf_params_float(p, "resync_after") * 1e9);
     if ((rc = cbf_stage_out_open(node, r->out, &r->d, count, &r->win.pool, err)) ||
         (rc = rx_window_init(&r->win, n_ring, err)))
         return rc;
     static const char *names[] = {"packets", "bytes", "heaps", "heaps_incomplete", "packets_late",
                                   "packets_duplicate", "heaps_late", "heaps_bad", "chunks",
-                                  "flags_missing", "packets_dropped_kernel", "packets_dropped_test"};
+                                  "flags_missing", "packets_dropped_kernel", "packets_dropped_test",
+                                  "packets_ahead"};
     cbf_counter **slots[] = {&r->c_packets, &r->c_bytes, &r->win.c_heaps, &r->win.c_incomplete,
                              &r->win.c_late_packets, &r->win.c_duplicate, &r->win.c_late_heaps, &r->c_bad_heaps,
-                             &r->win.c_chunks, &r->win.c_missing, &r->c_kernel_drops, &r->c_dropped_test};
+                             &r->win.c_chunks, &r->win.c_missing, &r->c_kernel_drops, &r->c_dropped_test,
+                             &r->win.c_ahead};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         *slots[i] = cbf_node_counter(node, names[i]);
     for (int i = 0; i < N_GROUPS; i++)

@@ -93,6 +93,21 @@ static int rx_window_advance(rx_window *w, int64_t idx)
     return 0;
 }
 
+/* The stream has moved far from the window (lock held): every open chunk
+ * goes on, and the window starts again at idx, as at the first packet. */
+static int rx_window_resync(rx_window *w, int64_t idx)
+{
+    int64_t from = w->base;
+    int rc = w->last_index >= w->base ? rx_window_advance(w, w->last_index + w->n_ring) : 0;
+    if (rc)
+        return rc;
+    cbf_log_warn("the stream moved from chunk %lld to chunk %lld (timestamp %lld) with nothing in "
+                 "between for %.1f s: the window restarts there",
+                 (long long)from, (long long)idx, (long long)(idx * w->chunk_step), 1e-9 * (double)w->resync_ns);
+    w->base = w->last_index = idx;
+    return 0;
+}
+
 /* Copies the claimed bytes and lets their chunks go (lock not held). */
 static void rx_window_copy(rx_window *w, rx_place *places, int n)
 {
@@ -115,6 +130,19 @@ static bool rx_window_claim(rx_window *w, rx_place *h)
     }
     if (atomic_load(&w->send_rc))
         return false;
+    bool ahead = h->idx >= w->base + w->n_ring + w->max_ahead;
+    if ((ahead || h->idx < w->base) && w->now_ns - w->last_fit_ns >= w->resync_ns) {
+        int rc = rx_window_resync(w, h->idx);
+        if (rc) {
+            atomic_store(&w->send_rc, rc);
+            return false;
+        }
+        ahead = false;
+    }
+    if (ahead) {
+        cbf_counter_add(w->c_ahead, 1);
+        return false;
+    }
     if (h->idx < w->base) {
         cbf_counter_add(h->first ? w->c_late_heaps : w->c_late_packets, 1);
         return false;
@@ -142,20 +170,26 @@ static bool rx_window_claim(rx_window *w, rx_place *h)
     }
     if (h->idx > w->last_index)
         w->last_index = h->idx;
+    w->last_fit_ns = w->now_ns;
     atomic_fetch_add_explicit(&c->writers, 1, memory_order_relaxed);
     h->claimed = c;
     return true;
 }
 
-void rx_window_place(rx_window *w, rx_place *places, int n)
+void rx_window_place(rx_window *w, rx_place *places, int n, uint64_t now_ns)
 {
     int done = 0;   /* places before this one are copied */
     pthread_mutex_lock(&w->lock);
+    if (now_ns > w->now_ns)   /* threads' clocks are read outside the lock */
+        w->now_ns = now_ns;
+    if (!w->started)
+        w->last_fit_ns = w->now_ns;
     for (int i = 0; i < n; i++) {
         places[i].claimed = NULL;
-        /* Moving the window waits for the chunks that leave to be copied
-         * into: this thread's own claims first, without the lock. */
-        if (done < i && w->started && places[i].idx >= w->base + w->n_ring) {
+        /* Moving the window (forwards, or back to resynchronise) waits for
+         * the chunks that leave to be copied into: this thread's own claims
+         * first, without the lock. */
+        if (done < i && w->started && (places[i].idx >= w->base + w->n_ring || places[i].idx < w->base)) {
             pthread_mutex_unlock(&w->lock);
             rx_window_copy(w, places + done, i - done);
             done = i;

@@ -13,6 +13,13 @@
  *
  * `n_ring` consecutive chunks are open at once; a packet for a newer chunk
  * sends the oldest ones on, and a packet for a chunk already sent is late.
+ * A packet more than `max_ahead` chunks beyond the newest open chunk is
+ * dropped and counted (one spoofed timestamp must not flush the window
+ * through billions of empty chunks). When no packet has fitted the window
+ * for `resync_ns` while such packets keep coming, the stream itself has
+ * moved (a digitiser resynchronised, forwards or back): the open chunks go
+ * on, and the window restarts at the new place. Downstream then sees a jump
+ * in timestamps, not a run of empty chunks.
  * Thread-safe: the socket threads place packets concurrently, a batch at a
  * time: the lock is taken once per batch to claim the packets' places
  * (byte counts, flags), and the bytes are copied after it is released, by
@@ -54,20 +61,24 @@ typedef struct rx_window {
     rx_chunk *ring;
     int n_ring;
     int64_t base, last_index;
+    int64_t max_ahead;             /* chunks past base + n_ring - 1 a packet may ask for */
+    uint64_t resync_ns;
+    uint64_t now_ns, last_fit_ns;  /* this batch's time; the last packet that fitted */
     bool started;
     uint64_t seq;
     atomic_int send_rc;            /* first failure to get or send a buffer; read by any thread */
     cbf_counter *c_heaps, *c_incomplete, *c_late_heaps, *c_late_packets, *c_duplicate, *c_chunks,
-        *c_missing;
+        *c_missing, *c_ahead;
 } rx_window;
 
-/* The counters and out, pool, n_flags, per_flag, piece_bytes, chunk_step must be set before. */
+/* The counters and out, pool, n_flags, per_flag, piece_bytes, chunk_step,
+ * max_ahead and resync_ns must be set before. */
 int rx_window_init(rx_window *w, int n_ring, cbf_error *err);
 void rx_window_free(rx_window *w);
 /* Claims each place (counts its bytes into its piece) and copies the bytes;
  * places already late, or bytes beyond a complete piece, are counted and
  * dropped. */
-void rx_window_place(rx_window *w, rx_place *places, int n);
+void rx_window_place(rx_window *w, rx_place *places, int n, uint64_t now_ns);
 /* At the end: sends every chunk up to the last one that saw a packet. */
 int rx_window_drain(rx_window *w);
 

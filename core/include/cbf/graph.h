@@ -42,6 +42,9 @@ int cbf_graph_load(const char *path, const char *const *overrides, size_t n_over
 void cbf_graph_free(cbf_graph *g);
 
 /* ---- Running. ---- */
+/* Named counters a node may have (cbf_node_counter); more are refused with a warning. */
+#define CBF_MAX_NODE_COUNTERS 32
+
 typedef struct cbf_node_stats {
     const char *name;
     const char *plugin;
@@ -51,8 +54,8 @@ typedef struct cbf_node_stats {
     double busy_s;
     uint64_t bytes_out;
     int n_counters;
-    const char *counter_names[16];
-    uint64_t counter_values[16];
+    const char *counter_names[CBF_MAX_NODE_COUNTERS];
+    uint64_t counter_values[CBF_MAX_NODE_COUNTERS];
 } cbf_node_stats;
 
 typedef struct cbf_engine cbf_engine;

@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Timestamps far from the receiver's window (spead2 sends digitiser heaps):
+  1. one heap with a spoofed timestamp 2^40 samples ahead, among genuine
+     ones: it is counted in packets_ahead and dropped; the window does not
+     move (before, it emitted every empty chunk up to it, about 2^24 of them,
+     and every genuine heap after it was late);
+  2. the stream itself jumps, forwards and then back, each time after a
+     pause longer than `resync_after`: the window restarts where the stream
+     now is, every heap of each stretch lands, and no empty chunks fill the
+     gap; the log says so.
+
+usage: timestamps.py CBF_RUN
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+try:
+    import h5py
+    import numpy as np
+    import spead2
+    import spead2.send
+    import yaml
+except ImportError as e:  # pragma: no cover
+    print(f"skipped: h5py/numpy/spead2/yaml not importable ({e})")
+    sys.exit(77)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from loopback import bound, fail, free_port  # noqa: E402
+
+SPC = 65536                 # samples per chunk and pol: 16 heaps
+HEAPS = SPC // 4096
+FLAVOUR = spead2.Flavour(4, 64, 48, 0)
+
+
+class Digitiser:
+    def __init__(self, port):
+        self.ig = spead2.send.ItemGroup(flavour=FLAVOUR)
+        for name, iid in [("timestamp", 0x1600), ("digitiser_id", 0x3101), ("digitiser_status", 0x3102)]:
+            self.ig.add_item(iid, name, name, shape=(), format=[("u", 48)])
+        self.ig.add_item(0x3300, "raw_data", "packed samples", shape=(5120,), dtype=np.uint8)
+        self.stream = spead2.send.UdpStream(spead2.ThreadPool(), [("127.0.0.1", port)],
+                                            spead2.send.StreamConfig(max_packet_size=5192, rate=200e6))
+        self.rng = np.random.default_rng(3)
+        self.sent = {}      # chunk -> [pol][heap] payloads
+
+    def heap(self, ts, pol):
+        payload = self.rng.integers(0, 256, 5120, dtype=np.uint8)
+        self.ig["timestamp"].value, self.ig["digitiser_id"].value = ts, pol
+        self.ig["digitiser_status"].value = 0
+        self.ig["raw_data"].value = payload
+        h = self.ig.get_heap(descriptors="none", data="all")
+        h.repeat_pointers = True
+        self.stream.send_heap(h)
+        return payload
+
+    def chunks(self, first, n):
+        for c in range(first, first + n):
+            got = [[None] * HEAPS for _ in range(2)]
+            for k in range(HEAPS):
+                for pol in range(2):
+                    got[pol][k] = self.heap(c * SPC + k * 4096, pol)
+            self.sent[c] = got
+
+    def stop(self):
+        self.stream.send_heap(self.ig.get_end())
+
+
+def start(cbf_run, tmp, name, port, path, **extra):
+    params = {"address": f"127.0.0.1:{port}", "samples_per_chunk": SPC, "chunks_in_flight": 2,
+              "buffers": 4, "idle_timeout": 20, **extra}
+    doc = {"engine": {"gpu": "none"},
+           "nodes": {"recv": {"plugin": "receiver", "params": params},
+                     "sink": {"plugin": "filesink", "params": {"path": path}}},
+           "edges": ["recv.out -> sink.in"]}
+    yml = os.path.join(tmp, name + ".yaml")
+    with open(yml, "w") as f:
+        yaml.safe_dump(doc, f)
+    proc = subprocess.Popen([cbf_run, yml], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 30
+    while not bound(port):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            fail(f"{name}: receiver did not start: {proc.communicate()[0]}")
+        time.sleep(0.01)
+    return proc
+
+
+def finish(name, proc, path):
+    try:
+        log = proc.communicate(timeout=60)[0]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        fail(f"{name}: the receiver did not end within 60 s of the stream stop")
+    if proc.returncode:
+        fail(f"{name}: receiver exited {proc.returncode}: {log}")
+    counts = {w.split("=")[0]: int(w.split("=")[1]) for w in log.split() if "=" in w and w.split("=")[1].isdigit()}
+    f = h5py.File(path)["recv"]
+    return f["timestamp"][()], f["present"][()], f["data"][()], counts, log
+
+
+def check_chunks(name, dig, ts, present, data):
+    want = sorted(dig.sent)
+    if list(ts) != [c * SPC for c in want]:
+        fail(f"{name}: chunk timestamps {list(ts)}, expected {[c * SPC for c in want]}")
+    if not present.all():
+        fail(f"{name}: {int((present == 0).sum())} heaps flagged missing")
+    for i, c in enumerate(want):
+        for pol in range(2):
+            got = data[i, 0, pol].reshape(HEAPS, 5120)
+            if not all(np.array_equal(got[k], dig.sent[c][pol][k]) for k in range(HEAPS)):
+                fail(f"{name}: chunk {c} pol {pol} differs from what was sent")
+
+
+def main():
+    cbf_run = sys.argv[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        port, path = free_port(), os.path.join(tmp, "spoof.h5")
+        proc = start(cbf_run, tmp, "spoof", port, path)
+        dig = Digitiser(port)
+        dig.chunks(0, 3)
+        dig.heap(1 << 40, 0)          # spoofed: not recorded as sent
+        dig.chunks(3, 3)
+        dig.stop()
+        ts, present, data, counts, log = finish("spoof", proc, path)
+        check_chunks("spoofed timestamp", dig, ts, present, data)
+        if counts.get("packets_ahead") != 1 or counts.get("heaps_late"):
+            fail(f"spoofed timestamp: expected 1 packet ahead and none late: {counts}")
+        print(f"ok: a heap 2^40 samples ahead counted (packets_ahead=1) and dropped; {len(ts)} genuine chunks whole")
+
+        port, path = free_port(), os.path.join(tmp, "jump.h5")
+        proc = start(cbf_run, tmp, "jump", port, path, resync_after=0.2)
+        dig = Digitiser(port)
+        dig.chunks(0, 3)
+        # The stream stops for 1 s (5 x resync_after) and comes back elsewhere.
+        time.sleep(1.0)
+        dig.chunks(1 << 20, 3)
+        time.sleep(1.0)
+        dig.chunks(100, 3)
+        dig.stop()
+        ts, present, data, counts, log = finish("jump", proc, path)
+        restarts = log.count("the window restarts there")
+        if restarts != 2:
+            fail(f"stream jumps: expected 2 restarts in the log, got {restarts}: {log}")
+        # Chunks leave in the order the stream visited them.
+        order = [0, 1, 2, 1 << 20, (1 << 20) + 1, (1 << 20) + 2, 100, 101, 102]
+        if list(ts) != [c * SPC for c in order]:
+            fail(f"stream jumps: chunk timestamps {list(ts)}, expected {[c * SPC for c in order]}")
+        dig.sent = {c: dig.sent[c] for c in order}
+        idx = {c: i for i, c in enumerate(order)}
+        for c in order:
+            i = idx[c]
+            for pol in range(2):
+                got = data[i, 0, pol].reshape(HEAPS, 5120)
+                if not present[i].all() or not all(np.array_equal(got[k], dig.sent[c][pol][k]) for k in range(HEAPS)):
+                    fail(f"stream jumps: chunk {c} pol {pol} differs or is flagged")
+        if counts.get("packets_ahead") or counts.get("heaps_late"):
+            fail(f"stream jumps: nothing should be dropped: {counts}")
+        print("ok: the stream jumped forwards 2^20 chunks and back; the window restarted twice, every heap landed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
