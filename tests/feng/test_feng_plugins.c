@@ -441,6 +441,47 @@ static void test_delay_centre_reference(void **state)
     free_chain(&c);
 }
 
+/* The DFT corner is a configuration pfb accepts: taps 1, rect window,
+ * w_cutoff 0 (no sinc). Each FIR output is then its own sample times
+ * 1 / sqrt(step) (one weight per column, all equal), so fft_post's
+ * transform of it is a plain DFT of the frame (the kernel test
+ * test_dft_corner holds that part against a float64 DFT). */
+static void test_dft_corner(void **state)
+{
+    (void)state;
+    const char *over[] = {"channels=256", "taps=1", "window=rect", "w_cutoff=0", "antenna=1",
+                          "spectra_per_buffer=64"};
+    stream_opts o = {16384, -1, -1};
+    cbf_port_desc in = adc_desc(o.spc);
+    cbf_harness *h = start("pfb", over, 6, &in);
+    push_stream(h, &o);
+    outputs out;
+    finish(h, &out);
+    assert_int_equal(out.n, LEN / (SPB * STEP));
+    const double w = 1.0 / sqrt(STEP);
+    for (size_t k = 0; k < out.n; k++) {
+        const cbf_buffer *b = out.q[k];
+        for (int p = 0; p < 2; p++)
+            for (size_t i = 0; i < SPB; i++) {
+                int64_t t0 = b->timestamp + (int64_t)(i * STEP);
+                assert_true(b->present[i]);
+                for (int j = 0; j < STEP; j++) {
+                    double x = (double)sample(ANT, p, t0 + j) * w;
+                    double got = ((const float *)b->data)[((size_t)p * SPB + i) * STEP + (size_t)j];
+                    /* One float32 product: within an ulp of the exact value. */
+                    if (fabs(got - x) > 1.2e-7 * fabs(x))
+                        fail_msg("buffer %zu pol %d spectrum %zu column %d: %.9g, expected %.9g",
+                                 k, p, i, j, got, x);
+                }
+            }
+    }
+    for (size_t i = 0; i < out.n; i++)
+        cbf_buffer_unref(out.q[i]);
+    cbf_error err = {0};
+    if (cbf_harness_free(h, &err))
+        fail_msg("%s", err.msg);
+}
+
 int main(void)
 {
     seed = 0x5eed0000ull ^ (uint64_t)(uintptr_t)&seed;
@@ -450,6 +491,7 @@ int main(void)
         cmocka_unit_test(test_coarse_delay),
         cmocka_unit_test(test_missing_and_gap),
         cmocka_unit_test(test_delay_centre_reference),
+        cmocka_unit_test(test_dft_corner),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
