@@ -7,8 +7,10 @@
  * dropped on the way in (a timestamp gap shorter than the staging's
  * max_gap) becomes missing heaps: the buffers stay on their grid, the
  * blocks that touch it are flagged, and every output equals the kernel run
- * on the stream with that chunk zeroed. Skips (77) without cbf-run, and
- * with --gpu without a GPU. */
+ * on the stream with that chunk zeroed. The levels are katgpucbf's (taps
+ * scaled by sqrt(S)): a tone's magnitude and the noise density over the
+ * kept band against the maths. Skips (77) without cbf-run, and with --gpu
+ * without a GPU. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -67,6 +69,18 @@ typedef struct result {
     uint8_t *present;
 } result;
 
+/* Runs the engine, its log shown when it fails, and opens the file it wrote. */
+static hid_t run_and_open(const char *name, const char *yaml, const char *path)
+{
+    int rc = pl_run(name, yaml);
+    if (rc)
+        fprintf(stderr, "%s", pl_log(name));
+    assert_int_equal(rc, 0);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    assert_true(f >= 0);
+    return f;
+}
+
 /* drop: the index of a chunk test_gap drops, or -1. */
 static result do_run(const char *name, int chunk, int drop)
 {
@@ -76,12 +90,7 @@ static result do_run(const char *name, int chunk, int drop)
         snprintf(drops, sizeof drops, "%d", drop);
     snprintf(yaml, sizeof yaml, yaml_fmt, use_gpu ? "required" : "none", chunk, LENGTH,
              MISSING_HEAP, drops, S, TAPS, N_OUT, path);
-    int rc = pl_run(name, yaml);
-    if (rc)
-        fprintf(stderr, "%s", pl_log(name));
-    assert_int_equal(rc, 0);
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    assert_true(f >= 0);
+    hid_t f = run_and_open(name, yaml, path);
     result r = {0};
     int rank;
     hsize_t d[8];
@@ -206,6 +215,29 @@ static void short_gap_becomes_missing_heaps(void **state)
     }
 }
 
+/* dsim (one antenna, 10 bits, `signal` its noise and tones) -> ddc (centre
+ * 300 MHz, S, TAPS) -> filesink, with dsim's samples in the file too when
+ * record_input; returns the open file. */
+static hid_t run_signal(const char *name, const char *signal, int record_input)
+{
+    char yaml[1024], path[512];
+    snprintf(path, sizeof path, "%s/%s.h5", pl_tmpdir(), name);
+    snprintf(yaml, sizeof yaml,
+             "engine: {gpu: %s}\n"
+             "nodes:\n"
+             "  dsim: {plugin: dsim, params: {antennas: 1, bits: 10, samples_per_chunk: 16384,\n"
+             "         length: %d, %s}}\n"
+             "  ddc: {plugin: ddc, params: {centre_frequency: 300e6, decimation: %d, taps: %d,\n"
+             "        outputs_per_buffer: %d}}\n"
+             "  sink: {plugin: filesink, params: {path: %s, overwrite: true}}\n"
+             "edges:\n"
+             "  - dsim.out -> ddc.in\n"
+             "  - ddc.out -> sink.in\n%s",
+             use_gpu ? "required" : "none", LENGTH, signal, S, TAPS, N_OUT, path,
+             record_input ? "  - dsim.out -> sink.in\n" : "");
+    return run_and_open(name, yaml, path);
+}
+
 /* The narrowband level is katgpucbf's: its DDC taps are designed to pass 1
  * and then scaled by sqrt(S), so a tone A cos(2 pi f t) in the passband
  * comes out of the mixer and filter as a complex value of magnitude
@@ -218,26 +250,7 @@ static void short_gap_becomes_missing_heaps(void **state)
 static void tone_level_is_katgpucbfs(void **state)
 {
     (void)state;
-    char yaml[1024], path[512];
-    snprintf(path, sizeof path, "%s/ddc_level.h5", pl_tmpdir());
-    snprintf(yaml, sizeof yaml,
-             "engine: {gpu: %s}\n"
-             "nodes:\n"
-             "  dsim: {plugin: dsim, params: {antennas: 1, bits: 10, samples_per_chunk: 16384,\n"
-             "         length: %d, noise: 0, tones: [{frequency: 301.1e6, amplitude: 0.3}]}}\n"
-             "  ddc: {plugin: ddc, params: {centre_frequency: 300e6, decimation: %d, taps: %d,\n"
-             "        outputs_per_buffer: %d}}\n"
-             "  sink: {plugin: filesink, params: {path: %s, overwrite: true}}\n"
-             "edges:\n"
-             "  - dsim.out -> ddc.in\n"
-             "  - ddc.out -> sink.in\n",
-             use_gpu ? "required" : "none", LENGTH, S, TAPS, N_OUT, path);
-    int rc = pl_run("ddc_level", yaml);
-    if (rc)
-        fprintf(stderr, "%s", pl_log("ddc_level"));
-    assert_int_equal(rc, 0);
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    assert_true(f >= 0);
+    hid_t f = run_signal("ddc_level", "noise: 0, tones: [{frequency: 301.1e6, amplitude: 0.3}]", 0);
     int rank;
     hsize_t d[8];
     float *y = pl_read(f, "/ddc/data", H5T_NATIVE_FLOAT, &rank, d);
@@ -272,27 +285,7 @@ static void tone_level_is_katgpucbfs(void **state)
 static void noise_density_is_the_inputs(void **state)
 {
     (void)state;
-    char yaml[1024], path[512];
-    snprintf(path, sizeof path, "%s/ddc_noise.h5", pl_tmpdir());
-    snprintf(yaml, sizeof yaml,
-             "engine: {gpu: %s}\n"
-             "nodes:\n"
-             "  dsim: {plugin: dsim, params: {antennas: 1, bits: 10, samples_per_chunk: 16384,\n"
-             "         length: %d, noise: 0.1, tones: [], seed: 11}}\n"
-             "  ddc: {plugin: ddc, params: {centre_frequency: 300e6, decimation: %d, taps: %d,\n"
-             "        outputs_per_buffer: %d}}\n"
-             "  sink: {plugin: filesink, params: {path: %s, overwrite: true}}\n"
-             "edges:\n"
-             "  - dsim.out -> ddc.in\n"
-             "  - dsim.out -> sink.in\n"
-             "  - ddc.out -> sink.in\n",
-             use_gpu ? "required" : "none", LENGTH, S, TAPS, N_OUT, path);
-    int rc = pl_run("ddc_noise", yaml);
-    if (rc)
-        fprintf(stderr, "%s", pl_log("ddc_noise"));
-    assert_int_equal(rc, 0);
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    assert_true(f >= 0);
+    hid_t f = run_signal("ddc_noise", "noise: 0.1, tones: [], seed: 11", 1);
     int rank;
     hsize_t dx[8], dy[8];
     uint8_t *x = pl_read(f, "/dsim/data", H5T_NATIVE_UINT8, &rank, dx);
