@@ -15,7 +15,7 @@ struct cbf_fft_post_cpu {
     float complex *gains[2];  /* [channel][pol]: in force, and the next ones */
     float complex *twiddle;   /* [r][s]: exp(-2 pi i r s / channels), s < m */
     float complex *half;      /* [k]: exp(-pi i k / channels), k < channels */
-    float complex *rot;       /* [k][pol]: this run's exp(i (-pi d (k - channels/2) / channels + phi)) */
+    float complex *rot;       /* [k][pol]: this run's exp(i (-pi d (k - N/2) / N + phi)) */
 };
 
 int cbf_fft_post_cpu_create(const cbf_fft_post_config *cfg, cbf_fft_post_cpu **out, char *msg,
