@@ -108,13 +108,13 @@ __device__ __forceinline__ void load_bins(const float2 *__restrict__ z, int m, i
     }
 }
 
-/* eff[t][k][pol] = gain_t x exp(i (-pi d (k - k0) / N + phi)) for the
+/* eff[t][k][pol] = gain_t x exp(i (-pi d (k - kc) / N + phi)) for the
  * gains in force (t = 0) and the next ones (t = 1): the run's fixed delay
  * and phase are folded into the gains once per run rather than evaluated
- * again for every spectrum. k0: the channel at DC (0 wideband, channels / 2
- * narrowband). */
+ * again for every spectrum. kc: the band centre, channels / 2, whose phase
+ * a delay leaves alone (katgpucbf's reference; DC in narrowband). */
 __global__ void eff_gain_kernel(const float2 *__restrict__ g_now, const float2 *__restrict__ g_next,
-                                int channels, int k0, float d0, float d1, float ph0, float ph1,
+                                int channels, int kc, float d0, float d1, float ph0, float ph1,
                                 float2 *__restrict__ eff)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -123,18 +123,19 @@ __global__ void eff_gain_kernel(const float2 *__restrict__ g_now, const float2 *
     int j = i % (2 * channels), k = j >> 1, pol = j & 1;
     float d = pol ? d1 : d0, ph = pol ? ph1 : ph0;
     float2 g = i < 2 * channels ? g_now[j] : g_next[j];
-    eff[i] = cmul(g, expi_pi(fmaf(-d / (float)channels, (float)(k - k0), ph * (float)M_1_PI)));
+    eff[i] = cmul(g, expi_pi(fmaf(-d / (float)channels, (float)(k - kc), ph * (float)M_1_PI)));
 }
 
 /* Gain (with delay and phase), quantise one value of one pol; returns its
  * packed bits. eff: this spectrum's table; dp: this spectrum's delay model
- * (fine delay, phase), applied when rot is set. */
+ * (fine delay, phase), applied when rot is set, referenced to channel kc
+ * (channels / 2) as eff_gain_kernel's. */
 __device__ __forceinline__ unsigned finish(float2 x, int k, int pol, const float2 *eff, int bits,
                                           unsigned *sat, bool rot, float2 dp, float inv_n_ch,
-                                          int k0)
+                                          int kc)
 {
     if (rot)
-        x = cmul(x, expi_pi(fmaf(-dp.x * inv_n_ch, (float)(k - k0), dp.y * (float)M_1_PI)));
+        x = cmul(x, expi_pi(fmaf(-dp.x * inv_n_ch, (float)(k - kc), dp.y * (float)M_1_PI)));
     x = cmul(x, __ldg(eff + 2 * k + pol));
     int clipped = 0, lim = bits == 8 ? 127 : 7;
     int re = quant(x.x, lim, &clipped), im = quant(x.y, lim, &clipped);
@@ -154,7 +155,7 @@ __global__ void __launch_bounds__(TILE *ROWS_OF(N_UNZIP), BLOCKS_OF(N_UNZIP)) po
     long long gain_switch, void *out, unsigned long long *sat_count)
 {
     __shared__ unsigned tile[2 * N_UNZIP][TILE][TILE + 1];
-    const int m = channels / N_UNZIP, half = m / 2;
+    const int m = channels / N_UNZIP, half = m / 2, kc = channels / 2;
     const float inv_n_ch = 1.0f / (float)channels;
     const int s = blockIdx.x * TILE + threadIdx.x;
     const long long g0 = (long long)blockIdx.y * TILE;
@@ -221,10 +222,10 @@ __global__ void __launch_bounds__(TILE *ROWS_OF(N_UNZIP), BLOCKS_OF(N_UNZIP)) po
                     float2 xk, xnk;
                     int k = p * m + s;
                     combine<N_UNZIP>(zs, zc, p, hk[p], &xk, &xnk);
-                    packed[p] |= finish(xk, k, pol, eff, bits, &sat, rot, dp, inv_n_ch, 0) << shift;
+                    packed[p] |= finish(xk, k, pol, eff, bits, &sat, rot, dp, inv_n_ch, kc) << shift;
                     if (s > 0)
                         packed[N_UNZIP + p] |=
-                            finish(xnk, channels - k, pol, eff, bits, &sat, rot, dp, inv_n_ch, 0)
+                            finish(xnk, channels - k, pol, eff, bits, &sat, rot, dp, inv_n_ch, kc)
                             << shift;
                 }
                 if (s == 0) {
@@ -237,7 +238,7 @@ __global__ void __launch_bounds__(TILE *ROWS_OF(N_UNZIP), BLOCKS_OF(N_UNZIP)) po
                         int k = p * m + half;
                         combine<N_UNZIP>(zs, zc, p, expi_pi(-(float)k * inv_n_ch), &xk, &xnk);
                         packed[2 * N_UNZIP - 1 - p] |=
-                            finish(xk, k, pol, eff, bits, &sat, rot, dp, inv_n_ch, 0) << shift;
+                            finish(xk, k, pol, eff, bits, &sat, rot, dp, inv_n_ch, kc) << shift;
                     }
                 }
                 sat0 += pol ? 0 : sat;
@@ -456,7 +457,7 @@ extern "C" int cbf_fft_post_cuda_post(cbf_fft_post_cuda *plan, const cbf_fft_pos
     dim3 block(TILE, ROWS_OF(c->unzip));
     CUDA_TRY(cudaMemsetAsync(plan->sat, 0, 2 * sizeof(unsigned long long), plan->stream));
     eff_gain_kernel<<<(4 * c->channels + 255) / 256, 256, 0, plan->stream>>>(
-        plan->gains[0], plan->gains[1], c->channels, c->complex_in ? c->channels / 2 : 0,
+        plan->gains[0], plan->gains[1], c->channels, c->channels / 2,
         args->fine_delay[0], args->fine_delay[1], args->phase[0], args->phase[1], plan->eff);
     CUDA_TRY(cudaGetLastError());
     if (args->spectrum_delay)

@@ -7,9 +7,12 @@
  * planned once). Post-processing then, per output value:
  *   - the last Cooley-Tukey stage over the n sub-transforms (twiddles by
  *     sincospi) and the real-to-complex fix-up, X_k and X_(N-k) together;
- *   - X_k *= exp(i (-pi d k / channels + phi)) (fine delay d, phase phi per
- *     pol, plus per spectrum when a delay model is given), then the complex
- *     gain of (channel, pol), from one of two gain tables (double-buffered);
+ *   - X_k *= exp(i (-pi d (k - channels/2) / channels + phi)) (fine delay d,
+ *     phase phi per pol, plus per spectrum when a delay model is given): the
+ *     phase is referenced to the band centre, channel channels / 2, as
+ *     katgpucbf's is, so a delay leaves that channel's phase alone; then the
+ *     complex gain of (channel, pol), from one of two gain tables
+ *     (double-buffered);
  *   - round to nearest even and saturate to [-127, 127] (8-bit) or [-7, 7]
  *     (4-bit; real in the high nibble), counting each saturated complex value
  *     (either part clipped) once per pol;
@@ -24,7 +27,8 @@
  * c - channels/2 (mod 2 x channels): channel 0 is the lowest frequency and
  * DC (the mixer frequency) is channel channels/2. Gains are indexed by c,
  * and the fine delay turns channel c by -pi d (c - channels/2) / channels
- * with d in samples of the complex input (digitiser samples / decimation).
+ * (the same centre reference as wideband, the centre being DC here) with d
+ * in samples of the complex input (digitiser samples / decimation).
  *
  * Return values are 0 or a CBF_KERN_* code (kernels/common/status.h);
  * the message buffer (may be NULL) says what was wrong. */

@@ -15,7 +15,7 @@ struct cbf_fft_post_cpu {
     float complex *gains[2];  /* [channel][pol]: in force, and the next ones */
     float complex *twiddle;   /* [r][s]: exp(-2 pi i r s / channels), s < m */
     float complex *half;      /* [k]: exp(-pi i k / channels), k < channels */
-    float complex *rot;       /* [k][pol]: this run's exp(i (-pi d k / channels + phi)) */
+    float complex *rot;       /* [k][pol]: this run's exp(i (-pi d (k - N/2) / N + phi)) */
 };
 
 int cbf_fft_post_cpu_create(const cbf_fft_post_config *cfg, cbf_fft_post_cpu **out, char *msg,
@@ -102,8 +102,7 @@ static void emit(const cbf_fft_post_cpu *p, const cbf_fft_post_args *a, int pol,
     x *= p->rot[2 * k + pol];
     if (a->spectrum_delay) {
         const float *dp = a->spectrum_delay + 2 * ((size_t)pol * p->cfg.spectra + sp);
-        double kk = p->cfg.complex_in ? k - N / 2 : k;   /* the channel at DC */
-        double ang = -M_PI * (double)dp[0] * kk / N + (double)dp[1];
+        double ang = -M_PI * (double)dp[0] * (k - N / 2) / N + (double)dp[1];
         x *= (float)cos(ang) + I * (float)sin(ang);
     }
     x *= p->gains[a->switch_gains && sp >= a->gain_switch][2 * k + pol];
@@ -176,10 +175,11 @@ int cbf_fft_post_cpu_run(cbf_fft_post_cpu *plan, const cbf_fft_post_args *args,
                              "fft_post: data_pol_stride %zu < spectra x %zu floats",
                              args->data_pol_stride, c->spectra * row);
     }
-    /* Delay and phase are fixed for a run: one rotation per channel. */
+    /* Delay and phase are fixed for a run: one rotation per channel. The
+     * delay turns nothing at the band centre, channel channels / 2. */
     for (int k = 0; k < c->channels; k++)
         for (int pol = 0; pol < 2; pol++) {
-            double kk = c->complex_in ? k - c->channels / 2 : k;
+            double kk = k - c->channels / 2;
             double ang = -M_PI * (double)args->fine_delay[pol] * kk / c->channels + args->phase[pol];
             plan->rot[2 * k + pol] = (float)cos(ang) + I * (float)sin(ang);
         }

@@ -34,7 +34,8 @@ extern "C" {
 
 typedef enum cbf_pfb_window { CBF_PFB_HANN = 0, CBF_PFB_RECT = 1 } cbf_pfb_window;
 
-/* docs/formats.md's prototype filter: step x taps floats, computed in double, stored float32. */
+/* docs/formats.md's prototype filter: step x taps floats, computed in double, stored float32.
+ * w_cutoff >= 0; 0 leaves out the sinc (taps 1, CBF_PFB_RECT: a plain DFT). */
 int cbf_pfb_weights(int channels, int taps, double w_cutoff, cbf_pfb_window window,
                     float *out, char *msg, size_t msglen);
 

@@ -36,8 +36,10 @@ int cbf_pfb_weights(int channels, int taps, double w_cutoff, cbf_pfb_window wind
     int rc = check_shape(channels, taps, msg, msglen);
     if (rc)
         return rc;
-    if (!(w_cutoff > 0.0) || !isfinite(w_cutoff))
-        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL, "w_cutoff %g: must be positive",
+    /* 0 is katgpucbf's "no sinc": with taps 1 and the rect window the
+     * weights are all equal and the PFB is a plain DFT of each frame. */
+    if (!(w_cutoff >= 0.0) || !isfinite(w_cutoff))
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL, "w_cutoff %g: must be 0 or positive",
                              w_cutoff);
     const size_t step = 2 * (size_t)channels, n = step * (size_t)taps;
     /* Two passes in double: the normalisation needs the whole sum first, and

@@ -106,6 +106,13 @@ static int ddc_design(ddc_state *s, const cbf_params *p, double rate, cbf_error 
     cbf_fd_report rep;
     int rc = cbf_fd_ddc_design((int)s->T, (int)s->S, cbf_params_float(p, "pass_weight"), h, NULL,
                                &rep, msg, sizeof msg);
+    /* The design passes 1; katgpucbf scales its DDC taps by sqrt(S), so that
+     * noise keeps its spectral density over the kept band (the power gain S
+     * undoes the subsampling's 1 / S), and so do we: a tone of amplitude A
+     * comes out at sqrt(S) A / 2, and narrowband levels at a given gain are
+     * katgpucbf's. */
+    for (size_t k = 0; !rc && k < s->T; k++)
+        h[k] *= sqrt((double)s->S);
     if (!rc)
         rc = cbf_ddc_weights(&s->cfg, h, s->z, msg, sizeof msg);
     free(h);

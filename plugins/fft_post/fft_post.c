@@ -72,10 +72,12 @@ static const cbf_param_decl post_params[] = {
      .doc = "complex gain [re, im] for every channel, or [re, im] per channel (2 x channels values)"},
     {.name = "fine_delay", .type = CBF_PARAM_FLOAT_LIST, .def = "[0.0, 0.0]", .has_range = 1,
      .min = -1e6, .max = 1e6,
-     .doc = "fine delay per polarisation in digitiser samples: channel k turns by -pi d k / "
-            "channels (narrowband: by -pi d (k - channels/2) / (channels x decimation))"},
+     .doc = "fine delay per polarisation in digitiser samples: channel k turns by -pi d (k - "
+            "channels/2) / channels, the band centre left alone (narrowband: by -pi d (k - "
+            "channels/2) / (channels x decimation))"},
     {.name = "phase", .type = CBF_PARAM_FLOAT_LIST, .def = "[0.0, 0.0]", .has_range = 1,
-     .min = -1e6, .max = 1e6, .doc = "fringe phase per polarisation, radians"},
+     .min = -1e6, .max = 1e6,
+     .doc = "fringe phase per polarisation, radians: the phase of the band centre"},
 };
 
 static const cbf_param_decl post_gain_args[] = {

@@ -89,8 +89,10 @@ static const cbf_param_decl pfb_params[] = {
      .doc = "FIR taps per channel"},
     {.name = "window", .type = CBF_PARAM_CHOICE, .def = "hann", .choices = "hann|rect",
      .doc = "prototype filter window"},
-    {.name = "w_cutoff", .type = CBF_PARAM_FLOAT, .def = "1.0", .has_range = 1, .min = 0.01,
-     .max = 100, .doc = "sinc width scale of the prototype filter (docs/formats.md)"},
+    {.name = "w_cutoff", .type = CBF_PARAM_FLOAT, .def = "1.0", .has_range = 1, .min = 0,
+     .max = 100,
+     .doc = "sinc width scale of the prototype filter (docs/formats.md); 0: no sinc (with taps 1 "
+            "and window rect, a plain DFT of each frame)"},
     {.name = "antenna", .type = CBF_PARAM_INT, .def = "0", .has_range = 1, .min = 0, .max = 65535,
      .doc = "which antenna of the input this F-engine channelises"},
     {.name = "unzip", .type = CBF_PARAM_INT, .def = "0", .has_range = 1, .min = 0, .max = 4,
@@ -383,6 +385,17 @@ static int64_t pfb_eval_model(const delay_model *m, int64_t g, int64_t step, flo
     return (int64_t)c;
 }
 
+/* Wideband phases are referenced to the band centre, as katgpucbf's are:
+ * a delay leaves the phase of channel channels / 2 alone. fft_post turns
+ * the fine delay about that channel; the coarse delay, a shift of whole
+ * samples, turns the centre (fs / 4, four samples a cycle) by -pi c / 2,
+ * which the phase gives back here. c mod 4 is all that counts, and keeps
+ * the sum small for float32. */
+static float pfb_centre_phase(float phase, int64_t c)
+{
+    return (float)remainder((double)phase + 0.5 * M_PI * (double)((c % 4 + 4) % 4), 2 * M_PI);
+}
+
 static int64_t pfb_coarse_of(const pfb_state *s, int q, int64_t g)
 {
     return pfb_eval_model(pfb_model_for(s, q, g), g, (int64_t)s->step, NULL, NULL);
@@ -509,9 +522,10 @@ static int pfb_produce(cbf_node *node, pfb_state *s, cbf_error *err)
         for (size_t v = 0; v < s->spectra; v++) {
             float fine = 0, ph = 0;
             int64_t g = s->next_g + (int64_t)v;
-            s->coarse[q * s->spectra + v] =
-                pfb_eval_model(pfb_model_for(s, q, g), g, (int64_t)s->step, &fine, &ph);
+            int64_t c = pfb_eval_model(pfb_model_for(s, q, g), g, (int64_t)s->step, &fine, &ph);
+            s->coarse[q * s->spectra + v] = c;
             if (sd) {
+                ph = pfb_centre_phase(ph, c);
                 sd[2 * (q * s->spectra + v)] = fine;
                 sd[2 * (q * s->spectra + v) + 1] = ph;
                 rotate |= fine != 0 || ph != 0;

@@ -326,7 +326,7 @@ static void check_delay(void)
                 bool same_model = ts - STEP >= T_DELAY && (p == 1 || ts < T_DELAY2 || ts - STEP >= T_DELAY2);
                 if (same_model)
                     max_phase_step = fmax(max_phase_step, fabs(remainder(ph - prev_ph, 2 * M_PI)));
-                feng_ref_setup s = {N_CH, TAPS, bits, w, fine, ph, gains};
+                feng_ref_setup s = {N_CH, TAPS, bits, w, fine, ph, gains, c};
                 int64_t start = sp * STEP - c - s0;
                 assert_true(start >= 0 && (size_t)(start + STEP * TAPS) <= adc.n * CHUNK);
                 feng_ref_spectrum(&s, stream[p], start, X);

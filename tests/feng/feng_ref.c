@@ -60,7 +60,8 @@ void feng_ref_spectrum(const feng_ref_setup *s, const uint8_t *in, int64_t start
         /* exp(-2 pi i j k / step), its angle reduced exactly in integers. */
         for (int j = 0; j < step; j++)
             acc += y[j] * tw[((long)j * k) % step];
-        double ang = -M_PI * s->fine_delay * k / N + s->phase;
+        double ang = -M_PI * s->fine_delay * (k - N / 2) / N + s->phase +
+                     0.5 * M_PI * (double)(s->coarse % 4);
         X[k] = acc * cexp(I * ang) * s->gains[k];
     }
     free(tw);

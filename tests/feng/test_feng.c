@@ -181,6 +181,60 @@ static void test_weights(void **state)
     assert_non_null(strstr(msg, "channels 48"));
 }
 
+/* The DFT corner (katgpucbf's w_cutoff = 0): taps 1, rect window, no
+ * sinc. The weights are all 1 / sqrt(step) (sum of squares 1), so each
+ * output is a plain DFT of its frame of step samples, scaled by that and
+ * the gain: X_k = g_k / sqrt(step) sum_j x_j exp(-2 pi i j k / step),
+ * written here directly in float64 (no weights, no FIR). Same tolerance
+ * as every chain test: at most 1 LSB off, >= 99.9% exact. Every unzip. */
+static void test_dft_corner(void **state)
+{
+    (void)state;
+    const int N = 256, step = 2 * N, sph = 16, batches = 2;
+    float w[2 * 256];
+    char msg[256];
+    for (int unzip = 1; unzip <= 4; unzip *= 2) {
+        feng_case c;
+        feng_case_random(&c, N, 1, 10, unzip, sph, batches, NULL);
+        assert_int_equal(cbf_pfb_weights(N, 1, 0.0, CBF_PFB_RECT, w, msg, sizeof msg), 0);
+        for (int j = 0; j < step; j++)
+            if (fabs(w[j] - 1.0 / sqrt(step)) > 1e-7 / sqrt(step))  /* float32 rounding */
+                fail_msg("w[%d] = %.9g, expected 1/sqrt(%d)", j, w[j], step);
+        c.weights = w;
+        set_random_gains(&c, 25.0);
+        feng_result r;
+        if (feng_run(use_gpu, &c, &r, msg, sizeof msg))
+            fail_msg("unzip %d: %s", unzip, msg);
+        size_t n = 0, exact = 0, worse = 0;
+        for (int pol = 0; pol < 2; pol++)
+            for (size_t sp = 0; sp < (size_t)sph * batches; sp++) {
+                double x[2 * 256];
+                for (int j = 0; j < step; j++)
+                    x[j] = (double)feng_ref_sample(c.in[pol], sp * step + (size_t)j, 10);
+                for (int k = 0; k < N; k++) {
+                    double complex acc = 0;
+                    for (int j = 0; j < step; j++)
+                        acc += x[j] * cexp(-2 * M_PI * I * (double)((j * k) % step) / step);
+                    double complex g = c.gains[4 * k + 2 * pol] + I * c.gains[4 * k + 2 * pol + 1];
+                    double complex X = acc / sqrt(step) * g;
+                    int clipped = 0, re, im;
+                    int qre = feng_ref_quant(creal(X), 127, &clipped);
+                    int qim = feng_ref_quant(cimag(X), 127, &clipped);
+                    out_value(&c, r.out, pol, sp, k, &re, &im);
+                    int d = abs(re - qre) > abs(im - qim) ? abs(re - qre) : abs(im - qim);
+                    n++;
+                    exact += d == 0;
+                    worse += d > 1 || re == -128 || im == -128;
+                }
+            }
+        if (worse || exact < n - n / 1000)
+            fail_msg("DFT corner, unzip %d: %zu values, %zu exact, %zu off by more than 1 LSB",
+                     unzip, n, exact, worse);
+        feng_result_free(&r);
+        feng_case_free_input(&c);
+    }
+}
+
 static void test_chain_random(void **state)
 {
     (void)state;
@@ -461,43 +515,53 @@ static void test_coarse_delay(void **state)
     free(w);
 }
 
+/* The delay convention (katgpucbf's, docs/formats.md "Delay and phase"):
+ * phases are referenced to the band centre, so a fine delay d turns a tone
+ * in channel k by -pi d (k - N/2) / N, plus the phase phi, and leaves the
+ * centre channel N/2 at phi whatever d is. Pol 1 (no delay) is the
+ * reference for pol 0; a tone sits at the centre of channel k. */
 static void test_fine_delay(void **state)
 {
     (void)state;
-    const int N = 256, taps = 16, k = 100;
+    const int N = 256, taps = 16, channels[] = {N / 2, 100, 200};
     float *w = new_weights(N, taps);
     double *wd = malloc(sizeof(double) * 2 * N * taps);
     feng_ref_weights(N, taps, 1.0, 1, wd);
-    feng_case c;
-    feng_case_random(&c, N, taps, 10, 1, 8, 1, w);
-    put_tone(&c, 400.0, k / (2.0 * N), 0.3);
-    double g = 100.0 / (200.0 * response(wd, 2 * (size_t)N * taps, 2 * N, 0.0));
-    float *gains = (float *)c.gains;
-    for (int i = 0; i < 2 * N; i++)
-        gains[2 * i] = (float)g;
-    const double delays[] = {0.37, -0.5, 2.25};
-    for (int i = 0; i < 3; i++) {
-        c.fine_delay[0] = (float)delays[i];
-        c.phase[0] = 0.25f;
-        feng_result r;
-        char msg[512];
-        if (feng_run(use_gpu, &c, &r, msg, sizeof msg))
-            fail_msg("%s", msg);
-        for (size_t t = 0; t < 8; t++) {
-            int re0, im0, re1, im1;
-            out_value(&c, r.out, 0, t, k, &re0, &im0);
-            out_value(&c, r.out, 1, t, k, &re1, &im1);
-            double got = carg((re0 + I * im0) / (re1 + I * im1));
-            double expect = carg(cexp(I * (-M_PI * delays[i] * k / N + 0.25)));
-            double err = fabs(carg(cexp(I * (got - expect))));
-            /* Rounding each part of a 100-count value moves its angle by
-             * at most 0.0071 rad; two values compared: 0.015. */
-            if (err > 0.015)
-                fail_msg("fine delay %g: phase %.4f, expected %.4f", delays[i], got, expect);
+    const double delays[] = {0.37, -0.5, 2.25, feng_uniform() - 0.5};
+    for (size_t j = 0; j < sizeof channels / sizeof channels[0]; j++) {
+        const int k = channels[j];
+        feng_case c;
+        feng_case_random(&c, N, taps, 10, 1, 8, 1, w);
+        put_tone(&c, 400.0, k / (2.0 * N), 0.3);
+        double g = 100.0 / (200.0 * response(wd, 2 * (size_t)N * taps, 2 * N, 0.0));
+        float *gains = (float *)c.gains;
+        for (int i = 0; i < 2 * N; i++)
+            gains[2 * i] = (float)g;
+        for (int i = 0; i < 4; i++) {
+            const double phi = 2 * M_PI * feng_uniform() - M_PI;
+            c.fine_delay[0] = (float)delays[i];
+            c.phase[0] = (float)phi;
+            feng_result r;
+            char msg[512];
+            if (feng_run(use_gpu, &c, &r, msg, sizeof msg))
+                fail_msg("%s", msg);
+            for (size_t t = 0; t < 8; t++) {
+                int re0, im0, re1, im1;
+                out_value(&c, r.out, 0, t, k, &re0, &im0);
+                out_value(&c, r.out, 1, t, k, &re1, &im1);
+                double got = carg((re0 + I * im0) / (re1 + I * im1));
+                double expect = carg(cexp(I * (-M_PI * delays[i] * (k - N / 2) / N + phi)));
+                double err = fabs(carg(cexp(I * (got - expect))));
+                /* Rounding each part of a 100-count value moves its angle by
+                 * at most 0.0071 rad; two values compared: 0.015. */
+                if (err > 0.015)
+                    fail_msg("channel %d, fine delay %g, phase %.4f: phase %.4f, expected %.4f",
+                             k, delays[i], phi, got, expect);
+            }
+            feng_result_free(&r);
         }
-        feng_result_free(&r);
+        feng_case_free_input(&c);
     }
-    feng_case_free_input(&c);
     free(w);
     free(wd);
 }
@@ -558,6 +622,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_weights),
         cmocka_unit_test(test_chain_random),
+        cmocka_unit_test(test_dft_corner),
         cmocka_unit_test(test_bit_widths),
         cmocka_unit_test(test_unzip_agree),
         cmocka_unit_test(test_tone_centre),

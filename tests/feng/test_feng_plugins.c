@@ -4,13 +4,16 @@
  * output independent of the chunk size, coarse delay as the inverted delay
  * model, presence flags for a missing heap and for a gap in the input, and
  * digitiser power, each held against a direct computation over the whole
- * stream with the kernel API. */
+ * stream with the kernel API; the delay phase convention of pfb and
+ * fft_post together against the float64 model (feng_ref.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <complex.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,8 +37,14 @@
 
 static uint64_t seed;
 
+/* Nonzero: every input is this tone at fs / 4, the band centre (channel
+ * CH / 2), instead of noise. Four samples a cycle, so exact in integers. */
+static double centre_tone;
+
 static int64_t sample(int ant, int pol, int64_t t)
 {
+    if (centre_tone != 0.0)
+        return (int64_t)nearbyint(centre_tone * cos(0.5 * M_PI * (double)(t % 4) + 0.3));
     uint64_t z = seed ^ ((uint64_t)t * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)(ant * 2 + pol) << 56);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
@@ -129,18 +138,23 @@ static void finish(cbf_harness *h, outputs *o)
     assert_int_equal(cbf_harness_pull(h, "out", &more), CBF_EOS);
 }
 
-static chain run_chain(const stream_opts *o, const char *delay)
+/* pfb then fft_post; post_extra: up to 4 more fft_post parameters. */
+static chain run_chain_with(const stream_opts *o, const char *delay, const char *gain,
+                            const char *const *post_extra, size_t n_extra)
 {
-    char d[64];
+    char d[64], g[96];
     snprintf(d, sizeof d, "coarse_delay=%s", delay);
+    snprintf(g, sizeof g, "gain=%s", gain);
     const char *pfb_over[] = {"channels=256", "taps=16", "antenna=1", "spectra_per_buffer=64", d};
     cbf_port_desc in = adc_desc(o->spc);
     chain c;
     c.pfb = start("pfb", pfb_over, 5, &in);
     push_stream(c.pfb, o);
     finish(c.pfb, &c.pfb_out);
-    const char *post_over[] = {"spectra_per_heap=16", "gain=[0.05, 0.01]"};
-    c.post = start("fft_post", post_over, 2, &c.pfb_out.desc);
+    const char *post_over[6] = {"spectra_per_heap=16", g};
+    for (size_t i = 0; i < n_extra && i < 4; i++)
+        post_over[2 + i] = post_extra[i];
+    c.post = start("fft_post", post_over, 2 + (n_extra < 4 ? n_extra : 4), &c.pfb_out.desc);
     /* fft_post transforms in place: it gets copies, the checks read pfb's own. */
     cbf_error err;
     for (size_t i = 0; i < c.pfb_out.n; i++) {
@@ -157,6 +171,11 @@ static chain run_chain(const stream_opts *o, const char *delay)
     }
     finish(c.post, &c.post_out);
     return c;
+}
+
+static chain run_chain(const stream_opts *o, const char *delay)
+{
+    return run_chain_with(o, delay, "[0.05, 0.01]", NULL, 0);
 }
 
 /* Releases the outputs; the harness then finds every buffer back. */
@@ -301,6 +320,168 @@ static void test_missing_and_gap(void **state)
     free_chain(&c);
 }
 
+/* Deterministic draws from the test's seed: [0, 1). */
+static double draw(uint64_t i)
+{
+    uint64_t z = seed + 0x9e3779b97f4a7c15ull * (i + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return (double)((z ^ (z >> 31)) >> 11) * 0x1p-53;
+}
+
+/* Output value (re, im) of spectrum i, channel k, pol p of an fft_post buffer. */
+static double complex post_value(const cbf_buffer *b, size_t i, int k, int p)
+{
+    size_t idx = (((i / SPH) * CH + (size_t)k) * SPH + i % SPH) * 2 + (size_t)p;
+    const int8_t *v = (const int8_t *)b->data + 2 * idx;
+    return v[0] + I * v[1];
+}
+
+/* The delay phase convention, katgpucbf's (docs/formats.md "Delay and
+ * phase"): of a total delay D = coarse + fine samples, channel k turns by
+ * -pi D (k - CH/2) / CH, so the band centre, channel CH/2, keeps its phase
+ * (plus the fringe phase) whatever the delay. pfb's coarse delay and
+ * fft_post's fine delay and phase, drawn at random (the coarse delay not
+ * a multiple of 4, where the old DC reference happened to agree):
+ *   1. a tone at fs / 4 on both pols, pol 0 delayed by D: its centre
+ *      channel equals pol 1's turned by the phase alone;
+ *   2. noise, both pols delayed: every output value against the float64
+ *      model, which states the convention in its own terms. */
+static void test_delay_centre_reference(void **state)
+{
+    (void)state;
+    const int64_t c0 = 4 * (1 + (int64_t)(draw(0) * 40)) + 1 + (int64_t)(draw(1) * 3);
+    const int64_t c1 = (int64_t)(draw(2) * 200);
+    const double f0 = 0.8 * draw(3) - 0.4, f1 = draw(4) - 0.5;
+    const double ph0 = 2 * M_PI * draw(5) - M_PI, ph1 = 2 * M_PI * draw(6) - M_PI;
+    printf("# coarse %lld, %lld; fine %.4f, %.4f; phase %.4f, %.4f\n", (long long)c0,
+           (long long)c1, f0, f1, ph0, ph1);
+    stream_opts o = {16384, -1, -1};
+    char delay[64], fine[64], phase[64], gain[64];
+
+    /* 1. The centre tone: unit gain scaled so its channel holds ~100 counts. */
+    double wd[STEP * TAPS];
+    feng_ref_weights(CH, TAPS, 1.0, 1, wd);
+    double sum = 0;
+    for (int i = 0; i < STEP * TAPS; i++)
+        sum += wd[i];
+    const double A = 300.0;
+    centre_tone = A;
+    snprintf(delay, sizeof delay, "[%lld, 0]", (long long)c0);
+    snprintf(fine, sizeof fine, "fine_delay=[%.9g, 0]", f0);
+    snprintf(phase, sizeof phase, "phase=[%.9g, 0]", ph0);
+    snprintf(gain, sizeof gain, "[%.9g, 0]", 100.0 / (A / 2 * fabs(sum)));
+    const char *extra[] = {fine, phase};
+    chain c = run_chain_with(&o, delay, gain, extra, 2);
+    centre_tone = 0;
+    size_t checked = 0;
+    for (size_t k = 0; k < c.post_out.n; k++) {
+        const cbf_buffer *b = c.post_out.q[k];
+        for (size_t i = 0; i < SPB; i++) {
+            if (!b->present[i / SPH])
+                continue;
+            double complex x0 = post_value(b, i, CH / 2, 0), x1 = post_value(b, i, CH / 2, 1);
+            assert_true(cabs(x1) > 90 && cabs(x1) < 110);
+            double err = fabs(carg(x0 / x1 * cexp(-I * ph0)));
+            /* Rounding each part of a 100-count value moves its angle by at
+             * most 0.0071 rad; two values compared: 0.015. The DC reference
+             * was off by pi D / 2 mod 2 pi, at least 0.9 rad here. */
+            if (err > 0.015)
+                fail_msg("buffer %zu spectrum %zu: centre channel off by %.4f rad (delay %.4f)", k,
+                         i, carg(x0 / x1 * cexp(-I * ph0)), (double)c0 + f0);
+            checked++;
+        }
+    }
+    assert_true(checked > 1000);
+    free_chain(&c);
+
+    /* 2. Noise against the float64 model. */
+    snprintf(delay, sizeof delay, "[%lld, %lld]", (long long)c0, (long long)c1);
+    snprintf(fine, sizeof fine, "fine_delay=[%.9g, %.9g]", f0, f1);
+    snprintf(phase, sizeof phase, "phase=[%.9g, %.9g]", ph0, ph1);
+    c = run_chain_with(&o, delay, "[0.05, 0.01]", extra, 2);
+    const int64_t cd[2] = {c0, c1};
+    /* The values fft_post was given, as float32 (the model uses them exactly). */
+    const double fine_f[2] = {(float)f0, (float)f1}, ph_f[2] = {(float)ph0, (float)ph1};
+    double complex gains[CH], X[CH];
+    for (int k = 0; k < CH; k++)
+        gains[k] = (double)0.05f + I * (double)0.01f;
+    uint8_t *in[2] = {whole(0), whole(1)};
+    size_t n = 0, exact = 0, worse = 0;
+    for (size_t k = 2; k < 6 && k < c.post_out.n; k++) {
+        const cbf_buffer *b = c.post_out.q[k];
+        for (size_t i = 0; i < SPB; i++) {
+            int64_t g = b->timestamp / STEP + (int64_t)i;
+            for (int p = 0; p < 2; p++) {
+                feng_ref_setup su = {CH, TAPS, BITS, wd, fine_f[p], ph_f[p], gains, cd[p]};
+                int64_t a = g * STEP - cd[p];
+                assert_true(b->present[i / SPH] && a >= 0 && a + STEP * TAPS <= LEN);
+                feng_ref_spectrum(&su, in[p], a, X);
+                for (int ch = 0; ch < CH; ch++) {
+                    int clipped = 0;
+                    int qre = feng_ref_quant(creal(X[ch]), 127, &clipped);
+                    int qim = feng_ref_quant(cimag(X[ch]), 127, &clipped);
+                    double complex v = post_value(b, i, ch, p);
+                    int re = (int)creal(v), im = (int)cimag(v);
+                    int d = abs(re - qre) > abs(im - qim) ? abs(re - qre) : abs(im - qim);
+                    n++;
+                    exact += d == 0;
+                    worse += d > 1 || re == -128 || im == -128;
+                }
+            }
+        }
+    }
+    /* float32 transform against float64: at most 1 LSB off, >= 99.9% exact,
+     * as every F-engine chain test (docs/feng.md). */
+    if (worse || exact < n - n / 1000)
+        fail_msg("%zu values, %zu exact, %zu off by more than 1 LSB", n, exact, worse);
+    assert_true(n == 4 * SPB * 2 * CH);
+    free(in[0]);
+    free(in[1]);
+    free_chain(&c);
+}
+
+/* The DFT corner is a configuration pfb accepts: taps 1, rect window,
+ * w_cutoff 0 (no sinc). Each FIR output is then its own sample times
+ * 1 / sqrt(step) (one weight per column, all equal), so fft_post's
+ * transform of it is a plain DFT of the frame (the kernel test
+ * test_dft_corner holds that part against a float64 DFT). */
+static void test_dft_corner(void **state)
+{
+    (void)state;
+    const char *over[] = {"channels=256", "taps=1", "window=rect", "w_cutoff=0", "antenna=1",
+                          "spectra_per_buffer=64"};
+    stream_opts o = {16384, -1, -1};
+    cbf_port_desc in = adc_desc(o.spc);
+    cbf_harness *h = start("pfb", over, 6, &in);
+    push_stream(h, &o);
+    outputs out;
+    finish(h, &out);
+    assert_int_equal(out.n, LEN / (SPB * STEP));
+    const double w = 1.0 / sqrt(STEP);
+    for (size_t k = 0; k < out.n; k++) {
+        const cbf_buffer *b = out.q[k];
+        for (int p = 0; p < 2; p++)
+            for (size_t i = 0; i < SPB; i++) {
+                int64_t t0 = b->timestamp + (int64_t)(i * STEP);
+                assert_true(b->present[i]);
+                for (int j = 0; j < STEP; j++) {
+                    double x = (double)sample(ANT, p, t0 + j) * w;
+                    double got = ((const float *)b->data)[((size_t)p * SPB + i) * STEP + (size_t)j];
+                    /* One float32 product: within an ulp of the exact value. */
+                    if (fabs(got - x) > 1.2e-7 * fabs(x))
+                        fail_msg("buffer %zu pol %d spectrum %zu column %d: %.9g, expected %.9g",
+                                 k, p, i, j, got, x);
+                }
+            }
+    }
+    for (size_t i = 0; i < out.n; i++)
+        cbf_buffer_unref(out.q[i]);
+    cbf_error err = {0};
+    if (cbf_harness_free(h, &err))
+        fail_msg("%s", err.msg);
+}
+
 int main(void)
 {
     seed = 0x5eed0000ull ^ (uint64_t)(uintptr_t)&seed;
@@ -309,6 +490,8 @@ int main(void)
         cmocka_unit_test(test_chunking),
         cmocka_unit_test(test_coarse_delay),
         cmocka_unit_test(test_missing_and_gap),
+        cmocka_unit_test(test_delay_centre_reference),
+        cmocka_unit_test(test_dft_corner),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
