@@ -25,6 +25,9 @@ extern "C" {
 #define CBF_SPEAD_POINTER_BYTES 8
 #define CBF_SPEAD_ADDR_MASK ((UINT64_C(1) << 48) - 1)
 #define CBF_SPEAD_DEFAULT_PACKET 8872
+/* The largest datagram cbf's receiver takes (a 9216-byte jumbo frame's
+ * worth); the sender refuses to make larger ones. */
+#define CBF_SPEAD_MAX_PACKET 9216
 /* More pointers than this in one packet is refused (a 9000-byte jumbo frame
  * holds at most 1124; MeerKAT streams use fewer than 16). */
 #define CBF_SPEAD_MAX_ITEMS 256

@@ -31,6 +31,7 @@ struct cbf_net_rx {
     struct iovec iov[RX_MAX_BATCH];
     uint8_t ctrl[RX_MAX_BATCH][64];
     uint32_t ovfl_last;
+    uint64_t truncated;
     uint64_t kernel_drops;
 #ifdef CBF_HAVE_IBVERBS
     cbf_ibv_rx *ibv;
@@ -172,12 +173,19 @@ int cbf_net_rx_recv(cbf_net_rx *rx, const uint8_t **pkt, size_t *len, cbf_error 
             return 0;   /* the receive timeout */
         return cbf_error_set(err, CBF_EIO, "recvmmsg: %s", strerror(errno));
     }
+    int kept = 0;
     for (int i = 0; i < n; i++) {
         note_drops(rx, &rx->msgs[i].msg_hdr);
-        pkt[i] = rx->bufs + (size_t)i * rx->slot;
-        len[i] = rx->msgs[i].msg_len;
+        /* Longer than a slot: the kernel cut it short. Counted, never
+         * passed on as if it were a packet with a wrong payload length. */
+        if (rx->msgs[i].msg_hdr.msg_flags & MSG_TRUNC) {
+            rx->truncated++;
+            continue;
+        }
+        pkt[kept] = rx->bufs + (size_t)i * rx->slot;
+        len[kept++] = rx->msgs[i].msg_len;
     }
-    return n;
+    return kept;
 }
 
 cbf_net_transport cbf_net_rx_transport(const cbf_net_rx *rx) { return rx->kind; }
@@ -216,7 +224,7 @@ void cbf_net_rx_settle(cbf_net_rx *rx)
 
 void cbf_net_rx_stats_get(const cbf_net_rx *rx, cbf_net_rx_stats *s)
 {
-    *s = (cbf_net_rx_stats){.kernel_drops = rx->kernel_drops};
+    *s = (cbf_net_rx_stats){.kernel_drops = rx->kernel_drops, .truncated = rx->truncated};
     int v = 0;
     socklen_t l = sizeof v;
     if (rx->fd >= 0 && getsockopt(rx->fd, SOL_SOCKET, SO_RCVBUF, &v, &l) == 0)

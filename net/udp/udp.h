@@ -80,6 +80,7 @@ typedef struct cbf_net_rx_config {
 typedef struct cbf_net_rx_stats {
     uint64_t kernel_drops;   /* socket: dropped for want of buffer space (SO_RXQ_OVFL) */
     uint64_t bad_frames;     /* ibverbs: frames steered here that were not valid UDP */
+    uint64_t truncated;      /* socket: datagrams longer than max_packet (MSG_TRUNC), dropped */
     size_t rcvbuf;           /* socket: SO_RCVBUF as getsockopt reports it (Linux: 2 x granted) */
 } cbf_net_rx_stats;
 

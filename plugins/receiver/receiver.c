@@ -39,7 +39,7 @@
 
 #define MAX_SOCKETS 32
 #define RECV_BATCH 64
-#define RECV_BUF 9216
+#define RECV_BUF CBF_SPEAD_MAX_PACKET
 #define HEAP_SAMPLES 4096   /* MeerKAT digitiser heap */
 
 static const cbf_param_decl rx_params[] = {
@@ -205,7 +205,8 @@ struct receiver {
     const char *pcap_path;
     int cores[MAX_SOCKETS], n_cores;   /* affinity */
     size_t rcvbuf;
-    cbf_counter *c_packets, *c_bytes, *c_bad_heaps, *c_kernel_drops, *c_dropped_test, *c_malformed[N_GROUPS];
+    cbf_counter *c_packets, *c_bytes, *c_bad_heaps, *c_kernel_drops, *c_dropped_test, *c_truncated,
+        *c_malformed[N_GROUPS];
 };
 
 /* ---- Placing packets -------------------------------------------------- */
@@ -362,6 +363,7 @@ static void rx_publish(worker *w)
         cbf_net_rx_stats_get(w->rx, &t);
         cbf_counter_add(r->c_kernel_drops, t.kernel_drops - w->net_seen.kernel_drops);
         cbf_counter_add(r->c_malformed[G_FOREIGN], t.bad_frames - w->net_seen.bad_frames);
+        cbf_counter_add(r->c_truncated, t.truncated - w->net_seen.truncated);
         w->net_seen = t;
     }
 }
@@ -469,13 +471,15 @@ static int rx_pcap_loop(receiver *r, worker *w, cbf_error *err)
         return rc;
     const uint8_t *p;
     size_t len;
-    uint64_t n = 0;
-    while (!rx_finished(r) && (rc = cbf_pcap_reader_next(pr, 0, &p, &len, NULL, err)) == 1) {
+    uint64_t n = 0, skipped = 0;
+    /* Frames that are not IPv4 UDP are foreign, as on an ibverbs queue. */
+    while (!rx_finished(r) && (rc = cbf_pcap_reader_next(pr, 0, &p, &len, &skipped, err)) == 1) {
         rx_packet(w, p, len);
         rx_place_pending(w);
         if (++n % RECV_BATCH == 0)
             rx_publish(w);
     }
+    cbf_counter_add(r->c_malformed[G_FOREIGN], skipped);
     cbf_pcap_reader_close(pr);
     return rc < 0 ? rc : 0;
 #else
@@ -687,11 +691,11 @@ static int receiver_init(cbf_node *node, cbf_error *err)
     static const char *names[] = {"packets", "bytes", "heaps", "heaps_incomplete", "packets_late",
                                   "packets_duplicate", "heaps_late", "heaps_bad", "chunks",
                                   "flags_missing", "packets_dropped_kernel", "packets_dropped_test",
-                                  "packets_ahead"};
+                                  "packets_ahead", "packets_truncated"};
     cbf_counter **slots[] = {&r->c_packets, &r->c_bytes, &r->win.c_heaps, &r->win.c_incomplete,
                              &r->win.c_late_packets, &r->win.c_duplicate, &r->win.c_late_heaps, &r->c_bad_heaps,
                              &r->win.c_chunks, &r->win.c_missing, &r->c_kernel_drops, &r->c_dropped_test,
-                             &r->win.c_ahead};
+                             &r->win.c_ahead, &r->c_truncated};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         *slots[i] = cbf_node_counter(node, names[i]);
     for (int i = 0; i < N_GROUPS; i++)

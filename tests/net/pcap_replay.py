@@ -3,7 +3,7 @@
 sender's digitiser stream (pipelines/dsim-sender.yaml, unicast to a socket
 of this script) is captured into a pcap file written here (Ethernet frames
 built with struct, an ARP frame, a TCP segment and an IPv4 fragment mixed
-in, which the receiver must skip), then `cbf-run` with
+in, which the receiver must skip and count as foreign), then `cbf-run` with
 pipelines/receiver-hdf5.yaml and `source: pcap` must give dsim -> filesink
 bit for bit. Should the capturing socket lose packets, exactly the heaps
 of the packets lost must come out flagged and the rest identical.
@@ -127,6 +127,8 @@ def main():
         if int(counters.get("packets", -1)) != len(packets):
             fail(f"receiver counted {counters.get('packets')} packets; the capture holds {len(packets)} "
                  f"SPEAD packets and {foreign} frames to skip")
+        if int(counters.get("malformed_foreign", -1)) != foreign:
+            fail(f"receiver counted {counters.get('malformed_foreign')} foreign frames; the capture holds {foreign}")
         if int(present.sum()) != data_packets or not same[present == 1].all():
             fail(f"{data_packets} data packets captured of {present.size} heaps, but {int(present.sum())} "
                  f"heaps present; {int((~same[present == 1]).sum())} present heaps differ")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Timestamps far from the receiver's window (spead2 sends digitiser heaps):
+"""Hostile or broken input at the receiver (spead2 sends digitiser heaps):
   1. one heap with a spoofed timestamp 2^40 samples ahead, among genuine
      ones: it is counted in packets_ahead and dropped; the window does not
      move (before, it emitted every empty chunk up to it, about 2^24 of them,
@@ -7,11 +7,15 @@
   2. the stream itself jumps, forwards and then back, each time after a
      pause longer than `resync_after`: the window restarts where the stream
      now is, every heap of each stretch lands, and no empty chunks fill the
-     gap; the log says so.
+     gap; the log says so;
+  3. a datagram longer than the receiver takes (10 000 bytes) is counted in
+     packets_truncated, not passed on as a packet with a wrong payload
+     length; a sender asked for packets that large is refused at start.
 
-usage: timestamps.py CBF_RUN
+usage: hostile.py CBF_RUN
 """
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -158,6 +162,31 @@ def main():
         if counts.get("packets_ahead") or counts.get("heaps_late"):
             fail(f"stream jumps: nothing should be dropped: {counts}")
         print("ok: the stream jumped forwards 2^20 chunks and back; the window restarted twice, every heap landed")
+
+        port, path = free_port(), os.path.join(tmp, "long.h5")
+        proc = start(cbf_run, tmp, "long", port, path)
+        dig = Digitiser(port)
+        dig.chunks(0, 1)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.sendto(b"\x53\x04\x02\x06" + bytes(9996), ("127.0.0.1", port))
+        dig.chunks(1, 1)
+        dig.stop()
+        ts, present, data, counts, log = finish("long", proc, path)
+        check_chunks("a long datagram", dig, ts, present, data)
+        if counts.get("packets_truncated") != 1 or counts.get("malformed_length"):
+            fail(f"a 10000-byte datagram: expected packets_truncated=1 and no malformed_length: {counts}")
+        doc = {"engine": {"gpu": "none"},
+               "nodes": {"dsim": {"plugin": "dsim", "params": {"length": 65536}},
+                         "send": {"plugin": "sender", "params": {"destinations": f"127.0.0.1:{port}",
+                                                                 "packet_size": 9300}}},
+               "edges": ["dsim.out -> send.in"]}
+        yml = os.path.join(tmp, "big.yaml")
+        with open(yml, "w") as f:
+            yaml.safe_dump(doc, f)
+        r = subprocess.run([cbf_run, yml], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=30)
+        if r.returncode == 0 or "packet_size" not in r.stdout:
+            fail(f"a sender with packet_size 9300 should be refused naming it: {r.stdout}")
+        print("ok: a 10000-byte datagram counted in packets_truncated; packet_size 9300 refused at start")
     return 0
 
 
