@@ -32,6 +32,8 @@ struct cbf_net_rx {
     uint8_t ctrl[RX_MAX_BATCH][64];
     uint32_t ovfl_last;
     uint64_t truncated;
+    struct sockaddr_in names[RX_MAX_BATCH];
+    uint64_t src[RX_MAX_BATCH];   /* the last batch's sources: address << 16 | port */
     uint64_t kernel_drops;
 #ifdef CBF_HAVE_IBVERBS
     cbf_ibv_rx *ibv;
@@ -164,7 +166,8 @@ int cbf_net_rx_recv(cbf_net_rx *rx, const uint8_t **pkt, size_t *len, cbf_error 
 #endif
     for (int i = 0; i < rx->batch; i++) {
         rx->iov[i] = (struct iovec){.iov_base = rx->bufs + (size_t)i * rx->slot, .iov_len = rx->slot};
-        rx->msgs[i].msg_hdr = (struct msghdr){.msg_iov = &rx->iov[i], .msg_iovlen = 1,
+        rx->msgs[i].msg_hdr = (struct msghdr){.msg_name = &rx->names[i], .msg_namelen = sizeof rx->names[i],
+                                              .msg_iov = &rx->iov[i], .msg_iovlen = 1,
                                               .msg_control = rx->ctrl[i], .msg_controllen = sizeof rx->ctrl[i]};
     }
     int n = recvmmsg(rx->fd, rx->msgs, (unsigned)rx->batch, MSG_WAITFORONE, NULL);
@@ -182,6 +185,7 @@ int cbf_net_rx_recv(cbf_net_rx *rx, const uint8_t **pkt, size_t *len, cbf_error 
             rx->truncated++;
             continue;
         }
+        rx->src[kept] = (uint64_t)ntohl(rx->names[i].sin_addr.s_addr) << 16 | ntohs(rx->names[i].sin_port);
         pkt[kept] = rx->bufs + (size_t)i * rx->slot;
         len[kept++] = rx->msgs[i].msg_len;
     }
@@ -189,6 +193,12 @@ int cbf_net_rx_recv(cbf_net_rx *rx, const uint8_t **pkt, size_t *len, cbf_error 
 }
 
 cbf_net_transport cbf_net_rx_transport(const cbf_net_rx *rx) { return rx->kind; }
+
+void cbf_net_rx_sources(const cbf_net_rx *rx, uint64_t *src, int n)
+{
+    for (int i = 0; i < n; i++)
+        src[i] = rx->kind == CBF_NET_SOCKET ? rx->src[i] : 0;
+}
 
 /* The socket's drop count as /proc/net/udp shows it (the last column of
  * the line with the socket's inode), or 0 when it cannot be read. */

@@ -89,6 +89,9 @@ int cbf_net_rx_open(const cbf_net_rx_config *cfg, cbf_net_rx **out, cbf_error *e
  * timeout_ms for the first. Returns the count (0: nothing came) or an error. */
 int cbf_net_rx_recv(cbf_net_rx *rx, const uint8_t **pkt, size_t *len, cbf_error *err);
 cbf_net_transport cbf_net_rx_transport(const cbf_net_rx *rx);
+/* Where the n packets of the last cbf_net_rx_recv came from: IPv4 address
+ * << 16 | UDP port, or 0 where the transport does not say (ibverbs). */
+void cbf_net_rx_sources(const cbf_net_rx *rx, uint64_t *src, int n);
 /* Sockets only: cbf_udp_spread_packets on the group rx belongs to. */
 int cbf_net_rx_spread(cbf_net_rx *rx, unsigned n, cbf_error *err);
 void cbf_net_rx_stats_get(const cbf_net_rx *rx, cbf_net_rx_stats *s);

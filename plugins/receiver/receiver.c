@@ -38,6 +38,8 @@
 #endif
 
 #define MAX_SOCKETS 32
+#define MAX_SOURCES 256   /* senders remembered for their stream stops */
+#define KNOWN_CACHE 16
 #define RECV_BATCH 64
 #define RECV_BUF CBF_SPEAD_MAX_PACKET
 #define HEAP_SAMPLES 4096   /* MeerKAT digitiser heap */
@@ -161,12 +163,15 @@ typedef struct rx_seen {
 typedef struct worker {
     receiver *r;
     int index;
+    int address;                /* which of the `address` list this socket takes */
     rx_place pending[RECV_BATCH];   /* places of this batch, their bytes still in the packets */
     int n_pending;
     unsigned batches;
     uint64_t packets, bytes;   /* placed without the assembler, not yet added to the node's */
     uint64_t all_packets;      /* every packet this socket took (the end-of-run log) */
     rx_seen seen_heaps[1 << SEEN_BITS];
+    uint64_t known[KNOWN_CACHE];  /* sources this thread has already noted */
+    unsigned n_known;
     cbf_net_rx *rx;
     cbf_spead_assembler *as;
     pthread_t thread;
@@ -193,6 +198,11 @@ struct receiver {
     rx_window win;
     pthread_mutex_t lock;          /* guards the end-of-stream state below */
     int stops_needed, stops_seen;
+    /* A stream stop counts only from a source that has sent the stream
+     * something else, once: a spoofed or repeated stop cannot end it. */
+    uint64_t sources[MAX_SOURCES], stopped[MAX_SOURCES];
+    int n_sources, n_stopped;
+    bool sources_full;             /* more senders than remembered: every stop counts */
     double idle_timeout;
     atomic_llong last_packet_ns;   /* written once per batch by every thread */
     atomic_bool finished;
@@ -205,7 +215,7 @@ struct receiver {
     const char *pcap_path;
     int cores[MAX_SOCKETS], n_cores;   /* affinity */
     size_t rcvbuf;
-    cbf_counter *c_packets, *c_bytes, *c_bad_heaps, *c_kernel_drops, *c_dropped_test, *c_truncated,
+    cbf_counter *c_packets, *c_bytes, *c_bad_heaps, *c_kernel_drops, *c_dropped_test, *c_truncated, *c_stops_ignored,
         *c_malformed[N_GROUPS];
 };
 
@@ -390,9 +400,44 @@ static bool rx_finished(receiver *r)
     return cbf_node_stopping(r->node);
 }
 
-static void rx_count_stop(receiver *r)
+static bool rx_has(const uint64_t *set, int n, uint64_t v)
+{
+    for (int i = 0; i < n; i++)
+        if (set[i] == v)
+            return true;
+    return false;
+}
+
+/* A source (the group it came to << 48 | its address << 16 | its port; 0
+ * = not known, as from a pcap) that sent a good packet other than a stream
+ * stop. */
+static void rx_note_source(worker *w, uint64_t src)
+{
+    if (!src || rx_has(w->known, (int)(w->n_known < KNOWN_CACHE ? w->n_known : KNOWN_CACHE), src))
+        return;
+    w->known[w->n_known++ % KNOWN_CACHE] = src;
+    receiver *r = w->r;
+    pthread_mutex_lock(&r->lock);
+    if (!rx_has(r->sources, r->n_sources, src)) {
+        if (r->n_sources < MAX_SOURCES)
+            r->sources[r->n_sources++] = src;
+        else
+            r->sources_full = true;
+    }
+    pthread_mutex_unlock(&r->lock);
+}
+
+static void rx_count_stop(receiver *r, uint64_t src)
 {
     pthread_mutex_lock(&r->lock);
+    if (src && !r->sources_full &&
+        (!rx_has(r->sources, r->n_sources, src) || rx_has(r->stopped, r->n_stopped, src))) {
+        pthread_mutex_unlock(&r->lock);
+        cbf_counter_add(r->c_stops_ignored, 1);
+        return;
+    }
+    if (src && r->n_stopped < MAX_SOURCES)
+        r->stopped[r->n_stopped++] = src;
     r->stops_seen++;
     if (r->stops_needed && r->stops_seen >= r->stops_needed)
         atomic_store(&r->finished, true);
@@ -418,16 +463,17 @@ static bool rx_drop_test(worker *w)
 /* One datagram: a data packet goes straight into its chunk; a malformed
  * one, a stream control or descriptor packet, or one that does not say
  * where it goes, goes to the assembler, which counts and assembles. */
-static void rx_packet(worker *w, const uint8_t *buf, size_t len)
+static void rx_packet(worker *w, const uint8_t *buf, size_t len, uint64_t src)
 {
     cbf_spead_packet *pkt = w->pkt;
-    if (cbf_spead_decode(buf, len, pkt) == CBF_SPEAD_OK && pkt->stream_ctrl < 0 &&
-        !rx_item(pkt->items, pkt->n_items, CBF_SPEAD_DESCRIPTOR)) {
-        if (rx_drop_test(w) || rx_place_packet(w, pkt, len) <= 0)
+    if (cbf_spead_decode(buf, len, pkt) == CBF_SPEAD_OK && pkt->stream_ctrl < 0) {
+        rx_note_source(w, src);
+        if (!rx_item(pkt->items, pkt->n_items, CBF_SPEAD_DESCRIPTOR) &&
+            (rx_drop_test(w) || rx_place_packet(w, pkt, len) <= 0))
             return;
     }
     if (cbf_spead_assembler_add(w->as, buf, len))
-        rx_count_stop(w->r);
+        rx_count_stop(w->r, src);
 }
 
 static void *rx_udp_loop(void *arg)
@@ -440,6 +486,7 @@ static void *rx_udp_loop(void *arg)
         return NULL;
     const uint8_t *pkt[RECV_BATCH];
     size_t len[RECV_BATCH];
+    uint64_t src[RECV_BATCH];
     while (!rx_finished(r)) {
         int n = cbf_net_rx_recv(w->rx, pkt, len, &w->err);
         if (n < 0) {
@@ -451,8 +498,11 @@ static void *rx_udp_loop(void *arg)
             continue;   /* the receive timeout: look at stop and idle again */
         }
         atomic_store_explicit(&r->last_packet_ns, (long long)(rx_now_s() * 1e9), memory_order_relaxed);
+        cbf_net_rx_sources(w->rx, src, n);
         for (int i = 0; i < n; i++)
-            rx_packet(w, pkt[i], len[i]);
+            /* A sender stops each group (address) it sends to: the group
+             * is part of what a stop is counted against. */
+            rx_packet(w, pkt[i], len[i], src[i] ? src[i] | (uint64_t)w->address << 48 : 0);
         rx_place_pending(w);   /* before the next recv reuses the packet buffers */
         /* The node's counters are shared by the threads: added to every few
          * batches, not per packet. */
@@ -474,7 +524,7 @@ static int rx_pcap_loop(receiver *r, worker *w, cbf_error *err)
     uint64_t n = 0, skipped = 0;
     /* Frames that are not IPv4 UDP are foreign, as on an ibverbs queue. */
     while (!rx_finished(r) && (rc = cbf_pcap_reader_next(pr, 0, &p, &len, &skipped, err)) == 1) {
-        rx_packet(w, p, len);
+        rx_packet(w, p, len, 0);   /* a capture's stops all count */
         rx_place_pending(w);
         if (++n % RECV_BATCH == 0)
             rx_publish(w);
@@ -614,6 +664,7 @@ static int rx_open_workers(receiver *r, const cbf_params *p, const cbf_net_choic
             worker *w = &r->workers[r->n_workers];
             w->r = r;
             w->index = r->n_workers++;
+            w->address = e;
             ac.user = w;
             int rc = cbf_spead_assembler_create(&ac, &w->as, err);
             w->rng = (uint64_t)cbf_params_int(p, "drop_seed") * 0x9e3779b97f4a7c15ull + 1 +
@@ -691,11 +742,11 @@ static int receiver_init(cbf_node *node, cbf_error *err)
     static const char *names[] = {"packets", "bytes", "heaps", "heaps_incomplete", "packets_late",
                                   "packets_duplicate", "heaps_late", "heaps_bad", "chunks",
                                   "flags_missing", "packets_dropped_kernel", "packets_dropped_test",
-                                  "packets_ahead", "packets_truncated"};
+                                  "packets_ahead", "packets_truncated", "stops_ignored"};
     cbf_counter **slots[] = {&r->c_packets, &r->c_bytes, &r->win.c_heaps, &r->win.c_incomplete,
                              &r->win.c_late_packets, &r->win.c_duplicate, &r->win.c_late_heaps, &r->c_bad_heaps,
                              &r->win.c_chunks, &r->win.c_missing, &r->c_kernel_drops, &r->c_dropped_test,
-                             &r->win.c_ahead, &r->c_truncated};
+                             &r->win.c_ahead, &r->c_truncated, &r->c_stops_ignored};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         *slots[i] = cbf_node_counter(node, names[i]);
     for (int i = 0; i < N_GROUPS; i++)

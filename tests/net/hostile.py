@@ -10,7 +10,9 @@
      gap; the log says so;
   3. a datagram longer than the receiver takes (10 000 bytes) is counted in
      packets_truncated, not passed on as a packet with a wrong payload
-     length; a sender asked for packets that large is refused at start.
+     length; a sender asked for packets that large is refused at start;
+  4. a stream stop from a socket that sent nothing else is counted in
+     stops_ignored and does not end the stream.
 
 usage: hostile.py CBF_RUN
 """
@@ -187,6 +189,20 @@ def main():
         if r.returncode == 0 or "packet_size" not in r.stdout:
             fail(f"a sender with packet_size 9300 should be refused naming it: {r.stdout}")
         print("ok: a 10000-byte datagram counted in packets_truncated; packet_size 9300 refused at start")
+
+        port, path = free_port(), os.path.join(tmp, "stop.h5")
+        proc = start(cbf_run, tmp, "stop", port, path)
+        dig = Digitiser(port)
+        dig.chunks(0, 2)
+        spoof = Digitiser(port)       # another socket: another source port
+        spoof.stop()
+        dig.chunks(2, 2)
+        dig.stop()
+        ts, present, data, counts, log = finish("stop", proc, path)
+        check_chunks("a spoofed stop", dig, ts, present, data)
+        if counts.get("stops_ignored") != 1:
+            fail(f"a stop from a silent socket: expected stops_ignored=1: {counts}")
+        print("ok: a stream stop from a socket that sent nothing else ignored and counted; the stream ran on")
     return 0
 
 
