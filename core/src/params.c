@@ -610,6 +610,24 @@ static int in_range(const cbf_param_decl *d, double v, const yaml_node_t *n, fai
     return 0;
 }
 
+/* An integer against the range's bounds as integers: near 2^63 a double
+ * cannot tell 9200000000000000001 from the bound 9.2e18. */
+static int in_range_int(const cbf_param_decl *d, int64_t v, const yaml_node_t *n, fail *f)
+{
+    if (!d->has_range)
+        return 0;
+    /* 2^63 as a double; bounds beyond int64 clamp to its ends. */
+    const double top = 9223372036854775808.0;
+    int64_t lo = d->min <= -top ? INT64_MIN : (int64_t)ceil(d->min);
+    int64_t hi = d->max >= top ? INT64_MAX : (int64_t)floor(d->max);
+    if (v < lo || v > hi) {
+        char r[96];
+        fmt_range(d, r, sizeof r);
+        return failf(f, n, "%s is out of range %s", scalar_text(n), r);
+    }
+    return 0;
+}
+
 static int read_choice(const cbf_param_decl *d, const yaml_node_t *n, pval *pv, fail *f)
 {
     if (n->type != YAML_SCALAR_NODE || cbf_yaml_is_null(n))
@@ -726,7 +744,7 @@ static int read_list(const cbf_param_decl *d, yaml_document_t *doc, const yaml_n
         int rc = want_int ? scalar_number(it, 1, &pv->ilist[i], NULL, f)
                           : scalar_number(it, 0, NULL, &pv->flist[i], f);
         if (!rc)
-            rc = in_range(d, want_int ? (double)pv->ilist[i] : pv->flist[i], it, f);
+            rc = want_int ? in_range_int(d, pv->ilist[i], it, f) : in_range(d, pv->flist[i], it, f);
         if (rc) {
             why_prefix(f, "item [%zu]", i);
             return rc;
@@ -742,7 +760,7 @@ static int read_value(const cbf_param_decl *d, yaml_document_t *doc, const yaml_
     case CBF_PARAM_INT:
         if (scalar_number(n, 1, &pv->i, NULL, f))
             return -1;
-        return in_range(d, (double)pv->i, n, f);
+        return in_range_int(d, pv->i, n, f);
     case CBF_PARAM_FLOAT:
         if (scalar_number(n, 0, NULL, &pv->f, f))
             return -1;

@@ -63,6 +63,13 @@ int cbf_timed_check(const cbf_timed *q, int64_t at, cbf_error *err)
     if (q->have_next && at < q->next)
         return cbf_error_set(err, CBF_EINVAL, "timestamp %lld has already been processed (the "
                              "next spectrum is at %lld)", (long long)at, (long long)q->next);
+    const int64_t horizon = q->cfg.horizon > 0 ? q->cfg.horizon : CBF_TIMED_HORIZON;
+    /* Before any data there is nothing to measure from: timestamps count
+     * from the digitisers' sync, which may be years back. */
+    if (q->have_next && at - q->next > horizon)
+        return cbf_error_set(err, CBF_EINVAL, "timestamp %lld is %lld samples after the next one to "
+                             "process (%lld); at most %lld ahead", (long long)at,
+                             (long long)(at - q->next), (long long)q->next, (long long)horizon);
     if (!q->n)
         return 0;
     const int64_t last = q->at[q->n - 1], G = q->cfg.granule;

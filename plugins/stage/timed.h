@@ -7,6 +7,9 @@
  * - at is before the next unprocessed timestamp (already processed: it
  *   could only ever take effect late);
  * - at is before the last pending change (changes queue in time order);
+ * - at is more than `horizon` samples after the next unprocessed
+ *   timestamp (a typing error, or a far-future time that would hold the
+ *   queue until restart);
  * - max_pending changes are already waiting;
  * - with a granule G, at falls in the same G-aligned span as the last
  *   pending change but not at its timestamp (a stage that switches once
@@ -34,7 +37,11 @@ typedef struct cbf_timed_config {
     size_t payload;     /* bytes per entry */
     int max_pending;    /* > 0 */
     int64_t granule;    /* digitiser samples: one change per aligned span; 0: no limit */
+    int64_t horizon;    /* digitiser samples ahead of the data a change may be; 0: CBF_TIMED_HORIZON */
 } cbf_timed_config;
+
+/* 2^43 samples: 85 minutes at MeerKAT L-band's 1712 Msample/s. */
+#define CBF_TIMED_HORIZON (INT64_C(1) << 43)
 
 int cbf_timed_create(const cbf_timed_config *cfg, cbf_timed **out, cbf_error *err);
 void cbf_timed_destroy(cbf_timed *q);

@@ -35,7 +35,7 @@ static void defaults(void **state)
     (void)state;
     cbf_graph *g = load_ok(HEAD);
     const cbf_params *p = g->nodes[0].params;
-    assert_int_equal(cbf_params_count(p), 11);
+    assert_int_equal(cbf_params_count(p), 12);
     assert_int_equal(cbf_params_int(p, "n"), 16);
     assert_int_equal(cbf_params_int(p, "big"), 1048576);
     assert_true(cbf_params_float(p, "rate") == 1712e6);
@@ -148,6 +148,10 @@ static void ranges_and_types(void **state)
     tu_expect_error(HEAD "      rate: .nan\n", NULL, 0, CBF_ECONFIG, 6, 13, E("parameter 'rate'", "out of range"));
     tu_expect_error(HEAD "      rate: 1e400\n", NULL, 0, CBF_ECONFIG, 6, 13, E("parameter 'rate'", "too large"));
     tu_expect_error(HEAD "      rate: fast\n", NULL, 0, CBF_ECONFIG, 6, 13, E("expected a number"));
+    /* Integers meet their range as integers: as doubles both equal 9.2e18. */
+    tu_expect_error(HEAD "      at: 9200000000000000001\n", NULL, 0, CBF_ECONFIG, 6, 11,
+                    E("parameter 'at'", "9200000000000000001 is out of range"));
+    cbf_graph_free(load_ok(HEAD "      at: 9200000000000000000\n"));
     tu_expect_error(HEAD "      on: yes\n", NULL, 0, CBF_ECONFIG, 6, 11, E("parameter 'on'", "true or false"));
     tu_expect_error(HEAD "      label: {a: 1}\n", NULL, 0, CBF_ECONFIG, 6, 14, E("parameter 'label'", "a mapping"));
     tu_expect_error(HEAD "      window: han\n", NULL, 0, CBF_ECONFIG, 6, 15,

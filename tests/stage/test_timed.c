@@ -65,6 +65,29 @@ static void refuses_the_past(void **state)
     cbf_timed_destroy(q);
 }
 
+static void refuses_beyond_the_horizon(void **state)
+{
+    (void)state;
+    cbf_timed *q = make(4, 0);
+    cbf_error err = {0};
+    const int64_t far = INT64_C(9200000000000000000);
+    assert_int_equal(add(q, far, 1, &err), 0); /* before any data: nothing to measure from */
+    cbf_timed_pop(q, 1);
+    cbf_timed_processed(q, 1000);
+    assert_int_equal(add(q, far, 2, &err), CBF_EINVAL);
+    assert_non_null(strstr(err.msg, "at most 8796093022208 ahead"));
+    assert_int_equal(add(q, 1000 + CBF_TIMED_HORIZON + 1, 3, &err), CBF_EINVAL);
+    assert_int_equal(cbf_timed_count(q), 0);
+    assert_int_equal(add(q, 1000 + CBF_TIMED_HORIZON, 4, &err), 0);
+    cbf_timed_destroy(q);
+    cbf_timed_config c = {.noun = "test change", .payload = sizeof(payload), .max_pending = 2, .horizon = 50};
+    assert_int_equal(cbf_timed_create(&c, &q, &err), 0);
+    cbf_timed_processed(q, 1000);
+    assert_int_equal(add(q, 1051, 5, &err), CBF_EINVAL);
+    assert_int_equal(add(q, 1050, 6, &err), 0);
+    cbf_timed_destroy(q);
+}
+
 static void refuses_out_of_order_and_merges_equal(void **state)
 {
     (void)state;
@@ -148,6 +171,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(resolve_follows_processing),
         cmocka_unit_test(refuses_the_past),
+        cmocka_unit_test(refuses_beyond_the_horizon),
         cmocka_unit_test(refuses_out_of_order_and_merges_equal),
         cmocka_unit_test(bounds_the_pending),
         cmocka_unit_test(one_change_per_granule),

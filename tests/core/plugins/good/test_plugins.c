@@ -61,6 +61,7 @@ static const cbf_param_decl params[] = {
     {"gains", CBF_PARAM_FLOAT_LIST, "[]", CBF_RANGE(0, 10), NULL, "gains"},
     {"tones", CBF_PARAM_RECORDS, "[]", CBF_NORANGE, "frequency,amplitude,phase=0.5", "tones"},
     {"req", CBF_PARAM_INT, NULL, CBF_NORANGE, NULL, "a required integer"},
+    {"at", CBF_PARAM_INT, "-1", CBF_RANGE(-1, 9.2e18), NULL, "a timestamp, range near 2^63"},
 };
 static const cbf_plugin_desc desc = {CBF_PLUGIN_ABI, "tparams", "2.3", "every parameter type",
                                      params, CBF_COUNT_OF(params), NULL, 0, NULL, run_nothing, NULL, NULL, 0, NULL};
