@@ -39,6 +39,8 @@ typedef struct loader {
     size_t n_ov;
     node_src *src;        /* parallel to g->nodes while loading */
     size_t *edge_count;   /* per edge: index among edges into its input, for multi */
+    size_t *by_name;      /* node indices sorted by name (find_node), for n_by_name nodes */
+    size_t n_by_name;
 } loader;
 
 /* ---- places and small helpers ---- */
@@ -105,23 +107,56 @@ static int valid_node_name(const char *s)
     return 1;
 }
 
-/* Walks the keys of a mapping, refusing non-scalar and repeated keys. */
+/* Keys of a mapping in name order, ties in file order: qsort's comparator
+ * sees only the pairs, so the document travels in a file-scope pointer
+ * (the loader runs on one thread). */
+static const loader *keys_loader;
+
+static int key_order(const void *a, const void *b)
+{
+    const yaml_node_pair_t *p = *(yaml_node_pair_t *const *)a, *q = *(yaml_node_pair_t *const *)b;
+    int c = strcmp(scalar(node_at((loader *)keys_loader, p->key)), scalar(node_at((loader *)keys_loader, q->key)));
+    return c ? c : (p > q) - (p < q);
+}
+
+/* Walks the keys of a mapping, refusing non-scalar and repeated keys. A
+ * repeated key is reported at its second place, the one earliest in the
+ * file, naming the first; sorting keeps that O(n log n) for 50 000 nodes. */
 static int map_keys_ok(loader *L, const yaml_node_t *m, const char *what)
 {
+    size_t n = (size_t)(m->data.mapping.pairs.top - m->data.mapping.pairs.start);
     for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
         yaml_node_t *k = node_at(L, p->key);
         if (!scalar(k))
             return fail_at(L, k, "%s names must be plain scalars", what);
-        for (yaml_node_pair_t *q = m->data.mapping.pairs.start; q < p; q++) {
-            yaml_node_t *k2 = node_at(L, q->key);
-            if (!strcmp(scalar(k), scalar(k2))) {
-                char first[CBF_WHERE_MAX];
-                where_of(L, k2, first);
-                return fail_at(L, k, "%s '%s' is given twice (first at %s)", what, scalar(k), first);
-            }
+    }
+    if (n < 2)
+        return 0;
+    yaml_node_pair_t **sorted = malloc(n * sizeof *sorted);
+    if (!sorted)
+        return cbf_error_set(L->err, CBF_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        sorted[i] = m->data.mapping.pairs.start + i;
+    keys_loader = L;
+    qsort(sorted, n, sizeof *sorted, key_order);
+    /* In each run of one name the second is its first repeat; the report
+     * names the repeat that comes first in the file. */
+    yaml_node_pair_t *dup = NULL, *first = NULL;
+    for (size_t i = 0; i + 1 < n; i++) {
+        const char *a = scalar(node_at(L, sorted[i]->key)), *b = scalar(node_at(L, sorted[i + 1]->key));
+        if (!strcmp(a, b) && (!i || strcmp(a, scalar(node_at(L, sorted[i - 1]->key)))) &&
+            (!dup || sorted[i + 1] < dup)) {
+            dup = sorted[i + 1];
+            first = sorted[i];
         }
     }
-    return 0;
+    free(sorted);
+    if (!dup)
+        return 0;
+    char at[CBF_WHERE_MAX];
+    where_of(L, node_at(L, first->key), at);
+    yaml_node_t *k = node_at(L, dup->key);
+    return fail_at(L, k, "%s '%s' is given twice (first at %s)", what, scalar(k), at);
 }
 
 /* ---- parsing the file ---- */
