@@ -161,6 +161,7 @@ static int filesink_write_attrs(filesink *s, input *in, cbf_node *peer, int inde
     rc |= h5u_attr_string(in->group, "producer", cbf_node_name(peer));
     rc |= h5u_attr_string(in->group, "producer_plugin", cbf_node_plugin(peer));
     rc |= h5u_attr_i64(in->group, "edge", index);
+    rc |= h5u_attr_string(in->group, "type", d->type ? d->type : "");
     rc |= h5u_attr_string(in->group, "dtype", cbf_dtype_name(d->dtype));
     rc |= h5u_attr_i64(in->group, "bits", fs_bits_of(d));
     rc |= h5u_attr_string(in->group, "mem", cbf_mem_kind_name(d->mem));
