@@ -59,6 +59,10 @@ typedef struct post_state {
     uint64_t *sat_host;     /* pinned, [POST_DEPTH][2] */
     cbf_gauge *g_gpu_ms;
     cbf_pool *pool;
+    cbf_port *gains_out;    /* optional record of the tables in force; NULL when unwired */
+    cbf_pool *gains_pool;
+    uint64_t gains_seq;     /* tables recorded (the first is the one at start) */
+    float *initial_gains;   /* the table at start, until recorded (requests change s->gains) */
     cbf_counter *c_batches, *c_missing, *c_sat[2];
 } post_state;
 
@@ -101,6 +105,10 @@ static const cbf_port_decl post_ports[] = {
      .doc = "pfb output, transformed in place (" CBF_TYPE_FENG_FIR_COMPLEX ": narrowband)"},
     {.name = "out", .dir = CBF_PORT_OUT, .type = CBF_TYPE_FENG_SPECTRA,
      .doc = "[batch][channel][spectrum][pol] CI8 or CI4 for one antenna"},
+    {.name = "gains", .dir = CBF_PORT_OUT, .type = CBF_TYPE_FENG_GAINS, .optional = 1,
+     .doc = "every gain table in force, CF32 [channel][pol], timestamped with its first "
+            "spectrum: the one at start, then each applied change (wire to a filesink to record "
+            "runtime changes beside the data)"},
 };
 
 static int post_read_list2(const cbf_params *p, const char *name, float out[2], cbf_error *err)
@@ -167,6 +175,46 @@ static int post_setup_backend(cbf_node *node, post_state *s, const float *gains,
     if ((rc = cbf_stage_kern(cbf_fft_post_cpu_create(&s->cfg, &s->cpu, msg, sizeof msg), msg, err)))
         return rc;
     return cbf_fft_post_cpu_set_gains(s->cpu, gains);
+}
+
+/* The gains output, when wired: the spectra's descriptor attributes
+ * (channels, antenna, band) on a [channel][pol] table. */
+static int post_gains_open(cbf_node *node, post_state *s, const cbf_port_desc *spectra,
+                           cbf_error *err)
+{
+    s->gains_out = cbf_node_port(node, "gains", 0);
+    if (!s->gains_out)
+        return 0;
+    cbf_port_desc d;
+    cbf_port_desc_init(&d, CBF_DTYPE_CF32, CBF_MEM_HOST);
+    d.type = CBF_TYPE_FENG_GAINS;
+    cbf_port_desc_add_axis(&d, "channel", (size_t)s->cfg.channels);
+    cbf_port_desc_add_axis(&d, "pol", 2);
+    for (int i = 0; i < spectra->n_attrs; i++)
+        cbf_port_desc_set_attr(&d, spectra->attr_names[i], spectra->attr_values[i]);
+    int rc = cbf_port_set_desc(s->gains_out, &d, err);
+    const size_t bytes = cbf_port_desc_bytes(&d);
+    if (!rc && !(s->initial_gains = malloc(bytes)))
+        rc = cbf_error_set(err, CBF_ENOMEM, "gains");
+    if (!rc)
+        memcpy(s->initial_gains, s->gains, bytes);
+    cbf_pool_config pc = {"gains", CBF_MEM_HOST, 2, cbf_port_desc_bytes(&d), 0, 0};
+    return rc ? rc : cbf_node_pool_create(node, &pc, &s->gains_pool, err);
+}
+
+/* Records `gains` as in force from timestamp ts on (a no-op unwired). */
+static int post_gains_record(post_state *s, const float *gains, int64_t ts)
+{
+    if (!s->gains_out)
+        return 0;
+    cbf_buffer *b;
+    int rc = cbf_pool_get(s->gains_pool, &b);
+    if (rc)
+        return rc;
+    memcpy(b->data, gains, sizeof(float) * 4 * (size_t)s->cfg.channels);
+    b->timestamp = ts;
+    b->seq = s->gains_seq++;
+    return cbf_port_send(s->gains_out, b);
 }
 
 static int post_init(cbf_node *node, cbf_error *err)
@@ -255,7 +303,8 @@ static int post_init(cbf_node *node, cbf_error *err)
     if ((rc = cbf_port_set_desc(cbf_node_port(node, "out", 0), &d, err)))
         return rc;
     cbf_pool_config pc = {"out", d.mem, 4, s->out_bytes, batches, d.aux_size};
-    if ((rc = cbf_node_pool_create(node, &pc, &s->pool, err)))
+    if ((rc = cbf_node_pool_create(node, &pc, &s->pool, err)) ||
+        (rc = post_gains_open(node, s, &d, err)))
         return rc;
     s->c_batches = cbf_node_counter(node, "batches");
     s->c_missing = cbf_node_counter(node, "missing_batches");
@@ -273,6 +322,14 @@ static int post_init(cbf_node *node, cbf_error *err)
  * when a second one would fall in the same buffer, so none is ever late. */
 static int post_take_gain_change(post_state *s, int64_t ts, cbf_fft_post_args *a, cbf_error *err)
 {
+    /* The table at start is in force from the first spectrum on. */
+    if (s->gains_seq == 0 && s->gains_out) {
+        int rc = post_gains_record(s, s->initial_gains, ts);
+        free(s->initial_gains);
+        s->initial_gains = NULL;
+        if (rc)
+            return cbf_error_set(err, rc, "gains output stopped");
+    }
     if (!cbf_timed_count(s->pend))
         return 0;
     const int64_t at = cbf_timed_at(s->pend, 0);
@@ -294,6 +351,8 @@ static int post_take_gain_change(post_state *s, int64_t ts, cbf_fft_post_args *a
         return rc;
     a->switch_gains = 1;
     a->gain_switch = (size_t)k;
+    if ((rc = post_gains_record(s, gains, ts + k * s->step)))
+        return cbf_error_set(err, rc, "gains output stopped");
     cbf_log_info("gain change at timestamp %lld: from spectrum %lld of the buffer at %lld",
                  (long long)at, (long long)k, (long long)ts);
     cbf_timed_pop(s->pend, 1);
@@ -457,6 +516,7 @@ static void post_fini(cbf_node *node)
         return;
     cbf_fft_post_cpu_destroy(s->cpu);
     free(s->gains);
+    free(s->initial_gains);
     cbf_timed_destroy(s->pend);
     cbf_error ignored;
     post_land(s, NULL, 0, &ignored);

@@ -8,7 +8,8 @@
  * cbf_feng_fir_complex_aux.
  * "cbf.feng.spectra": fft_post to the sender or a sink, [batch][channel]
  * [spectrum][pol] CI8 or CI4 of one antenna, one flag per batch (heap),
- * aux cbf_feng_spectra_aux. docs/formats.md has the numbers. */
+ * aux cbf_feng_spectra_aux. docs/formats.md has the numbers.
+ * "cbf.feng.gains": see CBF_TYPE_FENG_GAINS. */
 #ifndef CBF_CONTRACTS_FENG_H
 #define CBF_CONTRACTS_FENG_H
 
@@ -21,6 +22,10 @@
  * descriptor's type names the one it makes (from its input's type). */
 #define CBF_TYPE_FENG_FIR_COMPLEX "cbf.feng.fir.complex"
 #define CBF_TYPE_FENG_SPECTRA "cbf.feng.spectra"
+/* fft_post's record of its gains: CF32 [channel][pol], one buffer per
+ * table put in force (the one at start, then each applied change), its
+ * timestamp the first spectrum that used it. */
+#define CBF_TYPE_FENG_GAINS "cbf.feng.gains"
 
 #define CBF_ATTR_UNZIP "unzip"
 #define CBF_ATTR_FIRST_CHANNEL "first_channel"
