@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Runtime gain changes recorded beside the data: a running F-engine
-(dsim paced in real time at 1 Msample/s) writes fft_post.out and
-fft_post.gains to one file; cbf-ctl changes the gain twice mid-capture.
+"""Runtime gain and delay changes recorded beside the data: a running
+F-engine (dsim paced in real time at 1 Msample/s) writes fft_post.out,
+fft_post.gains and pfb.delays to one file; cbf-ctl changes the gain twice
+and the delay model's phase once mid-capture.
 The gains group must hold the table at start and both changes, each
 timestamped with the first spectrum that used it, and the data must agree:
 the tone's channel, divided by the gain the record says was in force at
 each spectrum's timestamp, is the same before and after every change (a
-record off by one spectrum would leave a factor of 2 at the boundary).
+record off by one spectrum would leave a factor of 2 at the boundary), and
+its phase less the recorded model's phase likewise (a quarter turn).
 Exit 77 (skipped) without h5py/numpy or before cbf-run is built."""
 import json
 import os
@@ -57,6 +59,7 @@ edges:
   - pfb.out -> post.in
   - post.out -> sink.in
   - post.gains -> sink.in
+  - pfb.delays -> sink.in
 """
 
 
@@ -90,6 +93,11 @@ def main():
             at2 = (at1 // buf + 12) * buf + 17 * STEP + 5
             check(gain(e, "--pol", "1", "--at", str(at2), "0.01", "0") == at2, "at as asked")
             written(e, at2 // buf + 6)
+            at3 = (at2 // buf + 6) * buf + 9 * STEP   # the phase turns by pi/2, on a spectrum
+            rc, out, err = e.ctl("--json", "delays", "--node", "pfb", "--at", str(at3),
+                                 "0", "0", str(np.pi / 2), "0")
+            check(rc == 0 and json.loads(out)["at"] == at3, f"cbf-ctl delays: {out}{err}")
+            written(e, at3 // buf + 6)
             check(e.shutdown() == 0, "engine drained and exited 0")
         finally:
             e.kill()
@@ -109,10 +117,18 @@ def main():
             data = g["data"][()].astype(np.float64)           # [buf][batch][chan][spec][pol][re_im]
             t0 = g["timestamp"][()]
             check(np.all(g["present"][()] == 1), "no missing batches")
+            dl = f["pfb"]
+            check(dl.attrs["type"] == b"cbf.feng.delays", "the third group records the delays")
+            dts, model = dl["timestamp"][()], dl["data"][()]   # [n][pol][t0, d, rate, ph, phr]
+            check(list(dts) == [first, at3] and np.all(model[0] == 0) and
+                  np.all(model[1, :, 0] == at3) and np.all(model[1, :, 3] == np.pi / 2) and
+                  np.all(model[1, :, [1, 2, 4]] == 0),
+                  f"two delay models recorded: at {list(dts)}, {model.tolist()}")
         r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "cbf-describe"), path],
                            capture_output=True, text=True)
         check(r.returncode == 0 and f"from timestamp {ts[2]}" in r.stdout and
-              "pol 1 0.01+0j" in r.stdout and "in group /post.1" in r.stdout,
+              "pol 1 0.01+0j" in r.stdout and "in group /post.1" in r.stdout and
+              f"from timestamp {at3}" in r.stdout and "phase 1.5708 rad" in r.stdout,
               "cbf-describe lists the tables and where they are")
         x = data[:, :, K]                                     # [buf][batch][spec][pol][re_im]
         amp = np.hypot(x[..., 0], x[..., 1]).reshape(-1, 2)   # [spectrum][pol], time order
@@ -127,6 +143,16 @@ def main():
         check(np.all(np.abs(ratio - 1) < 0.1),
               f"|x| / recorded gain is constant over the capture (range {ratio.min():.3f} .. "
               f"{ratio.max():.3f}, {len(ratio)} spectra, {len(ts) - 1} changes)")
+        # A channel-centred tone turns by a whole number of cycles from one
+        # spectrum to the next, so its phase is constant but for the model's.
+        # Quantisation of values of 18 or more moves it by < 0.03 rad.
+        ph = np.angle(x[..., 0] + 1j * x[..., 1]).reshape(-1, 2)
+        model_ph = model[np.searchsorted(dts, spectra_ts, side="right") - 1, :, 3]
+        resid = np.angle(np.exp(1j * (ph[SPH:] - model_ph[SPH:])))
+        resid = np.angle(np.exp(1j * (resid - resid[0])))
+        check(np.all(np.abs(resid) < 0.1) and (spectra_ts >= at3).sum() > SPH,
+              f"phase less the recorded model's phase is constant (|residual| <= "
+              f"{np.abs(resid).max():.3f} rad, {(spectra_ts >= at3).sum()} spectra after the change)")
     return 0
 
 

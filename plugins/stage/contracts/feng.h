@@ -26,6 +26,13 @@
  * table put in force (the one at start, then each applied change), its
  * timestamp the first spectrum that used it. */
 #define CBF_TYPE_FENG_GAINS "cbf.feng.gains"
+/* pfb's record of its delay models: F64 [pol][CBF_FENG_DELAY_FIELDS], one
+ * buffer per model put in force (the coarse_delay at start, then each
+ * applied `delays` request), its timestamp the model's `at`. Per pol: the
+ * model's reference timestamp t0, delay (s) and delay rate (s/s) at t0,
+ * phase (rad) and phase rate (rad/s) at t0, as the request gave them. */
+#define CBF_TYPE_FENG_DELAYS "cbf.feng.delays"
+#define CBF_FENG_DELAY_FIELDS 5
 
 #define CBF_ATTR_UNZIP "unzip"
 #define CBF_ATTR_FIRST_CHANNEL "first_channel"
