@@ -18,6 +18,7 @@
 #include "cbf/cbf.h"
 #include "fft_post.h"
 #include "stage/contracts/feng.h"
+#include "stage/flow.h"
 #include "stage/gpu.h"
 #include "stage/kern.h"
 #include "stage/timed.h"
@@ -59,9 +60,7 @@ typedef struct post_state {
     uint64_t *sat_host;     /* pinned, [POST_DEPTH][2] */
     cbf_gauge *g_gpu_ms;
     cbf_pool *pool;
-    cbf_port *gains_out;    /* optional record of the tables in force; NULL when unwired */
-    cbf_pool *gains_pool;
-    uint64_t gains_seq;     /* tables recorded (the first is the one at start) */
+    cbf_stage_record gains_rec; /* optional record of the tables in force */
     float *initial_gains;   /* the table at start, until recorded (requests change s->gains) */
     cbf_counter *c_batches, *c_missing, *c_sat[2];
 } post_state;
@@ -177,44 +176,24 @@ static int post_setup_backend(cbf_node *node, post_state *s, const float *gains,
     return cbf_fft_post_cpu_set_gains(s->cpu, gains);
 }
 
-/* The gains output, when wired: the spectra's descriptor attributes
- * (channels, antenna, band) on a [channel][pol] table. */
+/* The gains output, when wired: the spectra's attributes (channels,
+ * antenna, band) on a [channel][pol] table, and the table at start kept
+ * until its first spectrum (requests change s->gains before that). */
 static int post_gains_open(cbf_node *node, post_state *s, const cbf_port_desc *spectra,
                            cbf_error *err)
 {
-    s->gains_out = cbf_node_port(node, "gains", 0);
-    if (!s->gains_out)
-        return 0;
     cbf_port_desc d;
     cbf_port_desc_init(&d, CBF_DTYPE_CF32, CBF_MEM_HOST);
     d.type = CBF_TYPE_FENG_GAINS;
     cbf_port_desc_add_axis(&d, "channel", (size_t)s->cfg.channels);
     cbf_port_desc_add_axis(&d, "pol", 2);
-    for (int i = 0; i < spectra->n_attrs; i++)
-        cbf_port_desc_set_attr(&d, spectra->attr_names[i], spectra->attr_values[i]);
-    int rc = cbf_port_set_desc(s->gains_out, &d, err);
-    const size_t bytes = cbf_port_desc_bytes(&d);
-    if (!rc && !(s->initial_gains = malloc(bytes)))
-        rc = cbf_error_set(err, CBF_ENOMEM, "gains");
-    if (!rc)
-        memcpy(s->initial_gains, s->gains, bytes);
-    cbf_pool_config pc = {"gains", CBF_MEM_HOST, 2, cbf_port_desc_bytes(&d), 0, 0};
-    return rc ? rc : cbf_node_pool_create(node, &pc, &s->gains_pool, err);
-}
-
-/* Records `gains` as in force from timestamp ts on (a no-op unwired). */
-static int post_gains_record(post_state *s, const float *gains, int64_t ts)
-{
-    if (!s->gains_out)
-        return 0;
-    cbf_buffer *b;
-    int rc = cbf_pool_get(s->gains_pool, &b);
-    if (rc)
+    int rc = cbf_stage_record_open(node, "gains", &d, spectra, &s->gains_rec, err);
+    if (rc || !s->gains_rec.out)
         return rc;
-    memcpy(b->data, gains, sizeof(float) * 4 * (size_t)s->cfg.channels);
-    b->timestamp = ts;
-    b->seq = s->gains_seq++;
-    return cbf_port_send(s->gains_out, b);
+    if (!(s->initial_gains = malloc(s->gains_rec.bytes)))
+        return cbf_error_set(err, CBF_ENOMEM, "gains");
+    memcpy(s->initial_gains, s->gains, s->gains_rec.bytes);
+    return 0;
 }
 
 static int post_init(cbf_node *node, cbf_error *err)
@@ -323,8 +302,8 @@ static int post_init(cbf_node *node, cbf_error *err)
 static int post_take_gain_change(post_state *s, int64_t ts, cbf_fft_post_args *a, cbf_error *err)
 {
     /* The table at start is in force from the first spectrum on. */
-    if (s->gains_seq == 0 && s->gains_out) {
-        int rc = post_gains_record(s, s->initial_gains, ts);
+    if (s->initial_gains) {
+        int rc = cbf_stage_record_send(&s->gains_rec, s->initial_gains, ts);
         free(s->initial_gains);
         s->initial_gains = NULL;
         if (rc)
@@ -351,7 +330,7 @@ static int post_take_gain_change(post_state *s, int64_t ts, cbf_fft_post_args *a
         return rc;
     a->switch_gains = 1;
     a->gain_switch = (size_t)k;
-    if ((rc = post_gains_record(s, gains, ts + k * s->step)))
+    if ((rc = cbf_stage_record_send(&s->gains_rec, gains, ts + k * s->step)))
         return cbf_error_set(err, rc, "gains output stopped");
     cbf_log_info("gain change at timestamp %lld: from spectrum %lld of the buffer at %lld",
                  (long long)at, (long long)k, (long long)ts);

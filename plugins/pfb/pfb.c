@@ -28,6 +28,7 @@
 #include "stage/contracts/adc.h"
 #include "stage/contracts/ddc.h"
 #include "stage/contracts/feng.h"
+#include "stage/flow.h"
 #include "stage/gpu.h"
 #include "stage/input.h"
 #include "stage/kern.h"
@@ -61,9 +62,7 @@ typedef struct pfb_state {
     int64_t delay[2];     /* coarse_delay parameter: the models' starting point */
     delay_model model[2]; /* in force, per pol */
     cbf_timed *dpend;     /* pfb_delay_change, waiting for their timestamps */
-    cbf_port *delays_out; /* optional record of the models in force; NULL when unwired */
-    cbf_pool *delays_pool;
-    uint64_t delays_seq;  /* models recorded (the first is the one at start) */
+    cbf_stage_record delays_rec; /* optional record of the models in force */
     int64_t *coarse;      /* [pol][spectrum] of the buffer being made */
     int aux_model;        /* aux carries the per-spectrum fine delay and phase */
     double rate;          /* digitiser samples per second */
@@ -246,47 +245,20 @@ static int pfb_setup_staging(cbf_node *node, pfb_state *s, const cbf_params *p, 
     return 0;
 }
 
-/* The delays output, when wired: the FIR output's attributes on a
- * [pol][field] table. */
-static int pfb_delays_open(cbf_node *node, pfb_state *s, const cbf_port_desc *fir, cbf_error *err)
-{
-    s->delays_out = cbf_node_port(node, "delays", 0);
-    if (!s->delays_out)
-        return 0;
-    cbf_port_desc d;
-    cbf_port_desc_init(&d, CBF_DTYPE_F64, CBF_MEM_HOST);
-    d.type = CBF_TYPE_FENG_DELAYS;
-    cbf_port_desc_add_axis(&d, "pol", 2);
-    cbf_port_desc_add_axis(&d, "model", CBF_FENG_DELAY_FIELDS);
-    for (int i = 0; i < fir->n_attrs; i++)
-        cbf_port_desc_set_attr(&d, fir->attr_names[i], fir->attr_values[i]);
-    int rc = cbf_port_set_desc(s->delays_out, &d, err);
-    cbf_pool_config pc = {"delays", CBF_MEM_HOST, 2, cbf_port_desc_bytes(&d), 0, 0};
-    return rc ? rc : cbf_node_pool_create(node, &pc, &s->delays_pool, err);
-}
-
 /* Records the models in force as valid from model time t (a no-op
  * unwired), in digitiser samples and the units a `delays` request takes:
  * a model counts FIR input samples, `scale` digitiser samples each. */
 static int pfb_delays_record(pfb_state *s, int64_t t)
 {
-    if (!s->delays_out)
-        return 0;
-    cbf_buffer *b;
-    int rc = cbf_pool_get(s->delays_pool, &b);
-    if (rc)
-        return rc;
-    double *v = b->data;
+    double v[2][CBF_FENG_DELAY_FIELDS];
     const double sc = (double)s->scale, fs = s->rate > 0 ? s->rate / sc : NAN;
     for (int q = 0; q < 2; q++) {
         const delay_model *m = &s->model[q];
         const double row[CBF_FENG_DELAY_FIELDS] = {(double)m->t0 * sc, m->d0 / fs, m->rate, m->ph0,
                                                    m->phr * fs};
-        memcpy(v + q * CBF_FENG_DELAY_FIELDS, row, sizeof row);
+        memcpy(v[q], row, sizeof row);
     }
-    b->timestamp = t * s->scale;
-    b->seq = s->delays_seq++;
-    return cbf_port_send(s->delays_out, b);
+    return cbf_stage_record_send(&s->delays_rec, v, t * s->scale);
 }
 
 static int pfb_set_output(cbf_node *node, pfb_state *s, const cbf_port_desc *in, double rate,
@@ -331,8 +303,16 @@ static int pfb_set_output(cbf_node *node, pfb_state *s, const cbf_port_desc *in,
     if (rc)
         return rc;
     cbf_pool_config pc = {"out", d.mem, 4, cbf_port_desc_bytes(&d), d.n_present, d.aux_size};
-    rc = cbf_node_pool_create(node, &pc, &s->pool, err);
-    return rc ? rc : pfb_delays_open(node, s, &d, err);
+    if ((rc = cbf_node_pool_create(node, &pc, &s->pool, err)))
+        return rc;
+    /* The delays output, when wired: the FIR output's attributes on a
+     * [pol][field] table. */
+    cbf_port_desc r;
+    cbf_port_desc_init(&r, CBF_DTYPE_F64, CBF_MEM_HOST);
+    r.type = CBF_TYPE_FENG_DELAYS;
+    cbf_port_desc_add_axis(&r, "pol", 2);
+    cbf_port_desc_add_axis(&r, "model", CBF_FENG_DELAY_FIELDS);
+    return cbf_stage_record_open(node, "delays", &r, &d, &s->delays_rec, err);
 }
 
 static int pfb_init(cbf_node *node, cbf_error *err)
@@ -643,7 +623,7 @@ static int pfb_produce(cbf_node *node, pfb_state *s, cbf_error *err)
     cbf_counter_add(s->c_spectra, s->spectra);
     cbf_counter_add(s->c_missing, out->missing);
     /* The coarse delays at start, in force from the first spectrum. */
-    if (s->delays_seq == 0 && (rc = pfb_delays_record(s, out->timestamp / s->scale))) {
+    if (s->delays_rec.seq == 0 && (rc = pfb_delays_record(s, out->timestamp / s->scale))) {
         cbf_buffer_unref(out);
         return rc;
     }

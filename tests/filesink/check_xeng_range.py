@@ -37,14 +37,8 @@ LABELS = ["m000v", "m000h", "m001v", "m001h"]
 DUMP, SPECTRA = 4, 256
 
 
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
-
-
-def bound(port):
-    with open("/proc/net/udp") as f:
-        return any(line.split()[1].endswith(f":{port:04X}") for line in f.readlines()[1:])
+sys.path.insert(0, os.path.join(ROOT, "tests", "net"))
+from loopback import bound, fail, free_port  # noqa: E402
 
 
 def fengines(dests):
@@ -149,19 +143,17 @@ def main():
     with tempfile.TemporaryDirectory(prefix="cbf-xrange-") as tmp, \
             socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as unread:
         unread.bind(("127.0.0.1", 0))              # the first X-engine's range lands here
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = free_port()
         path = os.path.join(tmp, "xeng1.h5")
         fpath = write(os.path.join(tmp, "feng.yaml"),
                       fengines(f"127.0.0.1:{unread.getsockname()[1]},127.0.0.1:{port}"))
         rx = subprocess.Popen([cbf_run, write(os.path.join(tmp, "xeng.yaml"), xengine(port, path))],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         deadline = time.monotonic() + 30
-        while not bound(port):
-            if rx.poll() is not None or time.monotonic() > deadline:
-                fail(f"X-engine did not start: {rx.communicate()[0]}")
+        while not bound(port) and rx.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)
+        if not bound(port):
+            fail(f"X-engine did not start: {rx.communicate()[0]}")
         tx = subprocess.run([cbf_run, fpath, "--quiet"], capture_output=True, text=True, timeout=180)
         if tx.returncode:
             rx.kill()
