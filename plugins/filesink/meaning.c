@@ -26,7 +26,9 @@ int fs_labels_parse(fs_labels *l, const char *text, cbf_error *err)
     l->name = calloc(n, sizeof *l->name);
     if (!l->text || !l->name)
         return cbf_error_set(err, CBF_ENOMEM, "out of memory");
-    for (char *save = NULL, *t = strtok_r(l->text, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    /* strsep keeps empty fields, so "a,,c" still names input 2 "c"; an
+     * empty name gets the default. */
+    for (char *rest = *text ? l->text : NULL, *t; (t = strsep(&rest, ","));) {
         while (*t == ' ')
             t++;
         for (char *e = t + strlen(t); e > t && e[-1] == ' ';)
@@ -152,7 +154,7 @@ static char **fs_label_table(const fs_labels *l, int n)
     for (int i = 0; t && i < n; i++) {
         char gen[32];
         snprintf(gen, sizeof gen, "ant%dp%d", i / 2, i % 2);
-        if (!(t[i] = strdup(i < l->n ? l->name[i] : gen))) {
+        if (!(t[i] = strdup(i < l->n && *l->name[i] ? l->name[i] : gen))) {
             for (int j = 0; j < i; j++)
                 free(t[j]);
             free(t);
