@@ -18,6 +18,7 @@
 #include "cbf/cbf.h"
 #include "fft_post.h"
 #include "stage/contracts/feng.h"
+#include "stage/flow.h"
 #include "stage/gpu.h"
 #include "stage/kern.h"
 #include "stage/timed.h"
@@ -59,6 +60,8 @@ typedef struct post_state {
     uint64_t *sat_host;     /* pinned, [POST_DEPTH][2] */
     cbf_gauge *g_gpu_ms;
     cbf_pool *pool;
+    cbf_stage_record gains_rec; /* optional record of the tables in force */
+    float *initial_gains;   /* the table at start, until recorded (requests change s->gains) */
     cbf_counter *c_batches, *c_missing, *c_sat[2];
 } post_state;
 
@@ -103,6 +106,10 @@ static const cbf_port_decl post_ports[] = {
      .doc = "pfb output, transformed in place (" CBF_TYPE_FENG_FIR_COMPLEX ": narrowband)"},
     {.name = "out", .dir = CBF_PORT_OUT, .type = CBF_TYPE_FENG_SPECTRA,
      .doc = "[batch][channel][spectrum][pol] CI8 or CI4 for one antenna"},
+    {.name = "gains", .dir = CBF_PORT_OUT, .type = CBF_TYPE_FENG_GAINS, .optional = 1,
+     .doc = "every gain table in force, CF32 [channel][pol], timestamped with its first "
+            "spectrum: the one at start, then each applied change (wire to a filesink to record "
+            "runtime changes beside the data)"},
 };
 
 static int post_read_list2(const cbf_params *p, const char *name, float out[2], cbf_error *err)
@@ -169,6 +176,26 @@ static int post_setup_backend(cbf_node *node, post_state *s, const float *gains,
     if ((rc = cbf_stage_kern(cbf_fft_post_cpu_create(&s->cfg, &s->cpu, msg, sizeof msg), msg, err)))
         return rc;
     return cbf_fft_post_cpu_set_gains(s->cpu, gains);
+}
+
+/* The gains output, when wired: the spectra's attributes (channels,
+ * antenna, band) on a [channel][pol] table, and the table at start kept
+ * until its first spectrum (requests change s->gains before that). */
+static int post_gains_open(cbf_node *node, post_state *s, const cbf_port_desc *spectra,
+                           cbf_error *err)
+{
+    cbf_port_desc d;
+    cbf_port_desc_init(&d, CBF_DTYPE_CF32, CBF_MEM_HOST);
+    d.type = CBF_TYPE_FENG_GAINS;
+    cbf_port_desc_add_axis(&d, "channel", (size_t)s->cfg.channels);
+    cbf_port_desc_add_axis(&d, "pol", 2);
+    int rc = cbf_stage_record_open(node, "gains", &d, spectra, &s->gains_rec, err);
+    if (rc || !s->gains_rec.out)
+        return rc;
+    if (!(s->initial_gains = malloc(s->gains_rec.bytes)))
+        return cbf_error_set(err, CBF_ENOMEM, "gains");
+    memcpy(s->initial_gains, s->gains, s->gains_rec.bytes);
+    return 0;
 }
 
 static int post_init(cbf_node *node, cbf_error *err)
@@ -257,7 +284,8 @@ static int post_init(cbf_node *node, cbf_error *err)
     if ((rc = cbf_port_set_desc(cbf_node_port(node, "out", 0), &d, err)))
         return rc;
     cbf_pool_config pc = {"out", d.mem, 4, s->out_bytes, batches, d.aux_size};
-    if ((rc = cbf_node_pool_create(node, &pc, &s->pool, err)))
+    if ((rc = cbf_node_pool_create(node, &pc, &s->pool, err)) ||
+        (rc = post_gains_open(node, s, &d, err)))
         return rc;
     s->c_batches = cbf_node_counter(node, "batches");
     s->c_missing = cbf_node_counter(node, "missing_batches");
@@ -275,6 +303,14 @@ static int post_init(cbf_node *node, cbf_error *err)
  * when a second one would fall in the same buffer, so none is ever late. */
 static int post_take_gain_change(post_state *s, int64_t ts, cbf_fft_post_args *a, cbf_error *err)
 {
+    /* The table at start is in force from the first spectrum on. */
+    if (s->initial_gains) {
+        int rc = cbf_stage_record_send(&s->gains_rec, s->initial_gains, ts);
+        free(s->initial_gains);
+        s->initial_gains = NULL;
+        if (rc)
+            return cbf_error_set(err, rc, "gains output stopped");
+    }
     if (!cbf_timed_count(s->pend))
         return 0;
     const int64_t at = cbf_timed_at(s->pend, 0);
@@ -296,6 +332,8 @@ static int post_take_gain_change(post_state *s, int64_t ts, cbf_fft_post_args *a
         return rc;
     a->switch_gains = 1;
     a->gain_switch = (size_t)k;
+    if ((rc = cbf_stage_record_send(&s->gains_rec, gains, ts + k * s->step)))
+        return cbf_error_set(err, rc, "gains output stopped");
     cbf_log_info("gain change at timestamp %lld: from spectrum %lld of the buffer at %lld",
                  (long long)at, (long long)k, (long long)ts);
     cbf_timed_pop(s->pend, 1);
@@ -459,6 +497,7 @@ static void post_fini(cbf_node *node)
         return;
     cbf_fft_post_cpu_destroy(s->cpu);
     free(s->gains);
+    free(s->initial_gains);
     cbf_timed_destroy(s->pend);
     cbf_error ignored;
     post_land(s, NULL, 0, &ignored);

@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "h5util.h"
+#include "meaning.h"
+#include "stage/contracts/common.h"
 
 static const cbf_param_decl filesink_params[] = {
     {.name = "path", .type = CBF_PARAM_STRING,
@@ -30,6 +32,9 @@ static const cbf_param_decl filesink_params[] = {
      .doc = "buffers to write per input, later ones are received and dropped; 0 = all"},
     {.name = "capture", .type = CBF_PARAM_BOOL, .def = "true",
      .doc = "write from the start; false: wait for a `capture` request (action start)"},
+    {.name = "input_labels", .type = CBF_PARAM_STRING, .def = "",
+     .doc = "names of the inputs, comma separated, input 2 x antenna + pol (e.g. \"m000v, "
+            "m000h\"); inputs not named are ant<a>p<pol>"},
 };
 
 static const cbf_param_decl filesink_capture_args[] = {
@@ -84,6 +89,7 @@ typedef struct filesink {
     input *in;
     cbf_counter *c_written, *c_dropped;
     double last_flush;    /* CLOCK_MONOTONIC seconds, under filesink_h5_lock */
+    fs_labels labels;
 } filesink;
 
 /* A long capture stays readable if the process dies: the file is flushed
@@ -135,7 +141,14 @@ static int filesink_make_parents(const char *path)
     return mkdir(dir, 0777) != 0 && errno != EEXIST ? -1 : 0;
 }
 
-static int filesink_write_attrs(input *in, cbf_node *peer, int index)
+/* The descriptor's own `bits` (the digitiser's sample width, which pfb and
+ * ddc outputs carry) would collide with the group's, the stored values'. */
+static const char *filesink_attr_name(const char *name)
+{
+    return strcmp(name, CBF_ATTR_BITS) ? name : "adc_bits";
+}
+
+static int filesink_write_attrs(filesink *s, input *in, cbf_node *peer, int index)
 {
     const cbf_port_desc *d = &in->desc;
     const char *axes[CBF_MAX_DIMS + 2];
@@ -149,16 +162,20 @@ static int filesink_write_attrs(input *in, cbf_node *peer, int index)
     rc |= h5u_attr_string(in->group, "producer", cbf_node_name(peer));
     rc |= h5u_attr_string(in->group, "producer_plugin", cbf_node_plugin(peer));
     rc |= h5u_attr_i64(in->group, "edge", index);
+    rc |= h5u_attr_string(in->group, "type", d->type ? d->type : "");
     rc |= h5u_attr_string(in->group, "dtype", cbf_dtype_name(d->dtype));
-    rc |= h5u_attr_i64(in->group, "bits", d->bits);
+    rc |= h5u_attr_i64(in->group, "bits", fs_bits_of(d));
     rc |= h5u_attr_string(in->group, "mem", cbf_mem_kind_name(d->mem));
     rc |= h5u_attr_string(in->group, "present_axis", d->present_axis ? d->present_axis : "");
     rc |= h5u_attr_string(in->group, "aux_layout", d->aux_layout ? d->aux_layout : "");
     rc |= h5u_attr_i64(in->group, "timestamp_step", (long long)d->timestamp_step);
+    rc |= fs_meaning_write(in->group, d, peer, &s->labels);
     /* A descriptor attribute never replaces one of the names above. */
-    for (int i = 0; i < d->n_attrs; i++)
-        if (H5Aexists(in->group, d->attr_names[i]) == 0)
-            rc |= h5u_attr_double(in->group, d->attr_names[i], d->attr_values[i]);
+    for (int i = 0; i < d->n_attrs; i++) {
+        const char *name = filesink_attr_name(d->attr_names[i]);
+        if (H5Aexists(in->group, name) == 0)
+            rc |= h5u_attr_double(in->group, name, d->attr_values[i]);
+    }
     const cbf_params *pp = cbf_node_params(peer);
     hid_t pg = H5Gcreate2(in->group, "params", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (pg < 0)
@@ -211,7 +228,7 @@ static int filesink_open_input(filesink *s, input *in, int index, cbf_error *err
         (in->missing = h5u_create_rows(in->group, "missing", H5T_NATIVE_UINT64, 0, NULL)) < 0 ||
         (np && (in->present = h5u_create_rows(in->group, "present", H5T_NATIVE_UINT8, 1, &np)) < 0) ||
         (na && (in->aux = h5u_create_rows(in->group, "aux", H5T_NATIVE_UINT8, 1, &na)) < 0) ||
-        filesink_write_attrs(in, peer, index) < 0)
+        filesink_write_attrs(s, in, peer, index) < 0)
         return cbf_error_set(err, CBF_EIO, "%s: cannot create group /%s", s->path,
                              in->group_name);
     return 0;
@@ -254,6 +271,7 @@ static void filesink_fini(cbf_node *node)
     pthread_mutex_unlock(&filesink_h5_lock);
     free(s->in);
     free(s->path);
+    fs_labels_free(&s->labels);
     free(s);
     cbf_node_set_state(node, NULL);
 }
@@ -291,12 +309,15 @@ static int filesink_init(cbf_node *node, cbf_error *err)
     s->in = calloc((size_t)(s->n > 0 ? s->n : 1), sizeof *s->in);
     if (!s->path || !s->in)
         return cbf_error_set(err, CBF_ENOMEM, "out of memory");
+    int rc = fs_labels_parse(&s->labels, cbf_params_string(p, "input_labels"), err);
+    if (rc)
+        return rc;
     s->c_written = cbf_node_counter(node, "buffers_written");
     s->c_dropped = cbf_node_counter(node, "buffers_dropped");
     pthread_mutex_lock(&filesink_h5_lock);
     /* HDF5 would print its error stack to stderr; errors are returned instead. */
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    int rc = filesink_create_file(s, p, err);
+    rc = filesink_create_file(s, p, err);
     s->last_flush = filesink_now_s();
     for (int i = 0; rc == 0 && i < s->n; i++) {
         input *in = &s->in[i];

@@ -1,6 +1,7 @@
 /* h5util.c: see h5util.h. */
 #include "h5util.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 hid_t h5u_create_rows(hid_t loc, const char *name, hid_t type, int row_rank,
@@ -121,4 +122,41 @@ int h5u_attr_double(hid_t loc, const char *name, double value)
 int h5u_attr_i64(hid_t loc, const char *name, long long value)
 {
     return h5u_attr_write(loc, name, H5T_NATIVE_LLONG, H5Screate(H5S_SCALAR), &value);
+}
+
+int h5u_write_strings(hid_t loc, const char *name, int rank, const hsize_t *dims,
+                      const char *const *values)
+{
+    size_t n = 1, len = 1;
+    for (int i = 0; i < rank; i++)
+        n *= (size_t)dims[i];
+    for (size_t i = 0; i < n; i++)
+        if (strlen(values[i]) + 1 > len)
+            len = strlen(values[i]) + 1;
+    char *flat = calloc(n ? n : 1, len);
+    if (!flat)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        memcpy(flat + i * len, values[i], strlen(values[i]));
+    hid_t type = H5Tcopy(H5T_C_S1);
+    H5Tset_size(type, len);
+    H5Tset_strpad(type, H5T_STR_NULLTERM);
+    int rc = h5u_write_array(loc, name, type, rank, dims, flat);
+    H5Tclose(type);
+    free(flat);
+    return rc;
+}
+
+int h5u_write_array(hid_t loc, const char *name, hid_t type, int rank, const hsize_t *dims,
+                    const void *data)
+{
+    hid_t space = H5Screate_simple(rank, dims, NULL);
+    hid_t ds = space >= 0 ? H5Dcreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT,
+                                       H5P_DEFAULT) : -1;
+    int rc = ds >= 0 && H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0 ? 0 : -1;
+    if (ds >= 0)
+        H5Dclose(ds);
+    if (space >= 0)
+        H5Sclose(space);
+    return rc;
 }

@@ -23,4 +23,13 @@ int h5u_attr_strings(hid_t loc, const char *name, const char *const *values, siz
 int h5u_attr_double(hid_t loc, const char *name, double value);
 int h5u_attr_i64(hid_t loc, const char *name, long long value);
 
+/* A fixed-size dataset written at once: values in C order, dims[rank].
+ * Fixed-length strings (of the longest value) for the string form, which
+ * h5py reads as bytes. Datasets rather than attributes because a list of
+ * baselines outgrows HDF5's 64 KiB attribute limit. Return 0 or -1. */
+int h5u_write_array(hid_t loc, const char *name, hid_t type, int rank, const hsize_t *dims,
+                    const void *data);
+int h5u_write_strings(hid_t loc, const char *name, int rank, const hsize_t *dims,
+                      const char *const *values);
+
 #endif

@@ -28,6 +28,7 @@
 #include "stage/contracts/adc.h"
 #include "stage/contracts/ddc.h"
 #include "stage/contracts/feng.h"
+#include "stage/flow.h"
 #include "stage/gpu.h"
 #include "stage/input.h"
 #include "stage/kern.h"
@@ -61,6 +62,7 @@ typedef struct pfb_state {
     int64_t delay[2];     /* coarse_delay parameter: the models' starting point */
     delay_model model[2]; /* in force, per pol */
     cbf_timed *dpend;     /* pfb_delay_change, waiting for their timestamps */
+    cbf_stage_record delays_rec; /* optional record of the models in force */
     int64_t *coarse;      /* [pol][spectrum] of the buffer being made */
     int aux_model;        /* aux carries the per-spectrum fine delay and phase */
     double rate;          /* digitiser samples per second */
@@ -118,6 +120,10 @@ static const cbf_port_decl pfb_ports[] = {
      .doc = "FIR output [pol][spectrum][2 x channels] float32, unzipped for fft_post "
             "(narrowband, " CBF_TYPE_FENG_FIR_COMPLEX ": [pol][spectrum][4 x channels], "
             "2 x channels complex)"},
+    {.name = "delays", .dir = CBF_PORT_OUT, .type = CBF_TYPE_FENG_DELAYS, .optional = 1,
+     .doc = "every delay model in force, F64 [pol][t0, delay s, rate s/s, phase rad, phase rate "
+            "rad/s], timestamped with its `at`: the one at start (coarse_delay), then each applied "
+            "change (wire to a filesink to record runtime changes beside the data)"},
 };
 
 static int pfb_attr(const cbf_port_desc *d, const char *name, double *v, cbf_error *err)
@@ -241,6 +247,22 @@ static int pfb_setup_staging(cbf_node *node, pfb_state *s, const cbf_params *p, 
     return 0;
 }
 
+/* Records the models in force as valid from model time t (a no-op
+ * unwired), in digitiser samples and the units a `delays` request takes:
+ * a model counts FIR input samples, `scale` digitiser samples each. */
+static int pfb_delays_record(pfb_state *s, int64_t t)
+{
+    double v[2][CBF_FENG_DELAY_FIELDS];
+    const double sc = (double)s->scale, fs = s->rate > 0 ? s->rate / sc : NAN;
+    for (int q = 0; q < 2; q++) {
+        const delay_model *m = &s->model[q];
+        const double row[CBF_FENG_DELAY_FIELDS] = {(double)m->t0 * sc, m->d0 / fs, m->rate, m->ph0,
+                                                   m->phr * fs};
+        memcpy(v[q], row, sizeof row);
+    }
+    return cbf_stage_record_send(&s->delays_rec, v, t * s->scale);
+}
+
 static int pfb_set_output(cbf_node *node, pfb_state *s, const cbf_port_desc *in, double rate,
                           cbf_error *err)
 {
@@ -283,7 +305,16 @@ static int pfb_set_output(cbf_node *node, pfb_state *s, const cbf_port_desc *in,
     if (rc)
         return rc;
     cbf_pool_config pc = {"out", d.mem, 4, cbf_port_desc_bytes(&d), d.n_present, d.aux_size};
-    return cbf_node_pool_create(node, &pc, &s->pool, err);
+    if ((rc = cbf_node_pool_create(node, &pc, &s->pool, err)))
+        return rc;
+    /* The delays output, when wired: the FIR output's attributes on a
+     * [pol][field] table. */
+    cbf_port_desc r;
+    cbf_port_desc_init(&r, CBF_DTYPE_F64, CBF_MEM_HOST);
+    r.type = CBF_TYPE_FENG_DELAYS;
+    cbf_port_desc_add_axis(&r, "pol", 2);
+    cbf_port_desc_add_axis(&r, "model", CBF_FENG_DELAY_FIELDS);
+    return cbf_stage_record_open(node, "delays", &r, &d, &s->delays_rec, err);
 }
 
 static int pfb_init(cbf_node *node, cbf_error *err)
@@ -456,18 +487,22 @@ static int pfb_fir_section(pfb_state *s, cbf_buffer *out, const int64_t a[2], si
 }
 
 /* Models whose timestamp the buffer starting at spectrum g reaches become
- * the ones in force (after the buffer has used them per spectrum). */
-static void pfb_promote_models(pfb_state *s, int64_t g)
+ * the ones in force (after the buffer has used them per spectrum), each
+ * recorded from its timestamp. */
+static int pfb_promote_models(pfb_state *s, int64_t g)
 {
     const int64_t t = g * (int64_t)s->step;
-    int k = 0;
+    int k = 0, rc = 0;
     for (; k < cbf_timed_count(s->dpend) && cbf_timed_at(s->dpend, k) <= t; k++) {
         const pfb_delay_change *c = cbf_timed_payload(s->dpend, k);
         for (int q = 0; q < 2; q++)
             if (c->pols & (1u << q))
                 s->model[q] = c->m[q];
+        if (!rc)
+            rc = pfb_delays_record(s, cbf_timed_at(s->dpend, k));
     }
     cbf_timed_pop(s->dpend, k);
+    return rc;
 }
 
 /* Digitiser power of one buffer's owned samples as RMS in dB of full scale. */
@@ -601,8 +636,16 @@ static int pfb_produce(cbf_node *node, pfb_state *s, cbf_error *err)
     }
     cbf_counter_add(s->c_spectra, s->spectra);
     cbf_counter_add(s->c_missing, out->missing);
+    /* The coarse delays at start, in force from the first spectrum. */
+    if (s->delays_rec.seq == 0 && (rc = pfb_delays_record(s, out->timestamp / s->scale))) {
+        cbf_buffer_unref(out);
+        return rc;
+    }
     pfb_set_next(s, s->next_g + (int64_t)s->spectra);
-    pfb_promote_models(s, s->next_g);
+    if ((rc = pfb_promote_models(s, s->next_g))) {
+        cbf_buffer_unref(out);
+        return rc;
+    }
     if ((rc = cbf_port_send(cbf_node_port(node, "out", 0), out)))
         return rc;
     /* Keep what the next buffer's earliest window needs, from a heap

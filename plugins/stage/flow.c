@@ -1,6 +1,8 @@
 /* flow.c: see flow.h. */
 #include "stage/flow.h"
 
+#include <string.h>
+
 int cbf_stage_out_open(cbf_node *node, cbf_port *out, const cbf_port_desc *d, size_t count,
                        cbf_pool **pool, cbf_error *err)
 {
@@ -16,6 +18,33 @@ int cbf_stage_out_open(cbf_node *node, cbf_port *out, const cbf_port_desc *d, si
         .aux_size = d->aux_size,
     };
     return cbf_node_pool_create(node, &pc, pool, err);
+}
+
+int cbf_stage_record_open(cbf_node *node, const char *port, cbf_port_desc *d,
+                          const cbf_port_desc *like, cbf_stage_record *r, cbf_error *err)
+{
+    r->out = cbf_node_port(node, port, 0);
+    if (!r->out)
+        return 0;
+    for (int i = 0; i < like->n_attrs; i++)
+        cbf_port_desc_set_attr(d, like->attr_names[i], like->attr_values[i]);
+    r->bytes = cbf_port_desc_bytes(d);
+    /* Two: one being written by the sink while the next change is made. */
+    return cbf_stage_out_open(node, r->out, d, 2, &r->pool, err);
+}
+
+int cbf_stage_record_send(cbf_stage_record *r, const void *payload, int64_t ts)
+{
+    if (!r->out)
+        return 0;
+    cbf_buffer *b;
+    int rc = cbf_pool_get(r->pool, &b);
+    if (rc)
+        return rc;
+    memcpy(b->data, payload, r->bytes);
+    b->timestamp = ts;
+    b->seq = r->seq++;
+    return cbf_port_send(r->out, b);
 }
 
 int cbf_stage_source_run(const cbf_stage_source *src, cbf_error *err)

@@ -50,6 +50,26 @@ typedef struct cbf_stage_source {
  * stopped, else the error of getting or filling a buffer. */
 int cbf_stage_source_run(const cbf_stage_source *src, cbf_error *err);
 
+/* An optional output recording what a stage put in force (a gain table, a
+ * delay model) and from which timestamp: one small host buffer per change,
+ * made only when the port is wired, so a sink can keep runtime changes
+ * beside the data they changed. */
+typedef struct cbf_stage_record {
+    cbf_port *out;           /* NULL: the port is not wired, nothing is recorded */
+    cbf_pool *pool;
+    uint64_t seq;            /* records sent */
+    size_t bytes;
+} cbf_stage_record;
+
+/* Opens the output named `port` when it is wired: d (type and axes set by
+ * the caller, host memory) gets the numeric attributes of `like` (the data
+ * the records belong to). Call from init. */
+int cbf_stage_record_open(cbf_node *node, const char *port, cbf_port_desc *d,
+                          const cbf_port_desc *like, cbf_stage_record *r, cbf_error *err);
+/* Sends a copy of payload (the descriptor's bytes) as in force from ts;
+ * 0 and nothing when unwired. Returns 0 or CBF_ESTOPPED. */
+int cbf_stage_record_send(cbf_stage_record *r, const void *payload, int64_t ts);
+
 #ifdef __cplusplus
 }
 #endif

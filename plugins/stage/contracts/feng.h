@@ -8,7 +8,8 @@
  * cbf_feng_fir_complex_aux.
  * "cbf.feng.spectra": fft_post to the sender or a sink, [batch][channel]
  * [spectrum][pol] CI8 or CI4 of one antenna, one flag per batch (heap),
- * aux cbf_feng_spectra_aux. docs/formats.md has the numbers. */
+ * aux cbf_feng_spectra_aux. docs/formats.md has the numbers.
+ * "cbf.feng.gains": see CBF_TYPE_FENG_GAINS. */
 #ifndef CBF_CONTRACTS_FENG_H
 #define CBF_CONTRACTS_FENG_H
 
@@ -21,6 +22,17 @@
  * descriptor's type names the one it makes (from its input's type). */
 #define CBF_TYPE_FENG_FIR_COMPLEX "cbf.feng.fir.complex"
 #define CBF_TYPE_FENG_SPECTRA "cbf.feng.spectra"
+/* fft_post's record of its gains: CF32 [channel][pol], one buffer per
+ * table put in force (the one at start, then each applied change), its
+ * timestamp the first spectrum that used it. */
+#define CBF_TYPE_FENG_GAINS "cbf.feng.gains"
+/* pfb's record of its delay models: F64 [pol][CBF_FENG_DELAY_FIELDS], one
+ * buffer per model put in force (the coarse_delay at start, then each
+ * applied `delays` request), its timestamp the model's `at`. Per pol: the
+ * model's reference timestamp t0, delay (s) and delay rate (s/s) at t0,
+ * phase (rad) and phase rate (rad/s) at t0, as the request gave them. */
+#define CBF_TYPE_FENG_DELAYS "cbf.feng.delays"
+#define CBF_FENG_DELAY_FIELDS 5
 
 #define CBF_ATTR_UNZIP "unzip"
 #define CBF_ATTR_FIRST_CHANNEL "first_channel"
