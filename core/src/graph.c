@@ -486,11 +486,49 @@ static int parse_node(loader *L, const yaml_node_pair_t *p, size_t idx)
     return collect_params(L, idx, params && !cbf_yaml_is_null(params) ? params : NULL);
 }
 
-static long find_node(const cbf_graph *g, const char *name, size_t len)
+/* Compares name[0..len) with a whole string, as strcmp would. */
+static int name_cmp(const char *name, size_t len, const char *s)
 {
-    for (size_t i = 0; i < g->n_nodes; i++)
-        if (g->nodes[i].name && strlen(g->nodes[i].name) == len && !strncmp(g->nodes[i].name, name, len))
-            return (long)i;
+    int c = strncmp(name, s, len);
+    return c ? c : -(s[len] != 0);
+}
+
+static const cbf_graph *by_name_graph;   /* for qsort's comparator; one thread loads */
+
+static int node_order(const void *a, const void *b)
+{
+    const char *x = by_name_graph->nodes[*(const size_t *)a].name, *y = by_name_graph->nodes[*(const size_t *)b].name;
+    return strcmp(x ? x : "", y ? y : "");
+}
+
+/* The node of that name, by binary search over an index sorted once the
+ * nodes are all known (edges and overrides look up every endpoint). */
+static long find_node(loader *L, const char *name, size_t len)
+{
+    const cbf_graph *g = L->g;
+    if (L->n_by_name != g->n_nodes) {
+        size_t *idx = realloc(L->by_name, (g->n_nodes + 1) * sizeof *idx);
+        if (!idx)
+            return -1;
+        for (size_t i = 0; i < g->n_nodes; i++)
+            idx[i] = i;
+        by_name_graph = g;
+        qsort(idx, g->n_nodes, sizeof *idx, node_order);
+        L->by_name = idx;
+        L->n_by_name = g->n_nodes;
+    }
+    size_t lo = 0, hi = L->n_by_name;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const char *s = g->nodes[L->by_name[mid]].name;
+        int c = name_cmp(name, len, s ? s : "");
+        if (!c)
+            return (long)L->by_name[mid];
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
     return -1;
 }
 
@@ -512,7 +550,7 @@ static int apply_overrides(loader *L)
         override *o = &L->ov[k];
         if (!strcmp(o->node, "engine"))
             continue;
-        long i = find_node(L->g, o->node, strlen(o->node));
+        long i = find_node(L, o->node, strlen(o->node));
         if (i < 0) {
             char h[96] = "";
             node_hint(L->g, o->node, h, sizeof h);
@@ -594,7 +632,7 @@ static int endpoint(loader *L, const char *text, size_t len, const char *where, 
         return cbf_error_set(L->err, CBF_ECONFIG, "%s: edge %s '%.*s': expected NODE.PORT", where, side,
                              (int)len, text);
     size_t nl = (size_t)(dot - text);
-    long ni = find_node(L->g, text, nl);
+    long ni = find_node(L, text, nl);
     if (ni < 0) {
         char name[256], h[96] = "";
         snprintf(name, sizeof name, "%.*s", (int)nl, text);
@@ -998,6 +1036,7 @@ int cbf_graph_load(const char *path, const char *const *overrides, size_t n_over
     for (size_t i = 0; L.src && i < L.g->n_nodes; i++)
         free(L.src[i].kv);
     free(L.src);
+    free(L.by_name);
     for (size_t i = 0; i < L.n_ov; i++) {
         if (L.ov[i].loaded)
             yaml_document_delete(&L.ov[i].doc);
