@@ -41,6 +41,14 @@ typedef struct loader {
     size_t *edge_count;   /* per edge: index among edges into its input, for multi */
     size_t *by_name;      /* node indices sorted by name (find_node), for n_by_name nodes */
     size_t n_by_name;
+    /* Per port of every node, what earlier edges did there (check_edge):
+     * port p of node i is slot port_base[i] + p. */
+    struct port_seen {
+        long first_out, writer_out;  /* first edge from this output; first into an input that writes */
+        long first_in;               /* first edge into this input */
+        size_t n_in;
+    } *seen;
+    size_t *port_base;
 } loader;
 
 /* ---- places and small helpers ---- */
@@ -773,28 +781,47 @@ static const cbf_port_decl *port_of(const cbf_graph *g, size_t node, size_t port
     return &g->nodes[node].plugin->ports[port];
 }
 
+/* The port's slot in L->seen, made when the first edge is checked (every
+ * node is known by then). */
+static struct port_seen *seen_at(loader *L, size_t node, size_t port)
+{
+    const cbf_graph *g = L->g;
+    if (!L->seen) {
+        size_t total = 0;
+        if (!(L->port_base = malloc((g->n_nodes + 1) * sizeof *L->port_base)))
+            return NULL;
+        for (size_t i = 0; i < g->n_nodes; i++) {
+            L->port_base[i] = total;
+            total += (size_t)g->nodes[i].plugin->n_ports;
+        }
+        if (!(L->seen = malloc((total + 1) * sizeof *L->seen)))
+            return NULL;
+        for (size_t k = 0; k < total; k++)
+            L->seen[k] = (struct port_seen){.first_out = -1, .writer_out = -1, .first_in = -1};
+    }
+    return &L->seen[L->port_base[node] + port];
+}
+
 /* A fan-out hands every consumer the same buffer: none of them may write it. */
-static int check_fanout(loader *L, const cbf_graph_edge *e)
+static int check_fanout(loader *L, const cbf_graph_edge *e, struct port_seen *out)
 {
     const cbf_graph *g = L->g;
     const cbf_port_decl *tp = port_of(g, e->to_node, e->to_port);
-    for (const cbf_graph_edge *o = g->edges; o < e; o++) {
-        if (o->from_node != e->from_node || o->from_port != e->from_port)
-            continue;
-        const cbf_port_decl *op = port_of(g, o->to_node, o->to_port);
-        if (!((tp->flags | op->flags) & CBF_PORT_WRITES_INPUT))
-            continue;
-        const char *fn = g->nodes[e->from_node].name, *fp = port_of(g, e->from_node, e->from_port)->name;
-        const char *wn = g->nodes[(tp->flags & CBF_PORT_WRITES_INPUT) ? e->to_node : o->to_node].name;
-        const char *wp = (tp->flags & CBF_PORT_WRITES_INPUT) ? tp->name : op->name;
-        return cbf_error_set(L->err, CBF_ECONFIG,
-                             "%s: edge %s.%s -> %s.%s: output '%s.%s' already feeds %s.%s (at %s), and "
-                             "input '%s.%s' writes its buffers in place; a fan-out shares one buffer "
-                             "between its consumers, so it cannot feed an input that writes it",
-                             e->where, fn, fp, g->nodes[e->to_node].name, tp->name, fn, fp,
-                             g->nodes[o->to_node].name, op->name, o->where, wn, wp);
-    }
-    return 0;
+    /* The first earlier edge from this output that makes a writer share it. */
+    long k = (tp->flags & CBF_PORT_WRITES_INPUT) ? out->first_out : out->writer_out;
+    if (k < 0)
+        return 0;
+    const cbf_graph_edge *o = &g->edges[k];
+    const cbf_port_decl *op = port_of(g, o->to_node, o->to_port);
+    const char *fn = g->nodes[e->from_node].name, *fp = port_of(g, e->from_node, e->from_port)->name;
+    const char *wn = g->nodes[(tp->flags & CBF_PORT_WRITES_INPUT) ? e->to_node : o->to_node].name;
+    const char *wp = (tp->flags & CBF_PORT_WRITES_INPUT) ? tp->name : op->name;
+    return cbf_error_set(L->err, CBF_ECONFIG,
+                         "%s: edge %s.%s -> %s.%s: output '%s.%s' already feeds %s.%s (at %s), and "
+                         "input '%s.%s' writes its buffers in place; a fan-out shares one buffer "
+                         "between its consumers, so it cannot feed an input that writes it",
+                         e->where, fn, fp, g->nodes[e->to_node].name, tp->name, fn, fp,
+                         g->nodes[o->to_node].name, op->name, o->where, wn, wp);
 }
 
 static int check_edge(loader *L, size_t idx)
@@ -812,20 +839,24 @@ static int check_edge(loader *L, size_t idx)
                              e->where, fn->name, fp->name, tn->name, tp->name, fn->name, fp->name,
                              gives, tn->name, tp->name, takes);
     }
-    int rc = check_fanout(L, e);
+    struct port_seen *out = seen_at(L, e->from_node, e->from_port), *in = seen_at(L, e->to_node, e->to_port);
+    if (!out || !in)
+        return cbf_error_set(L->err, CBF_ENOMEM, "out of memory");
+    int rc = check_fanout(L, e, out);
     if (rc)
         return rc;
-    e->to_index = 0;
-    for (size_t j = 0; j < idx; j++) {
-        const cbf_graph_edge *o = &g->edges[j];
-        if (o->to_node != e->to_node || o->to_port != e->to_port)
-            continue;
-        if (!tp->multi)
-            return cbf_error_set(L->err, CBF_ECONFIG,
-                                 "%s: edge %s.%s -> %s.%s: input '%s.%s' takes one edge and already has one (at %s)",
-                                 e->where, fn->name, fp->name, tn->name, tp->name, tn->name, tp->name, o->where);
-        e->to_index++;
-    }
+    if (in->n_in && !tp->multi)
+        return cbf_error_set(L->err, CBF_ECONFIG,
+                             "%s: edge %s.%s -> %s.%s: input '%s.%s' takes one edge and already has one (at %s)",
+                             e->where, fn->name, fp->name, tn->name, tp->name, tn->name, tp->name,
+                             g->edges[in->first_in].where);
+    e->to_index = in->n_in++;
+    if (in->first_in < 0)
+        in->first_in = (long)idx;
+    if (out->first_out < 0)
+        out->first_out = (long)idx;
+    if (out->writer_out < 0 && (tp->flags & CBF_PORT_WRITES_INPUT))
+        out->writer_out = (long)idx;
     return 0;
 }
 
@@ -1037,6 +1068,8 @@ int cbf_graph_load(const char *path, const char *const *overrides, size_t n_over
         free(L.src[i].kv);
     free(L.src);
     free(L.by_name);
+    free(L.seen);
+    free(L.port_base);
     for (size_t i = 0; i < L.n_ov; i++) {
         if (L.ov[i].loaded)
             yaml_document_delete(&L.ov[i].doc);
