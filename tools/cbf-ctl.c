@@ -62,11 +62,38 @@ static int usage(void)
             "  delays [--node N] [--pol P] [--at TS] DELAY_S RATE PHASE_RAD PHASE_RATE_RAD_S\n"
             "  capture start|stop [--node N]\n"
             "  REQUEST [--node N] [KEY=VALUE...]  any request a plugin declares\n"
-            "  raw TEXT                           send TEXT as the request, unchanged\n"
+            "  raw TEXT|-                         send TEXT (- : standard input) as the request, unchanged\n"
             "ENDPOINT: $CBF_CTL_ENDPOINT or %s; a bare port means 127.0.0.1:PORT\n"
             "exit: 0 ok, 1 refused by the engine, 2 usage, 3 no answer\n",
             DEFAULT_ENDPOINT);
     return 2;
+}
+
+/* All of f as a string, or NULL (with a message) when it cannot be read. */
+static char *ctl_read_all(FILE *f)
+{
+    size_t n = 0, cap = 1 << 16;
+    char *buf = malloc(cap);
+    for (size_t got; buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
+        n += got;
+        if (cap - n - 1 == 0) {
+            char *more = realloc(buf, cap * 2);
+            if (!more) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = more;
+            cap *= 2;
+        }
+    }
+    if (!buf || ferror(f)) {
+        fprintf(stderr, "cbf-ctl: cannot read the request from standard input\n");
+        free(buf);
+        return NULL;
+    }
+    buf[n] = 0;
+    return buf;
 }
 
 /* Sends one request; *reply is the parsed answer. 0, or 3 with a message. */
@@ -349,7 +376,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "-s") && i + 1 < argc)
             sub_ep = argv[++i];
         else if (npos < 4096 && (argv[i][0] != '-' || (argv[i][1] >= '0' && argv[i][1] <= '9') ||
-                                 argv[i][1] == '.'))
+                                 argv[i][1] == '.' || !argv[i][1]))   /* "-": standard input */
             pos[npos++] = argv[i];
         else {
             fprintf(stderr, "cbf-ctl: unknown option '%s'\n", argv[i]);
@@ -363,9 +390,12 @@ int main(int argc, char **argv)
         return rc;
     }
     if (!strcmp(cmd, "raw")) {
-        /* The text as it is: for trying the engine's checks by hand. */
-        json_t *reply;
-        int rc = npos == 1 ? call_text(&c, pos[0], &reply) : usage();
+        /* The text as it is: for trying the engine's checks by hand, or a
+         * request too long for a command line from standard input ("-"). */
+        json_t *reply = NULL;
+        char *text = npos == 1 && !strcmp(pos[0], "-") ? ctl_read_all(stdin) : NULL;
+        int rc = npos != 1 ? usage() : !strcmp(pos[0], "-") && !text ? 2 : call_text(&c, text ? text : pos[0], &reply);
+        free(text);
         if (!rc && !(rc = refused(reply))) {
             if (c.raw_json)
                 print_json(reply);

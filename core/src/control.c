@@ -59,15 +59,28 @@ static int bind_socket(cbf_control *c, int type, const char *text, const char *k
         return cbf_error_set(err, CBF_EIO, "%s: engine.%s: zmq_socket: %s", c->g->engine.where, key,
                              zmq_strerror(zmq_errno()));
     int linger = type == ZMQ_PUB ? 500 : 0;   /* let the last sensor message leave */
-    int64_t maxmsg = 64 << 20;
+    /* The largest request any stage needs is a gain table: 2 x 65536
+     * values in full double precision, about 3 MB of JSON. A longer
+     * message is not read at all (ZeroMQ drops that client's connection),
+     * so it cannot hold the control thread or the memory for long; and at
+     * most a few requests wait behind the one being answered. */
+    int64_t maxmsg = CBF_CONTROL_MAX_REQUEST;
+    int hwm = 4;
     zmq_setsockopt(*sock, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(*sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    zmq_setsockopt(*sock, ZMQ_RCVHWM, &hwm, sizeof hwm);
     if (zmq_bind(*sock, ep) != 0)
         return cbf_error_set(err, CBF_EIO, "%s: engine.%s: cannot bind '%s': %s", c->g->engine.where,
                              key, ep, zmq_strerror(zmq_errno()));
     /* A wildcard port ("tcp://127.0.0.1:*") is resolved by the bind. */
     size_t len = epn;
     zmq_getsockopt(*sock, ZMQ_LAST_ENDPOINT, ep, &len);
+    if (strncmp(ep, "tcp://127.", 10) && strncmp(ep, "tcp://localhost:", 16) && strncmp(ep, "ipc://", 6) &&
+        strncmp(ep, "inproc://", 9))
+        cbf_log_warn("engine.%s listens on %s, beyond this host's loopback: anyone who can reach it "
+                     "can %s; bind tcp://127.0.0.1:PORT unless a firewall guards it",
+                     key, ep, type == ZMQ_REP ? "change gains and delays, stop captures and shut the engine down"
+                                              : "read every sensor");
     return CBF_OK;
 }
 

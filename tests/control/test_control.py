@@ -1,7 +1,9 @@
 """Control plane through a real cbf-run: built-in requests, a bad request of
 each kind (each gets an error saying what was wrong and leaves the engine
 running unchanged), sensors published at the period asked (30 consecutive
-messages span 29 periods of engine time), and a clean shutdown (exit 0)."""
+messages span 29 periods of engine time), a request too long to read (no
+answer, the engine runs on), a warning when control binds beyond loopback,
+and a clean shutdown (exit 0)."""
 import json
 import os
 import subprocess
@@ -46,6 +48,15 @@ def main():
         run(e)
     finally:
         e.kill()
+    # Bound beyond loopback: the engine says so, loudly.
+    wide = YAML.replace("control: tcp://127.0.0.1:*", "control: tcp://0.0.0.0:*")
+    e = Engine(wide % (PERIOD, os.path.join(tmp, "wide.h5")), os.path.join(tmp, "wide.yaml"))
+    try:
+        check(any("beyond this host's loopback" in line for line in e.log),
+              "control on 0.0.0.0 warns that anyone who can reach it can change the engine")
+        check(e.shutdown() == 0, "and it still answers")
+    finally:
+        e.kill()
 
 
 def run(e):
@@ -87,6 +98,19 @@ def run(e):
         check(e.running(), "engine still running after %s" % text)
     rc, reply, err = e.request({"request": "log-level"})
     check(rc == 0 and reply["level"] == "debug", "bad requests left the log level as it was")
+
+    # Long requests through standard input: 4 MB is read and answered (an
+    # argument it does not take); 9 MB is beyond CBF_CONTROL_MAX_REQUEST and
+    # never read (no answer), and the engine answers the next client.
+    def raw_stdin(text, wait):
+        return subprocess.run([CBF_CTL, "-e", e.control, "-t", str(wait), "raw", "-"], input=text,
+                              capture_output=True, text=True, timeout=60)
+    r = raw_stdin('{"request": "requests", "pad": "%s"}' % ("x" * (4 << 20)), 20)
+    check(r.returncode == 1 and "takes no argument 'pad'" in r.stderr, "a 4 MB request is read and refused")
+    r = raw_stdin('{"request": "requests", "pad": "%s"}' % ("x" * (9 << 20)), 2)
+    check(r.returncode == 3 and e.running(), "a 9 MB request is not read (no answer); the engine runs on")
+    rc, reply, err = e.request({"request": "log-level"})
+    check(rc == 0 and reply["level"] == "debug", "the next request is answered")
 
     # No answer at all is exit 3 with a message (nothing listens there).
     r = subprocess.run([CBF_CTL, "-e", "tcp://127.0.0.1:9", "-t", "0.5", "sensors"],

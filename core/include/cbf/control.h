@@ -45,6 +45,10 @@ extern "C" {
 
 typedef struct cbf_node cbf_node;
 
+/* The longest request the engine reads, in bytes (8 MiB): a gain table for
+ * 65536 channels, complex, written in full precision, is about 3 MB. */
+#define CBF_CONTROL_MAX_REQUEST (8 << 20)
+
 typedef struct cbf_request_decl {
     const char *name;              /* lower case, letters, digits, '-' and '_' */
     const cbf_param_decl *args;
