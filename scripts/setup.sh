@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 debs="build-essential meson ninja-build pkg-config libyaml-dev libhdf5-dev hdf5-tools
       libfftw3-dev libzmq3-dev libcmocka-dev libpcap-dev libibverbs-dev libjansson-dev
       python3 python3-venv python3-pip clang python3-numpy python3-h5py python3-yaml"
+# The tests also run cbf-run under valgrind (tests/runtime/leaks.py).
+[ "${CBF_SETUP_PYTHON:-0}" = 1 ] && debs="$debs valgrind"
 missing=""
 for p in $debs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -272,6 +272,15 @@ int main(int argc, char **argv)
         cbf_registry_close(reg);
         return 2;
     }
+    /* Handlers first: an interrupt while the nodes initialise (FFTW
+     * planning, GPU set-up) stops the engine as soon as it exists, and
+     * it drains at once, instead of killing the process mid-init. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     cbf_engine *e = NULL;
     int rc = cbf_engine_create(g, &e, &err);
     if (rc) {
@@ -282,12 +291,8 @@ int main(int argc, char **argv)
     }
 
     atomic_store(&running_engine, e);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    if (stop_signal)   /* it came before there was an engine to stop */
+        cbf_engine_stop(e);
 
     run_state r = {.e = e};
     pthread_mutex_init(&r.mu, NULL);

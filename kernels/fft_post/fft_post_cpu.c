@@ -5,6 +5,7 @@
 #include <complex.h>
 #include <fftw3.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,14 @@ struct cbf_fft_post_cpu {
     float complex *half;      /* [k]: exp(-pi i k / channels), k < channels */
     float complex *rot;       /* [k][pol]: this run's exp(i (-pi d (k - N/2) / N + phi)) */
 };
+
+/* FFTW's planner is one per process and not thread-safe: plans are made
+ * and destroyed under one lock (engines in one process initialise on their
+ * own threads), and when the last plan goes, fftwf_cleanup() frees the
+ * planner's own memory, which valgrind otherwise reports as lost at exit.
+ * fft_post is FFTW's only user in cbf, so no other plan can be alive then. */
+static pthread_mutex_t fftw_lock = PTHREAD_MUTEX_INITIALIZER;
+static int fftw_plans;
 
 int cbf_fft_post_cpu_create(const cbf_fft_post_config *cfg, cbf_fft_post_cpu **out, char *msg,
                             size_t msglen)
@@ -42,8 +51,11 @@ int cbf_fft_post_cpu_create(const cbf_fft_post_config *cfg, cbf_fft_post_cpu **o
                              "fft_post: out of memory for a %d-channel plan", N);
     }
     /* UNALIGNED: buffers come from pools, not from fftwf_malloc. */
+    pthread_mutex_lock(&fftw_lock);
     p->plan = fftwf_plan_dft_1d(m, scratch, scratch, FFTW_FORWARD,
                                 FFTW_ESTIMATE | FFTW_UNALIGNED);
+    fftw_plans += p->plan != NULL;
+    pthread_mutex_unlock(&fftw_lock);
     fftwf_free(scratch);
     if (!p->plan) {
         cbf_fft_post_cpu_destroy(p);
@@ -210,8 +222,13 @@ void cbf_fft_post_cpu_destroy(cbf_fft_post_cpu *plan)
 {
     if (!plan)
         return;
-    if (plan->plan)
+    if (plan->plan) {
+        pthread_mutex_lock(&fftw_lock);
         fftwf_destroy_plan(plan->plan);
+        if (--fftw_plans == 0)
+            fftwf_cleanup();
+        pthread_mutex_unlock(&fftw_lock);
+    }
     free(plan->gains[0]);
     free(plan->gains[1]);
     free(plan->twiddle);
