@@ -14,7 +14,9 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -89,6 +91,8 @@ typedef struct filesink {
     input *in;
     cbf_counter *c_written, *c_dropped;
     double last_flush;    /* CLOCK_MONOTONIC seconds, under filesink_h5_lock */
+    atomic_bool failed;   /* an input could not write: every input stops */
+    bool created, ran;    /* the file is this run's; run() was called */
     fs_labels labels;
 } filesink;
 
@@ -269,6 +273,10 @@ static void filesink_fini(cbf_node *node)
     }
     filesink_close_id(&s->file, H5Fclose);
     pthread_mutex_unlock(&filesink_h5_lock);
+    /* Another node's init failed after this one made the file: nothing
+     * ran, so no empty file is left to look like a capture. */
+    if (s->created && !s->ran && unlink(s->path) == 0)
+        cbf_log_info("removed %s: the engine did not start", s->path);
     free(s->in);
     free(s->path);
     fs_labels_free(&s->labels);
@@ -288,6 +296,7 @@ static int filesink_create_file(filesink *s, const cbf_params *p, cbf_error *err
         return cbf_error_set(err, CBF_EIO, "%s: cannot create the folder of %s: %s",
                              where, s->path, strerror(errno));
     s->file = H5Fcreate(s->path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    s->created = s->file >= 0;
     if (s->file < 0)
         return cbf_error_set(err, CBF_EIO, "%s: cannot create HDF5 file %s", where,
                              s->path);
@@ -342,8 +351,40 @@ static void filesink_expand_ci4(const uint8_t *src, size_t n, int8_t *dst)
     }
 }
 
+/* Room left for the file to grow: the file system's free space for this
+ * user, and the process's file size limit (ulimit -f), whichever is less. */
+static uint64_t filesink_room(const char *path)
+{
+    uint64_t room = UINT64_MAX;
+    struct statvfs v;
+    if (statvfs(path, &v) == 0)
+        room = (uint64_t)v.f_bavail * v.f_frsize;
+    struct rlimit l;
+    struct stat st;
+    if (getrlimit(RLIMIT_FSIZE, &l) == 0 && l.rlim_cur != RLIM_INFINITY && stat(path, &st) == 0) {
+        uint64_t left = l.rlim_cur > (rlim_t)st.st_size ? (uint64_t)(l.rlim_cur - (rlim_t)st.st_size) : 0;
+        room = left < room ? left : room;
+    }
+    return room;
+}
+
+/* Bytes kept free for HDF5's metadata (chunk indexes, attributes) that a
+ * flush or the close writes after the last buffer. */
+#define ROOM_RESERVE (1u << 20)
+
 static int filesink_write_buffer(filesink *s, input *in, cbf_buffer *b)
 {
+    /* A write that fails half-way leaves HDF5's cache unable to close the
+     * file (and the library crashing at exit): a buffer the disk cannot
+     * hold is refused before any byte of it is written, so the file closes
+     * whole, with every buffer before it. */
+    uint64_t need = (uint64_t)in->payload * (in->expand_ci4 ? 2 : 1) + in->desc.n_present + in->desc.aux_size +
+                    64 + ROOM_RESERVE, room = filesink_room(s->path);
+    if (room < need)
+        return cbf_error_set(&in->err, CBF_EIO, "%s: no room for buffer %llu of /%s: %.1f MB left "
+                             "(file system space or the file size limit), %.1f MB needed; the file "
+                             "holds the buffers before it", s->path, (unsigned long long)in->written,
+                             in->group_name, 1e-6 * (double)room, 1e-6 * (double)need);
     const void *payload = b->data;
     if (b->kind != CBF_MEM_HOST) {
         if (cbf_buffer_copy_to_host(b, in->host, in->payload, &in->err) != 0)
@@ -373,29 +414,37 @@ static int filesink_write_buffer(filesink *s, input *in, cbf_buffer *b)
         rc |= H5Fflush(s->file, H5F_SCOPE_LOCAL) < 0;
         s->last_flush = filesink_now_s();
     }
+    int why = rc ? errno : 0;   /* what the failed write(2) said (HDF5 keeps it) */
     pthread_mutex_unlock(&filesink_h5_lock);
     if (rc)
-        return cbf_error_set(&in->err, CBF_EIO, "%s: writing buffer %llu of /%s failed",
-                             s->path, (unsigned long long)n, in->group_name);
+        return cbf_error_set(&in->err, CBF_EIO, "%s: writing buffer %llu of /%s failed: %s; the file "
+                             "holds the buffers before it",
+                             s->path, (unsigned long long)n, in->group_name,
+                             why ? strerror(why) : "HDF5 error");
     in->written++;
     in->missing_total += b->missing;
     cbf_counter_add(s->c_written, 1);
     return 0;
 }
 
-/* Drains one input to its end. After an error it keeps receiving (and
- * dropping) so that the producer is never left blocked on a full queue. */
+/* Drains one input to its end. A write that fails (a full disk) stops
+ * every input at its next buffer, and the node fails with the error: the
+ * engine then stops its producers, rather than running on with nothing
+ * recorded. */
 static void *filesink_drain(void *arg)
 {
     input *in = arg;
     filesink *s = cbf_node_state(in->node);
     cbf_node_thread_start(in->node, "in", in->index);
+    /* HDF5's error printing is per thread: the errors come back as ours. */
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     for (;;) {
         cbf_buffer *b;
-        if (cbf_port_recv(in->port, &b) != 0)
+        if (atomic_load(&s->failed) || cbf_port_recv(in->port, &b) != 0)
             break;
-        if (in->rc == 0 && atomic_load(&in->capturing) && (in->max == 0 || in->written < in->max)) {
-            in->rc = filesink_write_buffer(s, in, b);
+        if (atomic_load(&in->capturing) && (in->max == 0 || in->written < in->max)) {
+            if ((in->rc = filesink_write_buffer(s, in, b)))
+                atomic_store(&s->failed, true);
         } else {
             in->dropped++;
             cbf_counter_add(s->c_dropped, 1);
@@ -408,6 +457,7 @@ static void *filesink_drain(void *arg)
 static int filesink_run(cbf_node *node, cbf_error *err)
 {
     filesink *s = cbf_node_state(node);
+    s->ran = true;
     /* One reader per input: reading them in turn from one thread could
      * stall a fast producer behind a slow one sharing its upstream. */
     for (int i = 1; i < s->n; i++)
