@@ -411,6 +411,31 @@ static int add_build_dir(cbf_registry *r, cbf_error *err)
 #endif
 }
 
+/* <dir of libcbf>/cbf/plugins: the installed layout (libdir/libcbf.so.0
+ * beside libdir/cbf/plugins), found wherever the install was moved to or
+ * staged (DESTDIR), when the compiled-in CBF_PLUGIN_DIR is not there. */
+static int add_lib_dir(cbf_registry *r, cbf_error *err)
+{
+    Dl_info info;
+    char lib[PATH_MAX];
+    if (!dladdr((void *)cbf_registry_open, &info) || !info.dli_fname || !realpath(info.dli_fname, lib))
+        return 0;
+    char *slash = strrchr(lib, '/');
+    if (!slash)
+        return 0;
+    *slash = '\0';
+    char dir[PATH_MAX + 16], real[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/cbf/plugins", lib);
+    if (!realpath(dir, real))
+        return 0;
+#ifdef CBF_PLUGIN_DIR
+    char installed[PATH_MAX];
+    if (realpath(CBF_PLUGIN_DIR, installed) && !strcmp(installed, real))
+        return 0;   /* the same folder: listed once, as the installed one */
+#endif
+    return add_dir(r, real, TIER_INSTALLED, 0, err);
+}
+
 int cbf_registry_open(const char *const *dirs, size_t n_dirs, cbf_registry **out, cbf_error *err)
 {
     *out = NULL;
@@ -430,6 +455,8 @@ int cbf_registry_open(const char *const *dirs, size_t n_dirs, cbf_registry **out
     if (!rc)
         rc = add_dir(r, CBF_PLUGIN_DIR, TIER_INSTALLED, 0, err);
 #endif
+    if (!rc)
+        rc = add_lib_dir(r, err);
     if (rc) {
         cbf_registry_close(r);
         return rc;
