@@ -4,20 +4,37 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# One line per phase, so a minute of apt or ninja is not silence; a phase
+# that cannot work says which and why, and exits 3 (test.sh tells a set-up
+# failure from failing tests by it).
+phase() { echo "setup: $*"; }
+fail_setup() {
+    echo "setup: FAILED: $*" >&2
+    exit 3
+}
+
 debs="build-essential meson ninja-build pkg-config libyaml-dev libhdf5-dev hdf5-tools
       libfftw3-dev libzmq3-dev libcmocka-dev libpcap-dev libibverbs-dev libjansson-dev
       python3 python3-venv python3-pip clang python3-numpy python3-h5py python3-yaml"
 # The tests also run cbf-run under valgrind (tests/runtime/leaks.py).
 [ "${CBF_SETUP_PYTHON:-0}" = 1 ] && debs="$debs valgrind"
+phase "checking $(echo $debs | wc -w) Debian packages"
 missing=""
 for p in $debs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
 if [ -n "$missing" ]; then
-    echo "setup: installing$missing"
-    sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $missing >/dev/null
+    sudo=""
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null ||
+            fail_setup "missing Debian packages:$missing; run this as root, or have root run: apt-get install$missing"
+        sudo="sudo"
+    fi
+    phase "installing$missing with apt-get (a minute or two)"
+    $sudo apt-get update -qq ||
+        fail_setup "apt-get update failed: are the Debian package mirrors reachable?"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $missing >/dev/null ||
+        fail_setup "apt-get could not install$missing"
 fi
 
 # nvcc is optional: when it is installed (CUDA toolkit), the GPU kernels are built too.
@@ -30,19 +47,25 @@ export PATH
 # never in the system Python. Only the tests use them.
 if [ "${CBF_SETUP_PYTHON:-0}" = 1 ]; then
     if [ ! -x build-venv/bin/python ]; then
-        python3 -m venv build-venv
+        phase "making the test peers' virtual environment build-venv"
+        python3 -m venv build-venv || fail_setup "python3 -m venv build-venv failed"
     fi
-    build-venv/bin/python -c 'import numpy, h5py, spead2, yaml' 2>/dev/null ||
-        build-venv/bin/python -m pip install -q numpy h5py spead2 pyyaml
+    if ! build-venv/bin/python -c 'import numpy, h5py, spead2, yaml' 2>/dev/null; then
+        phase "installing the test peers (numpy, h5py, spead2, pyyaml) into build-venv with pip"
+        build-venv/bin/python -m pip install -q numpy h5py spead2 pyyaml ||
+            fail_setup "pip could not install the test peers: is PyPI reachable?"
+    fi
     pyopt="-Dtest_python=$PWD/build-venv/bin/python"
 else
     pyopt=""
 fi
 
 if [ ! -f build/build.ninja ]; then
-    meson setup build $pyopt >build-setup.log 2>&1 || { cat build-setup.log; exit 1; }
+    phase "configuring ./build (meson; nvcc $(command -v nvcc >/dev/null && echo found: CUDA kernels too || echo absent: CPU path only))"
+    meson setup build $pyopt >build-setup.log 2>&1 || { cat build-setup.log; fail_setup "meson setup (log: build-setup.log)"; }
 elif [ -n "$pyopt" ]; then
     meson configure build $pyopt >/dev/null
 fi
-ninja -C build >build.log 2>&1 || { tail -50 build.log; exit 1; }
+phase "building (ninja; log: build.log)"
+ninja -C build >build.log 2>&1 || { tail -50 build.log; fail_setup "the build (log: build.log)"; }
 echo "setup: built cbf in ./build ($(grep -c . build.log) build steps logged in build.log)"

@@ -3,7 +3,11 @@
 # "N passed, N failed, N skipped". GPU tests skip (exit 77) without a GPU.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-CBF_SETUP_PYTHON=1 bash scripts/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
+if ! CBF_SETUP_PYTHON=1 bash scripts/setup.sh; then
+    echo "set-up failed (above): no test ran"
+    echo "0 passed, 0 failed, 0 skipped"
+    exit 1
+fi
 meson test -C build --print-errorlogs --num-processes 2 "$@"
 rc=$?
 # A machine without nvcc builds only the CPU path: where ./build has the CUDA
