@@ -123,7 +123,7 @@ static result run_and_check(const char *gpu)
             "  fsim:\n"
             "    plugin: fsim\n"
             "    params: {antennas: %d, channels: %d, spectra_per_heap: %d, batches: %d, length: %d,\n"
-            "             start: 123904, delays: [0, 1.5, 3, 4.5], signal: 12, noise: 4, seed: 3,\n"
+            "             start: 123904, delays: [0, 1.5, 3, 4.5], signal: 12, noise: 4,\n"
             "             missing_antennas: [2], missing_batches: [3, 6]}\n"
             "  beam:\n"
             "    plugin: beamformer\n"
