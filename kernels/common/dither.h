@@ -1,0 +1,64 @@
+/* kernels/common/dither.h: the counter-based random numbers of every
+ * kernel that dithers before quantising (the beamformer; fft_post later).
+ *
+ * A value is a pure function of a 64-bit key and a 64-bit counter, so any
+ * thread can draw the value of any output without carrying a generator
+ * state: the CPU and the GPU, given the same (key, counter), draw the same
+ * bits, and a run repeats exactly for the same key. Definition (also in
+ * docs/formats.md, "Dither"):
+ *
+ *   z = key + (counter + 1) * 0x9e3779b97f4a7c15        (mod 2^64)
+ *   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+ *   z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+ *   u = z ^ (z >> 31)
+ *
+ * which is SplitMix64's output number `counter` from the state `key`
+ * (Steele, Lea and Flood 2014; it passes BigCrush), addressable at random.
+ *
+ * A 32-bit half h of u becomes a dither value in (-1/2, 1/2) as katgpucbf's
+ * uniform dither does: x = (int32) h, plus 1 when negative (zero mean;
+ * x in [-(2^31 - 1), 2^31 - 1]), times 2^-32 (1 - 2^-16). That scale keeps
+ * every value at most 1/2 - 2^-17 in size, so an integer plus dither in
+ * float32 still rounds back to the integer for every integer up to 127:
+ * dither never changes a value that is exact already. Both steps (int to
+ * float, one multiply) are single IEEE roundings to nearest, written so
+ * the CUDA compiler cannot fuse them into a neighbouring add.
+ *
+ * Usable from C (static inline) and from CUDA device code (compiled by
+ * nvcc, the functions become __host__ __device__). */
+#ifndef CBF_KERNEL_DITHER_H
+#define CBF_KERNEL_DITHER_H
+
+#include <stdint.h>
+
+#ifdef __CUDACC__
+#define CBF_DITHER_FN static __host__ __device__ __forceinline__
+#else
+#define CBF_DITHER_FN static inline
+#endif
+
+/* 2^-32 (1 - 2^-16), exact in float32. */
+#define CBF_DITHER_SCALE 0x1.fffep-33f
+
+/* SplitMix64 output `counter` of the stream started at `key`. */
+CBF_DITHER_FN uint64_t cbf_dither_u64(uint64_t key, uint64_t counter)
+{
+    uint64_t z = key + (counter + 1u) * 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* 32 random bits to a value in (-1/2, 1/2), mean 0. */
+CBF_DITHER_FN float cbf_dither_float(uint32_t h)
+{
+    int32_t x = (int32_t)h;
+    x += (int32_t)(h >> 31);
+#ifdef __CUDA_ARCH__
+    return __fmul_rn(__int2float_rn(x), CBF_DITHER_SCALE);
+#else
+    return (float)x * CBF_DITHER_SCALE;
+#endif
+}
+
+#endif

@@ -1,0 +1,16 @@
+/* beam_run.h: the beamformer kernel on host buffers, on the CPU or (copied
+ * there and back) the GPU, so the tests hold both to one reference. */
+#ifndef BEAM_RUN_H
+#define BEAM_RUN_H
+
+#include <stddef.h>
+
+#include "beamform.h"
+
+/* 1 when a GPU is there (and CUDA was built); else 0 and why in msg. */
+int beam_gpu_available(char *msg, size_t msglen);
+
+/* job's pointers are host memory; out, raw and saturated are written back. */
+int beam_run(int gpu, const cbf_beam_job *job, char *msg, size_t msglen);
+
+#endif

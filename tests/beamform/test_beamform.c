@@ -1,0 +1,416 @@
+/* test_beamform.c: the beamformer kernels against a float64 reference
+ * written from the maths of katgpucbf's beamformer (weights, quantisation
+ * gain, delay slope and fringe offset about the band centre), not from the
+ * kernels' fixed-point phases.
+ *
+ * `test_beamform` runs the CPU kernel; `test_beamform --gpu` the CUDA one
+ * (exit 77 without a GPU) and also holds it to the CPU bit for bit. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "beam_run.h"
+#include "beamform.h"
+#include "dither.h"
+
+static int use_gpu;
+static uint64_t rng_state;
+
+static uint64_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+static double unif(void) { return (double)(rnd() >> 11) * 0x1p-53; }
+/* about N(0, sd), rounded and clipped to [-127, 127] */
+static int8_t sample(double sd)
+{
+    double g = (unif() + unif() + unif() + unif() - 2.0) * sqrt(3.0) * sd;
+    g = rint(g);
+    return (int8_t)(g > 127 ? 127 : g < -127 ? -127 : g);
+}
+
+/* One problem: inputs, physical beam parameters and the job. */
+typedef struct bcase {
+    cbf_beam_shape s;
+    size_t batches;
+    int8_t *in;
+    uint8_t *present, *pol;
+    double *weight, *delay, *fringe, *qgain;   /* [beam][ant], [beam][ant], ..., [beam] */
+    double spacing, first, centre;
+    cbf_beam_coef *coef;
+    int8_t *out;
+    float *raw;
+    uint64_t *sat;
+    cbf_beam_job job;
+} bcase;
+
+static void bcase_make(bcase *k, int A, int B, int C, int T, size_t n, double sd)
+{
+    memset(k, 0, sizeof *k);
+    k->s = (cbf_beam_shape){A, B, C, T};
+    k->batches = n;
+    const size_t in_n = n * cbf_beam_in_batch_bytes(&k->s), out_n = n * cbf_beam_out_batch_bytes(&k->s);
+    k->in = malloc(in_n);
+    for (size_t i = 0; i < in_n; i++)
+        k->in[i] = sample(sd);
+    k->present = malloc(n * (size_t)A);
+    memset(k->present, 1, n * (size_t)A);
+    k->pol = malloc((size_t)B);
+    k->weight = malloc((size_t)(A * B) * sizeof(double));
+    k->delay = malloc((size_t)(A * B) * sizeof(double));
+    k->fringe = malloc((size_t)(A * B) * sizeof(double));
+    k->qgain = malloc((size_t)B * sizeof(double));
+    k->coef = malloc((size_t)(A * B) * sizeof *k->coef);
+    k->spacing = 856e6 / 4096;
+    k->centre = 2048;
+    k->first = (double)(rnd() % (4096 - (unsigned)C));
+    for (int b = 0; b < B; b++) {
+        k->pol[b] = (uint8_t)(rnd() & 1);
+        k->qgain[b] = (0.5 + unif()) * 2.0 / sqrt((double)A);
+        for (int a = 0; a < A; a++) {
+            k->weight[b * A + a] = 2 * unif() - 1;
+            k->delay[b * A + a] = (2 * unif() - 1) * 3e-9;     /* a few turns across the band */
+            k->fringe[b * A + a] = (2 * unif() - 1) * M_PI;
+        }
+    }
+    k->out = malloc(out_n);
+    k->raw = malloc(out_n * 2 * sizeof(float));
+    k->sat = calloc((size_t)B, sizeof(uint64_t));
+}
+
+static void bcase_job(bcase *k, int dither)
+{
+    const int A = k->s.n_ants, B = k->s.n_beams;
+    for (int i = 0; i < A * B; i++)
+        assert_int_equal(cbf_beam_coef_set(&k->coef[i], k->weight[i], k->qgain[i / A], k->delay[i],
+                                           k->fringe[i], k->spacing, k->first, k->centre), 0);
+    memset(k->sat, 0, (size_t)B * sizeof(uint64_t));
+    k->job = (cbf_beam_job){k->s, k->batches, (const uint8_t *)k->in, k->present, k->coef, k->pol,
+                            k->out, k->raw, k->sat, dither, 0x0123456789abcdefull,
+                            rnd() >> 20, (uint64_t)k->first, 4096};
+}
+
+static void bcase_run(bcase *k, int gpu)
+{
+    char msg[256] = "";
+    int rc = beam_run(gpu, &k->job, msg, sizeof msg);
+    if (rc)
+        fail_msg("beamformer: %d %s", rc, msg);
+}
+
+static void bcase_free(bcase *k)
+{
+    free(k->in); free(k->present); free(k->pol); free(k->weight); free(k->delay);
+    free(k->fringe); free(k->qgain); free(k->coef); free(k->out); free(k->raw); free(k->sat);
+}
+
+/* The documented dither value, in double (the kernels' float32 value is
+ * within 2^-25 of it). */
+static double ref_dither(uint32_t h)
+{
+    int64_t x = (int32_t)h;
+    x += x < 0;
+    return (double)x * ldexp(1.0 - ldexp(1.0, -16), -32);
+}
+
+/* Holds k's output to the float64 reference: the sums within the float32
+ * bound, the 8-bit values within 1 LSB and exact on >= 99.9%. */
+static void check_reference(bcase *k)
+{
+    const int A = k->s.n_ants, B = k->s.n_beams, C = k->s.channels, T = k->s.spectra_per_heap;
+    size_t off_by_one = 0, total = 0;
+    uint64_t sat_ref[CBF_BEAM_MAX_BEAMS] = {0};
+    for (size_t n = 0; n < k->batches; n++)
+        for (int b = 0; b < B; b++)
+            for (int c = 0; c < C; c++)
+                for (int t = 0; t < T; t++) {
+                    double re = 0, im = 0, mag = 0;
+                    for (int a = 0; a < A; a++) {
+                        if (!k->present[n * (size_t)A + (size_t)a])
+                            continue;
+                        const int i = b * A + a;
+                        const double ph = k->fringe[i] - 2 * M_PI * k->spacing *
+                                                             (k->first + c - k->centre) * k->delay[i];
+                        const double g = k->weight[i] * k->qgain[b];
+                        const int8_t *x = k->in + ((((n * (size_t)A + (size_t)a) * (size_t)C + (size_t)c) *
+                                                    (size_t)T + (size_t)t) * 4 + (size_t)(2 * k->pol[b]));
+                        re += g * (cos(ph) * x[0] - sin(ph) * x[1]);
+                        im += g * (cos(ph) * x[1] + sin(ph) * x[0]);
+                        mag += fabs(g) * (fabs((double)x[0]) + fabs((double)x[1]));
+                    }
+                    /* 2A fused multiply-adds per part, each within half an ulp of the
+                     * running sum (<= mag); the coefficient within 16 ulps (conversion,
+                     * polynomial, rotation by the gain). */
+                    const double tol = (2.0 * A + 16.0) * 0x1p-24 * mag + 1e-30;
+                    const size_t o = ((n * (size_t)B + (size_t)b) * (size_t)C + (size_t)c) * (size_t)T + (size_t)t;
+                    const float *r = &k->raw[o * 2];
+                    if (fabs(r[0] - re) > tol || fabs(r[1] - im) > tol)
+                        fail_msg("batch %zu beam %d ch %d spectrum %d: sum (%.9g, %.9g), reference "
+                                 "(%.9g, %.9g), tolerance %.3g", n, b, c, t, r[0], r[1], re, im, tol);
+                    if (k->job.dither) {
+                        const uint64_t spec = k->job.first_spectrum + n * (uint64_t)T + (uint64_t)t;
+                        const uint64_t ctr = (spec * 4096 + (uint64_t)k->first + (uint64_t)c) * (uint64_t)B + (uint64_t)b;
+                        const uint64_t u = cbf_dither_u64(k->job.dither_key, ctr);
+                        re += ref_dither((uint32_t)(u >> 32));
+                        im += ref_dither((uint32_t)u);
+                    }
+                    const double want[2] = {rint(re), rint(im)};
+                    int clipped = 0;
+                    for (int p = 0; p < 2; p++) {
+                        const double w = want[p] > 127 ? 127 : want[p] < -127 ? -127 : want[p];
+                        clipped |= w != want[p];
+                        const double d = fabs(k->out[o * 2 + (size_t)p] - w);
+                        if (d > 1)
+                            fail_msg("batch %zu beam %d ch %d spectrum %d part %d: %d, want %g", n, b,
+                                     c, t, p, k->out[o * 2 + (size_t)p], w);
+                        off_by_one += d == 1;
+                        total++;
+                    }
+                    sat_ref[b] += (uint64_t)clipped;
+                }
+    if (off_by_one * 1000 > total)
+        fail_msg("%zu of %zu values 1 LSB off (more than 0.1%%)", off_by_one, total);
+    for (int b = 0; b < B; b++) {
+        const uint64_t d = k->sat[b] > sat_ref[b] ? k->sat[b] - sat_ref[b] : sat_ref[b] - k->sat[b];
+        if (d > off_by_one)
+            fail_msg("beam %d: %" PRIu64 " saturated, reference %" PRIu64, b, k->sat[b], sat_ref[b]);
+    }
+    printf("#   %d beams x %d spectra, %d antennas: %zu of %zu values 1 LSB off\n", B, T, A, off_by_one, total);
+}
+
+/* The dither generator is SplitMix64: its first output from state 0. */
+static void test_dither_generator(void **st)
+{
+    (void)st;
+    assert_true(cbf_dither_u64(0, 0) == 0xe220a8397b1dcdafull);
+    /* extremes stay inside (-1/2, 1/2) and keep 127 at 127 in float32 */
+    const float hi = cbf_dither_float(0x7fffffffu), lo = cbf_dither_float(0x80000000u);
+    assert_true(hi < 0.5f && lo > -0.5f && hi == -lo);
+    assert_true(rintf(127.0f + hi) == 127.0f && rintf(-127.0f + lo) == -127.0f);
+    assert_true(cbf_dither_float(0) == 0.0f && cbf_dither_float(0xffffffffu) == 0.0f);
+    double mean = 0;
+    for (uint64_t i = 0; i < 100000; i++)
+        mean += cbf_dither_float((uint32_t)cbf_dither_u64(7, i));
+    assert_true(fabs(mean / 100000) < 0.005); /* sd of the mean 0.29 / 316 */
+}
+
+static void test_reference(void **st)
+{
+    (void)st;
+    /* shapes that leave partial blocks of antennas, beams and spectra */
+    const int shapes[][5] = {{5, 3, 4, 50, 2}, {37, 20, 3, 33, 2}, {64, 8, 6, 256, 1},
+                             {1, 1, 1, 1, 3}, {17, 10, 2, 130, 1}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int dither = 0; dither < 2; dither++) {
+            bcase k;
+            bcase_make(&k, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3],
+                       (size_t)shapes[i][4], 20);
+            bcase_job(&k, dither);
+            bcase_run(&k, use_gpu);
+            check_reference(&k);
+            bcase_free(&k);
+        }
+}
+
+/* Large gains: many values clip, and the counts per beam match. */
+static void test_saturation(void **st)
+{
+    (void)st;
+    bcase k;
+    bcase_make(&k, 9, 5, 3, 64, 2, 40);
+    for (int b = 0; b < 5; b++)
+        k.qgain[b] = 0.5 * (b + 1);
+    bcase_job(&k, 1);
+    bcase_run(&k, use_gpu);
+    check_reference(&k);
+    assert_true(k.sat[4] > 0);
+    bcase_free(&k);
+}
+
+/* Weight 1 on one antenna, 0 on the rest, no delay, gain 1: the beam is
+ * that antenna's chosen pol, exactly (dither never moves an integer),
+ * -128 clipped to -127 and counted. */
+static void test_one_antenna(void **st)
+{
+    (void)st;
+    for (int dither = 0; dither < 2; dither++) {
+        bcase k;
+        const int A = 6, B = 4, C = 3, T = 40;
+        bcase_make(&k, A, B, C, T, 2, 60);
+        k.in[5 * 4] = -128; /* batch 0, antenna 0, channel 0, spectrum 5, pol 0 re */
+        for (int b = 0; b < B; b++) {
+            k.qgain[b] = 1;
+            k.pol[b] = (uint8_t)(b & 1);
+            for (int a = 0; a < A; a++) {
+                k.weight[b * A + a] = a == (b < 2 ? 0 : 3);
+                k.delay[b * A + a] = 0;
+                k.fringe[b * A + a] = 0;
+            }
+        }
+        bcase_job(&k, dither);
+        bcase_run(&k, use_gpu);
+        uint64_t sat[4] = {0};
+        for (size_t n = 0; n < 2; n++)
+            for (int b = 0; b < B; b++)
+                for (int c = 0; c < C; c++)
+                    for (int t = 0; t < T; t++) {
+                        const int a = b < 2 ? 0 : 3;
+                        const int8_t *x = k.in + ((((n * A + (size_t)a) * C + (size_t)c) * T + (size_t)t) * 4 +
+                                                  (size_t)(2 * k.pol[b]));
+                        const int8_t *y = k.out + (((n * B + (size_t)b) * C + (size_t)c) * T + (size_t)t) * 2;
+                        for (int p = 0; p < 2; p++) {
+                            const int want = x[p] == -128 ? -127 : x[p];
+                            sat[b] += x[p] == -128;
+                            if (y[p] != want)
+                                fail_msg("dither %d batch %zu beam %d ch %d t %d: %d, want %d", dither,
+                                         n, b, c, t, y[p], want);
+                        }
+                    }
+        for (int b = 0; b < B; b++)
+            assert_int_equal(k.sat[b], sat[b]);
+        assert_int_equal(k.sat[0], 1);
+        bcase_free(&k);
+    }
+}
+
+/* Antennas flagged missing are left out: garbage in their place gives the
+ * reference without them, bit for bit what zeros there would give. */
+static void test_missing(void **st)
+{
+    (void)st;
+    bcase k;
+    const int A = 20, B = 6, C = 2, T = 64;
+    const size_t n = 3;
+    bcase_make(&k, A, B, C, T, n, 20);
+    const int gone[][2] = {{0, 3}, {1, 0}, {1, 19}, {2, 7}, {2, 8}, {2, 16}};
+    for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++) {
+        const size_t bt = (size_t)gone[i][0], a = (size_t)gone[i][1];
+        k.present[bt * A + a] = 0;
+        memset(k.in + (bt * A + a) * (size_t)C * T * 4, 0x7f, (size_t)C * T * 4);
+    }
+    bcase_job(&k, 1);
+    bcase_run(&k, use_gpu);
+    check_reference(&k);
+    const size_t out_n = n * cbf_beam_out_batch_bytes(&k.s);
+    int8_t *first = malloc(out_n);
+    memcpy(first, k.out, out_n);
+    for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++) {
+        const size_t bt = (size_t)gone[i][0], a = (size_t)gone[i][1];
+        k.present[bt * A + a] = 1;
+        memset(k.in + (bt * A + a) * (size_t)C * T * 4, 0, (size_t)C * T * 4);
+    }
+    const uint64_t fs = k.job.first_spectrum;
+    bcase_job(&k, 1);
+    k.job.first_spectrum = fs;
+    bcase_run(&k, use_gpu);
+    assert_memory_equal(first, k.out, out_n);
+    free(first);
+    bcase_free(&k);
+}
+
+/* The dither of a value depends on its absolute spectrum only: batch 1 of
+ * a run equals a run of that batch alone starting one heap later. */
+static void test_dither_counter(void **st)
+{
+    (void)st;
+    bcase k;
+    bcase_make(&k, 4, 3, 5, 32, 2, 20);
+    bcase_job(&k, 1);
+    bcase_run(&k, use_gpu);
+    const size_t ob = cbf_beam_out_batch_bytes(&k.s);
+    int8_t *whole = malloc(2 * ob);
+    memcpy(whole, k.out, 2 * ob);
+    k.job.in = (const uint8_t *)k.in + cbf_beam_in_batch_bytes(&k.s);
+    k.job.present = k.present + 4;
+    k.job.batches = 1;
+    k.job.first_spectrum += 32;
+    bcase_run(&k, use_gpu);
+    assert_memory_equal(whole + ob, k.out, ob);
+    free(whole);
+    bcase_free(&k);
+}
+
+/* GPU only: the CUDA output equals the CPU's bit for bit, dither on. */
+static void test_cpu_gpu_identical(void **st)
+{
+    (void)st;
+    if (!use_gpu)
+        skip();
+    const int shapes[][5] = {{64, 8, 16, 256, 2}, {37, 24, 5, 100, 2}, {130, 4, 3, 512, 1}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        bcase k;
+        bcase_make(&k, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3],
+                   (size_t)shapes[i][4], 25);
+        k.present[3] = 0;
+        bcase_job(&k, 1);
+        const size_t out_n = k.batches * cbf_beam_out_batch_bytes(&k.s);
+        int8_t *gpu_out = malloc(out_n);
+        float *gpu_raw = malloc(out_n * 2 * sizeof(float));
+        uint64_t gpu_sat[32];
+        bcase_run(&k, 1);
+        memcpy(gpu_out, k.out, out_n);
+        memcpy(gpu_raw, k.raw, out_n * 2 * sizeof(float));
+        memcpy(gpu_sat, k.sat, (size_t)k.s.n_beams * sizeof(uint64_t));
+        memset(k.sat, 0, (size_t)k.s.n_beams * sizeof(uint64_t));
+        bcase_run(&k, 0);
+        assert_memory_equal(gpu_raw, k.raw, out_n * 2 * sizeof(float));
+        assert_memory_equal(gpu_out, k.out, out_n);
+        assert_memory_equal(gpu_sat, k.sat, (size_t)k.s.n_beams * sizeof(uint64_t));
+        free(gpu_out);
+        free(gpu_raw);
+        bcase_free(&k);
+    }
+}
+
+static void test_bad_args(void **st)
+{
+    (void)st;
+    char msg[128];
+    cbf_beam_shape s = {0, 8, 4, 256};
+    assert_int_equal(cbf_beam_shape_check(&s, msg, sizeof msg), CBF_KERN_EINVAL);
+    s = (cbf_beam_shape){4, 0, 4, 256};
+    assert_int_equal(cbf_beam_shape_check(&s, msg, sizeof msg), CBF_KERN_EINVAL);
+    cbf_beam_coef c;
+    assert_int_equal(cbf_beam_coef_set(&c, NAN, 1, 0, 0, 1, 0, 0), CBF_KERN_EINVAL);
+    assert_int_equal(cbf_beam_coef_set(&c, 1, 1, INFINITY, 0, 1, 0, 0), CBF_KERN_EINVAL);
+    cbf_beam_job j = {{4, 2, 8, 16}, 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 8};
+    assert_int_equal(cbf_beam_cpu(&j, msg, sizeof msg), CBF_KERN_EINVAL);
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--gpu"))
+            use_gpu = 1;
+    if (use_gpu) {
+        char why[256];
+        if (!beam_gpu_available(why, sizeof why)) {
+            printf("test_beamform --gpu: skipped: %s\n", why);
+            return 77;
+        }
+    }
+    const char *env = getenv("CBF_TEST_STATE");
+    uint64_t s0 = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
+    rng_state = s0 ? s0 : 1;
+    printf("test_beamform%s: inputs from state %" PRIu64 " (CBF_TEST_STATE repeats them)\n",
+           use_gpu ? " --gpu" : "", s0);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bad_args),       cmocka_unit_test(test_dither_generator),
+        cmocka_unit_test(test_reference),      cmocka_unit_test(test_saturation),
+        cmocka_unit_test(test_one_antenna),    cmocka_unit_test(test_missing),
+        cmocka_unit_test(test_dither_counter), cmocka_unit_test(test_cpu_gpu_identical),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
