@@ -191,8 +191,9 @@ static int post_init(cbf_node *node, cbf_error *err)
     s->cfg.complex_in = !strcmp(in->type, CBF_TYPE_FENG_FIR_COMPLEX);
     if (s->cfg.complex_in && cbf_port_desc_get_attr(in, CBF_ATTR_DECIMATION, &s->decimation))
         return cbf_error_set(err, CBF_ECONFIG, "narrowband input without '%s'", CBF_ATTR_DECIMATION);
-    /* Wideband pfb output carries its delay model per spectrum in aux. */
-    s->model_in_aux = !s->cfg.complex_in && in->aux_size >= cbf_feng_fir_aux_size(in->shape[1]);
+    /* pfb output carries its delay model per spectrum in aux (fine delay
+     * in FIR input samples: ddc outputs narrowband). */
+    s->model_in_aux = in->aux_size >= cbf_feng_fir_aux_size(in->shape[1]);
     int rc;
     s->cfg.channels = (int)channels;
     s->cfg.unzip = (int)unzip;
@@ -365,10 +366,8 @@ static int post_deliver(post_state *s, cbf_port *outp, cbf_buffer *in, cbf_buffe
     out->seq = in->seq;
     out->saturated = sat[0] + sat[1];
     cbf_feng_spectra_aux aux = {.saturated = {sat[0], sat[1]}};
-    /* Both FIR layouts begin with the power sums. */
-    if (in->aux && in->aux_size >= sizeof(cbf_feng_fir_complex_aux))
-        memcpy(aux.power_sum, ((const cbf_feng_fir_complex_aux *)in->aux)->power_sum,
-               sizeof aux.power_sum);
+    if (in->aux && in->aux_size >= sizeof(cbf_feng_fir_aux))
+        memcpy(aux.power_sum, ((const cbf_feng_fir_aux *)in->aux)->power_sum, sizeof aux.power_sum);
     memcpy(out->aux, &aux, sizeof aux);
     cbf_counter_add(s->c_batches, batches);
     cbf_counter_add(s->c_missing, out->missing);

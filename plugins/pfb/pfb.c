@@ -37,8 +37,9 @@
 #define PFB_MAX_PENDING 16
 
 /* A delay model per pol, in digitiser samples: delay d0 at output
- * timestamp t0 changing at `rate` samples per sample; phase ph0 at t0 in
- * radians changing at phr radians per sample. */
+ * timestamp t0 (digitiser samples, narrowband too) changing at `rate`
+ * samples per sample; phase ph0 at t0 in radians changing at phr radians
+ * per sample. */
 typedef struct delay_model {
     int64_t t0;
     double d0, rate, ph0, phr;
@@ -62,7 +63,6 @@ typedef struct pfb_state {
     delay_model model[2]; /* in force, per pol */
     cbf_timed *dpend;     /* pfb_delay_change, waiting for their timestamps */
     int64_t *coarse;      /* [pol][spectrum] of the buffer being made */
-    int aux_model;        /* aux carries the per-spectrum fine delay and phase */
     double rate;          /* digitiser samples per second */
     size_t headroom;      /* delay_headroom parameter */
     cbf_gauge *g_dbfs[2];
@@ -252,12 +252,11 @@ static int pfb_set_output(cbf_node *node, pfb_state *s, const cbf_port_desc *in,
     cbf_port_desc_add_axis(&d, "sample", s->row);
     d.n_present = s->spectra;
     d.present_axis = "spectrum";
-    /* Wideband: the delay model evaluated per spectrum goes to fft_post
-     * with the buffer, so each buffer carries its own values (double
-     * buffering per output item). */
-    s->aux_model = !s->cplx;
-    d.aux_size = s->aux_model ? cbf_feng_fir_aux_size(s->spectra) : sizeof(cbf_feng_fir_complex_aux);
-    d.aux_layout = s->aux_model ? CBF_FENG_FIR_AUX_LAYOUT : CBF_FENG_FIR_COMPLEX_AUX_LAYOUT;
+    /* The delay model evaluated per spectrum goes to fft_post with the
+     * buffer, so each buffer carries its own values (double buffering per
+     * output item). */
+    d.aux_size = cbf_feng_fir_aux_size(s->spectra);
+    d.aux_layout = CBF_FENG_FIR_AUX_LAYOUT;
     d.timestamp_step = (int64_t)(s->spectra * s->step) * s->scale;
     cbf_port_desc_set_attr(&d, CBF_ATTR_CHANNELS, s->channels);
     cbf_port_desc_set_attr(&d, CBF_ATTR_UNZIP, s->unzip);
@@ -345,7 +344,7 @@ static int pfb_init(cbf_node *node, cbf_error *err)
     s->g_dbfs[1] = cbf_node_gauge(node, "rms_dbfs_pol1");
     s->rate = rate;
     for (int q = 0; q < 2; q++)
-        s->model[q] = (delay_model){0, (double)s->delay[q], 0, 0, 0};
+        s->model[q] = (delay_model){0, (double)(s->delay[q] * s->scale), 0, 0, 0};
     cbf_timed_config tc = {.noun = "delay model", .payload = sizeof(pfb_delay_change),
                            .max_pending = PFB_MAX_PENDING};
     if ((rc = cbf_timed_create(&tc, &s->dpend, err)))
@@ -355,11 +354,17 @@ static int pfb_init(cbf_node *node, cbf_error *err)
     return 0;
 }
 
+/* Digitiser timestamp of spectrum g: the delay models' time axis. */
+static int64_t pfb_time_of(const pfb_state *s, int64_t g)
+{
+    return g * (int64_t)s->step * s->scale;
+}
+
 /* The delay model of pol q that spectrum g follows: the newest pending
  * model valid by its timestamp, else the one in force. */
 static const delay_model *pfb_model_for(const pfb_state *s, int q, int64_t g)
 {
-    const int64_t t = g * (int64_t)s->step;
+    const int64_t t = pfb_time_of(s, g);
     const delay_model *m = &s->model[q];
     for (int i = 0; i < cbf_timed_count(s->dpend) && cbf_timed_at(s->dpend, i) <= t; i++) {
         const pfb_delay_change *c = cbf_timed_payload(s->dpend, i);
@@ -369,14 +374,17 @@ static const delay_model *pfb_model_for(const pfb_state *s, int q, int64_t g)
     return m;
 }
 
-/* The model inverted for spectrum g (output timestamp t = g step): its
- * window starts `coarse` samples early, the nearest whole sample to the
- * delay d(t) = d0 + rate (t - t0); what is left, d - coarse in
- * [-1/2, 1/2], and the phase phi0 + phase_rate (t - t0) go to fft_post. */
-static int64_t pfb_eval_model(const delay_model *m, int64_t g, int64_t step, float *fine, float *phase)
+/* The model inverted for spectrum g at digitiser time t: its window
+ * starts `coarse` input samples early (scale digitiser samples each: 1
+ * wideband, the ddc's S narrowband), the nearest whole input sample to the
+ * delay d(t) = d0 + rate (t - t0); what is left, d / scale - coarse in
+ * [-1/2, 1/2] input samples, and the phase phi0 + phase_rate (t - t0) go
+ * to fft_post. */
+static int64_t pfb_eval_model(const delay_model *m, int64_t t, int64_t scale, float *fine,
+                              float *phase)
 {
-    double dt = (double)(g * step - m->t0);
-    double d = m->d0 + m->rate * dt;
+    double dt = (double)(t - m->t0);
+    double d = (m->d0 + m->rate * dt) / (double)scale;
     double c = floor(d + 0.5);
     if (fine)
         *fine = (float)(d - c);
@@ -398,7 +406,7 @@ static float pfb_centre_phase(float phase, int64_t c)
 
 static int64_t pfb_coarse_of(const pfb_state *s, int q, int64_t g)
 {
-    return pfb_eval_model(pfb_model_for(s, q, g), g, (int64_t)s->step, NULL, NULL);
+    return pfb_eval_model(pfb_model_for(s, q, g), pfb_time_of(s, g), s->scale, NULL, NULL);
 }
 
 /* Smallest and largest coarse delay over the spectra [g, g + n), both pols. */
@@ -459,7 +467,7 @@ static int pfb_fir_section(pfb_state *s, cbf_buffer *out, const int64_t a[2], si
  * the ones in force (after the buffer has used them per spectrum). */
 static void pfb_promote_models(pfb_state *s, int64_t g)
 {
-    const int64_t t = g * (int64_t)s->step;
+    const int64_t t = pfb_time_of(s, g);
     int k = 0;
     for (; k < cbf_timed_count(s->dpend) && cbf_timed_at(s->dpend, k) <= t; k++) {
         const pfb_delay_change *c = cbf_timed_payload(s->dpend, k);
@@ -503,7 +511,7 @@ static int pfb_settle(pfb_state *s, cbf_error *err)
 static void pfb_set_next(pfb_state *s, int64_t g)
 {
     s->next_g = g;
-    cbf_timed_processed(s->dpend, g * (int64_t)s->step);
+    cbf_timed_processed(s->dpend, pfb_time_of(s, g));
 }
 
 /* Makes the output buffer for spectra [next_g, next_g + spectra), in
@@ -515,21 +523,24 @@ static int pfb_produce(cbf_node *node, pfb_state *s, cbf_error *err)
     int rc = cbf_pool_get(s->pool, &out);
     if (rc)
         return rc;
-    cbf_feng_fir_aux *aux = s->aux_model ? out->aux : NULL;
-    float *sd = aux ? aux->delay_phase : NULL;
+    cbf_feng_fir_aux *aux = out->aux;
+    float *sd = aux->delay_phase;
     bool rotate = false;
     for (int q = 0; q < 2; q++)
         for (size_t v = 0; v < s->spectra; v++) {
             float fine = 0, ph = 0;
             int64_t g = s->next_g + (int64_t)v;
-            int64_t c = pfb_eval_model(pfb_model_for(s, q, g), g, (int64_t)s->step, &fine, &ph);
+            int64_t c = pfb_eval_model(pfb_model_for(s, q, g), pfb_time_of(s, g), s->scale, &fine,
+                                       &ph);
             s->coarse[q * s->spectra + v] = c;
-            if (sd) {
+            /* Narrowband needs no such correction: the ddc's mixer
+             * follows each sample's own timestamp, so moving along its
+             * output by whole outputs leaves DC (the centre) alone. */
+            if (!s->cplx)
                 ph = pfb_centre_phase(ph, c);
-                sd[2 * (q * s->spectra + v)] = fine;
-                sd[2 * (q * s->spectra + v) + 1] = ph;
-                rotate |= fine != 0 || ph != 0;
-            }
+            sd[2 * (q * s->spectra + v)] = fine;
+            sd[2 * (q * s->spectra + v) + 1] = ph;
+            rotate |= fine != 0 || ph != 0;
         }
     const cbf_staging *st = &s->st;
     size_t heaps = st->len / s->heap, cap_heaps = st->cfg.cap / s->heap;
@@ -585,14 +596,9 @@ static int pfb_produce(cbf_node *node, pfb_state *s, cbf_error *err)
         out->missing += !out->present[i];
     /* On the GPU (wideband) the sums are on their way to aux. */
     const int sums_queued = s->gpu && !s->cplx;
-    if (aux) {
-        if (!sums_queued)
-            memcpy(aux->power_sum, power, sizeof power);
-        aux->rotate = rotate;
-    } else if (!sums_queued) {
-        cbf_feng_fir_complex_aux *caux = out->aux;
-        memcpy(caux->power_sum, power, sizeof power);
-    }
+    if (!sums_queued)
+        memcpy(aux->power_sum, power, sizeof power);
+    aux->rotate = rotate;
     if (sums_queued) {
         cbf_buffer_ref(out);
         s->last = out;
@@ -726,25 +732,27 @@ static const cbf_request_decl pfb_requests[] = {
 static int pfb_check_model(const pfb_state *s, const delay_model *m, int pol, int64_t at,
                            cbf_error *err)
 {
-    const double half = (double)s->headroom / 2, span = (double)(s->spectra * s->step);
-    const int64_t S = (int64_t)s->step, ga = (at + S - 1) / S;
+    /* The staging counts input samples: scale digitiser samples each. */
+    const double u = (double)s->scale, half = (double)s->headroom / 2;
+    const double span = (double)(s->spectra * s->step), d_new = m->d0 / u;
+    const int64_t S = (int64_t)s->step * s->scale, ga = (at + S - 1) / S;
     for (int q = 0; q < 2; q++) {
         if (pol >= 0 && q != pol)
             continue;
         const delay_model *old = pfb_model_for(s, q, ga), *other = pfb_model_for(s, !q, ga);
-        double d_old = old->d0 + old->rate * (double)(at - old->t0);
-        double d_other = pol < 0 ? m->d0 : other->d0 + other->rate * (double)(at - other->t0);
-        if (fabs(m->d0) > (double)(1 << 24))
-            return cbf_error_set(err, CBF_EINVAL, "%g samples is beyond the +-2^24 samples a "
-                                 "coarse delay may be", m->d0);
-        if (fabs(m->d0 - d_old) > half || fabs(m->d0 - d_other) > half)
-            return cbf_error_set(err, CBF_EINVAL, "pol %d would step by %.1f samples (the other "
-                                 "pol is %.1f away); delay_headroom %zu allows %.0f", q,
-                                 m->d0 - d_old, m->d0 - d_other, s->headroom, half);
+        double d_old = (old->d0 + old->rate * (double)(at - old->t0)) / u;
+        double d_other = pol < 0 ? d_new : (other->d0 + other->rate * (double)(at - other->t0)) / u;
+        if (fabs(d_new) > (double)(1 << 24))
+            return cbf_error_set(err, CBF_EINVAL, "%g input samples is beyond the +-2^24 a "
+                                 "coarse delay may be", d_new);
+        if (fabs(d_new - d_old) > half || fabs(d_new - d_other) > half)
+            return cbf_error_set(err, CBF_EINVAL, "pol %d would step by %.1f input samples (the "
+                                 "other pol is %.1f away); delay_headroom %zu allows %.0f", q,
+                                 d_new - d_old, d_new - d_other, s->headroom, half);
         if (fabs(m->rate) * span > half / 2)
-            return cbf_error_set(err, CBF_EINVAL, "a rate of %g moves the delay by %.1f samples "
-                                 "per output buffer; delay_headroom %zu allows %.0f", m->rate,
-                                 fabs(m->rate) * span, s->headroom, half / 2);
+            return cbf_error_set(err, CBF_EINVAL, "a rate of %g moves the delay by %.1f input "
+                                 "samples per output buffer; delay_headroom %zu allows %.0f",
+                                 m->rate, fabs(m->rate) * span, s->headroom, half / 2);
     }
     return 0;
 }
@@ -756,9 +764,6 @@ static int pfb_request(cbf_node *node, const cbf_request *req, cbf_reply *reply,
 {
     pfb_state *s = cbf_node_state(node);
     const cbf_params *p = cbf_request_args(req);
-    if (s->cplx)
-        return cbf_error_set(err, CBF_ENOTSUP, "delays: delay models are wideband only in this "
-                             "version (set coarse_delay for a narrowband pfb)");
     if (!(s->rate > 0))
         return cbf_error_set(err, CBF_EINVAL, "delays: the input has no %s", CBF_ATTR_ADC_SAMPLE_RATE);
     int pol = (int)cbf_params_int(p, "pol");
@@ -777,9 +782,9 @@ static int pfb_request(cbf_node *node, const cbf_request *req, cbf_reply *reply,
             c->m[q] = m;
             c->pols |= 1u << q;
         }
-    const int64_t S = (int64_t)s->step, ga = (at + S - 1) / S;
+    const int64_t S = (int64_t)s->step * s->scale, ga = (at + S - 1) / S;
     float fine, ph;
-    int64_t coarse = pfb_eval_model(&m, ga, S, &fine, &ph);
+    int64_t coarse = pfb_eval_model(&m, pfb_time_of(s, ga), s->scale, &fine, &ph);
     cbf_reply_int(reply, "at", at);
     cbf_reply_int(reply, "spectrum", ga);
     cbf_reply_int(reply, "coarse_delay", coarse);
