@@ -56,6 +56,8 @@ typedef struct pfb_state {
     cbf_node *node;
     int channels, taps, bits, unzip, antenna, gpu;
     int cplx;             /* narrowband: complex input from ddc */
+    int fir_channels;     /* the FIR kernel's channels, step / 2: channels, or channels / 2 when
+                             a narrowband output keeps the whole band (step = channels) */
     int64_t scale;        /* digitiser samples per input sample (ddc decimation, else 1) */
     size_t row;           /* floats per output spectrum: step, or 2 x step when cplx */
     size_t step, window, spectra, heap, chunk, n_ant;
@@ -187,6 +189,17 @@ static int pfb_complex_input(pfb_state *s, const cbf_params *p, const cbf_port_d
                              "2 x channels points at once (unzip 0 or 1)",
                              cbf_params_where(p, "unzip"), s->unzip);
     s->unzip = 1;
+    /* Keeping the whole band: channels-point transforms, all kept. */
+    double pass = 0;
+    if (!cbf_port_desc_get_attr(in, CBF_ATTR_PASS_BANDWIDTH, &pass) && pass > 0) {
+        if (s->channels < 128)
+            return cbf_error_set(err, CBF_ECONFIG, "%s: channels %d: a narrowband output that "
+                                 "keeps the whole band needs at least 128",
+                                 cbf_params_where(p, "channels"), s->channels);
+        s->fir_channels = s->channels / 2;
+        s->step = (size_t)s->channels;
+        s->window = s->step * (size_t)s->taps;
+    }
     return 0;
 }
 
@@ -198,7 +211,7 @@ static int pfb_setup_gpu(cbf_node *node, pfb_state *s, cbf_error *err)
     if ((rc = cbf_stage_stream_create(&s->stream, err)) || (rc = cbf_gpu_timer_create(&s->timer, err)))
         return rc;
     s->g_gpu_ms = cbf_node_gauge(node, "gpu_ms_per_buffer");
-    rc = cbf_pfb_cuda_create(s->channels, s->taps, s->weights, &s->plan, msg, sizeof msg);
+    rc = cbf_pfb_cuda_create(s->fir_channels, s->taps, s->weights, &s->plan, msg, sizeof msg);
     return cbf_stage_kern(rc, msg, err);
 #else
     (void)node, (void)s, (void)msg, (void)rc;
@@ -267,7 +280,8 @@ static int pfb_set_output(cbf_node *node, pfb_state *s, const cbf_port_desc *in,
     if (s->cplx) {
         /* fft_post switches to its complex mode on `decimation`. */
         static const char *const pass[] = {CBF_ATTR_DECIMATION, CBF_ATTR_CENTRE_FREQUENCY,
-                                           CBF_ATTR_BANDWIDTH, CBF_ATTR_GROUP_DELAY};
+                                           CBF_ATTR_BANDWIDTH, CBF_ATTR_GROUP_DELAY,
+                                           CBF_ATTR_PASS_BANDWIDTH};
         for (size_t i = 0; i < CBF_COUNT_OF(pass); i++) {
             double v;
             if (!cbf_port_desc_get_attr(in, pass[i], &v))
@@ -309,6 +323,7 @@ static int pfb_init(cbf_node *node, cbf_error *err)
                              cbf_params_where(p, "coarse_delay"));
     for (int q = 0; q < 2; q++)
         s->delay[q] = cbf_params_int_at(p, "coarse_delay", (size_t)q);
+    s->fir_channels = s->channels;
     s->step = 2 * (size_t)s->channels;
     s->window = s->step * (size_t)s->taps;
 
@@ -328,7 +343,7 @@ static int pfb_init(cbf_node *node, cbf_error *err)
     if (!s->weights)
         return cbf_error_set(err, CBF_ENOMEM, "weights");
     const char *win = cbf_params_string(p, "window");
-    rc = cbf_pfb_weights(s->channels, s->taps, cbf_params_float(p, "w_cutoff"),
+    rc = cbf_pfb_weights(s->fir_channels, s->taps, cbf_params_float(p, "w_cutoff"),
                          strcmp(win, "rect") ? CBF_PFB_HANN : CBF_PFB_RECT, s->weights, msg, sizeof msg);
     if (rc)
         return cbf_error_set(err, CBF_ECONFIG, "%s: %s", cbf_params_where(p, "channels"), msg);
@@ -440,7 +455,7 @@ static int pfb_fir_section(pfb_state *s, cbf_buffer *out, const int64_t a[2], si
     int64_t start[2] = {a[0] + (int64_t)(v0 * s->step), a[1] + (int64_t)(v0 * s->step)};
     int rc;
     if (s->cplx) {
-        cbf_pfb_cjob job = {s->channels, s->taps, {(const float *)st->data[0], (const float *)st->data[1]},
+        cbf_pfb_cjob job = {s->fir_channels, s->taps, {(const float *)st->data[0], (const float *)st->data[1]},
                             st->len, {start[0], start[1]}, n - v0,
                             (float *)out->data + (v + v0) * s->row, s->spectra * s->row};
 #ifdef CBF_HAVE_CUDA

@@ -3,8 +3,10 @@
  *
  * dsim makes two antennas of the same three tones, antenna 1 delayed by
  * D = 45.3 digitiser samples. Four narrowband chains (ddc -> pfb ->
- * fft_post, S = 8, 256 channels, centre 3 fs / 16, tones at the centres of
- * channels 37, 128 and 203):
+ * fft_post, 256 channels of fs / 4096, 4096 digitiser samples a spectrum,
+ * tones at the centres of channels 37, 128 and 203), in two frequency
+ * plans: S = 8 keeping the inner half (centre 3 fs / 16), and S = 16
+ * keeping the whole band (pass_bandwidth 80 MHz, centre 5 fs / 32):
  *   u: antenna 0, no delay (the undelayed signal);
  *   n: antenna 1, no delay;
  *   r: antenna 1, a `delays` request at T: delay -D, phase 2 pi f_c D / fs
@@ -42,9 +44,8 @@
 #include "inproc.h"
 
 #define FS 1712e6
-#define S 8                              /* ddc decimation */
 #define N_CH 256
-#define SPEC ((int64_t)2 * N_CH * S)     /* digitiser samples between spectra */
+#define SPEC ((int64_t)4096)             /* digitiser samples between spectra, both plans */
 #define SPB 32                           /* spectra per buffer (one heap) */
 #define B (SPB * SPEC)                   /* digitiser samples per output buffer */
 #define CHUNK 65536
@@ -55,9 +56,19 @@
 #define D_PHYS 45.3                      /* antenna 1's delay, digitiser samples */
 #define GAIN 0.025
 
-/* Centre 3 fs / 16: an exact fixed-point mixer step, so the tones below sit
- * exactly at channel centres. */
-static const double FC = FS * 3.0 / 16.0;
+/* A frequency plan. Centres at exact fixed-point mixer steps, so the tones
+ * sit exactly at channel centres. */
+typedef struct plan {
+    const char *name;
+    int S;           /* ddc decimation */
+    double fc, pass; /* centre; pass_bandwidth (0: keep the inner half) */
+} plan;
+
+static const plan PLANS[2] = {{"inner half", 8, FS * 3.0 / 16.0, 0},
+                              {"whole band", 16, FS * 5.0 / 32.0, 80e6}};
+static const plan *P;
+#define S (P->S)
+#define FC (P->fc)
 static const int TONE_CH[3] = {37, 128, 203};
 
 static int use_gpu;
@@ -65,7 +76,7 @@ static char dir[256], endpoint[300];
 
 static double tone_freq(int c)
 {
-    return FC + (double)(c - N_CH / 2) * FS / (2.0 * N_CH * S);
+    return FC + (double)(c - N_CH / 2) * FS / (double)SPEC;
 }
 
 static void read_named(const char *name, capture *c)
@@ -124,8 +135,10 @@ static void start_engine(inproc *r)
              "             tones: [{frequency: %.17g, amplitude: 0.15, phase_x: 0.3, phase_y: 1.1},\n"
              "                     {frequency: %.17g, amplitude: 0.15, phase_x: -0.7, phase_y: 2.0},\n"
              "                     {frequency: %.17g, amplitude: 0.15, phase_x: 1.9, phase_y: -2.5}]}\n"
-             "  ddc0: {plugin: ddc, params: {centre_frequency: %.17g, decimation: %d, antenna: 0}}\n"
-             "  ddc1: {plugin: ddc, params: {centre_frequency: %.17g, decimation: %d, antenna: 1}}\n"
+             "  ddc0: {plugin: ddc, params: {centre_frequency: %.17g, decimation: %d, antenna: 0,\n"
+             "                               pass_bandwidth: %g}}\n"
+             "  ddc1: {plugin: ddc, params: {centre_frequency: %.17g, decimation: %d, antenna: 1,\n"
+             "                               pass_bandwidth: %g}}\n"
              "%s%s%s%s"
              "edges:\n"
              "  - dsim.out -> ddc0.in\n  - dsim.out -> ddc1.in\n"
@@ -134,7 +147,8 @@ static void start_engine(inproc *r)
              "  - ddc1.out -> pfb_r.in\n  - pfb_r.out -> post_r.in\n  - post_r.out -> cap_r.in\n"
              "  - ddc1.out -> pfb_s.in\n  - pfb_s.out -> post_s.in\n  - post_s.out -> cap_s.in\n",
              use_gpu ? "required" : "none", endpoint, CHUNK, LENGTH, D_PHYS,
-             tone_freq(TONE_CH[0]), tone_freq(TONE_CH[1]), tone_freq(TONE_CH[2]), FC, S, FC, S,
+             tone_freq(TONE_CH[0]), tone_freq(TONE_CH[1]), tone_freq(TONE_CH[2]), FC, S, P->pass, FC, S,
+             P->pass,
              chain(c[0], sizeof c[0], "u", 0, 0, 0), chain(c[1], sizeof c[1], "n", 0, 0, 0),
              chain(c[2], sizeof c[2], "r", 0, 0, 0),
              chain(c[3], sizeof c[3], "s", cs, fs_fine, centre_phase()));
@@ -225,10 +239,10 @@ static void check(void)
                 }
         }
     }
-    printf("narrowband delays: %zu spectra before T equal the undelayed run, %zu from T on within "
+    printf("narrowband delays, %s: %zu spectra before T equal the undelayed run, %zu from T on within "
            "1 LSB of the static run (%zu of %zu values exact); tone channels (amplitude >= %.1f): "
            "worst |got - predicted| %.2f counts over %zu values (undelayed antennas %.1f apart)\n",
-           before, after, exact, values, min_amp, worst_err, tone_values, max_turn);
+           P->name, before, after, exact, values, min_amp, worst_err, tone_values, max_turn);
     assert_true(before >= SPB && after >= SPB);
     if (exact < values - values / 1000)
         fail_msg("only %zu of %zu values equal the static run", exact, values);
@@ -249,7 +263,11 @@ static void check(void)
 
 static void test_narrowband_delay_request(void **state)
 {
-    (void)state;
+    P = *state;
+    assert_int_equal((P->pass > 0 ? 1 : 2) * N_CH * S, SPEC);
+    snprintf(dir, sizeof dir, "/tmp/cbf-narrow-control-XXXXXX");
+    if (!mkdtemp(dir))
+        fail_msg("no temporary folder");
     inproc r;
     start_engine(&r);
     json_t *o = inproc_request(endpoint, "{\"request\": \"delays\", \"node\": \"pfb_r\", "
@@ -279,9 +297,9 @@ int main(int argc, char **argv)
         printf("no usable GPU: the GPU run of the narrowband control test is skipped\n");
         return 77;
     }
-    snprintf(dir, sizeof dir, "/tmp/cbf-narrow-control-XXXXXX");
-    if (!mkdtemp(dir))
-        return 1;
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_narrowband_delay_request)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_prestate(test_narrowband_delay_request, (void *)&PLANS[0]),
+        cmocka_unit_test_prestate(test_narrowband_delay_request, (void *)&PLANS[1]),
+    };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
