@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include "feng_run.h"
 #include "inproc.h"
 
 static void *inproc_main(void *arg)
@@ -39,8 +40,11 @@ void inproc_start(inproc *r, const char *yaml_path, const char *text)
     assert_int_equal(pthread_create(&r->thread, NULL, inproc_main, r), 0);
 }
 
+static void inproc_close(void);
+
 void inproc_finish(inproc *r)
 {
+    inproc_close();
     pthread_join(r->thread, NULL);
     if (r->rc)
         fail_msg("engine run: %s", r->err.msg);
@@ -80,7 +84,7 @@ json_t *inproc_request(const char *endpoint, const char *fmt, ...)
     return o;
 }
 
-void inproc_close(void)
+static void inproc_close(void)
 {
     if (req_sock)
         zmq_close(req_sock);
@@ -88,6 +92,17 @@ void inproc_close(void)
     if (zctx)
         zmq_ctx_term(zctx);
     zctx = NULL;
+}
+
+int inproc_gpu_arg(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--gpu"))
+        return 0;
+    if (!feng_have_gpu()) {
+        printf("no usable GPU: the GPU run is skipped\n");
+        return -1;
+    }
+    return 1;
 }
 
 void inproc_expect_ok(const char *what, json_t *o)

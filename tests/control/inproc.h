@@ -23,13 +23,16 @@ typedef struct inproc {
  * the build's tests/feng, where feng_capture lives) and starts the engine
  * on a thread. */
 void inproc_start(inproc *r, const char *yaml_path, const char *text);
-/* Waits for the (finite) run to end; fails when it failed. */
+/* Closes the request socket, waits for the (finite) run to end; fails
+ * when it failed. */
 void inproc_finish(inproc *r);
+/* For main: 1 when argv asks for --gpu, 0 when not; -1 (main then returns
+ * 77, meson's skip), saying so, when it does and no GPU is usable. */
+int inproc_gpu_arg(int argc, char **argv);
 
 /* One request to `endpoint`, its reply parsed; the socket is opened on the
- * first call and closed by inproc_close. */
+ * first call and closed by inproc_finish. */
 json_t *inproc_request(const char *endpoint, const char *fmt, ...);
-void inproc_close(void);
 /* The reply says ok, or fails with the refusal's reason. */
 void inproc_expect_ok(const char *what, json_t *reply);
 /* The reply is a refusal whose error contains `want`. */

@@ -109,15 +109,6 @@ static void start_engine(inproc *r)
 
 /* ---- checks ---- */
 
-static const capbuf *find(const capture *c, int64_t ts)
-{
-    for (size_t i = 0; i < c->n; i++)
-        if (c->b[i].ts == ts)
-            return &c->b[i];
-    fail_msg("no captured buffer at %lld", (long long)ts);
-    return NULL;
-}
-
 /* Bytes of spectrum t (within its buffer) of every channel and pol. */
 static int spectrum_equal(const capbuf *x, const capbuf *y, size_t t)
 {
@@ -140,7 +131,8 @@ static void check_gain(void)
     const int64_t first = (T_GAIN + STEP - 1) / STEP;   /* first spectrum at or after T */
     size_t before = 0, after = 0;
     for (size_t i = 0; i < g.n; i++) {
-        const capbuf *x = &g.b[i], *ya = find(&a, x->ts), *yb = find(&bcap, x->ts);
+        const capbuf *x = &g.b[i], *ya = capture_find(&a, x->ts);
+        const capbuf *yb = capture_find(&bcap, x->ts);
         for (size_t t = 0; t < SPB; t++) {
             int64_t sp = x->ts / STEP + (int64_t)t;
             const capbuf *want = sp < first ? ya : yb;
@@ -328,18 +320,14 @@ static void test_requests_on_running_feng(void **state)
                            T_DELAY - 1), "cannot come before it");
 
     inproc_finish(&r);
-    inproc_close();
     check_gain();
     check_delay();
 }
 
 int main(int argc, char **argv)
 {
-    use_gpu = argc > 1 && !strcmp(argv[1], "--gpu");
-    if (use_gpu && !feng_have_gpu()) {
-        printf("no usable GPU: the GPU run of the control test is skipped\n");
+    if ((use_gpu = inproc_gpu_arg(argc, argv)) < 0)
         return 77;
-    }
     snprintf(dir, sizeof dir, "/tmp/cbf-feng-control-XXXXXX");
     if (!mkdtemp(dir))
         return 1;

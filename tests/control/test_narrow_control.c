@@ -155,15 +155,6 @@ static void start_engine(inproc *r)
     inproc_start(r, yaml, text);
 }
 
-static const capbuf *find(const capture *c, int64_t ts)
-{
-    for (size_t i = 0; i < c->n; i++)
-        if (c->b[i].ts == ts)
-            return &c->b[i];
-    fail_msg("no captured buffer at %lld", (long long)ts);
-    return NULL;
-}
-
 /* [batch][channel][spectrum][pol][re, im] int8, one batch per buffer. */
 static double complex value(const capbuf *x, size_t t, int k, int p)
 {
@@ -198,7 +189,8 @@ static void check(void)
     size_t before = 0, after = 0, values = 0, exact = 0, tone_values = 0;
     double worst_err = 0, min_amp = 1e9, max_turn = 0;
     for (size_t i = 0; i < r.n; i++) {
-        const capbuf *x = &r.b[i], *xu = find(&u, x->ts), *xn = find(&n, x->ts), *xs = find(&s, x->ts);
+        const capbuf *x = &r.b[i], *xu = capture_find(&u, x->ts);
+        const capbuf *xn = capture_find(&n, x->ts), *xs = capture_find(&s, x->ts);
         for (size_t f = 0; f < x->np; f++)
             if (!x->present[f] || !xs->present[f])
                 fail_msg("buffer at %lld flagged missing", (long long)x->ts);
@@ -286,17 +278,13 @@ static void test_narrowband_delay_request(void **state)
                                          "\"delay\": 0.01, \"at\": %lld}", (long long)(T_DELAY + 4 * B)),
                           "delay_headroom");
     inproc_finish(&r);
-    inproc_close();
     check();
 }
 
 int main(int argc, char **argv)
 {
-    use_gpu = argc > 1 && !strcmp(argv[1], "--gpu");
-    if (use_gpu && !feng_have_gpu()) {
-        printf("no usable GPU: the GPU run of the narrowband control test is skipped\n");
+    if ((use_gpu = inproc_gpu_arg(argc, argv)) < 0)
         return 77;
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_prestate(test_narrowband_delay_request, (void *)&PLANS[0]),
         cmocka_unit_test_prestate(test_narrowband_delay_request, (void *)&PLANS[1]),
