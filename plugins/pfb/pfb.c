@@ -758,7 +758,7 @@ static int pfb_check_model(const pfb_state *s, const delay_model *m, int pol, in
         double d_old = (old->d0 + old->rate * (double)(at - old->t0)) / u;
         double d_other = pol < 0 ? d_new : (other->d0 + other->rate * (double)(at - other->t0)) / u;
         if (fabs(d_new) > (double)(1 << 24))
-            return cbf_error_set(err, CBF_EINVAL, "%g input samples is beyond the +-2^24 a "
+            return cbf_error_set(err, CBF_EINVAL, "%g input samples is beyond the +-2^24 samples a "
                                  "coarse delay may be", d_new);
         if (fabs(d_new - d_old) > half || fabs(d_new - d_other) > half)
             return cbf_error_set(err, CBF_EINVAL, "pol %d would step by %.1f input samples (the "

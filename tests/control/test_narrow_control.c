@@ -45,12 +45,12 @@
 
 #define FS 1712e6
 #define N_CH 256
-#define SPEC ((int64_t)4096)             /* digitiser samples between spectra, both plans */
+#define SPECTRUM ((int64_t)4096)             /* digitiser samples between spectra, both plans */
 #define SPB 32                           /* spectra per buffer (one heap) */
-#define B (SPB * SPEC)                   /* digitiser samples per output buffer */
+#define B (SPB * SPECTRUM)                   /* digitiser samples per output buffer */
 #define CHUNK 65536
 #define LENGTH (1 << 22)
-#define T_DELAY (16 * B + 5 * SPEC + 100)  /* inside buffer 16, from its spectrum 6 */
+#define T_DELAY (16 * B + 5 * SPECTRUM + 100)  /* inside buffer 16, from its spectrum 6 */
 #define FROM (12 * B)
 #define TO (22 * B)
 #define D_PHYS 45.3                      /* antenna 1's delay, digitiser samples */
@@ -76,7 +76,7 @@ static char dir[256], endpoint[300];
 
 static double tone_freq(int c)
 {
-    return FC + (double)(c - N_CH / 2) * FS / (double)SPEC;
+    return FC + (double)(c - N_CH / 2) * FS / (double)SPECTRUM;
 }
 
 static void read_named(const char *name, capture *c)
@@ -185,7 +185,7 @@ static void check(void)
     read_named("r", &r);
     read_named("s", &s);
     assert_int_equal(r.n, (TO - FROM) / B + 1);
-    const int64_t first = (T_DELAY + SPEC - 1) / SPEC;
+    const int64_t first = (T_DELAY + SPECTRUM - 1) / SPECTRUM;
     size_t before = 0, after = 0, values = 0, exact = 0, tone_values = 0;
     double worst_err = 0, min_amp = 1e9, max_turn = 0;
     for (size_t i = 0; i < r.n; i++) {
@@ -195,7 +195,7 @@ static void check(void)
             if (!x->present[f] || !xs->present[f])
                 fail_msg("buffer at %lld flagged missing", (long long)x->ts);
         for (size_t t = 0; t < SPB; t++) {
-            const int64_t sp = x->ts / SPEC + (int64_t)t;
+            const int64_t sp = x->ts / SPECTRUM + (int64_t)t;
             const bool delayed = sp >= first;
             size_t ex = 0;
             if (!delayed) {
@@ -256,7 +256,7 @@ static void check(void)
 static void test_narrowband_delay_request(void **state)
 {
     P = *state;
-    assert_int_equal((P->pass > 0 ? 1 : 2) * N_CH * S, SPEC);
+    assert_int_equal((P->pass > 0 ? 1 : 2) * N_CH * S, SPECTRUM);
     snprintf(dir, sizeof dir, "/tmp/cbf-narrow-control-XXXXXX");
     if (!mkdtemp(dir))
         fail_msg("no temporary folder");
@@ -268,7 +268,7 @@ static void test_narrowband_delay_request(void **state)
     if (!json_is_true(json_object_get(o, "ok")))
         fail_msg("delays: %s", json_string_value(json_object_get(o, "error")));
     /* The reply states the model at its first spectrum, in ddc outputs. */
-    assert_int_equal(json_integer_value(json_object_get(o, "spectrum")), (T_DELAY + SPEC - 1) / SPEC);
+    assert_int_equal(json_integer_value(json_object_get(o, "spectrum")), (T_DELAY + SPECTRUM - 1) / SPECTRUM);
     assert_int_equal(json_integer_value(json_object_get(o, "coarse_delay")), static_coarse());
     assert_true(fabs(json_real_value(json_object_get(o, "fine_delay")) -
                      (-D_PHYS / S - static_coarse())) < 1e-6);
