@@ -9,19 +9,21 @@
  * keeping the whole band (pass_bandwidth 80 MHz, centre 5 fs / 32):
  *   u: antenna 0, no delay (the undelayed signal);
  *   n: antenna 1, no delay;
- *   r: antenna 1, a `delays` request at T: delay -D, phase 2 pi f_c D / fs
+ *   r: antenna 1, `delays` requests at T: delay -D, phase 2 pi f_c D / fs
  *      (the centre frequency's fringe term, which the delay leaves to the
- *      phase), both pols;
+ *      phase); pol 1 also with a delay rate, so its coarse delay walks
+ *      across several ddc outputs, inside buffers;
  *   s: antenna 1, the same delay as static parameters (pfb coarse_delay in
  *      ddc outputs, fft_post fine_delay in digitiser samples and phase).
  * Checks:
  *   - timing: every spectrum of r before T equals n byte for byte, every
- *     one from T on equals s (at most 1 LSB off, >= 99.9% exact: the two
- *     paths round the rotation differently) and differs from n;
+ *     one from T on equals s in pol 0 (at most 1 LSB off, >= 99.9% exact:
+ *     the two paths round the rotation differently) and differs from n;
  *   - the float64 prediction: before T each tone channel of r is u's turned
  *     by -2 pi f D / fs (f the tone's frequency: the delay the dsim made),
- *     from T on it equals u (the delay undone, across the band), within the
- *     quantisation's bound;
+ *     from T on it equals u (the delay undone, across the band), in pol 1
+ *     turned by -2 pi (f - f_c) rate (t - T) / fs (the delay left over,
+ *     about the centre), within the quantisation's bound;
  *   - the reply's coarse and fine delay.
  * A wrong mixer correction turns every channel by a constant, a wrong fine
  * delay sign or unit tilts the phase across the channels; either fails the
@@ -54,6 +56,7 @@
 #define FROM (12 * B)
 #define TO (22 * B)
 #define D_PHYS 45.3                      /* antenna 1's delay, digitiser samples */
+#define RATE1 6e-5                       /* pol 1's delay rate in r, s/s */
 #define GAIN 0.025
 
 /* A frequency plan. Centres at exact fixed-point mixer steps, so the tones
@@ -162,13 +165,13 @@ static double complex value(const capbuf *x, size_t t, int k, int p)
     return (double)(int8_t)x->data[idx] + I * (double)(int8_t)x->data[idx + 1];
 }
 
-/* Largest difference of one part over all channels and pols of spectrum t;
- * *exact counts the values that match. */
-static int spectrum_diff(const capbuf *x, const capbuf *y, size_t t, size_t *exact)
+/* Largest difference of one part over all channels of spectrum t in the
+ * pols [0, pols); *exact counts the values that match. */
+static int spectrum_diff(const capbuf *x, const capbuf *y, size_t t, int pols, size_t *exact)
 {
     int worst = 0;
     for (int k = 0; k < N_CH; k++)
-        for (int p = 0; p < 2; p++) {
+        for (int p = 0; p < pols; p++) {
             double complex d = value(x, t, k, p) - value(y, t, k, p);
             int m = (int)fmax(fabs(creal(d)), fabs(cimag(d)));
             worst = m > worst ? m : worst;
@@ -186,7 +189,8 @@ static void check(void)
     read_named("s", &s);
     assert_int_equal(r.n, (TO - FROM) / B + 1);
     const int64_t first = (T_DELAY + SPECTRUM - 1) / SPECTRUM;
-    size_t before = 0, after = 0, values = 0, exact = 0, tone_values = 0;
+    size_t before = 0, after = 0, values = 0, exact = 0, tone_values = 0, coarse_changes = 0;
+    int64_t last_coarse = 0;
     double worst_err = 0, min_amp = 1e9, max_turn = 0;
     for (size_t i = 0; i < r.n; i++) {
         const capbuf *x = &r.b[i], *xu = capture_find(&u, x->ts);
@@ -199,21 +203,24 @@ static void check(void)
             const bool delayed = sp >= first;
             size_t ex = 0;
             if (!delayed) {
-                if (spectrum_diff(x, xn, t, &ex))
+                if (spectrum_diff(x, xn, t, 2, &ex))
                     fail_msg("spectrum %lld (T at spectrum %lld): not the undelayed run's bytes",
                              (long long)sp, (long long)first);
                 before++;
             } else {
                 size_t ignored = 0;
-                int d = spectrum_diff(x, xs, t, &ex);
+                int d = spectrum_diff(x, xs, t, 1, &ex);
                 if (d > 1)
                     fail_msg("spectrum %lld: %d LSB from the static-delay run", (long long)sp, d);
-                if (spectrum_diff(x, xn, t, &ignored) < 10)
+                if (spectrum_diff(x, xn, t, 2, &ignored) < 10)
                     fail_msg("spectrum %lld: the delay changed nothing: the test cannot tell",
                              (long long)sp);
-                values += 2 * N_CH;
+                values += N_CH;
                 exact += ex;
                 after++;
+                int64_t c = (int64_t)floor((-D_PHYS + RATE1 * (double)(sp * SPECTRUM - T_DELAY)) / S + 0.5);
+                coarse_changes += after > 1 && c != last_coarse;
+                last_coarse = c;
             }
             /* The float64 prediction, tone channel by tone channel. */
             for (int j = 0; j < 3; j++)
@@ -222,6 +229,9 @@ static void check(void)
                     double complex want = value(xu, t, k, p);
                     if (!delayed)
                         want *= cexp(-2 * M_PI * I * tone_freq(k) * D_PHYS / FS);
+                    else if (p == 1)
+                        want *= cexp(-2 * M_PI * I * (tone_freq(k) - FC) * RATE1 *
+                                     (double)(sp * SPECTRUM - T_DELAY) / FS);
                     double complex got = value(x, t, k, p);
                     double amp = cabs(value(xu, t, k, p));
                     min_amp = fmin(min_amp, amp);
@@ -233,8 +243,11 @@ static void check(void)
     }
     printf("narrowband delays, %s: %zu spectra before T equal the undelayed run, %zu from T on within "
            "1 LSB of the static run (%zu of %zu values exact); tone channels (amplitude >= %.1f): "
-           "worst |got - predicted| %.2f counts over %zu values (undelayed antennas %.1f apart)\n",
-           P->name, before, after, exact, values, min_amp, worst_err, tone_values, max_turn);
+           "worst |got - predicted| %.2f counts over %zu values (undelayed antennas %.1f apart); "
+           "pol 1's coarse delay changed %zu times\n",
+           P->name, before, after, exact, values, min_amp, worst_err, tone_values, max_turn,
+           coarse_changes);
+    assert_true(coarse_changes >= 2);
     assert_true(before >= SPB && after >= SPB);
     if (exact < values - values / 1000)
         fail_msg("only %zu of %zu values equal the static run", exact, values);
@@ -262,8 +275,12 @@ static void test_narrowband_delay_request(void **state)
         fail_msg("no temporary folder");
     inproc r;
     start_engine(&r);
+    inproc_expect_ok("delays pol 1", inproc_request(
+        endpoint, "{\"request\": \"delays\", \"node\": \"pfb_r\", \"pol\": 1, \"delay\": %.17g, "
+        "\"delay_rate\": %.17g, \"phase\": %.17g, \"at\": %lld}", -D_PHYS / FS, RATE1,
+        centre_phase(), (long long)T_DELAY));
     json_t *o = inproc_request(endpoint, "{\"request\": \"delays\", \"node\": \"pfb_r\", "
-                               "\"delay\": %.17g, \"phase\": %.17g, \"at\": %lld}",
+                               "\"pol\": 0, \"delay\": %.17g, \"phase\": %.17g, \"at\": %lld}",
                                -D_PHYS / FS, centre_phase(), (long long)T_DELAY);
     if (!json_is_true(json_object_get(o, "ok")))
         fail_msg("delays: %s", json_string_value(json_object_get(o, "error")));
