@@ -283,19 +283,20 @@ __global__ void __launch_bounds__(TILE *ROWS_OF(N_UNZIP), BLOCKS_OF(N_UNZIP)) po
     }
 }
 
-/* Narrowband: channel c is bin c - N/2 (mod 2N) of one 2N-point transform.
- * A block covers 32 channels x 32 spectra: loads run along the channels
- * (consecutive bins but for the wrap at c = N/2), the transposed stores
- * along the spectra as in post_kernel. */
+/* Narrowband: channel c is bin c - N/2 (mod M) of one M-point transform
+ * (M = 2N, or N keeping the whole band). A block covers 32 channels x 32
+ * spectra: loads run along the channels (consecutive bins but for the wrap
+ * at c = N/2), the transposed stores along the spectra as in post_kernel.
+ * The delay slope is -2 pi d / M per channel: inv_n_ch = 2 / M. */
 __global__ void __launch_bounds__(TILE * 8) post_complex_kernel(
-    const float2 *__restrict__ data, long long pol_stride, int channels, long long spectra,
+    const float2 *__restrict__ data, long long pol_stride, int channels, int M, long long spectra,
     int sph, int bits, const float2 *__restrict__ eff_all, const float2 *__restrict__ sd,
     long long gain_switch, void *out, unsigned long long *sat_count)
 {
     __shared__ unsigned tile[TILE][TILE + 1];
-    const float inv_n_ch = 1.0f / (float)channels;
+    const float inv_n_ch = 2.0f / (float)M;
     const int N = channels, c = blockIdx.x * TILE + threadIdx.x;
-    const int k = (c + 3 * N / 2) & (2 * N - 1);
+    const int k = (c + M - N / 2) & (M - 1);
     const long long g0 = (long long)blockIdx.y * TILE;
     unsigned sat[2] = {0, 0};
     for (int ty = threadIdx.y; ty < TILE; ty += blockDim.y) {
@@ -306,7 +307,7 @@ __global__ void __launch_bounds__(TILE * 8) post_complex_kernel(
         const float2 *eff = eff_all + (g >= gain_switch ? 2 * N : 0);
 #pragma unroll
         for (int pol = 0; pol < 2; pol++) {
-            float2 x = __ldg(data + pol * pol_stride + g * 2LL * N + k);
+            float2 x = __ldg(data + pol * pol_stride + g * (long long)M + k);
             const float2 dp = sd ? __ldg(sd + pol * spectra + g) : make_float2(0.f, 0.f);
             packed |= finish(x, c, pol, eff, bits, &sat[pol], sd != nullptr, dp, inv_n_ch, N / 2)
                       << (pol * (bits == 8 ? 16 : 8));
@@ -349,7 +350,7 @@ extern "C" int cbf_fft_post_cuda_create(const cbf_fft_post_config *cfg, void *st
     p->stream = (cudaStream_t)stream;
     *out = p;
     const int N = cfg->channels;
-    int m = cfg->complex_in ? 2 * N : N / cfg->unzip;
+    int m = cfg->complex_in ? (int)cbf_fft_post_spectrum_samples(cfg) : N / cfg->unzip;
     cudaError_t e = cudaMalloc((void **)&p->gains[0], sizeof(float2) * 2 * N);
     if (e == cudaSuccess)
         e = cudaMalloc((void **)&p->gains[1], sizeof(float2) * 2 * N);
@@ -456,9 +457,14 @@ extern "C" int cbf_fft_post_cuda_post(cbf_fft_post_cuda *plan, const cbf_fft_pos
     dim3 grid((unsigned)((half + TILE - 1) / TILE), (unsigned)((c->spectra + TILE - 1) / TILE));
     dim3 block(TILE, ROWS_OF(c->unzip));
     CUDA_TRY(cudaMemsetAsync(plan->sat, 0, 2 * sizeof(unsigned long long), plan->stream));
+    /* eff's slope is -pi d / channels per channel, 2 pi d / M with M =
+     * 2 x channels; keeping the whole band (M = channels) doubles d. */
+    const int M = (int)cbf_fft_post_spectrum_samples(c);
+    const float dscale = (float)(2 * c->channels / M);
     eff_gain_kernel<<<(4 * c->channels + 255) / 256, 256, 0, plan->stream>>>(
         plan->gains[0], plan->gains[1], c->channels, c->channels / 2,
-        args->fine_delay[0], args->fine_delay[1], args->phase[0], args->phase[1], plan->eff);
+        dscale * args->fine_delay[0], dscale * args->fine_delay[1], args->phase[0], args->phase[1],
+        plan->eff);
     CUDA_TRY(cudaGetLastError());
     if (args->spectrum_delay)
         /* From pageable memory: returns once the source has been read. */
@@ -470,7 +476,7 @@ extern "C" int cbf_fft_post_cuda_post(cbf_fft_post_cuda *plan, const cbf_fft_pos
     if (c->complex_in) {
         dim3 cgrid((unsigned)(c->channels / TILE), (unsigned)((c->spectra + TILE - 1) / TILE));
         post_complex_kernel<<<cgrid, dim3(TILE, 8), 0, plan->stream>>>(
-            data, ps, c->channels, (long long)c->spectra, c->spectra_per_heap, c->out_bits,
+            data, ps, c->channels, M, (long long)c->spectra, c->spectra_per_heap, c->out_bits,
             plan->eff, args->spectrum_delay ? plan->sd : nullptr, gain_switch, args->out,
             plan->sat);
     }

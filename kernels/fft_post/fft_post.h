@@ -30,6 +30,13 @@
  * (the same centre reference as wideband, the centre being DC here) with d
  * in samples of the complex input (digitiser samples / decimation).
  *
+ * Narrowband keeping the whole band (keep_all = 1 with complex_in, the
+ * input from a complex FIR of step = channels): one transform of channels
+ * points per spectrum, all kept, channel c being bin c - channels/2 (mod
+ * channels); the fine delay turns channel c by -2 pi d (c - channels/2) /
+ * channels. In every mode: -2 pi d (c - channels/2) / M, M the FIR input
+ * samples per spectrum (cbf_fft_post_spectrum_samples).
+ *
  * Return values are 0 or a CBF_KERN_* code (kernels/common/status.h);
  * the message buffer (may be NULL) says what was wrong. */
 #ifndef CBF_KERNEL_FFT_POST_H
@@ -52,6 +59,7 @@ typedef struct cbf_fft_post_config {
     size_t spectra;          /* spectra per run: a multiple of spectra_per_heap */
     int out_bits;            /* 8 (CI8) or 4 (CI4) */
     int complex_in;          /* 0: wideband (real input); 1: narrowband, unzip must be 1 */
+    int keep_all;            /* narrowband: 1 keeps every bin of a channels-point transform */
 } cbf_fft_post_config;
 
 int cbf_fft_post_config_check(const cbf_fft_post_config *cfg, char *msg, size_t msglen);
@@ -118,8 +126,12 @@ int cbf_fft_post_cuda_saturated_async(cbf_fft_post_cuda *plan, uint64_t dst[2], 
                                       size_t msglen);
 void cbf_fft_post_cuda_destroy(cbf_fft_post_cuda *plan);
 
-/* Floats of FIR output per spectrum: 2 x channels, or 4 x channels when complex_in. */
+/* Floats of FIR output per spectrum: 2 x channels, or 4 x channels when
+ * complex_in (2 x channels again with keep_all). */
 size_t cbf_fft_post_row_floats(const cbf_fft_post_config *cfg);
+/* FIR input samples per spectrum, M: 2 x channels (real or complex), or
+ * channels with keep_all. The transform has M points (complex input). */
+size_t cbf_fft_post_spectrum_samples(const cbf_fft_post_config *cfg);
 
 /* Missing data: an output batch is present when all its spectra are. */
 void cbf_fft_post_batch_presence(const uint8_t *spectrum_present, size_t spectra,

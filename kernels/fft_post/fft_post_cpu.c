@@ -16,7 +16,7 @@ struct cbf_fft_post_cpu {
     float complex *gains[2];  /* [channel][pol]: in force, and the next ones */
     float complex *twiddle;   /* [r][s]: exp(-2 pi i r s / channels), s < m */
     float complex *half;      /* [k]: exp(-pi i k / channels), k < channels */
-    float complex *rot;       /* [k][pol]: this run's exp(i (-pi d (k - N/2) / N + phi)) */
+    float complex *rot;       /* [k][pol]: this run's exp(i (-2 pi d (k - N/2) / M + phi)) */
 };
 
 /* FFTW's planner is one per process and not thread-safe: plans are made
@@ -33,7 +33,8 @@ int cbf_fft_post_cpu_create(const cbf_fft_post_config *cfg, cbf_fft_post_cpu **o
     int rc = cbf_fft_post_config_check(cfg, msg, msglen);
     if (rc)
         return rc;
-    const int N = cfg->channels, n = cfg->unzip, m = cfg->complex_in ? 2 * N : N / n;
+    const int N = cfg->channels, n = cfg->unzip;
+    const int m = cfg->complex_in ? (int)cbf_fft_post_spectrum_samples(cfg) : N / n;
     cbf_fft_post_cpu *p = calloc(1, sizeof(*p));
     fftwf_complex *scratch = fftwf_alloc_complex((size_t)m);
     if (p) {
@@ -114,7 +115,8 @@ static void emit(const cbf_fft_post_cpu *p, const cbf_fft_post_args *a, int pol,
     x *= p->rot[2 * k + pol];
     if (a->spectrum_delay) {
         const float *dp = a->spectrum_delay + 2 * ((size_t)pol * p->cfg.spectra + sp);
-        double ang = -M_PI * (double)dp[0] * (k - N / 2) / N + (double)dp[1];
+        double M = (double)cbf_fft_post_spectrum_samples(&p->cfg);
+        double ang = -2 * M_PI * (double)dp[0] * (k - N / 2) / M + (double)dp[1];
         x *= (float)cos(ang) + I * (float)sin(ang);
     }
     x *= p->gains[a->switch_gains && sp >= a->gain_switch][2 * k + pol];
@@ -166,14 +168,15 @@ static void post_spectrum(const cbf_fft_post_cpu *p, const cbf_fft_post_args *a,
     }
 }
 
-/* Narrowband: bins [-N/2, N/2) of the 2N-point transform, channel c from
- * bin c - N/2 (mod 2N), so channel 0 is the lowest frequency. */
+/* Narrowband: bins [-N/2, N/2) of the M-point transform (M = 2N, or N
+ * keeping the whole band), channel c from bin c - N/2 (mod M), so channel
+ * 0 is the lowest frequency. */
 static void post_complex_spectrum(const cbf_fft_post_cpu *p, const cbf_fft_post_args *a,
                                   int pol, size_t sp, const float complex *z, uint64_t *sat)
 {
-    const int N = p->cfg.channels;
+    const int N = p->cfg.channels, M = (int)cbf_fft_post_spectrum_samples(&p->cfg);
     for (int c = 0; c < N; c++)
-        emit(p, a, pol, sp, c, z[(c + 3 * N / 2) & (2 * N - 1)], sat);
+        emit(p, a, pol, sp, c, z[(c + M - N / 2) & (M - 1)], sat);
 }
 
 int cbf_fft_post_cpu_run(cbf_fft_post_cpu *plan, const cbf_fft_post_args *args,
@@ -189,10 +192,11 @@ int cbf_fft_post_cpu_run(cbf_fft_post_cpu *plan, const cbf_fft_post_args *args,
     }
     /* Delay and phase are fixed for a run: one rotation per channel. The
      * delay turns nothing at the band centre, channel channels / 2. */
+    const double M = (double)cbf_fft_post_spectrum_samples(c);
     for (int k = 0; k < c->channels; k++)
         for (int pol = 0; pol < 2; pol++) {
             double kk = k - c->channels / 2;
-            double ang = -M_PI * (double)args->fine_delay[pol] * kk / c->channels + args->phase[pol];
+            double ang = -2 * M_PI * (double)args->fine_delay[pol] * kk / M + args->phase[pol];
             plan->rot[2 * k + pol] = (float)cos(ang) + I * (float)sin(ang);
         }
     for (int pol = 0; pol < 2; pol++) {

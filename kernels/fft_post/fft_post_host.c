@@ -23,6 +23,8 @@ int cbf_fft_post_config_check(const cbf_fft_post_config *cfg, char *msg, size_t 
         why = "complex_in must be 0 or 1";
     else if (cfg->complex_in && cfg->unzip != 1)
         why = "complex (narrowband) input needs unzip 1";
+    else if (cfg->keep_all != 0 && (cfg->keep_all != 1 || !cfg->complex_in))
+        why = "keep_all must be 0, or 1 with complex input";
     if (!why)
         return 0;
     return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
@@ -36,9 +38,14 @@ size_t cbf_fft_post_out_bytes(const cbf_fft_post_config *cfg)
     return cfg->spectra * (size_t)cfg->channels * 2 * (cfg->out_bits == 8 ? 2 : 1);
 }
 
+size_t cbf_fft_post_spectrum_samples(const cbf_fft_post_config *cfg)
+{
+    return (cfg->keep_all ? 1 : 2) * (size_t)cfg->channels;
+}
+
 size_t cbf_fft_post_row_floats(const cbf_fft_post_config *cfg)
 {
-    return (cfg->complex_in ? 4 : 2) * (size_t)cfg->channels;
+    return (cfg->complex_in ? 2 : 1) * cbf_fft_post_spectrum_samples(cfg);
 }
 
 void cbf_fft_post_batch_presence(const uint8_t *spectrum_present, size_t spectra,

@@ -31,6 +31,7 @@ typedef struct ddc_state {
     cbf_ddc_config cfg;
     int antenna, gpu, per_thread;
     size_t S, T, n_out, chunk, heap, n_ant, block, n_blocks;
+    double pass;          /* pass_bandwidth, Hz: > 0 keeps the whole band */
     float *z;
     cbf_ddc_cuda *plan;
     void *stream;
@@ -46,10 +47,16 @@ static const cbf_param_decl ddc_params[] = {
     {.name = "decimation", .type = CBF_PARAM_INT, .def = "8", .has_range = 1, .min = 2, .max = 1024,
      .doc = "subsampling factor S: output rate adc_sample_rate / S, kept band / (2 S)"},
     {.name = "taps", .type = CBF_PARAM_INT, .def = "0", .has_range = 1, .min = 0,
-     .max = CBF_DDC_MAX_TAPS, .doc = "low-pass taps, 4, 8, 12 or 16 x decimation; 0 = 8 x decimation"},
+     .max = CBF_DDC_MAX_TAPS,
+     .doc = "low-pass taps, 4, 8, 12 or 16 x decimation; 0 = 8 x decimation (16 x with "
+            "pass_bandwidth)"},
     {.name = "pass_weight", .type = CBF_PARAM_FLOAT, .def = "0.005", .has_range = 1, .min = 1e-6,
      .max = 1e6,
      .doc = "passband error weight against alias bands (smaller: more suppression, more ripple)"},
+    {.name = "pass_bandwidth", .type = CBF_PARAM_FLOAT, .def = "0", .has_range = 1, .min = 0,
+     .max = 1e12,
+     .doc = "Hz; > 0: keep the whole band adc_sample_rate / S (no channels discarded, VLBI), "
+            "the filter flat over this width about the centre; 0: keep the inner half"},
     {.name = "antenna", .type = CBF_PARAM_INT, .def = "0", .has_range = 1, .min = 0, .max = 65535,
      .doc = "which antenna of the input"},
     {.name = "outputs_per_buffer", .type = CBF_PARAM_INT, .def = "0", .has_range = 1, .min = 0,
@@ -94,9 +101,45 @@ static int ddc_read_input(cbf_node *node, ddc_state *s, double *rate, cbf_error 
     return 0;
 }
 
+/* Keeping the whole band (katgpucbf's "no discard" form): flat over the
+ * pass fraction f of the output band fs / S, |x| <= f / (2 S) cycles per
+ * input sample, and stopped from (1 - f / 2) / S to 0.5, which holds every
+ * band that aliases onto the pass band after subsampling; the roll-off
+ * between lands, stated, at the output band's edges. The report takes the
+ * ripple over the pass band and the suppression over the stop band. */
+static int ddc_design_whole(ddc_state *s, double frac, double pass_weight, double *h,
+                            cbf_fd_report *rep, char *msg, size_t msglen)
+{
+    const double S = (double)s->S, edge = 0.5 * frac / S, stop = (1.0 - 0.5 * frac) / S;
+    const cbf_fd_band bands[2] = {{0.0, edge, 1.0, pass_weight}, {stop, 0.5, 0.0, 1.0}};
+    int rc = cbf_fd_remez((int)s->T, bands, 2, 32, h, NULL, msg, msglen);
+    if (rc)
+        return rc;
+    const int n = 32 * (int)s->T;
+    rep->pass_min = INFINITY;
+    rep->pass_max = rep->stop_max = 0;
+    for (int i = 0; i <= n; i++) {
+        double f = 0.5 * i / n, a = cbf_fd_amplitude(h, (int)s->T, f);
+        if (f <= edge) {
+            rep->pass_min = fmin(rep->pass_min, a);
+            rep->pass_max = fmax(rep->pass_max, a);
+        } else if (f >= stop) {
+            rep->stop_max = fmax(rep->stop_max, fabs(a));
+        }
+    }
+    rep->ripple_db = 20 * log10(rep->pass_max / rep->pass_min);
+    rep->alias_db = -20 * log10(rep->stop_max / rep->pass_min);
+    return 0;
+}
+
 static int ddc_design(ddc_state *s, const cbf_params *p, double rate, cbf_error *err)
 {
     char msg[CBF_STAGE_MSG];
+    const double frac = s->pass * (double)s->S / rate;
+    if (s->pass > 0 && !(frac < 1))
+        return cbf_error_set(err, CBF_ECONFIG, "%s: pass_bandwidth %g Hz must be less than the "
+                             "band adc_sample_rate / decimation = %g Hz",
+                             cbf_params_where(p, "pass_bandwidth"), s->pass, rate / (double)s->S);
     double *h = malloc(sizeof(double) * s->T);
     s->z = malloc(2 * sizeof(float) * s->T);
     if (!h || !s->z) {
@@ -104,8 +147,9 @@ static int ddc_design(ddc_state *s, const cbf_params *p, double rate, cbf_error 
         return cbf_error_set(err, CBF_ENOMEM, "taps");
     }
     cbf_fd_report rep;
-    int rc = cbf_fd_ddc_design((int)s->T, (int)s->S, cbf_params_float(p, "pass_weight"), h, NULL,
-                               &rep, msg, sizeof msg);
+    const double w = cbf_params_float(p, "pass_weight");
+    int rc = s->pass > 0 ? ddc_design_whole(s, frac, w, h, &rep, msg, sizeof msg)
+                         : cbf_fd_ddc_design((int)s->T, (int)s->S, w, h, NULL, &rep, msg, sizeof msg);
     /* The design passes 1; katgpucbf scales its DDC taps by sqrt(S), so that
      * noise keeps its spectral density over the kept band (the power gain S
      * undoes the subsampling's 1 / S), and so do we: a tone of amplitude A
@@ -118,9 +162,12 @@ static int ddc_design(ddc_state *s, const cbf_params *p, double rate, cbf_error 
     free(h);
     if (rc)
         return cbf_error_set(err, CBF_ECONFIG, "%s: %s", cbf_params_where(p, "taps"), msg);
-    cbf_log_info("%zu taps, decimation %zu, centre %.6f MHz: passband ripple %.4f dB, "
-                 "alias suppression %.1f dB", s->T, s->S,
-                 ldexp((double)s->cfg.mix_step, -32) * rate / 1e6, rep.ripple_db, rep.alias_db);
+    cbf_log_info("%zu taps, decimation %zu, centre %.6f MHz, %s %.6f MHz: passband ripple "
+                 "%.4f dB, alias suppression %.1f dB", s->T, s->S,
+                 ldexp((double)s->cfg.mix_step, -32) * rate / 1e6,
+                 s->pass > 0 ? "whole band kept, flat over" : "inner half kept,",
+                 (s->pass > 0 ? s->pass : rate / (2.0 * (double)s->S)) / 1e6, rep.ripple_db,
+                 rep.alias_db);
     return 0;
 }
 
@@ -138,7 +185,10 @@ static int ddc_set_output(cbf_node *node, ddc_state *s, double rate, cbf_error *
     cbf_port_desc_set_attr(&d, CBF_ATTR_DECIMATION, (double)s->S);
     cbf_port_desc_set_attr(&d, CBF_ATTR_TAPS, (double)s->T);
     cbf_port_desc_set_attr(&d, CBF_ATTR_CENTRE_FREQUENCY, centre > rate / 2 ? centre - rate : centre);
-    cbf_port_desc_set_attr(&d, CBF_ATTR_BANDWIDTH, rate / (2.0 * (double)s->S));
+    /* The band the narrowband output keeps: the inner half, or all of it. */
+    cbf_port_desc_set_attr(&d, CBF_ATTR_BANDWIDTH, rate / ((s->pass > 0 ? 1.0 : 2.0) * (double)s->S));
+    if (s->pass > 0)
+        cbf_port_desc_set_attr(&d, CBF_ATTR_PASS_BANDWIDTH, s->pass);
     cbf_port_desc_set_attr(&d, CBF_ATTR_GROUP_DELAY, 0.5 * (double)(s->T - 1));
     cbf_port_desc_set_attr(&d, CBF_ATTR_OUTPUTS_PER_BLOCK, (double)s->block);
     cbf_port_desc_set_attr(&d, CBF_ATTR_ANTENNA, s->antenna);
@@ -170,8 +220,13 @@ static int ddc_init(cbf_node *node, cbf_error *err)
                              cbf_params_where(p, "antenna"), s->antenna, s->n_ant);
     s->S = (size_t)cbf_params_int(p, "decimation");
     s->T = (size_t)cbf_params_int(p, "taps");
+    s->pass = cbf_params_float(p, "pass_bandwidth");
+    /* Keeping the whole band leaves the filter a narrower transition
+     * (the pass band's edge to the first alias of it), so it takes
+     * katgpucbf's ratio of 16; the discard form reaches the float32
+     * floor at 8 (docs/narrowband.md). */
     if (!s->T)
-        s->T = 8 * s->S;
+        s->T = (s->pass > 0 ? 16 : 8) * s->S;
     s->cfg.decimation = (int)s->S;
     s->cfg.taps = (int)s->T;
     s->cfg.mix_step = cbf_ddc_mix_step(cbf_params_float(p, "centre_frequency") / rate);

@@ -11,12 +11,14 @@
  * Narrowband (a pfb fed by ddc: the input carries `decimation`): the
  * kernel's complex mode, one 2 x channels-point transform per spectrum of
  * which the inner half is kept, channel 0 the lowest frequency and the
- * ddc's centre frequency at channel channels / 2. */
+ * ddc's centre frequency at channel channels / 2; with `pass_bandwidth`
+ * (a ddc keeping the whole band) one channels-point transform, all kept. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cbf/cbf.h"
 #include "fft_post.h"
+#include "stage/contracts/ddc.h"
 #include "stage/contracts/feng.h"
 #include "stage/flow.h"
 #include "stage/gpu.h"
@@ -218,8 +220,13 @@ static int post_init(cbf_node *node, cbf_error *err)
     s->cfg.complex_in = !strcmp(in->type, CBF_TYPE_FENG_FIR_COMPLEX);
     if (s->cfg.complex_in && cbf_port_desc_get_attr(in, CBF_ATTR_DECIMATION, &s->decimation))
         return cbf_error_set(err, CBF_ECONFIG, "narrowband input without '%s'", CBF_ATTR_DECIMATION);
-    /* Wideband pfb output carries its delay model per spectrum in aux. */
-    s->model_in_aux = !s->cfg.complex_in && in->aux_size >= cbf_feng_fir_aux_size(in->shape[1]);
+    /* A narrowband output keeping the whole band states its flat part. */
+    double pass = 0;
+    s->cfg.keep_all = s->cfg.complex_in &&
+                      !cbf_port_desc_get_attr(in, CBF_ATTR_PASS_BANDWIDTH, &pass) && pass > 0;
+    /* pfb output carries its delay model per spectrum in aux (fine delay
+     * in FIR input samples: ddc outputs narrowband). */
+    s->model_in_aux = in->aux_size >= cbf_feng_fir_aux_size(in->shape[1]);
     int rc;
     s->cfg.channels = (int)channels;
     s->cfg.unzip = (int)unzip;
@@ -275,7 +282,10 @@ static int post_init(cbf_node *node, cbf_error *err)
         double v;
         cbf_port_desc_set_attr(&d, CBF_ATTR_DECIMATION, s->decimation);
         if (rate > 0)
-            cbf_port_desc_set_attr(&d, CBF_ATTR_BANDWIDTH, rate / (2 * s->decimation));
+            cbf_port_desc_set_attr(&d, CBF_ATTR_BANDWIDTH,
+                                   rate / ((s->cfg.keep_all ? 1 : 2) * s->decimation));
+        if (s->cfg.keep_all)
+            cbf_port_desc_set_attr(&d, CBF_ATTR_PASS_BANDWIDTH, pass);
         if (!cbf_port_desc_get_attr(in, CBF_ATTR_CENTRE_FREQUENCY, &v))
             cbf_port_desc_set_attr(&d, CBF_ATTR_CENTRE_FREQUENCY, v);
     } else if (rate > 0) {
@@ -403,10 +413,8 @@ static int post_deliver(post_state *s, cbf_port *outp, cbf_buffer *in, cbf_buffe
     out->seq = in->seq;
     out->saturated = sat[0] + sat[1];
     cbf_feng_spectra_aux aux = {.saturated = {sat[0], sat[1]}};
-    /* Both FIR layouts begin with the power sums. */
-    if (in->aux && in->aux_size >= sizeof(cbf_feng_fir_complex_aux))
-        memcpy(aux.power_sum, ((const cbf_feng_fir_complex_aux *)in->aux)->power_sum,
-               sizeof aux.power_sum);
+    if (in->aux && in->aux_size >= sizeof(cbf_feng_fir_aux))
+        memcpy(aux.power_sum, ((const cbf_feng_fir_aux *)in->aux)->power_sum, sizeof aux.power_sum);
     memcpy(out->aux, &aux, sizeof aux);
     cbf_counter_add(s->c_batches, batches);
     cbf_counter_add(s->c_missing, out->missing);

@@ -38,8 +38,9 @@
 #define PFB_MAX_PENDING 16
 
 /* A delay model per pol, in digitiser samples: delay d0 at output
- * timestamp t0 changing at `rate` samples per sample; phase ph0 at t0 in
- * radians changing at phr radians per sample. */
+ * timestamp t0 (digitiser samples, narrowband too) changing at `rate`
+ * samples per sample; phase ph0 at t0 in radians changing at phr radians
+ * per sample. */
 typedef struct delay_model {
     int64_t t0;
     double d0, rate, ph0, phr;
@@ -56,6 +57,8 @@ typedef struct pfb_state {
     cbf_node *node;
     int channels, taps, bits, unzip, antenna, gpu;
     int cplx;             /* narrowband: complex input from ddc */
+    int fir_channels;     /* the FIR kernel's channels, step / 2: channels, or channels / 2 when
+                             a narrowband output keeps the whole band (step = channels) */
     int64_t scale;        /* digitiser samples per input sample (ddc decimation, else 1) */
     size_t row;           /* floats per output spectrum: step, or 2 x step when cplx */
     size_t step, window, spectra, heap, chunk, n_ant;
@@ -64,7 +67,6 @@ typedef struct pfb_state {
     cbf_timed *dpend;     /* pfb_delay_change, waiting for their timestamps */
     cbf_stage_record delays_rec; /* optional record of the models in force */
     int64_t *coarse;      /* [pol][spectrum] of the buffer being made */
-    int aux_model;        /* aux carries the per-spectrum fine delay and phase */
     double rate;          /* digitiser samples per second */
     size_t headroom;      /* delay_headroom parameter */
     cbf_gauge *g_dbfs[2];
@@ -193,6 +195,17 @@ static int pfb_complex_input(pfb_state *s, const cbf_params *p, const cbf_port_d
                              "2 x channels points at once (unzip 0 or 1)",
                              cbf_params_where(p, "unzip"), s->unzip);
     s->unzip = 1;
+    /* Keeping the whole band: channels-point transforms, all kept. */
+    double pass = 0;
+    if (!cbf_port_desc_get_attr(in, CBF_ATTR_PASS_BANDWIDTH, &pass) && pass > 0) {
+        if (s->channels < 128)
+            return cbf_error_set(err, CBF_ECONFIG, "%s: channels %d: a narrowband output that "
+                                 "keeps the whole band needs at least 128",
+                                 cbf_params_where(p, "channels"), s->channels);
+        s->fir_channels = s->channels / 2;
+        s->step = (size_t)s->channels;
+        s->window = s->step * (size_t)s->taps;
+    }
     return 0;
 }
 
@@ -204,7 +217,7 @@ static int pfb_setup_gpu(cbf_node *node, pfb_state *s, cbf_error *err)
     if ((rc = cbf_stage_stream_create(&s->stream, err)) || (rc = cbf_gpu_timer_create(&s->timer, err)))
         return rc;
     s->g_gpu_ms = cbf_node_gauge(node, "gpu_ms_per_buffer");
-    rc = cbf_pfb_cuda_create(s->channels, s->taps, s->weights, &s->plan, msg, sizeof msg);
+    rc = cbf_pfb_cuda_create(s->fir_channels, s->taps, s->weights, &s->plan, msg, sizeof msg);
     return cbf_stage_kern(rc, msg, err);
 #else
     (void)node, (void)s, (void)msg, (void)rc;
@@ -253,14 +266,15 @@ static int pfb_setup_staging(cbf_node *node, pfb_state *s, const cbf_params *p, 
 static int pfb_delays_record(pfb_state *s, int64_t t)
 {
     double v[2][CBF_FENG_DELAY_FIELDS];
-    const double sc = (double)s->scale, fs = s->rate > 0 ? s->rate / sc : NAN;
+    /* Models count digitiser samples (t0, d0) and radians per digitiser
+     * sample (phr) in both modes: back into the request's units. */
+    const double fs = s->rate > 0 ? s->rate : NAN;
     for (int q = 0; q < 2; q++) {
         const delay_model *m = &s->model[q];
-        const double row[CBF_FENG_DELAY_FIELDS] = {(double)m->t0 * sc, m->d0 / fs, m->rate, m->ph0,
-                                                   m->phr * fs};
+        const double row[CBF_FENG_DELAY_FIELDS] = {(double)m->t0, m->d0 / fs, m->rate, m->ph0, m->phr * fs};
         memcpy(v[q], row, sizeof row);
     }
-    return cbf_stage_record_send(&s->delays_rec, v, t * s->scale);
+    return cbf_stage_record_send(&s->delays_rec, v, t);
 }
 
 static int pfb_set_output(cbf_node *node, pfb_state *s, const cbf_port_desc *in, double rate,
@@ -274,12 +288,11 @@ static int pfb_set_output(cbf_node *node, pfb_state *s, const cbf_port_desc *in,
     cbf_port_desc_add_axis(&d, "sample", s->row);
     d.n_present = s->spectra;
     d.present_axis = "spectrum";
-    /* Wideband: the delay model evaluated per spectrum goes to fft_post
-     * with the buffer, so each buffer carries its own values (double
-     * buffering per output item). */
-    s->aux_model = !s->cplx;
-    d.aux_size = s->aux_model ? cbf_feng_fir_aux_size(s->spectra) : sizeof(cbf_feng_fir_complex_aux);
-    d.aux_layout = s->aux_model ? CBF_FENG_FIR_AUX_LAYOUT : CBF_FENG_FIR_COMPLEX_AUX_LAYOUT;
+    /* The delay model evaluated per spectrum goes to fft_post with the
+     * buffer, so each buffer carries its own values (double buffering per
+     * output item). */
+    d.aux_size = cbf_feng_fir_aux_size(s->spectra);
+    d.aux_layout = CBF_FENG_FIR_AUX_LAYOUT;
     d.timestamp_step = (int64_t)(s->spectra * s->step) * s->scale;
     cbf_port_desc_set_attr(&d, CBF_ATTR_CHANNELS, s->channels);
     cbf_port_desc_set_attr(&d, CBF_ATTR_UNZIP, s->unzip);
@@ -290,7 +303,8 @@ static int pfb_set_output(cbf_node *node, pfb_state *s, const cbf_port_desc *in,
     if (s->cplx) {
         /* fft_post switches to its complex mode on `decimation`. */
         static const char *const pass[] = {CBF_ATTR_DECIMATION, CBF_ATTR_CENTRE_FREQUENCY,
-                                           CBF_ATTR_BANDWIDTH, CBF_ATTR_GROUP_DELAY};
+                                           CBF_ATTR_BANDWIDTH, CBF_ATTR_GROUP_DELAY,
+                                           CBF_ATTR_PASS_BANDWIDTH};
         for (size_t i = 0; i < CBF_COUNT_OF(pass); i++) {
             double v;
             if (!cbf_port_desc_get_attr(in, pass[i], &v))
@@ -341,6 +355,7 @@ static int pfb_init(cbf_node *node, cbf_error *err)
                              cbf_params_where(p, "coarse_delay"));
     for (int q = 0; q < 2; q++)
         s->delay[q] = cbf_params_int_at(p, "coarse_delay", (size_t)q);
+    s->fir_channels = s->channels;
     s->step = 2 * (size_t)s->channels;
     s->window = s->step * (size_t)s->taps;
 
@@ -360,7 +375,7 @@ static int pfb_init(cbf_node *node, cbf_error *err)
     if (!s->weights)
         return cbf_error_set(err, CBF_ENOMEM, "weights");
     const char *win = cbf_params_string(p, "window");
-    rc = cbf_pfb_weights(s->channels, s->taps, cbf_params_float(p, "w_cutoff"),
+    rc = cbf_pfb_weights(s->fir_channels, s->taps, cbf_params_float(p, "w_cutoff"),
                          strcmp(win, "rect") ? CBF_PFB_HANN : CBF_PFB_RECT, s->weights, msg, sizeof msg);
     if (rc)
         return cbf_error_set(err, CBF_ECONFIG, "%s: %s", cbf_params_where(p, "channels"), msg);
@@ -376,7 +391,7 @@ static int pfb_init(cbf_node *node, cbf_error *err)
     s->g_dbfs[1] = cbf_node_gauge(node, "rms_dbfs_pol1");
     s->rate = rate;
     for (int q = 0; q < 2; q++)
-        s->model[q] = (delay_model){0, (double)s->delay[q], 0, 0, 0};
+        s->model[q] = (delay_model){0, (double)(s->delay[q] * s->scale), 0, 0, 0};
     cbf_timed_config tc = {.noun = "delay model", .payload = sizeof(pfb_delay_change),
                            .max_pending = PFB_MAX_PENDING};
     if ((rc = cbf_timed_create(&tc, &s->dpend, err)))
@@ -386,11 +401,17 @@ static int pfb_init(cbf_node *node, cbf_error *err)
     return 0;
 }
 
+/* Digitiser timestamp of spectrum g: the delay models' time axis. */
+static int64_t pfb_time_of(const pfb_state *s, int64_t g)
+{
+    return g * (int64_t)s->step * s->scale;
+}
+
 /* The delay model of pol q that spectrum g follows: the newest pending
  * model valid by its timestamp, else the one in force. */
 static const delay_model *pfb_model_for(const pfb_state *s, int q, int64_t g)
 {
-    const int64_t t = g * (int64_t)s->step;
+    const int64_t t = pfb_time_of(s, g);
     const delay_model *m = &s->model[q];
     for (int i = 0; i < cbf_timed_count(s->dpend) && cbf_timed_at(s->dpend, i) <= t; i++) {
         const pfb_delay_change *c = cbf_timed_payload(s->dpend, i);
@@ -400,14 +421,17 @@ static const delay_model *pfb_model_for(const pfb_state *s, int q, int64_t g)
     return m;
 }
 
-/* The model inverted for spectrum g (output timestamp t = g step): its
- * window starts `coarse` samples early, the nearest whole sample to the
- * delay d(t) = d0 + rate (t - t0); what is left, d - coarse in
- * [-1/2, 1/2], and the phase phi0 + phase_rate (t - t0) go to fft_post. */
-static int64_t pfb_eval_model(const delay_model *m, int64_t g, int64_t step, float *fine, float *phase)
+/* The model inverted for spectrum g at digitiser time t: its window
+ * starts `coarse` input samples early (scale digitiser samples each: 1
+ * wideband, the ddc's S narrowband), the nearest whole input sample to the
+ * delay d(t) = d0 + rate (t - t0); what is left, d / scale - coarse in
+ * [-1/2, 1/2] input samples, and the phase phi0 + phase_rate (t - t0) go
+ * to fft_post. */
+static int64_t pfb_eval_model(const delay_model *m, int64_t t, int64_t scale, float *fine,
+                              float *phase)
 {
-    double dt = (double)(g * step - m->t0);
-    double d = m->d0 + m->rate * dt;
+    double dt = (double)(t - m->t0);
+    double d = (m->d0 + m->rate * dt) / (double)scale;
     double c = floor(d + 0.5);
     if (fine)
         *fine = (float)(d - c);
@@ -429,7 +453,7 @@ static float pfb_centre_phase(float phase, int64_t c)
 
 static int64_t pfb_coarse_of(const pfb_state *s, int q, int64_t g)
 {
-    return pfb_eval_model(pfb_model_for(s, q, g), g, (int64_t)s->step, NULL, NULL);
+    return pfb_eval_model(pfb_model_for(s, q, g), pfb_time_of(s, g), s->scale, NULL, NULL);
 }
 
 /* Smallest and largest coarse delay over the spectra [g, g + n), both pols. */
@@ -463,7 +487,7 @@ static int pfb_fir_section(pfb_state *s, cbf_buffer *out, const int64_t a[2], si
     int64_t start[2] = {a[0] + (int64_t)(v0 * s->step), a[1] + (int64_t)(v0 * s->step)};
     int rc;
     if (s->cplx) {
-        cbf_pfb_cjob job = {s->channels, s->taps, {(const float *)st->data[0], (const float *)st->data[1]},
+        cbf_pfb_cjob job = {s->fir_channels, s->taps, {(const float *)st->data[0], (const float *)st->data[1]},
                             st->len, {start[0], start[1]}, n - v0,
                             (float *)out->data + (v + v0) * s->row, s->spectra * s->row};
 #ifdef CBF_HAVE_CUDA
@@ -491,7 +515,7 @@ static int pfb_fir_section(pfb_state *s, cbf_buffer *out, const int64_t a[2], si
  * recorded from its timestamp. */
 static int pfb_promote_models(pfb_state *s, int64_t g)
 {
-    const int64_t t = g * (int64_t)s->step;
+    const int64_t t = pfb_time_of(s, g);
     int k = 0, rc = 0;
     for (; k < cbf_timed_count(s->dpend) && cbf_timed_at(s->dpend, k) <= t; k++) {
         const pfb_delay_change *c = cbf_timed_payload(s->dpend, k);
@@ -538,7 +562,7 @@ static int pfb_settle(pfb_state *s, cbf_error *err)
 static void pfb_set_next(pfb_state *s, int64_t g)
 {
     s->next_g = g;
-    cbf_timed_processed(s->dpend, g * (int64_t)s->step);
+    cbf_timed_processed(s->dpend, pfb_time_of(s, g));
 }
 
 /* Makes the output buffer for spectra [next_g, next_g + spectra), in
@@ -550,21 +574,24 @@ static int pfb_produce(cbf_node *node, pfb_state *s, cbf_error *err)
     int rc = cbf_pool_get(s->pool, &out);
     if (rc)
         return rc;
-    cbf_feng_fir_aux *aux = s->aux_model ? out->aux : NULL;
-    float *sd = aux ? aux->delay_phase : NULL;
+    cbf_feng_fir_aux *aux = out->aux;
+    float *sd = aux->delay_phase;
     bool rotate = false;
     for (int q = 0; q < 2; q++)
         for (size_t v = 0; v < s->spectra; v++) {
             float fine = 0, ph = 0;
             int64_t g = s->next_g + (int64_t)v;
-            int64_t c = pfb_eval_model(pfb_model_for(s, q, g), g, (int64_t)s->step, &fine, &ph);
+            int64_t c = pfb_eval_model(pfb_model_for(s, q, g), pfb_time_of(s, g), s->scale, &fine,
+                                       &ph);
             s->coarse[q * s->spectra + v] = c;
-            if (sd) {
+            /* Narrowband needs no such correction: the ddc's mixer
+             * follows each sample's own timestamp, so moving along its
+             * output by whole outputs leaves DC (the centre) alone. */
+            if (!s->cplx)
                 ph = pfb_centre_phase(ph, c);
-                sd[2 * (q * s->spectra + v)] = fine;
-                sd[2 * (q * s->spectra + v) + 1] = ph;
-                rotate |= fine != 0 || ph != 0;
-            }
+            sd[2 * (q * s->spectra + v)] = fine;
+            sd[2 * (q * s->spectra + v) + 1] = ph;
+            rotate |= fine != 0 || ph != 0;
         }
     const cbf_staging *st = &s->st;
     size_t heaps = st->len / s->heap, cap_heaps = st->cfg.cap / s->heap;
@@ -620,14 +647,9 @@ static int pfb_produce(cbf_node *node, pfb_state *s, cbf_error *err)
         out->missing += !out->present[i];
     /* On the GPU (wideband) the sums are on their way to aux. */
     const int sums_queued = s->gpu && !s->cplx;
-    if (aux) {
-        if (!sums_queued)
-            memcpy(aux->power_sum, power, sizeof power);
-        aux->rotate = rotate;
-    } else if (!sums_queued) {
-        cbf_feng_fir_complex_aux *caux = out->aux;
-        memcpy(caux->power_sum, power, sizeof power);
-    }
+    if (!sums_queued)
+        memcpy(aux->power_sum, power, sizeof power);
+    aux->rotate = rotate;
     if (sums_queued) {
         cbf_buffer_ref(out);
         s->last = out;
@@ -637,7 +659,7 @@ static int pfb_produce(cbf_node *node, pfb_state *s, cbf_error *err)
     cbf_counter_add(s->c_spectra, s->spectra);
     cbf_counter_add(s->c_missing, out->missing);
     /* The coarse delays at start, in force from the first spectrum. */
-    if (s->delays_rec.seq == 0 && (rc = pfb_delays_record(s, out->timestamp / s->scale))) {
+    if (s->delays_rec.seq == 0 && (rc = pfb_delays_record(s, out->timestamp))) {
         cbf_buffer_unref(out);
         return rc;
     }
@@ -769,25 +791,27 @@ static const cbf_request_decl pfb_requests[] = {
 static int pfb_check_model(const pfb_state *s, const delay_model *m, int pol, int64_t at,
                            cbf_error *err)
 {
-    const double half = (double)s->headroom / 2, span = (double)(s->spectra * s->step);
-    const int64_t S = (int64_t)s->step, ga = (at + S - 1) / S;
+    /* The staging counts input samples: scale digitiser samples each. */
+    const double u = (double)s->scale, half = (double)s->headroom / 2;
+    const double span = (double)(s->spectra * s->step), d_new = m->d0 / u;
+    const int64_t S = (int64_t)s->step * s->scale, ga = (at + S - 1) / S;
     for (int q = 0; q < 2; q++) {
         if (pol >= 0 && q != pol)
             continue;
         const delay_model *old = pfb_model_for(s, q, ga), *other = pfb_model_for(s, !q, ga);
-        double d_old = old->d0 + old->rate * (double)(at - old->t0);
-        double d_other = pol < 0 ? m->d0 : other->d0 + other->rate * (double)(at - other->t0);
-        if (fabs(m->d0) > (double)(1 << 24))
-            return cbf_error_set(err, CBF_EINVAL, "%g samples is beyond the +-2^24 samples a "
-                                 "coarse delay may be", m->d0);
-        if (fabs(m->d0 - d_old) > half || fabs(m->d0 - d_other) > half)
-            return cbf_error_set(err, CBF_EINVAL, "pol %d would step by %.1f samples (the other "
-                                 "pol is %.1f away); delay_headroom %zu allows %.0f", q,
-                                 m->d0 - d_old, m->d0 - d_other, s->headroom, half);
+        double d_old = (old->d0 + old->rate * (double)(at - old->t0)) / u;
+        double d_other = pol < 0 ? d_new : (other->d0 + other->rate * (double)(at - other->t0)) / u;
+        if (fabs(d_new) > (double)(1 << 24))
+            return cbf_error_set(err, CBF_EINVAL, "%g input samples is beyond the +-2^24 samples a "
+                                 "coarse delay may be", d_new);
+        if (fabs(d_new - d_old) > half || fabs(d_new - d_other) > half)
+            return cbf_error_set(err, CBF_EINVAL, "pol %d would step by %.1f input samples (the "
+                                 "other pol is %.1f away); delay_headroom %zu allows %.0f", q,
+                                 d_new - d_old, d_new - d_other, s->headroom, half);
         if (fabs(m->rate) * span > half / 2)
-            return cbf_error_set(err, CBF_EINVAL, "a rate of %g moves the delay by %.1f samples "
-                                 "per output buffer; delay_headroom %zu allows %.0f", m->rate,
-                                 fabs(m->rate) * span, s->headroom, half / 2);
+            return cbf_error_set(err, CBF_EINVAL, "a rate of %g moves the delay by %.1f input "
+                                 "samples per output buffer; delay_headroom %zu allows %.0f",
+                                 m->rate, fabs(m->rate) * span, s->headroom, half / 2);
     }
     return 0;
 }
@@ -799,9 +823,6 @@ static int pfb_request(cbf_node *node, const cbf_request *req, cbf_reply *reply,
 {
     pfb_state *s = cbf_node_state(node);
     const cbf_params *p = cbf_request_args(req);
-    if (s->cplx)
-        return cbf_error_set(err, CBF_ENOTSUP, "delays: delay models are wideband only in this "
-                             "version (set coarse_delay for a narrowband pfb)");
     if (!(s->rate > 0))
         return cbf_error_set(err, CBF_EINVAL, "delays: the input has no %s", CBF_ATTR_ADC_SAMPLE_RATE);
     int pol = (int)cbf_params_int(p, "pol");
@@ -820,9 +841,9 @@ static int pfb_request(cbf_node *node, const cbf_request *req, cbf_reply *reply,
             c->m[q] = m;
             c->pols |= 1u << q;
         }
-    const int64_t S = (int64_t)s->step, ga = (at + S - 1) / S;
+    const int64_t S = (int64_t)s->step * s->scale, ga = (at + S - 1) / S;
     float fine, ph;
-    int64_t coarse = pfb_eval_model(&m, ga, S, &fine, &ph);
+    int64_t coarse = pfb_eval_model(&m, pfb_time_of(s, ga), s->scale, &fine, &ph);
     cbf_reply_int(reply, "at", at);
     cbf_reply_int(reply, "spectrum", ga);
     cbf_reply_int(reply, "coarse_delay", coarse);

@@ -19,25 +19,20 @@
  * stream, so no reply is late; a reply that says otherwise fails the test
  * with that message. `--gpu` runs the same on the GPU (77 without one). */
 #include <complex.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdbool.h>
-#include <pthread.h>
 #include <setjmp.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <zmq.h>
 
 #include <cmocka.h>
 
-#include "cbf/graph.h"
 #include "capture_read.h"
 #include "feng_ref.h"
 #include "feng_run.h"
+#include "inproc.h"
 
 #define N_CH 256
 #define STEP (2 * N_CH)
@@ -62,24 +57,6 @@ static void read_named(const char *name, capture *c)
     read_capture(path, c);
 }
 
-/* ---- the engine, in this process ---- */
-
-typedef struct running {
-    cbf_registry *reg;
-    cbf_graph *g;
-    cbf_engine *e;
-    pthread_t thread;
-    int rc;
-    cbf_error err;
-} running;
-
-static void *engine_main(void *arg)
-{
-    running *r = arg;
-    r->rc = cbf_engine_run(r->e, &r->err);
-    return NULL;
-}
-
 static const char *chain(char *buf, size_t n, const char *id, const char *gain)
 {
     snprintf(buf, n,
@@ -97,7 +74,7 @@ static const char *chain(char *buf, size_t n, const char *id, const char *gain)
     return buf;
 }
 
-static void start_engine(running *r)
+static void start_engine(inproc *r)
 {
     char yaml[512], text[8192], c[4][1024];
     snprintf(yaml, sizeof yaml, "%s/feng-control.yaml", dir);
@@ -123,91 +100,14 @@ static void start_engine(running *r)
              (long long)(30 * CHUNK), (long long)(36 * CHUNK),
              chain(c[0], sizeof c[0], "g", "[0.02, 0.0]"), chain(c[1], sizeof c[1], "a", "[0.02, 0.0]"),
              chain(c[2], sizeof c[2], "b", "[0.05, -0.01]"), chain(c[3], sizeof c[3], "d", "[0.1, 0.05]"));
-    FILE *f = fopen(yaml, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-    char here[512];
-    snprintf(here, sizeof here, "%s/tests/feng", getenv("CBF_BUILD_ROOT") ? getenv("CBF_BUILD_ROOT") : ".");
-    const char *dirs[] = {here};
-    memset(r, 0, sizeof *r);
-    int rc = cbf_registry_open(dirs, 1, &r->reg, &r->err);
-    if (!rc)
-        rc = cbf_graph_load(yaml, NULL, 0, r->reg, &r->g, &r->err);
-    if (!rc)
-        rc = cbf_engine_create(r->g, &r->e, &r->err);
-    if (rc)
-        fail_msg("engine: %s", r->err.msg);
-    assert_int_equal(pthread_create(&r->thread, NULL, engine_main, r), 0);
+    inproc_start(r, yaml, text);
 }
 
-static void finish_engine(running *r)
-{
-    pthread_join(r->thread, NULL);
-    if (r->rc)
-        fail_msg("engine run: %s", r->err.msg);
-    cbf_engine_free(r->e);
-    cbf_graph_free(r->g);
-    cbf_registry_close(r->reg);
-}
-
-/* ---- requests ---- */
-
-static void *zctx, *req_sock;
-
-static json_t *request(const char *fmt, ...)
-{
-    char text[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    if (!req_sock) {
-        int ms = 30000, zero = 0, ivl = 10;
-        req_sock = zmq_socket(zctx, ZMQ_REQ);
-        zmq_setsockopt(req_sock, ZMQ_RCVTIMEO, &ms, sizeof ms);
-        zmq_setsockopt(req_sock, ZMQ_LINGER, &zero, sizeof zero);
-        zmq_setsockopt(req_sock, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
-        assert_int_equal(zmq_connect(req_sock, endpoint), 0);
-    }
-    assert_true(zmq_send(req_sock, text, strlen(text), 0) >= 0);
-    char reply[8192];
-    int n = zmq_recv(req_sock, reply, sizeof reply - 1, 0);
-    if (n < 0)
-        fail_msg("no reply to %s within 30 s", text);
-    reply[n < (int)sizeof reply - 1 ? n : (int)sizeof reply - 1] = '\0';
-    json_error_t je;
-    json_t *o = json_loads(reply, 0, &je);
-    assert_non_null(o);
-    return o;
-}
-
-static void expect_ok(const char *what, json_t *o)
-{
-    if (!json_is_true(json_object_get(o, "ok")))
-        fail_msg("%s: refused: %s", what, json_string_value(json_object_get(o, "error")));
-    json_decref(o);
-}
-
-static void expect_refused(const char *what, json_t *o, const char *want)
-{
-    const char *e = json_string_value(json_object_get(o, "error"));
-    if (json_is_true(json_object_get(o, "ok")) || !e || !strstr(e, want))
-        fail_msg("%s: expected a refusal saying '%s', got %s", what, want, e ? e : "ok");
-    printf("refused as it should be: %s: %s\n", what, e);
-    json_decref(o);
-}
+#define request(...) inproc_request(endpoint, __VA_ARGS__)
+#define expect_ok inproc_expect_ok
+#define expect_refused inproc_expect_refused
 
 /* ---- checks ---- */
-
-static const capbuf *find(const capture *c, int64_t ts)
-{
-    for (size_t i = 0; i < c->n; i++)
-        if (c->b[i].ts == ts)
-            return &c->b[i];
-    fail_msg("no captured buffer at %lld", (long long)ts);
-    return NULL;
-}
 
 /* Bytes of spectrum t (within its buffer) of every channel and pol. */
 static int spectrum_equal(const capbuf *x, const capbuf *y, size_t t)
@@ -231,7 +131,8 @@ static void check_gain(void)
     const int64_t first = (T_GAIN + STEP - 1) / STEP;   /* first spectrum at or after T */
     size_t before = 0, after = 0;
     for (size_t i = 0; i < g.n; i++) {
-        const capbuf *x = &g.b[i], *ya = find(&a, x->ts), *yb = find(&bcap, x->ts);
+        const capbuf *x = &g.b[i], *ya = capture_find(&a, x->ts);
+        const capbuf *yb = capture_find(&bcap, x->ts);
         for (size_t t = 0; t < SPB; t++) {
             int64_t sp = x->ts / STEP + (int64_t)t;
             const capbuf *want = sp < first ? ya : yb;
@@ -363,9 +264,8 @@ static void check_delay(void)
 static void test_requests_on_running_feng(void **state)
 {
     (void)state;
-    running r;
+    inproc r;
     start_engine(&r);
-    zctx = zmq_ctx_new();
 
     json_t *o = request("{\"request\": \"gain\", \"node\": \"post_g\", \"values\": [0.05, -0.01], "
                         "\"at\": %d}", T_GAIN);
@@ -419,21 +319,15 @@ static void test_requests_on_running_feng(void **state)
                    request("{\"request\": \"delays\", \"node\": \"pfb_d\", \"delay\": 0, \"at\": %d}",
                            T_DELAY - 1), "cannot come before it");
 
-    finish_engine(&r);
-    zmq_close(req_sock);
-    req_sock = NULL;
-    zmq_ctx_term(zctx);
+    inproc_finish(&r);
     check_gain();
     check_delay();
 }
 
 int main(int argc, char **argv)
 {
-    use_gpu = argc > 1 && !strcmp(argv[1], "--gpu");
-    if (use_gpu && !feng_have_gpu()) {
-        printf("no usable GPU: the GPU run of the control test is skipped\n");
+    if ((use_gpu = inproc_gpu_arg(argc, argv)) < 0)
         return 77;
-    }
     snprintf(dir, sizeof dir, "/tmp/cbf-feng-control-XXXXXX");
     if (!mkdtemp(dir))
         return 1;

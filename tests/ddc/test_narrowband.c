@@ -5,7 +5,9 @@
  * and subsampling, the direct PFB FIR with the prototype filter of
  * docs/formats.md, a direct
  * DFT of 2N points, channel c = bin c - N/2, gains and fine delay indexed by
- * c. The input timestamps lie beyond 2^41 samples.
+ * c. The input timestamps lie beyond 2^41 samples. The chain comparison
+ * runs again keeping the whole band (fft_post keep_all: a PFB of step N,
+ * an N-point DFT, every bin a channel).
  *
  * Tolerance: the float32 chain (DDC sums of 64 products, PFB sums of 8,
  * FFT of 512 points) carries relative errors near 1e-6 of the output rms
@@ -44,9 +46,12 @@
 #define SPH 32
 #define BATCHES 2
 #define SPECTRA (SPH * BATCHES)
-#define STEP (2 * N)   /* complex samples per spectrum */
+#define STEP_MAX (2 * N)
+/* Complex samples per spectrum: 2N, or N keeping the whole band. */
+#define STEP (whole ? N : 2 * N)
 
 static int use_gpu;
+static int whole;      /* keep the whole band: N-point transforms, all bins kept */
 static uint64_t rng_state;
 
 static uint64_t rnd(void)
@@ -67,7 +72,7 @@ typedef struct chain {
     uint8_t *in[2];
     double h[T_DDC];
     float z[2 * T_DDC];
-    float w[STEP * TAPS];
+    float w[STEP_MAX * TAPS];
     float gains[4 * N];        /* [channel][pol][re, im] */
     float fine_delay[2], phase[2];   /* delay in DDC output samples */
 } chain;
@@ -88,7 +93,7 @@ static void chain_init(chain *c, int bits, uint32_t mix_step, uint64_t t0)
     assert_int_equal(cbf_fd_ddc_design(T_DDC, S, 0.005, c->h, NULL, NULL, msg, sizeof msg), 0);
     cbf_ddc_config cfg = {bits, S, T_DDC, mix_step};
     assert_int_equal(cbf_ddc_weights(&cfg, c->h, c->z, msg, sizeof msg), 0);
-    assert_int_equal(cbf_pfb_weights(N, TAPS, 1.0, CBF_PFB_HANN, c->w, msg, sizeof msg), 0);
+    assert_int_equal(cbf_pfb_weights(STEP / 2, TAPS, 1.0, CBF_PFB_HANN, c->w, msg, sizeof msg), 0);
     for (int i = 0; i < 2 * N; i++) {
         c->gains[2 * i] = 1.0f;
         c->gains[2 * i + 1] = 0.0f;
@@ -108,7 +113,7 @@ static void chain_run(const chain *c, int gpu, uint8_t *out, uint64_t sat[2])
 {
     char msg[512] = "";
     cbf_ddc_config dcfg = {c->bits, S, T_DDC, c->mix_step};
-    cbf_fft_post_config pcfg = {N, 1, SPH, SPECTRA, 8, 1};
+    cbf_fft_post_config pcfg = {N, 1, SPH, SPECTRA, 8, 1, whole};
     size_t ddc_floats = 2 * 2 * c->outputs, fir_floats = 2 * (size_t)SPECTRA * 2 * STEP;
     size_t out_bytes = cbf_fft_post_out_bytes(&pcfg);
     float *ddc = malloc(ddc_floats * sizeof(float)), *fir = malloc(fir_floats * sizeof(float));
@@ -120,7 +125,7 @@ static void chain_run(const chain *c, int gpu, uint8_t *out, uint64_t sat[2])
         cbf_ddc_job dj = {{c->in[0], c->in[1]}, c->in_samples, c->t0, 0, c->outputs, ddc,
                           c->outputs};
         assert_int_equal(cbf_ddc_cpu(&dcfg, c->z, &dj, msg, sizeof msg), 0);
-        cbf_pfb_cjob pj = {N, TAPS, {ddc, ddc + 2 * c->outputs}, c->outputs,
+        cbf_pfb_cjob pj = {STEP / 2, TAPS, {ddc, ddc + 2 * c->outputs}, c->outputs,
                            {c->start[0], c->start[1]}, SPECTRA, fir, (size_t)SPECTRA * 2 * STEP};
         assert_int_equal(cbf_pfb_fir_complex_cpu(&pj, c->w, msg, sizeof msg), 0);
         for (size_t i = 0; i < fir_floats; i++)
@@ -157,12 +162,12 @@ static void chain_run(const chain *c, int gpu, uint8_t *out, uint64_t sat[2])
         cbf_pfb_cuda *pp;
         cbf_fft_post_cuda *fp;
         assert_int_equal(cbf_ddc_cuda_create(&dcfg, c->z, 0, &dp, msg, sizeof msg), 0);
-        assert_int_equal(cbf_pfb_cuda_create(N, TAPS, c->w, &pp, msg, sizeof msg), 0);
+        assert_int_equal(cbf_pfb_cuda_create(STEP / 2, TAPS, c->w, &pp, msg, sizeof msg), 0);
         assert_int_equal(cbf_fft_post_cuda_create(&pcfg, st, &fp, msg, sizeof msg), 0);
         assert_int_equal(cbf_fft_post_cuda_set_gains(fp, c->gains, msg, sizeof msg), 0);
         cbf_ddc_job dj = {{d_in[0], d_in[1]}, c->in_samples, c->t0, 0, c->outputs, d_ddc,
                           c->outputs};
-        cbf_pfb_cjob pj = {N, TAPS, {d_ddc, d_ddc + 2 * c->outputs}, c->outputs,
+        cbf_pfb_cjob pj = {STEP / 2, TAPS, {d_ddc, d_ddc + 2 * c->outputs}, c->outputs,
                            {c->start[0], c->start[1]}, SPECTRA, d_fir,
                            (size_t)SPECTRA * 2 * STEP};
         cbf_fft_post_args a = {d_fir, (size_t)SPECTRA * 2 * STEP, d_out,
@@ -206,7 +211,7 @@ static void chain_run(const chain *c, int gpu, uint8_t *out, uint64_t sat[2])
 static double complex *reference(const chain *c)
 {
     double *w = malloc(sizeof(double) * STEP * TAPS);
-    feng_ref_weights(N, TAPS, 1.0, 1, w);
+    feng_ref_weights(STEP / 2, TAPS, 1.0, 1, w);
     double complex *y = malloc(sizeof(double complex) * c->outputs);
     double complex *v = malloc(sizeof(double complex) * STEP);
     double complex *tw = malloc(sizeof(double complex) * STEP);
@@ -240,7 +245,8 @@ static double complex *reference(const chain *c)
                 double complex acc = 0;
                 for (int j = 0; j < STEP; j++)
                     acc += v[j] * tw[(int)(((long)j * k % STEP + STEP) % STEP)];
-                double ang = -M_PI * c->fine_delay[p] * k / N + c->phase[p];
+                /* A delay d turns frequency k / STEP by -2 pi d k / STEP. */
+                double ang = -2.0 * M_PI * c->fine_delay[p] * k / STEP + c->phase[p];
                 double complex g = c->gains[4 * ch + 2 * p] + I * c->gains[4 * ch + 2 * p + 1];
                 X[((size_t)p * SPECTRA + sp) * N + (size_t)ch] = acc * cexp(I * ang) * g;
             }
@@ -353,6 +359,15 @@ static void chain_against_reference(void **state)
     free(cpu);
     free(gpu);
     chain_free(&c);
+}
+
+/* The same, keeping the whole band: an N-point transform of step N, every
+ * bin a channel, the delay's slope twice as steep per channel. */
+static void whole_band_chain_against_reference(void **state)
+{
+    whole = 1;
+    chain_against_reference(state);
+    whole = 0;
 }
 
 /* Writes a 16-bit tone of amplitude A and frequency step / 2^32 cycles per
@@ -520,6 +535,9 @@ static void bad_configs(void **state)
     cbf_fft_post_config cfg = {N, 2, SPH, SPECTRA, 8, 1};
     assert_int_equal(cbf_fft_post_config_check(&cfg, msg, sizeof msg), CBF_KERN_EINVAL);
     assert_non_null(strstr(msg, "unzip 1"));
+    cbf_fft_post_config wide_all = {N, 1, SPH, SPECTRA, 8, 0, 1};
+    assert_int_equal(cbf_fft_post_config_check(&wide_all, msg, sizeof msg), CBF_KERN_EINVAL);
+    assert_non_null(strstr(msg, "keep_all"));
     float buf[16];
     cbf_pfb_cjob j = {N, TAPS, {buf, buf}, 16, {0, 0}, 1, buf, 2 * STEP};
     assert_int_equal(cbf_pfb_cjob_check(&j, msg, sizeof msg), CBF_KERN_EINVAL);
@@ -539,6 +557,7 @@ int main(int argc, char **argv)
            use_gpu ? "CPU and GPU" : "CPU");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(chain_against_reference),
+        cmocka_unit_test(whole_band_chain_against_reference),
         cmocka_unit_test(tone_lands_in_its_channel),
         cmocka_unit_test(alias_suppressed_as_reported),
         cmocka_unit_test(bad_configs),

@@ -31,6 +31,15 @@ void read_capture(const char *path, capture *c)
     fclose(f);
 }
 
+const capbuf *capture_find(const capture *c, int64_t ts)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (c->b[i].ts == ts)
+            return &c->b[i];
+    fail_msg("no captured buffer at %lld", (long long)ts);
+    return NULL;
+}
+
 void free_capture(capture *c)
 {
     for (size_t i = 0; i < c->n; i++) {

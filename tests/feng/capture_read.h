@@ -20,5 +20,7 @@ typedef struct capture {
 /* Fails the running cmocka test when the file is missing or cut short. */
 void read_capture(const char *path, capture *c);
 void free_capture(capture *c);
+/* The captured buffer with timestamp ts; fails the test when there is none. */
+const capbuf *capture_find(const capture *c, int64_t ts);
 
 #endif

@@ -11,5 +11,9 @@
 #define CBF_ATTR_TAPS "taps"
 #define CBF_ATTR_GROUP_DELAY "group_delay"
 #define CBF_ATTR_OUTPUTS_PER_BLOCK "outputs_per_block"
+/* Set (Hz, > 0) when the output keeps the whole band the ddc makes (no
+ * channels discarded, katgpucbf's narrowband "no discard" form): the width
+ * over which its filter is flat. Absent: the inner half is kept. */
+#define CBF_ATTR_PASS_BANDWIDTH "pass_bandwidth"
 
 #endif

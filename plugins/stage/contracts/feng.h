@@ -1,11 +1,10 @@
 /* stage/contracts/feng.h: the F-engine's streams.
  *
  * "cbf.feng.fir": pfb to fft_post, FIR output [pol][spectrum][row floats]
- * (device memory on the GPU path), one presence flag per spectrum. Wideband
- * rows are 2 x channels real samples, unzipped, and aux is
- * cbf_feng_fir_aux; narrowband rows (a pfb fed by ddc, the descriptor
- * carries CBF_ATTR_DECIMATION) are 2 x channels complex samples and aux is
- * cbf_feng_fir_complex_aux.
+ * (device memory on the GPU path), one presence flag per spectrum, aux
+ * cbf_feng_fir_aux. Wideband rows are 2 x channels real samples, unzipped;
+ * narrowband rows (a pfb fed by ddc, type "cbf.feng.fir.complex", the
+ * descriptor carries CBF_ATTR_DECIMATION) are complex samples.
  * "cbf.feng.spectra": fft_post to the sender or a sink, [batch][channel]
  * [spectrum][pol] CI8 or CI4 of one antenna, one flag per batch (heap),
  * aux cbf_feng_spectra_aux. docs/formats.md has the numbers.
@@ -39,10 +38,11 @@
 #define CBF_ATTR_COARSE_DELAY_POL0 "coarse_delay_pol0"
 #define CBF_ATTR_COARSE_DELAY_POL1 "coarse_delay_pol1"
 
-/* Wideband FIR aux: the digitiser power of the buffer's owned samples, and
- * pfb's delay model evaluated per spectrum for fft_post (each buffer
- * carries its own values). delay_phase has [pol][spectrum][2] floats:
- * fine delay in samples, phase in radians. */
+/* FIR aux: the digitiser power of the buffer's owned samples (zero
+ * narrowband), and pfb's delay model evaluated per spectrum for fft_post
+ * (each buffer carries its own values). delay_phase has [pol][spectrum][2]
+ * floats: fine delay in FIR input samples (digitiser samples wideband, ddc
+ * outputs narrowband), phase in radians. */
 typedef struct cbf_feng_fir_aux {
     uint64_t power_sum[2];
     uint64_t rotate;          /* nonzero: some spectrum has a fine delay or a phase */
@@ -57,13 +57,6 @@ static inline size_t cbf_feng_fir_aux_size(size_t spectra)
 {
     return sizeof(cbf_feng_fir_aux) + 4 * sizeof(float) * spectra;
 }
-
-/* Narrowband FIR aux: the power only (delay models are wideband only). */
-typedef struct cbf_feng_fir_complex_aux {
-    uint64_t power_sum[2];
-} cbf_feng_fir_complex_aux;
-
-#define CBF_FENG_FIR_COMPLEX_AUX_LAYOUT "u64[pol] power_sum"
 
 /* Spectra aux: saturated samples per pol, and the FIR input's power. */
 typedef struct cbf_feng_spectra_aux {
