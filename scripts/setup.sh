@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 
 debs="build-essential meson ninja-build pkg-config libyaml-dev libhdf5-dev hdf5-tools
       libfftw3-dev libzmq3-dev libcmocka-dev libpcap-dev libibverbs-dev libjansson-dev
+      libmicrohttpd-dev
       python3 python3-venv python3-pip clang python3-numpy python3-h5py python3-yaml"
 missing=""
 for p in $debs; do
@@ -24,14 +25,14 @@ for d in /usr/local/cuda/bin /usr/lib/cuda/bin; do
 done
 export PATH
 
-# Test peers (spead2, numpy, h5py, PyYAML) live in a virtual environment of their own,
+# Test peers (spead2, numpy, h5py, PyYAML, prometheus_client) live in a virtual environment of their own,
 # never in the system Python. Only the tests use them.
 if [ "${CBF_SETUP_PYTHON:-0}" = 1 ]; then
     if [ ! -x build-venv/bin/python ]; then
         python3 -m venv build-venv
     fi
-    build-venv/bin/python -c 'import numpy, h5py, spead2, yaml' 2>/dev/null ||
-        build-venv/bin/python -m pip install -q numpy h5py spead2 pyyaml
+    build-venv/bin/python -c 'import numpy, h5py, spead2, yaml, prometheus_client' 2>/dev/null ||
+        build-venv/bin/python -m pip install -q numpy h5py spead2 pyyaml prometheus_client
     pyopt="-Dtest_python=$PWD/build-venv/bin/python"
 else
     pyopt=""
