@@ -57,6 +57,7 @@ static void mt_reserve(mt_str *b, size_t more)
         return;
     }
     b->s = s;
+    b->s[b->len] = '\0';   /* a string even before the first append */
     b->cap = cap;
 }
 
@@ -141,8 +142,8 @@ static void mt_labels(mt_str *b, const cbf_metric_label *labels, size_t n)
     mt_putc(b, '}');
 }
 
-/* Go's ParseFloat spellings for the special values; otherwise the shortest
- * of %.15g and %.17g that reads back as the same double. */
+/* Go's ParseFloat spellings for the special values; otherwise the fewest
+ * digits (15 to 17) that read back as the same double. */
 static void mt_float(mt_str *b, double v)
 {
     if (isnan(v)) {
@@ -154,9 +155,11 @@ static void mt_float(mt_str *b, double v)
         return;
     }
     char s[40];
-    snprintf(s, sizeof s, "%.15g", v);
-    if (strtod(s, NULL) != v)
-        snprintf(s, sizeof s, "%.17g", v);
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(s, sizeof s, "%.*g", digits, v);
+        if (strtod(s, NULL) == v)
+            break;
+    }
     mt_puts(b, s);
 }
 

@@ -175,13 +175,13 @@ def raw(port, data, wait_reply=True):
             if not wait_reply:
                 return b""
             s.shutdown(socket.SHUT_WR)
-        except (BrokenPipeError, ConnectionResetError):
-            pass   # the server answered and closed before taking all of it
+        except OSError:
+            pass   # the server answered and closed (or reset) before taking all of it
         out = b""
         while True:
             try:
                 b = s.recv(65536)
-            except ConnectionResetError:
+            except OSError:
                 break
             if not b:
                 break
