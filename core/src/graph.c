@@ -274,6 +274,7 @@ static int engine_key(loader *L, const cbf_kv *kv)
         rc = engine_string(L, kv, &e->sensors);
     } else if (!strcmp(kv->key, "prometheus")) {
         rc = engine_string(L, kv, &e->prometheus);
+        snprintf(e->prometheus_where, sizeof e->prometheus_where, "%s", kv->where);
     } else if (!strcmp(kv->key, "sensor_period")) {
         const char *s = scalar(kv->value);
         double p;

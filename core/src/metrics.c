@@ -78,7 +78,7 @@ static int mx_split(const char *text, char *host, size_t hn, char *port, size_t 
 
 static int mx_bind(cbf_metrics *m, const char *text, cbf_error *err)
 {
-    const char *where = m->g->engine.where;
+    const char *where = m->g->engine.prometheus_where;
     char host[256], port[8];
     if (mx_split(text, host, sizeof host, port, sizeof port))
         return cbf_error_set(err, CBF_ECONFIG, "%s: engine.prometheus: '%s' is not PORT, HOST:PORT "
@@ -338,7 +338,7 @@ int cbf_rt_metrics_start(cbf_metrics *m, cbf_error *err)
                             MHD_OPTION_END);
     if (!m->d)
         return cbf_error_set(err, CBF_EIO, "%s: engine.prometheus: cannot start the HTTP server on %s",
-                             m->g->engine.where, m->url);
+                             m->g->engine.prometheus_where, m->url);
     m->fd = -1;   /* the daemon's now: it closes it when stopped */
     return CBF_OK;
 }

@@ -229,8 +229,9 @@ def start_errors(tmp, taken):
         with open(path, "w") as f:
             f.write(YAML % (addr, CHUNK, CHUNK, RATE, free_port(socket.SOCK_DGRAM), CHUNK))
         r = subprocess.run([CBF_RUN, path], capture_output=True, text=True, timeout=60)
-        check(r.returncode == code and want in r.stderr,
-              "prometheus: %s refused, exit %d (%s)" % (addr, r.returncode, r.stderr.strip()[-120:]))
+        said = [ln for ln in r.stderr.splitlines() if "engine.prometheus" in ln]
+        check(r.returncode == code and said and want in said[0] and re.search(r"bad\.yaml:6:\d+: ", said[0]),
+              "prometheus: %s refused at its line, exit %d (%s)" % (addr, r.returncode, said))
 
 
 def end_table(path):
