@@ -50,26 +50,23 @@ struct cbf_metrics {
 /* "PORT" (127.0.0.1), "HOST:PORT" or "[IPv6]:PORT" into host and port. */
 static int mx_split(const char *text, char *host, size_t hn, char *port, size_t pn)
 {
-    size_t n = strlen(text), digits = strspn(text, "0123456789");
-    if (n && digits == n) {
+    const char *p;
+    if (text[0] && strspn(text, "0123456789") == strlen(text)) {
         snprintf(host, hn, "127.0.0.1");
-        snprintf(port, pn, "%s", text);
-        return 0;
-    }
-    const char *colon;
-    if (text[0] == '[') {
+        p = text;
+    } else if (text[0] == '[') {
         const char *close = strchr(text, ']');
         if (!close || close[1] != ':')
             return -1;
         snprintf(host, hn, "%.*s", (int)(close - text - 1), text + 1);
-        colon = close + 1;
+        p = close + 2;
     } else {
-        colon = strrchr(text, ':');
+        const char *colon = strrchr(text, ':');
         if (!colon || memchr(text, ':', (size_t)(colon - text)))
             return -1;   /* none, or a bare IPv6 address: it needs its brackets */
         snprintf(host, hn, "%.*s", (int)(colon - text), text);
+        p = colon + 1;
     }
-    const char *p = colon + 1;
     if (!host[0] || !*p || strspn(p, "0123456789") != strlen(p) || strlen(p) > 5 || atol(p) > 65535)
         return -1;
     snprintf(port, pn, "%s", p);
@@ -95,8 +92,8 @@ static int mx_bind(cbf_metrics *m, const char *text, cbf_error *err)
         rc = cbf_error_set(err, CBF_EIO, "%s: engine.prometheus: socket: %s", where, strerror(errno));
     else if (setsockopt(m->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) ||
              bind(m->fd, ai->ai_addr, ai->ai_addrlen) || listen(m->fd, MX_CONNECTIONS))
-        rc = cbf_error_set(err, CBF_EIO, "%s: engine.prometheus: cannot listen on '%s': %s", where,
-                           text, strerror(errno));
+        rc = cbf_error_set(err, CBF_EIO, "%s: engine.prometheus: cannot listen on %s port %s: %s", where,
+                           host, port, strerror(errno));
     m->v6 = ai->ai_family == AF_INET6;
     freeaddrinfo(ai);
     if (rc)
@@ -159,18 +156,17 @@ static int mx_node(cbf_metrics *m, cbf_metrics_text *t, size_t i, const cbf_node
 {
     const char *engine = m->g->engine.name ? m->g->engine.name : "";
     cbf_metric_label l[4] = {{"engine", engine}, {"node", st->name}, {"plugin", st->plugin}, {NULL, NULL}};
-    static const struct {
+    const struct {
         const char *name, *help;
-        size_t off;
+        uint64_t v;
     } ints[] = {
-        {"cbf_node_buffers_in", "buffers the node has taken from its inputs", offsetof(cbf_node_stats, buffers_in)},
-        {"cbf_node_buffers_out", "buffers the node has sent", offsetof(cbf_node_stats, buffers_out)},
-        {"cbf_node_bytes_out", "payload bytes of the buffers the node has sent", offsetof(cbf_node_stats, bytes_out)},
+        {"cbf_node_buffers_in", "buffers the node has taken from its inputs", st->buffers_in},
+        {"cbf_node_buffers_out", "buffers the node has sent", st->buffers_out},
+        {"cbf_node_bytes_out", "payload bytes of the buffers the node has sent", st->bytes_out},
     };
     int rc = 0;
     for (size_t k = 0; k < sizeof ints / sizeof ints[0] && !rc; k++)
-        rc = cbf_metrics_text_add_int(t, ints[k].name, CBF_METRIC_COUNTER, ints[k].help, l, 3,
-                                      *(const uint64_t *)((const char *)st + ints[k].off));
+        rc = cbf_metrics_text_add_int(t, ints[k].name, CBF_METRIC_COUNTER, ints[k].help, l, 3, ints[k].v);
     /* busy is run time less the waits, and a wait is added when it ends, so
      * during a long wait busy runs ahead and then falls back: written as the
      * most it has been, it stays a counter (it catches up when the node works). */

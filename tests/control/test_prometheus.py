@@ -223,6 +223,7 @@ def bad_requests(e, port, url):
 def start_errors(tmp, taken):
     for addr, want, code in (('"nonsense"', "engine.prometheus: 'nonsense' is not PORT", 2),
                              ('"127.0.0.1:70000"', "is not PORT", 2),
+                             ("70000", "is not PORT", 2),
                              ('"[::1:9100"', "is not PORT", 2),
                              ("%d" % taken, "engine.prometheus: cannot listen on", 1)):
         path = os.path.join(tmp, "bad.yaml")
