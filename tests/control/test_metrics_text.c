@@ -9,6 +9,7 @@
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -99,8 +100,10 @@ static void random_text(char *s, size_t n, unsigned *seed)
 {
     static const char special[] = "\\\"\n{}=, #";
     for (size_t i = 0; i < n; i++) {
+        /* Two draws: the choice and the character must not share residues. */
+        bool plain = rand_r(seed) % 3;
         unsigned r = (unsigned)rand_r(seed);
-        s[i] = r % 3 ? (char)(1 + r % 255) : special[r % (sizeof special - 1)];
+        s[i] = plain ? (char)(1 + r % 255) : special[r % (sizeof special - 1)];
     }
     s[n] = '\0';
 }
