@@ -10,7 +10,8 @@ scraped with urllib and read with prometheus_client's own parser:
 - a wrong path, a wrong method, garbage, an oversized head and a client that
   hangs up mid-request each get an HTTP error or a closed connection, and
   the engine keeps running and serving;
-- `prometheus: PORT` listens on 127.0.0.1 only (/proc/net/tcp, tcp6);
+- `prometheus: PORT` listens on 127.0.0.1 only (/proc/net/tcp, tcp6), and
+  `"[::1]:0"` on ::1 only, at a port the system picked;
 - a malformed address or a port already taken stops the start with an
   error naming engine.prometheus."""
 import os
@@ -235,6 +236,39 @@ def start_errors(tmp, taken):
               "prometheus: %s refused at its line, exit %d (%s)" % (addr, r.returncode, said))
 
 
+def metrics_url(e):
+    deadline = time.monotonic() + 30
+    while True:
+        m = re.search(r"metrics: Prometheus on (\S+)", "".join(e.log))
+        if m:
+            return m.group(1)
+        if time.monotonic() > deadline or not e.running():
+            fail("no metrics address in the log:\n" + "".join(e.log))
+        time.sleep(0.05)
+
+
+def ipv6_loopback(tmp):
+    """An address written out ([::1]:0: IPv6, a port the system picks)."""
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s:
+            s.bind(("::1", 0))
+    except OSError:
+        print("ok: no IPv6 loopback here: [::1] not tried")
+        return
+    e = Engine(YAML % ('"[::1]:0"', CHUNK, CHUNK, RATE, free_port(socket.SOCK_DGRAM), CHUNK),
+               os.path.join(tmp, "v6.yaml"))
+    try:
+        url = metrics_url(e)
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        check(url.startswith("http://[::1]:") and port > 0, "[::1]:0 served on %s" % url)
+        check(listening(port) == [("tcp6", "00000000000000000000000001000000")],
+              "listening on ::1 only %s" % listening(port))
+        parse(scrape(url))
+        check(e.shutdown() == 0, "exit 0 after shutdown")
+    finally:
+        e.kill()
+
+
 def end_table(path):
     """{node: {column or counter: value}} from cbf-run's table at exit."""
     rows = {}
@@ -261,14 +295,7 @@ def main():
         e = Engine(YAML % (port, CHUNK, CHUNK * CHUNKS, RATE, free_port(socket.SOCK_DGRAM), CHUNK),
                    os.path.join(tmp, "prom.yaml"), stdout=out)
     try:
-        deadline = time.monotonic() + 30
-        url = None
-        while url is None:
-            m = re.search(r"metrics: Prometheus on (\S+)", "".join(e.log))
-            url = m.group(1) if m else None
-            if url is None and (time.monotonic() > deadline or not e.running()):
-                fail("no metrics address in the log:\n" + "".join(e.log))
-            time.sleep(0.05)
+        url = metrics_url(e)
         check(url == "http://127.0.0.1:%d/metrics" % port, "bare port: served on %s" % url)
         found = listening(port)
         check(found == [("tcp", "0100007F")], "bare port: listening on 127.0.0.1 only %s" % found)
@@ -294,6 +321,7 @@ def main():
 
         bad_requests(e, port, url)
         start_errors(tmp, port)
+        ipv6_loopback(tmp)
 
         # The finite branch ends (dsim sent its last chunk and two scrapes
         # 0.5 s apart, 12 chunk periods, agree); then it must match the table.
