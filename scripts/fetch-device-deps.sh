@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 pkgs="libyaml-0-2 libyaml-dev libcmocka0 libcmocka-dev libfftw3-single3 libfftw3-double3
       libfftw3-dev libhdf5-103-1 libhdf5-dev libhdf5-hl-100 libsz2 libaec0 libzmq5
       libzmq3-dev libsodium23 libpgm-5.3-0 libnorm1 libjansson4 libjansson-dev
-      libpcap0.8 libpcap0.8-dev"
+      libpcap0.8 libpcap0.8-dev libmicrohttpd12 libmicrohttpd-dev"
+# libmicrohttpd12 needs libgnutls30, which is not carried: apt depends on it,
+# so every Debian or Ubuntu machine has it.
 tmp=$(mktemp -d)
 (cd "$tmp" && apt-get download $pkgs >/dev/null)
 rm -rf .devdeps && mkdir .devdeps

@@ -15,6 +15,7 @@ fail_setup() {
 
 debs="build-essential meson ninja-build pkg-config libyaml-dev libhdf5-dev hdf5-tools
       libfftw3-dev libzmq3-dev libcmocka-dev libpcap-dev libibverbs-dev libjansson-dev
+      libmicrohttpd-dev
       python3 python3-venv python3-pip clang python3-numpy python3-h5py python3-yaml"
 # The tests also run cbf-run under valgrind (tests/runtime/leaks.py).
 [ "${CBF_SETUP_PYTHON:-0}" = 1 ] && debs="$debs valgrind"
@@ -43,16 +44,16 @@ for d in /usr/local/cuda/bin /usr/lib/cuda/bin; do
 done
 export PATH
 
-# Test peers (spead2, numpy, h5py, PyYAML) live in a virtual environment of their own,
+# Test peers (spead2, numpy, h5py, PyYAML, prometheus_client) live in a virtual environment of their own,
 # never in the system Python. Only the tests use them.
 if [ "${CBF_SETUP_PYTHON:-0}" = 1 ]; then
     if [ ! -x build-venv/bin/python ]; then
         phase "making the test peers' virtual environment build-venv"
         python3 -m venv build-venv || fail_setup "python3 -m venv build-venv failed"
     fi
-    if ! build-venv/bin/python -c 'import numpy, h5py, spead2, yaml' 2>/dev/null; then
-        phase "installing the test peers (numpy, h5py, spead2, pyyaml) into build-venv with pip"
-        build-venv/bin/python -m pip install -q numpy h5py spead2 pyyaml ||
+    if ! build-venv/bin/python -c 'import numpy, h5py, spead2, yaml, prometheus_client' 2>/dev/null; then
+        phase "installing the test peers (numpy, h5py, spead2, pyyaml, prometheus_client) into build-venv with pip"
+        build-venv/bin/python -m pip install -q numpy h5py spead2 pyyaml prometheus_client ||
             fail_setup "pip could not install the test peers: is PyPI reachable?"
     fi
     pyopt="-Dtest_python=$PWD/build-venv/bin/python"

@@ -30,10 +30,21 @@ struct cbf_engine {
 
     bool ran, torn_down;
     cbf_control *control;      /* REP requests, PUB sensors (NULL: none configured) */
+    cbf_metrics *metrics;      /* Prometheus /metrics over HTTP (NULL: none configured) */
 };
 
 const cbf_graph *cbf_rt_engine_graph(const cbf_engine *e) { return e->g; }
 cbf_node *cbf_rt_engine_node(cbf_engine *e, size_t i) { return i < e->g->n_nodes ? &e->nodes[i] : NULL; }
+
+const char *cbf_rt_engine_queue(cbf_engine *e, size_t i, size_t *fill, size_t *depth)
+{
+    cbf_port *in = &e->inputs[i];
+    pthread_mutex_lock(&in->mu);
+    *fill = in->count;
+    *depth = in->depth;
+    pthread_mutex_unlock(&in->mu);
+    return in->name;
+}
 
 static atomic_flag said_no_gpu = ATOMIC_FLAG_INIT;
 
@@ -244,7 +255,10 @@ int cbf_engine_create(cbf_graph *g, cbf_engine **out, cbf_error *err)
         rc = init_nodes(e, err);
     if (rc == CBF_OK)
         rc = cbf_rt_control_open(e, &e->control, err);
+    if (rc == CBF_OK)
+        rc = cbf_rt_metrics_open(e, &e->metrics, err);
     if (rc != CBF_OK) {
+        cbf_rt_control_close(e->control);
         /* fini runs for every node whose init was called, the failing one
          * included: init may have allocated before it failed. */
         if (e->nodes) {
@@ -328,12 +342,12 @@ int cbf_engine_run(cbf_engine *e, cbf_error *err)
         return cbf_error_set(err, CBF_EINVAL, "engine: run may be called once");
     e->ran = true;
     atomic_store(&e->t_start_ns, cbf_rt_now_ns());
-    if (e->control) {
-        int crc = cbf_rt_control_start(e->control, err);
-        if (crc != CBF_OK) {
-            teardown(e, NULL);
-            return crc;
-        }
+    int crc = e->control ? cbf_rt_control_start(e->control, err) : CBF_OK;
+    if (crc == CBF_OK && e->metrics)
+        crc = cbf_rt_metrics_start(e->metrics, err);
+    if (crc != CBF_OK) {
+        teardown(e, NULL);
+        return crc;
     }
     size_t started = 0;
     for (; started < e->g->n_nodes; started++) {
@@ -350,6 +364,8 @@ int cbf_engine_run(cbf_engine *e, cbf_error *err)
     atomic_store(&e->t_end_ns, cbf_rt_now_ns());
     cbf_rt_control_close(e->control);   /* a last sensor message, with the final counts */
     e->control = NULL;
+    cbf_rt_metrics_close(e->metrics);
+    e->metrics = NULL;
     cbf_error leak;
     cbf_error_clear(&leak);
     int lrc = teardown(e, &leak);
@@ -392,6 +408,8 @@ void cbf_engine_free(cbf_engine *e)
         return;
     cbf_rt_control_close(e->control);
     e->control = NULL;
+    cbf_rt_metrics_close(e->metrics);
+    e->metrics = NULL;
     if (!e->torn_down) {
         cbf_error leak;
         teardown(e, &leak);

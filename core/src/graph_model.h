@@ -27,6 +27,8 @@ typedef struct cbf_engine_settings {
     char *control;              /* engine.control: ZeroMQ REP endpoint, or NULL */
     char *sensors;              /* engine.sensors: ZeroMQ PUB endpoint, or NULL */
     double sensor_period;       /* engine.sensor_period in seconds (1.0) */
+    char *prometheus;           /* engine.prometheus: HTTP address of /metrics, or NULL */
+    char prometheus_where[CBF_WHERE_MAX];   /* of its value, for errors found when binding */
     char where[CBF_WHERE_MAX];  /* of the engine mapping */
 } cbf_engine_settings;
 

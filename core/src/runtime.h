@@ -196,6 +196,8 @@ CBF_RT_HIDDEN void cbf_rt_harness_pool(struct cbf_harness *h, cbf_pool *pool);
 /* ---- engine internals the control thread reads (engine.c) ---- */
 CBF_RT_HIDDEN const cbf_graph *cbf_rt_engine_graph(const cbf_engine *e);
 CBF_RT_HIDDEN cbf_node *cbf_rt_engine_node(cbf_engine *e, size_t i);
+/* The input queue of edge i: its name, buffers waiting, capacity. */
+CBF_RT_HIDDEN const char *cbf_rt_engine_queue(cbf_engine *e, size_t i, size_t *fill, size_t *depth);
 
 /* ---- control plane (control.c): REP requests, PUB sensors ---- */
 typedef struct cbf_control cbf_control;
@@ -204,6 +206,13 @@ CBF_RT_HIDDEN int cbf_rt_control_open(cbf_engine *e, cbf_control **out, cbf_erro
 CBF_RT_HIDDEN int cbf_rt_control_start(cbf_control *c, cbf_error *err);
 /* Stops the thread (publishing a last sensor message) and closes. */
 CBF_RT_HIDDEN void cbf_rt_control_close(cbf_control *c);
+
+/* ---- Prometheus exporter (metrics.c): GET /metrics over HTTP ---- */
+typedef struct cbf_metrics cbf_metrics;
+/* Binds engine.prometheus (none: *out = NULL, 0). */
+CBF_RT_HIDDEN int cbf_rt_metrics_open(cbf_engine *e, cbf_metrics **out, cbf_error *err);
+CBF_RT_HIDDEN int cbf_rt_metrics_start(cbf_metrics *m, cbf_error *err);
+CBF_RT_HIDDEN void cbf_rt_metrics_close(cbf_metrics *m);
 
 /* ---- GPU glue (gpu_cuda.c / gpu_none.c) ---- */
 CBF_RT_HIDDEN int cbf_rt_gpu_alloc(cbf_mem_kind kind, size_t size, void **out, cbf_error *err);

@@ -30,13 +30,13 @@ def check(cond, msg):
 class Engine:
     """cbf-run on a YAML text; endpoints parsed from its info log."""
 
-    def __init__(self, yaml_text, path, extra_env=None):
+    def __init__(self, yaml_text, path, extra_env=None, stdout=subprocess.DEVNULL):
         with open(path, "w") as f:
             f.write(yaml_text)
         env = dict(os.environ)
         env.update(extra_env or {})
         self.proc = subprocess.Popen([CBF_RUN, path, "--log-level", "info"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     stdout=stdout, stderr=subprocess.PIPE,
                                      text=True, env=env)
         self.lines = queue.Queue()
         self.log = []
