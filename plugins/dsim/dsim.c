@@ -264,6 +264,8 @@ static int dsim_init(cbf_node *node, cbf_error *err)
     cbf_port_desc_set_attr(&d, CBF_ATTR_ADC_SAMPLE_RATE, cfg.adc_sample_rate);
     cbf_port_desc_set_attr(&d, CBF_ATTR_SAMPLES_PER_CHUNK, (double)s->spc);
     cbf_port_desc_set_attr(&d, CBF_ATTR_HEAP_SAMPLES, HEAP);
+    d.aux_size = cbf_adc_clip_aux_size(d.n_present);
+    d.aux_layout = CBF_ADC_CLIP_AUX_LAYOUT;
     s->out = cbf_node_port(node, "out", 0);
     if ((rc = cbf_port_set_desc(s->out, &d, err)) != 0)
         return rc;
@@ -273,7 +275,7 @@ static int dsim_init(cbf_node *node, cbf_error *err)
         .count = (size_t)cbf_params_int(p, "buffers"),
         .size = cbf_port_desc_bytes(&d),
         .n_present = d.n_present,
-        .aux_size = 0,
+        .aux_size = d.aux_size,
     };
     if ((rc = cbf_node_pool_create(node, &pc, &s->pool, err)) != 0)
         return rc;
@@ -311,6 +313,7 @@ static bool dsim_take_missing(dsim_job *j, int k, int input, size_t h, uint8_t *
     }
     memset(dst, 0, s->heap_bytes);
     j->buf->present[flag] = 0;
+    ((uint32_t *)j->buf->aux)[flag] = 0;
     j->missing[k]++;
     return true;
 }
@@ -330,9 +333,11 @@ static void dsim_compute_share(void *arg, int k, int n)
         uint8_t *dst = j->buf->data + i * s->heap_bytes;
         if (dsim_take_missing(j, k, input, h, dst))
             continue;
-        j->saturated[k] += cbf_dsim_model_generate(s->model, input / 2, input % 2,
-                                                   j->buf->timestamp + (int64_t)(h * HEAP), HEAP,
-                                                   scratch);
+        const uint64_t clipped = cbf_dsim_model_generate(s->model, input / 2, input % 2,
+                                                         j->buf->timestamp + (int64_t)(h * HEAP),
+                                                         HEAP, scratch);
+        ((uint32_t *)j->buf->aux)[i] = (uint32_t)clipped;
+        j->saturated[k] += clipped;
         /* Cannot fail: the width is checked and values are saturated. */
         cbf_pack(scratch, HEAP, s->bits, dst, NULL, 0);
     }
@@ -360,9 +365,12 @@ static void dsim_replay_share(void *arg, int k, int n)
         len = len < s->heaps - h ? len : s->heaps - h;
         len = len < per->heaps - ph ? len : per->heaps - ph;
         const size_t src = (size_t)input * per->heaps + ph;
+        uint32_t *clipped = (uint32_t *)j->buf->aux + i;
         size_t m = 1;
+        clipped[0] = per->saturated[src];
         j->saturated[k] += per->saturated[src];
         while (m < len && !dsim_take_missing(j, k, input, h + m, dst + m * s->heap_bytes)) {
+            clipped[m] = per->saturated[src + m];
             j->saturated[k] += per->saturated[src + m];
             m++;
         }

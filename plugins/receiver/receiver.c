@@ -273,7 +273,9 @@ static void rx_on_heap(const cbf_spead_heap *h, void *user)
         return;
     }
     const cbf_spead_item *data = cbf_spead_heap_find(h, r->feng ? 0x4300 : 0x3300);
-    rx_place p = {.first = true};
+    const cbf_spead_item *status = r->feng ? NULL : cbf_spead_heap_find(h, 0x3102);
+    rx_place p = {.first = true,
+                  .note = status && status->immediate ? cbf_adc_status_clipped(status->value) : 0};
     if (rx_locate(r, h->items, h->n_items, &p.idx, &p.piece) || !data ||
         cbf_spead_heap_item_bytes(h, data, &p.data, &p.len) || p.len != r->win.piece_bytes) {
         cbf_counter_add(r->c_bad_heaps, 1);
@@ -303,6 +305,11 @@ static int rx_place_packet(worker *w, const cbf_spead_packet *pkt, size_t len)
                   .first = pkt->heap_offset == 0};
     rx_seen *seen = rx_seen_slot(w, pkt->heap_cnt);
     const cbf_spead_item *data = rx_item(pkt->items, pkt->n_items, r->feng ? 0x4300 : 0x3300);
+    /* A digitiser's clip count rides in the heap's digitiser_status; a
+     * packet without it says 0 (only the heap's first packet sets it). */
+    const cbf_spead_item *status = r->feng ? NULL : rx_item(pkt->items, pkt->n_items, 0x3102);
+    if (status && status->immediate)
+        p.note = cbf_adc_status_clipped(status->value);
     int rc = rx_locate(r, pkt->items, pkt->n_items, &p.idx, &p.piece);
     if (rc < 0) {
         cbf_counter_add(r->c_bad_heaps, p.first);
@@ -497,6 +504,9 @@ static int rx_set_desc(receiver *r, const cbf_params *p, cbf_error *err)
         d->present_axis = "heap";
         cbf_port_desc_set_attr(d, CBF_ATTR_SAMPLES_PER_CHUNK, (double)r->spc);
         cbf_port_desc_set_attr(d, CBF_ATTR_HEAP_SAMPLES, HEAP_SAMPLES);
+        /* Each heap's clip count from its digitiser_status (contracts/adc.h). */
+        d->aux_size = cbf_adc_clip_aux_size(r->n_flags);
+        d->aux_layout = CBF_ADC_CLIP_AUX_LAYOUT;
     } else {
         r->channels = (size_t)cbf_params_int(p, "channels");
         r->first = (size_t)cbf_params_int(p, CBF_ATTR_FIRST_CHANNEL);
@@ -663,19 +673,27 @@ static int receiver_init(cbf_node *node, cbf_error *err)
     r->win.per_flag = r->feng ? r->ranges : 1;
     r->win.piece_bytes = r->feng ? r->cph * r->spectra * 4 : r->heap_bytes;
     r->win.chunk_step = r->chunk_step;
+    r->win.piece_notes = !r->feng;
     if ((rc = cbf_stage_out_open(node, r->out, &r->d, count, &r->win.pool, err)) ||
         (rc = rx_window_init(&r->win, n_ring, err)))
         return rc;
     static const char *names[] = {"packets", "bytes", "heaps", "heaps_incomplete", "packets_late",
                                   "packets_duplicate", "heaps_late", "heaps_bad", "chunks",
-                                  "flags_missing", "packets_dropped_kernel", "packets_dropped_test"};
+                                  "flags_missing", "packets_dropped_kernel"};
     cbf_counter **slots[] = {&r->c_packets, &r->c_bytes, &r->win.c_heaps, &r->win.c_incomplete,
                              &r->win.c_late_packets, &r->win.c_duplicate, &r->win.c_late_heaps, &r->c_bad_heaps,
-                             &r->win.c_chunks, &r->win.c_missing, &r->c_kernel_drops, &r->c_dropped_test};
+                             &r->win.c_chunks, &r->win.c_missing, &r->c_kernel_drops};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         *slots[i] = cbf_node_counter(node, names[i]);
     for (int i = 0; i < N_GROUPS; i++)
         r->c_malformed[i] = cbf_node_counter(node, rx_group_names[i]);
+    /* A node shows 16 counters at most (cbf_node_counter): the injected
+     * drops are shown only when drop_rate asks for them, as dsim shows
+     * late_chunks only when paced, which leaves room for the clip count. */
+    if (r->drop_rate > 0)
+        r->c_dropped_test = cbf_node_counter(node, "packets_dropped_test");
+    if (!r->feng)
+        r->win.c_notes = cbf_node_counter(node, "digitiser_clipped_samples");
     const cbf_net_choice choice = cbf_stage_net_choice(p);
     if ((rc = rx_open_workers(r, p, &choice, err)))
         return rc;
