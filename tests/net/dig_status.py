@@ -17,7 +17,6 @@ samples of every heap clip. Then:
 usage: dig_status.py CBF_RUN
 """
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,6 +32,9 @@ except ImportError as e:  # pragma: no cover
     print(f"skipped: h5py/numpy/spead2/yaml not importable ({e})")
     sys.exit(77)
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from loopback import bound, fail, free_port  # noqa: E402
+
 SPC = 65536
 CHUNKS = 4
 HEAP = 4096
@@ -44,22 +46,6 @@ TONES = [{"frequency": 214.0e6, "amplitude": 0.6, "phase_x": 0.0, "phase_y": 1.0
          {"frequency": 214.08e6, "amplitude": 0.6, "phase_x": 0.3, "phase_y": 0.0}]
 DELAYS = [0.0, 3.7]
 MISSING_HEAP, MISSING_INPUT = 5, 1
-
-
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def bound(port):
-    with open("/proc/net/udp") as f:
-        return any(line.split()[1].endswith(f":{port:04X}") for line in f.readlines()[1:])
 
 
 def write(tmp, name, doc):
