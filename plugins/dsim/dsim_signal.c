@@ -39,13 +39,14 @@ static void spec_constants(cbf_dsim_spec *s, const cbf_params *p, int inputs)
         s->constants[i] = cbf_params_float_at(p, "constants", n == 1 ? 0 : (size_t)i);
 }
 
-static int check_constants(const cbf_params *p, int inputs, cbf_error *err)
+/* where: the YAML place, or the request's name. */
+static int check_constants(const cbf_params *p, const char *where, int inputs, cbf_error *err)
 {
     const size_t n = cbf_params_len(p, "constants");
     if (n > 1 && n != (size_t)inputs)
         return cbf_error_set(err, CBF_EINVAL, "%s: constants has %zu values: give 1 (every "
                              "input) or %d (one per input, 2 x antenna + pol)",
-                             cbf_params_where(p, "constants"), n, inputs);
+                             where, n, inputs);
     return 0;
 }
 
@@ -60,7 +61,7 @@ int cbf_dsim_spec_from_params(const cbf_params *p, int inputs, int64_t period,
         .common_noise = cbf_params_float(p, "common_noise"),
         .period = period,
     };
-    int rc = check_constants(p, inputs, err);
+    int rc = check_constants(p, cbf_params_where(p, "constants"), inputs, err);
     if (rc || (rc = spec_alloc(&s, inputs, cbf_params_len(p, "constants") > 0, err)))
         return rc == CBF_EINVAL ? CBF_ECONFIG : rc;
     for (int k = 0; k < s.n_tones; k++)
@@ -121,8 +122,8 @@ int cbf_dsim_spec_from_request(const cbf_params *a, const cbf_dsim_spec *base, i
     if (gi && (s.n_impulses = flat_count(a, "impulses", IMPULSE_FIELDS,
                                          "period, amplitude, offset", err)) < 0)
         return CBF_EINVAL;
-    if (gk && check_constants(a, inputs, err))
-        return cbf_error_prefix(err, "signals");
+    if (gk && check_constants(a, "signals", inputs, err))
+        return CBF_EINVAL;
     if (cbf_params_given(a, "noise"))
         s.noise = cbf_params_float(a, "noise");
     if (cbf_params_given(a, "common_noise"))

@@ -178,6 +178,10 @@ def check_request():
                 check(rc == 1 and "already" in (out + err),
                       f"{mode}: a change at a timestamp already produced is refused "
                       f"({(out + err).strip()})")
+                rc, out, err = e.ctl("signals", f"at={at + 1}", "constants=[1, 2, 3]")
+                check(rc == 1 and "constants has 3 values" in (out + err),
+                      f"{mode}: constants neither one nor one per input are refused "
+                      f"({(out + err).strip()})")
                 rc, out, err = e.ctl("signals", f"at={at + 1}", "impulses=[1024, 0.3]")
                 check(rc == 1 and "groups of 3" in (out + err),
                       f"{mode}: impulses that are not whole records are refused ({(out + err).strip()})")
