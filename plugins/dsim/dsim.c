@@ -1,8 +1,14 @@
-/* dsim: a digitiser simulator. Tones, per-antenna noise and an optional
- * common (correlated) noise signal, delayed per antenna, quantised to
- * `bits` and packed as the MeerKAT digitiser payload; see dsim_model.h for
- * the signal and README.md for parameters. A CPU source; its buffers are
- * pinned when the engine uses the GPU (memory: auto).
+/* dsim: a digitiser simulator. Tones, combs, impulse trains, constants,
+ * per-antenna noise and an optional common (correlated) noise signal,
+ * delayed per antenna, quantised to `bits` and packed as the MeerKAT
+ * digitiser payload, with each heap's clip count in the chunk's aux; see
+ * dsim_model.h for the signal and README.md for parameters. A CPU source;
+ * its buffers are pinned when the engine uses the GPU (memory: auto).
+ *
+ * The `signals` request replaces the signal from a timestamp on, exactly
+ * to the sample: the new signal is built (and in replay mode its period
+ * packed) when the request comes, queued, and the chunk that holds the
+ * timestamp is generated piecewise, each sample by the signal in force.
  *
  * mode: compute makes every sample from the model; mode: replay makes one
  * period of every stream at init and copies it at the right offset, which
@@ -18,12 +24,15 @@
 
 #include "dsim_model.h"
 #include "dsim_replay.h"
+#include "dsim_signal.h"
 #include "dsim_workers.h"
 #include "pack.h"
 #include "stage/contracts/adc.h"
+#include "stage/timed.h"
 
 #define HEAP CBF_DSIM_HEAP_SAMPLES
 #define MAX_THREADS 64
+#define MAX_PENDING 8      /* signal changes queued at once (each may hold a period) */
 
 static const cbf_param_decl dsim_params[] = {
     {.name = "antennas", .type = CBF_PARAM_INT, .def = "1", .has_range = 1, .min = 1, .max = 4096,
@@ -39,6 +48,18 @@ static const cbf_param_decl dsim_params[] = {
     {.name = "tones", .type = CBF_PARAM_RECORDS, .def = "[{frequency: 284.5e6, amplitude: 0.1}]",
      .choices = "frequency,amplitude,phase_x=0,phase_y=0",
      .doc = "sinusoids: frequency in Hz, amplitude as a fraction of full scale, phases in radians"},
+    {.name = "combs", .type = CBF_PARAM_RECORDS, .def = "[]",
+     .choices = "frequency,amplitude,harmonics=0,phase_x=0,phase_y=0",
+     .doc = "harmonic combs: fundamental in Hz, amplitude of each harmonic, harmonics (0 = all "
+            "up to fs / 2), phases in radians"},
+    {.name = "impulses", .type = CBF_PARAM_RECORDS, .def = "[]",
+     .choices = "period,amplitude,offset=0",
+     .doc = "impulse trains: one-sample pulses every `period` samples, from sample `offset`, "
+            "amplitude a fraction of full scale"},
+    {.name = "constants", .type = CBF_PARAM_FLOAT_LIST, .def = "[]", .has_range = 1,
+     .min = -100, .max = 100,
+     .doc = "constant added per input (2 x antenna + pol), fraction of full scale: [] none, one "
+            "value for all, or one per input"},
     {.name = "noise", .type = CBF_PARAM_FLOAT, .def = "0.05", .has_range = 1, .min = 0, .max = 100,
      .doc = "independent Gaussian noise RMS per antenna and pol, fraction of full scale"},
     {.name = "common_noise", .type = CBF_PARAM_FLOAT, .def = "0", .has_range = 1, .min = 0,
@@ -80,8 +101,39 @@ static const cbf_port_decl dsim_ports[] = {
      .doc = "packed samples [antenna][pol][byte]"},
 };
 
+/* Not given: as in force (the latest queued change, else the current
+ * signal); given: replaced, [] meaning none. Lists are flat, one group of
+ * the YAML record's fields per entry. */
+static const cbf_param_decl dsim_signal_args[] = {
+    {.name = "at", .type = CBF_PARAM_INT, .def = "-1", .has_range = 1, .min = -1, .max = 9.2e18,
+     .doc = "timestamp (sample) of the first sample of the new signal; -1: the next chunk"},
+    {.name = "tones", .type = CBF_PARAM_FLOAT_LIST, .def = "[]",
+     .doc = "[frequency, amplitude, phase_x, phase_y] per tone"},
+    {.name = "combs", .type = CBF_PARAM_FLOAT_LIST, .def = "[]",
+     .doc = "[frequency, amplitude, harmonics, phase_x, phase_y] per comb"},
+    {.name = "impulses", .type = CBF_PARAM_FLOAT_LIST, .def = "[]",
+     .doc = "[period, amplitude, offset] per impulse train"},
+    {.name = "constants", .type = CBF_PARAM_FLOAT_LIST, .def = "[]", .has_range = 1, .min = -100,
+     .max = 100, .doc = "one for every input or one per input; [] none"},
+    {.name = "noise", .type = CBF_PARAM_FLOAT, .def = "0", .has_range = 1, .min = 0, .max = 100,
+     .doc = "independent Gaussian noise RMS"},
+    {.name = "common_noise", .type = CBF_PARAM_FLOAT, .def = "0", .has_range = 1, .min = 0,
+     .max = 100, .doc = "shared Gaussian noise RMS"},
+    {.name = "period", .type = CBF_PARAM_INT, .def = "1048576", .has_range = 1, .min = 4096,
+     .max = 1 << 30, .doc = "replay: samples per repeat of the new signal, a power of two"},
+};
+
+static const cbf_request_decl dsim_requests[] = {
+    {.name = "signals", .args = dsim_signal_args, .n_args = CBF_COUNT_OF(dsim_signal_args),
+     .doc = "replace the signal from a timestamp on, exact to the sample"},
+};
+
 typedef struct dsim {
-    cbf_dsim_model *model;
+    cbf_dsim_config fixed;  /* what no request changes: antennas, rate, bits, delays, seed */
+    double *delays;
+    cbf_dsim_signal sig;    /* in force from the current chunk's start */
+    cbf_timed *pend;        /* cbf_dsim_signal * from their timestamps on */
+    uint64_t gen;           /* which signal replay's slots hold (one per change) */
     cbf_pool *pool;
     cbf_port *out;
     int antennas, bits;
@@ -93,18 +145,18 @@ typedef struct dsim {
     int threads;
     int16_t *scratch;       /* one heap of samples per thread */
     bool replay, realtime, late_said;
-    int64_t period;
-    cbf_dsim_period per;
     cbf_dsim_workers *workers;
     double rate;
     struct timespec t0;     /* when the first chunk was released */
-    cbf_counter *c_samples, *c_saturated, *c_missing, *c_late, *c_reused;
+    cbf_counter *c_samples, *c_saturated, *c_missing, *c_late, *c_reused, *c_changes;
+    cbf_gauge *g_period;
     /* Replay: which phase of the period each pool buffer holds, so a buffer
      * that comes back unchanged to be filled with the same phase is not
      * copied into again (one slot per pool buffer, claimed on first use). */
     struct dsim_slot {
         const void *data;
         int64_t phase;     /* heap of the period at the buffer's start; -1: unknown */
+        uint64_t gen;      /* of the signal it holds */
     } *slots;
     size_t n_slots;
 } dsim;
@@ -122,15 +174,31 @@ static int dsim_heap_missing(const dsim *s, int input, int64_t heap)
     return bsearch(&heap, s->missing, s->n_missing, sizeof *s->missing, dsim_cmp_i64) != NULL;
 }
 
+static cbf_dsim_signal *dsim_pending(const dsim *s, int i)
+{
+    return *(cbf_dsim_signal **)cbf_timed_payload(s->pend, i);
+}
+
+static void dsim_signal_drop(cbf_dsim_signal *sig)
+{
+    if (sig) {
+        cbf_dsim_signal_free(sig);
+        free(sig);
+    }
+}
+
 static void dsim_fini(cbf_node *node)
 {
     dsim *s = cbf_node_state(node);
     if (!s)
         return;
+    for (int i = 0; s->pend && i < cbf_timed_count(s->pend); i++)
+        dsim_signal_drop(dsim_pending(s, i));
+    cbf_timed_destroy(s->pend);
     cbf_dsim_workers_free(s->workers);
     free(s->slots);
-    cbf_dsim_period_free(&s->per);
-    cbf_dsim_model_free(s->model);
+    cbf_dsim_signal_free(&s->sig);
+    free(s->delays);
     free(s->missing);
     free(s->input_missing);
     free(s->scratch);
@@ -138,8 +206,7 @@ static void dsim_fini(cbf_node *node)
     cbf_node_set_state(node, NULL);
 }
 
-static int dsim_read_params(dsim *s, const cbf_params *p, cbf_dsim_tone **tones, double **delays,
-                       cbf_dsim_config *cfg, cbf_error *err)
+static int dsim_read_params(dsim *s, const cbf_params *p, cbf_error *err)
 {
     s->antennas = (int)cbf_params_int(p, "antennas");
     s->bits = (int)cbf_params_int(p, "bits");
@@ -147,11 +214,11 @@ static int dsim_read_params(dsim *s, const cbf_params *p, cbf_dsim_tone **tones,
     s->start = cbf_params_int(p, "start");
     s->length = cbf_params_int(p, "length");
     s->replay = strcmp(cbf_params_string(p, "mode"), "replay") == 0;
-    s->period = cbf_params_int(p, "period");
+    const int64_t period = cbf_params_int(p, "period");
     s->realtime = cbf_params_bool(p, "realtime");
-    if (s->replay && (s->period & (s->period - 1)))
+    if (s->replay && (period & (period - 1)))
         return cbf_error_set(err, CBF_ECONFIG, "%s: period = %lld is not a power of two",
-                             cbf_params_where(p, "period"), (long long)s->period);
+                             cbf_params_where(p, "period"), (long long)period);
     if (s->spc % HEAP)
         return cbf_error_set(err, CBF_ECONFIG,
                              "%s: samples_per_chunk = %zu is not a multiple of the heap (%d)",
@@ -167,24 +234,16 @@ static int dsim_read_params(dsim *s, const cbf_params *p, cbf_dsim_tone **tones,
     if (nd != 0 && nd != (size_t)s->antennas)
         return cbf_error_set(err, CBF_ECONFIG, "%s: delays has %zu values for %d antennas",
                              cbf_params_where(p, "delays"), nd, s->antennas);
-    const size_t nt = cbf_params_len(p, "tones");
-    *tones = calloc(nt + 1, sizeof **tones);
-    *delays = calloc((size_t)s->antennas, sizeof **delays);
+    s->delays = calloc((size_t)s->antennas, sizeof *s->delays);
     s->n_missing = cbf_params_len(p, "missing");
     s->missing = calloc(s->n_missing + 1, sizeof *s->missing);
     s->input_missing = calloc(2 * (size_t)s->antennas, 1);
     s->threads = (int)cbf_params_int(p, "threads");
     s->scratch = malloc((size_t)s->threads * HEAP * sizeof *s->scratch);
-    if (!*tones || !*delays || !s->missing || !s->input_missing || !s->scratch)
+    if (!s->delays || !s->missing || !s->input_missing || !s->scratch)
         return cbf_error_set(err, CBF_ENOMEM, "out of memory");
-    for (size_t k = 0; k < nt; k++) {
-        (*tones)[k].frequency = cbf_params_field(p, "tones", k, "frequency");
-        (*tones)[k].amplitude = cbf_params_field(p, "tones", k, "amplitude");
-        (*tones)[k].phase[0] = cbf_params_field(p, "tones", k, "phase_x");
-        (*tones)[k].phase[1] = cbf_params_field(p, "tones", k, "phase_y");
-    }
     for (size_t a = 0; a < nd; a++)
-        (*delays)[a] = cbf_params_float_at(p, "delays", a);
+        s->delays[a] = cbf_params_float_at(p, "delays", a);
     for (size_t i = 0; i < s->n_missing; i++)
         s->missing[i] = cbf_params_int_at(p, "missing", i);
     qsort(s->missing, s->n_missing, sizeof *s->missing, dsim_cmp_i64);
@@ -200,17 +259,12 @@ static int dsim_read_params(dsim *s, const cbf_params *p, cbf_dsim_tone **tones,
     }
     if (ni == 0)
         memset(s->input_missing, 1, 2 * (size_t)s->antennas);
-    *cfg = (cbf_dsim_config){
+    s->fixed = (cbf_dsim_config){
         .antennas = s->antennas,
         .adc_sample_rate = cbf_params_float(p, CBF_ATTR_ADC_SAMPLE_RATE),
         .bits = s->bits,
-        .n_tones = (int)nt,
-        .tones = *tones,
-        .noise = cbf_params_float(p, "noise"),
-        .common_noise = cbf_params_float(p, "common_noise"),
-        .delays = *delays,
+        .delays = s->delays,
         .seed = (uint64_t)cbf_params_int(p, "seed"),
-        .period = s->replay ? s->period : 0,
     };
     return 0;
 }
@@ -222,25 +276,23 @@ static int dsim_init(cbf_node *node, cbf_error *err)
         return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     cbf_node_set_state(node, s);
     const cbf_params *p = cbf_node_params(node);
-    cbf_dsim_tone *tones = NULL;
-    double *delays = NULL;
-    cbf_dsim_config cfg;
-    char msg[256];
-    int rc = dsim_read_params(s, p, &tones, &delays, &cfg, err);
-    if (rc == 0 && (rc = cbf_dsim_model_create(&cfg, &s->model, msg, sizeof msg)) != 0)
-        rc = cbf_error_set(err, rc == -2 ? CBF_ENOMEM : CBF_ECONFIG, "%s", msg);
-    free(tones);
-    free(delays);
+    int rc = dsim_read_params(s, p, err);
     if (rc)
         return rc;
     if (cbf_dsim_workers_create(node, s->threads, &s->workers))
         return cbf_error_set(err, CBF_ENOMEM, "out of memory");
-    if (s->replay && cbf_dsim_period_build(&s->per, s->model, 2 * s->antennas, s->period, s->bits,
-                                           s->workers))
-        return cbf_error_set(err, CBF_ENOMEM,
-                             "out of memory for one period (%d streams of %lld samples)",
-                             2 * s->antennas, (long long)s->period);
-    s->rate = cfg.adc_sample_rate;
+    cbf_dsim_spec spec;
+    if ((rc = cbf_dsim_spec_from_params(p, 2 * s->antennas,
+                                        s->replay ? cbf_params_int(p, "period") : 0, &spec, err)))
+        return rc;
+    if ((rc = cbf_dsim_signal_build(&s->sig, &spec, &s->fixed, s->workers, err)))
+        return rc == CBF_EINVAL ? CBF_ECONFIG : rc;
+    const cbf_timed_config tc = {.noun = "signal change", .payload = sizeof(cbf_dsim_signal *),
+                                 .max_pending = MAX_PENDING};
+    if ((rc = cbf_timed_create(&tc, &s->pend, err)))
+        return rc;
+    cbf_timed_processed(s->pend, s->start);
+    s->rate = s->fixed.adc_sample_rate;
     const char *memory = cbf_params_string(p, "memory");
     const bool pinned = strcmp(memory, "pinned") == 0 ||
                         (strcmp(memory, "auto") == 0 && cbf_node_use_gpu(node));
@@ -261,9 +313,11 @@ static int dsim_init(cbf_node *node, cbf_error *err)
     d.n_present = (size_t)s->antennas * 2 * s->heaps;
     d.present_axis = "heap";
     d.timestamp_step = (int64_t)s->spc;
-    cbf_port_desc_set_attr(&d, CBF_ATTR_ADC_SAMPLE_RATE, cfg.adc_sample_rate);
+    cbf_port_desc_set_attr(&d, CBF_ATTR_ADC_SAMPLE_RATE, s->rate);
     cbf_port_desc_set_attr(&d, CBF_ATTR_SAMPLES_PER_CHUNK, (double)s->spc);
     cbf_port_desc_set_attr(&d, CBF_ATTR_HEAP_SAMPLES, HEAP);
+    d.aux_size = cbf_adc_clip_aux_size(d.n_present);
+    d.aux_layout = CBF_ADC_CLIP_AUX_LAYOUT;
     s->out = cbf_node_port(node, "out", 0);
     if ((rc = cbf_port_set_desc(s->out, &d, err)) != 0)
         return rc;
@@ -273,13 +327,17 @@ static int dsim_init(cbf_node *node, cbf_error *err)
         .count = (size_t)cbf_params_int(p, "buffers"),
         .size = cbf_port_desc_bytes(&d),
         .n_present = d.n_present,
-        .aux_size = 0,
+        .aux_size = d.aux_size,
     };
     if ((rc = cbf_node_pool_create(node, &pc, &s->pool, err)) != 0)
         return rc;
     s->c_samples = cbf_node_counter(node, "samples");
     s->c_saturated = cbf_node_counter(node, "saturated");
     s->c_missing = cbf_node_counter(node, "missing_heaps");
+    s->c_changes = cbf_node_counter(node, "signal_changes");
+    /* Samples after which the signal in force repeats; 0: never (compute). */
+    s->g_period = cbf_node_gauge(node, "period");
+    cbf_gauge_set(s->g_period, (double)s->sig.spec.period);
     /* Only paced runs show it, so other runs' tables stay as they were. */
     if (s->realtime)
         s->c_late = cbf_node_counter(node, "late_chunks");
@@ -292,13 +350,33 @@ static int dsim_init(cbf_node *node, cbf_error *err)
     return 0;
 }
 
-/* One chunk being filled: each worker k adds to its own totals. */
+/* One chunk being filled: each worker k adds to its own totals. The
+ * chunk is cut where queued signal changes fall in it: segment g runs
+ * from at[g] (the chunk's start for g = 0) to at[g + 1]. */
 typedef struct dsim_job {
     dsim *s;
     cbf_buffer *buf;
     bool copy;              /* replay: false when the buffer already holds these samples */
+    int n_segs;
+    int64_t at[MAX_PENDING + 1];
+    const cbf_dsim_model *model[MAX_PENDING + 1];
     uint64_t saturated[MAX_THREADS], missing[MAX_THREADS];
 } dsim_job;
+
+/* Samples [t, t + HEAP) of an input, each from the signal in force at its
+ * time; returns how many clipped. */
+static uint64_t dsim_generate(const dsim_job *j, int input, int64_t t, int16_t *out)
+{
+    uint64_t clipped = 0;
+    for (int g = 0; g < j->n_segs; g++) {
+        const int64_t from = g ? j->at[g] : t, to = g + 1 < j->n_segs ? j->at[g + 1] : t + HEAP;
+        const int64_t lo = from > t ? from : t, hi = to < t + HEAP ? to : t + HEAP;
+        if (lo < hi)
+            clipped += cbf_dsim_model_generate(j->model[g], input / 2, input % 2, lo,
+                                               (size_t)(hi - lo), out + (lo - t));
+    }
+    return clipped;
+}
 
 /* Flags a heap missing (zero bytes: no data arrived) or present. */
 static bool dsim_take_missing(dsim_job *j, int k, int input, size_t h, uint8_t *dst)
@@ -311,13 +389,16 @@ static bool dsim_take_missing(dsim_job *j, int k, int input, size_t h, uint8_t *
     }
     memset(dst, 0, s->heap_bytes);
     j->buf->present[flag] = 0;
+    ((uint32_t *)j->buf->aux)[flag] = 0;
     j->missing[k]++;
     return true;
 }
 
-/* Compute mode, share k of n: heap by heap from the model, so a missing
- * heap costs nothing. Every sample is a function of its time alone, so
- * the output does not depend on how the heaps are shared out. */
+/* Compute mode (and replay for a chunk that a signal change cuts), share
+ * k of n: heap by heap from the model, so a missing heap costs nothing.
+ * Every sample is a function of its time alone, so the output does not
+ * depend on how the heaps are shared out; a periodic model gives what its
+ * packed period holds, bit for bit. */
 static void dsim_compute_share(void *arg, int k, int n)
 {
     dsim_job *j = arg;
@@ -330,9 +411,10 @@ static void dsim_compute_share(void *arg, int k, int n)
         uint8_t *dst = j->buf->data + i * s->heap_bytes;
         if (dsim_take_missing(j, k, input, h, dst))
             continue;
-        j->saturated[k] += cbf_dsim_model_generate(s->model, input / 2, input % 2,
-                                                   j->buf->timestamp + (int64_t)(h * HEAP), HEAP,
-                                                   scratch);
+        const uint64_t clipped =
+            dsim_generate(j, input, j->buf->timestamp + (int64_t)(h * HEAP), scratch);
+        ((uint32_t *)j->buf->aux)[i] = (uint32_t)clipped;
+        j->saturated[k] += clipped;
         /* Cannot fail: the width is checked and values are saturated. */
         cbf_pack(scratch, HEAP, s->bits, dst, NULL, 0);
     }
@@ -344,7 +426,7 @@ static void dsim_replay_share(void *arg, int k, int n)
 {
     dsim_job *j = arg;
     dsim *s = j->s;
-    const cbf_dsim_period *per = &s->per;
+    const cbf_dsim_period *per = &s->sig.per;
     const size_t total = 2 * (size_t)s->antennas * s->heaps, end = total * (size_t)(k + 1) / (size_t)n;
     const size_t heap0 = (size_t)(j->buf->timestamp / HEAP);
     for (size_t i = total * (size_t)k / (size_t)n; i < end;) {
@@ -360,9 +442,12 @@ static void dsim_replay_share(void *arg, int k, int n)
         len = len < s->heaps - h ? len : s->heaps - h;
         len = len < per->heaps - ph ? len : per->heaps - ph;
         const size_t src = (size_t)input * per->heaps + ph;
+        uint32_t *clipped = (uint32_t *)j->buf->aux + i;
         size_t m = 1;
+        clipped[0] = per->saturated[src];
         j->saturated[k] += per->saturated[src];
         while (m < len && !dsim_take_missing(j, k, input, h + m, dst + m * s->heap_bytes)) {
+            clipped[m] = per->saturated[src + m];
             j->saturated[k] += per->saturated[src + m];
             m++;
         }
@@ -381,7 +466,7 @@ static struct dsim_slot *dsim_slot_of(dsim *s, const cbf_buffer *buf)
         if (s->slots[i].data == buf->data)
             return &s->slots[i];
         if (!s->slots[i].data) {
-            s->slots[i] = (struct dsim_slot){buf->data, -1};
+            s->slots[i] = (struct dsim_slot){buf->data, -1, 0};
             return &s->slots[i];
         }
     }
@@ -394,22 +479,84 @@ static struct dsim_slot *dsim_slot_of(dsim *s, const cbf_buffer *buf)
  * (those are zeroed in the buffer). Flags and counts are made as always. */
 static void dsim_fill(dsim *s, cbf_buffer *buf)
 {
-    dsim_job j = {.s = s, .buf = buf, .copy = true};
+    dsim_job j = {.s = s, .buf = buf, .copy = true, .n_segs = 1,
+                  .at = {buf->timestamp}, .model = {s->sig.model}};
+    const int64_t end = buf->timestamp + (int64_t)s->spc;
+    for (int i = 0; i < cbf_timed_count(s->pend) && cbf_timed_at(s->pend, i) < end; i++) {
+        j.at[j.n_segs] = cbf_timed_at(s->pend, i);
+        j.model[j.n_segs++] = dsim_pending(s, i)->model;
+    }
     struct dsim_slot *slot = s->replay ? dsim_slot_of(s, buf) : NULL;
-    const int64_t phase = s->replay ? buf->timestamp / HEAP % (int64_t)s->per.heaps : -1;
+    const int64_t phase = s->replay ? buf->timestamp / HEAP % (int64_t)s->sig.per.heaps : -1;
     const bool unchanged = slot && !s->n_missing && cbf_pool_keeps_payload(s->pool) &&
-                           !cbf_port_feeds_writer(s->out);
-    if (unchanged && slot->phase == phase) {
+                           !cbf_port_feeds_writer(s->out) && j.n_segs == 1;
+    if (unchanged && slot->phase == phase && slot->gen == s->gen) {
         j.copy = false;
         cbf_counter_add(s->c_reused, 1);
     }
     if (slot)
-        slot->phase = unchanged ? phase : -1;
-    cbf_dsim_workers_run(s->workers, s->replay ? dsim_replay_share : dsim_compute_share, &j);
+        *slot = (struct dsim_slot){buf->data, unchanged ? phase : -1, s->gen};
+    const bool replay = s->replay && j.n_segs == 1;
+    cbf_dsim_workers_run(s->workers, replay ? dsim_replay_share : dsim_compute_share, &j);
     for (int k = 0; k < MAX_THREADS; k++) {
         buf->saturated += j.saturated[k];
         buf->missing += j.missing[k];
     }
+}
+
+/* Changes due by the chunk at ts take over: the last becomes the signal
+ * in force (its period the one replay copies from). */
+static void dsim_take_changes(dsim *s, int64_t ts)
+{
+    while (cbf_timed_count(s->pend) && cbf_timed_at(s->pend, 0) <= ts) {
+        cbf_dsim_signal *sig = dsim_pending(s, 0);
+        cbf_dsim_signal_free(&s->sig);
+        s->sig = *sig;
+        free(sig);
+        cbf_timed_pop(s->pend, 1);
+        s->gen++;
+        cbf_gauge_set(s->g_period, (double)s->sig.spec.period);
+    }
+}
+
+/* On the node's thread, between chunks (cbf/control.h): builds the new
+ * signal now (its period too, in replay mode), so taking it costs nothing
+ * later, and queues it. Refusals change nothing. */
+static int dsim_request(cbf_node *node, const cbf_request *req, cbf_reply *reply, cbf_error *err)
+{
+    dsim *s = cbf_node_state(node);
+    const cbf_params *a = cbf_request_args(req);
+    const int64_t at = cbf_timed_resolve(s->pend, cbf_params_int(a, "at"));
+    int rc = cbf_timed_check(s->pend, at, err);
+    if (rc)
+        return cbf_error_prefix(err, "signals");
+    /* Unchanged parts come from the signal in force just before `at`. */
+    const int n = cbf_timed_count(s->pend);
+    const cbf_dsim_spec *base = n ? &dsim_pending(s, n - 1)->spec : &s->sig.spec;
+    cbf_dsim_spec spec;
+    if ((rc = cbf_dsim_spec_from_request(a, base, 2 * s->antennas, &spec, err)))
+        return rc;
+    cbf_dsim_signal *sig = malloc(sizeof *sig);
+    if (!sig) {
+        cbf_dsim_spec_free(&spec);
+        return cbf_error_set(err, CBF_ENOMEM, "out of memory");
+    }
+    if ((rc = cbf_dsim_signal_build(sig, &spec, &s->fixed, s->workers, err))) {
+        free(sig);
+        return cbf_error_prefix(err, "signals");
+    }
+    int merged;
+    cbf_dsim_signal **slot = cbf_timed_push(s->pend, at, &merged);
+    if (merged)
+        dsim_signal_drop(*slot);
+    *slot = sig;
+    cbf_counter_add(s->c_changes, 1);
+    cbf_log_info("signals: new signal from timestamp %lld (period %lld)", (long long)at,
+                 (long long)sig->spec.period);
+    cbf_reply_int(reply, "at", at);
+    cbf_reply_int(reply, "period", sig->spec.period);
+    cbf_reply_int(reply, "pending", cbf_timed_count(s->pend));
+    return 0;
 }
 
 static int64_t dsim_ns(const struct timespec *t)
@@ -467,7 +614,9 @@ static int dsim_run(cbf_node *node, cbf_error *err)
         buf->n_present = (size_t)s->antennas * 2 * s->heaps;
         buf->saturated = 0;
         buf->missing = 0;
+        dsim_take_changes(s, buf->timestamp);
         dsim_fill(s, buf);
+        cbf_timed_processed(s->pend, buf->timestamp + (int64_t)s->spc);
         cbf_counter_add(s->c_samples, (uint64_t)s->spc);
         cbf_counter_add(s->c_saturated, buf->saturated);
         cbf_counter_add(s->c_missing, buf->missing);
@@ -485,7 +634,8 @@ static const cbf_plugin_desc dsim_desc = {
     .abi = CBF_PLUGIN_ABI,
     .name = "dsim",
     .version = "0.1.0",
-    .summary = "digitiser simulator: tones, noise and correlated noise as packed samples",
+    .summary = "digitiser simulator: tones, combs, impulses, constants, noise and correlated "
+               "noise as packed samples; signals changed at a timestamp",
     .params = dsim_params,
     .n_params = CBF_COUNT_OF(dsim_params),
     .ports = dsim_ports,
@@ -493,6 +643,9 @@ static const cbf_plugin_desc dsim_desc = {
     .init = dsim_init,
     .run = dsim_run,
     .fini = dsim_fini,
+    .requests = dsim_requests,
+    .n_requests = CBF_COUNT_OF(dsim_requests),
+    .request = dsim_request,
 };
 
 CBF_PLUGIN_DEFINE(dsim_desc)

@@ -23,7 +23,10 @@ struct cbf_dsim_model {
     double *rate_lo;       /* [tone] what that rounding lost: f / fs = rate + rate_lo */
     double *offset;        /* [antenna][pol][tone] cycles: -r d_a + phi / 2 pi */
     double *table;         /* [tone][BLOCK][2]: amplitude x FS x exp(2 pi i r j) */
-    int64_t *shift;        /* [antenna] common-noise delay in whole samples */
+    int64_t *shift;        /* [antenna] common-noise and impulse delay in whole samples */
+    int n_tones;           /* tones and comb harmonics */
+    cbf_dsim_impulse *impulses;
+    double *constants;     /* [input] x FS; NULL: none */
 };
 
 static int oom(char *msg, size_t msglen)
@@ -57,6 +60,75 @@ static double frac1(double x)
     return x - floor(x);
 }
 
+static int bad(char *msg, size_t msglen, const char *what)
+{
+    if (msg && msglen)
+        snprintf(msg, msglen, "dsim model: %s", what);
+    return -1;
+}
+
+/* A comb's harmonic count: as given, or all up to fs / 2 (0 when the
+ * fundamental is not a positive frequency). */
+static int comb_harmonics(const cbf_dsim_comb *c, double fs, int64_t period)
+{
+    const double g = cbf_dsim_grid_frequency(c->frequency, fs, period);
+    if (!(g > 0))
+        return 0;
+    if (c->harmonics > 0)
+        return c->harmonics;
+    const double n = floor(fs / 2 / g);
+    return n > CBF_DSIM_MAX_HARMONICS + 1 ? CBF_DSIM_MAX_HARMONICS + 1 : (int)n;
+}
+
+/* The tones and every comb harmonic as one list of tones (a harmonic is a
+ * tone at n times the fundamental, on the grid when periodic); NULL with a
+ * message when a comb or impulse does not fit. */
+static cbf_dsim_tone *expand_tones(const cbf_dsim_config *cfg, int *n, char *msg, size_t msglen)
+{
+    int total = cfg->n_tones;
+    for (int c = 0; c < cfg->n_combs; c++) {
+        const int h = comb_harmonics(&cfg->combs[c], cfg->adc_sample_rate, cfg->period);
+        if (h <= 0) {
+            bad(msg, msglen, "a comb's fundamental must be above 0 Hz (on the replay grid)");
+            return NULL;
+        }
+        total += h;
+    }
+    if (total - cfg->n_tones > CBF_DSIM_MAX_HARMONICS) {
+        if (msg && msglen)
+            snprintf(msg, msglen, "dsim model: combs with %d harmonics; at most %d (give "
+                     "harmonics, or a higher fundamental)", total - cfg->n_tones,
+                     CBF_DSIM_MAX_HARMONICS);
+        return NULL;
+    }
+    for (int i = 0; i < cfg->n_impulses; i++)
+        if (cfg->impulses[i].period < 1 ||
+            (cfg->period && cfg->period % cfg->impulses[i].period)) {
+            bad(msg, msglen, cfg->period ? "an impulse period must divide the replay period"
+                                         : "an impulse period must be at least 1 sample");
+            return NULL;
+        }
+    cbf_dsim_tone *t = calloc((size_t)total + 1, sizeof *t);
+    if (!t) {
+        if (msg && msglen)
+            snprintf(msg, msglen, "dsim model: out of memory");
+        return NULL;
+    }
+    for (int k = 0; k < cfg->n_tones; k++)
+        t[k] = cfg->tones[k];
+    int k = cfg->n_tones;
+    for (int c = 0; c < cfg->n_combs; c++) {
+        const cbf_dsim_comb *cb = &cfg->combs[c];
+        const double g = cbf_dsim_grid_frequency(cb->frequency, cfg->adc_sample_rate, cfg->period);
+        const int h = comb_harmonics(cb, cfg->adc_sample_rate, cfg->period);
+        for (int j = 1; j <= h; j++)
+            t[k++] = (cbf_dsim_tone){.frequency = g * j, .amplitude = cb->amplitude,
+                                     .phase = {cb->phase[0], cb->phase[1]}};
+    }
+    *n = total;
+    return t;
+}
+
 int cbf_dsim_model_create(const cbf_dsim_config *cfg, cbf_dsim_model **out, char *msg,
                           size_t msglen)
 {
@@ -68,27 +140,45 @@ int cbf_dsim_model_create(const cbf_dsim_config *cfg, cbf_dsim_model **out, char
                      cfg->antennas, cfg->bits, (long long)cfg->period);
         return -1;
     }
+    int n_all = 0;
+    cbf_dsim_tone *all = expand_tones(cfg, &n_all, msg, msglen);
+    if (!all)
+        return -1;
     cbf_dsim_model *m = calloc(1, sizeof *m);
-    if (!m)
+    if (!m) {
+        free(all);
         return oom(msg, msglen);
+    }
     m->cfg = *cfg;
     m->cfg.tones = NULL;
+    m->cfg.combs = NULL;
+    m->cfg.impulses = NULL;
+    m->cfg.constants = NULL;
     m->cfg.delays = NULL;
+    m->n_tones = n_all;
     m->lo = -((int32_t)1 << (cfg->bits - 1));
     m->hi = ((int32_t)1 << (cfg->bits - 1)) - 1;
     m->full_scale = (double)m->hi;
-    const size_t nt = (size_t)cfg->n_tones, na = (size_t)cfg->antennas;
+    const size_t nt = (size_t)n_all, na = (size_t)cfg->antennas;
     m->rate = calloc(nt + 1, sizeof *m->rate);
     m->rate_lo = calloc(nt + 1, sizeof *m->rate_lo);
     m->offset = calloc(na * 2 * nt + 1, sizeof *m->offset);
     m->table = calloc(nt * BLOCK * 2 + 1, sizeof *m->table);
     m->shift = calloc(na, sizeof *m->shift);
-    if (!m->rate || !m->rate_lo || !m->offset || !m->table || !m->shift) {
+    m->impulses = calloc((size_t)cfg->n_impulses + 1, sizeof *m->impulses);
+    m->constants = cfg->constants ? calloc(2 * na, sizeof *m->constants) : NULL;
+    if (!m->rate || !m->rate_lo || !m->offset || !m->table || !m->shift || !m->impulses ||
+        (cfg->constants && !m->constants)) {
+        free(all);
         cbf_dsim_model_free(m);
         return oom(msg, msglen);
     }
+    for (int i = 0; i < cfg->n_impulses; i++)
+        m->impulses[i] = cfg->impulses[i];
+    for (size_t i = 0; m->constants && i < 2 * na; i++)
+        m->constants[i] = cfg->constants[i] * m->full_scale;
     for (size_t k = 0; k < nt; k++) {
-        const cbf_dsim_tone *tn = &cfg->tones[k];
+        const cbf_dsim_tone *tn = &all[k];
         const double f = cbf_dsim_grid_frequency(tn->frequency, cfg->adc_sample_rate, cfg->period);
         /* On a power-of-two grid r = bin / P exactly, so r t is exact and
          * the tone repeats bit for bit every P samples. */
@@ -111,6 +201,7 @@ int cbf_dsim_model_create(const cbf_dsim_config *cfg, cbf_dsim_model **out, char
                     frac1(-r * d + tn->phase[p] / (2.0 * M_PI));
         }
     }
+    free(all);
     for (size_t a = 0; a < na; a++)
         m->shift[a] = cfg->delays ? (int64_t)llrint(cfg->delays[a]) : 0;
     *out = m;
@@ -133,6 +224,8 @@ void cbf_dsim_model_free(cbf_dsim_model *m)
     free(m->offset);
     free(m->table);
     free(m->shift);
+    free(m->impulses);
+    free(m->constants);
     free(m);
 }
 
@@ -223,11 +316,22 @@ static void add_noise_wrapped(double *v, uint64_t key, int64_t first, size_t n, 
     }
 }
 
+/* Adds the pulses of one train that fall in [first, first + n) of the
+ * delayed index. */
+static void add_impulses(double *v, const cbf_dsim_impulse *im, int64_t first, size_t n,
+                         double full_scale)
+{
+    const int64_t L = im->period;
+    const int64_t r = ((first - im->offset) % L + L) % L;
+    for (int64_t i = r ? L - r : 0; i < (int64_t)n; i += L)
+        v[i] += im->amplitude * full_scale;
+}
+
 uint64_t cbf_dsim_model_generate(const cbf_dsim_model *m, int antenna, int pol, int64_t first,
                                  size_t n, int16_t *out)
 {
     const cbf_dsim_config *c = &m->cfg;
-    const size_t nt = (size_t)c->n_tones;
+    const size_t nt = (size_t)m->n_tones;
     const double *off = &m->offset[((size_t)antenna * 2 + (size_t)pol) * nt];
     const double fs = m->full_scale;
     const uint64_t nkey = stream_key(c->seed, antenna, pol);
@@ -255,6 +359,13 @@ uint64_t cbf_dsim_model_generate(const cbf_dsim_model *m, int antenna, int pol, 
         if (c->common_noise > 0.0)
             add_noise_wrapped(v, ckey, t - m->shift[antenna], len, c->common_noise * fs,
                               c->period);
+        if (m->constants) {
+            const double k = m->constants[2 * antenna + pol];
+            for (size_t i = 0; i < len; i++)
+                v[i] += k;
+        }
+        for (int q = 0; q < c->n_impulses; q++)
+            add_impulses(v, &m->impulses[q], t - m->shift[antenna], len, fs);
         for (size_t i = 0; i < len; i++) {
             /* rint rounds half to even in the default rounding mode. */
             double r = rint(v[i]);

@@ -3,19 +3,26 @@
  * Sample t (an absolute index on the ADC clock) of antenna a, pol p is
  *
  *   v = FS x [ sum_k A_k cos(2 pi f_k (t - d_a) / fs + phi_kp)
+ *              + sum_c sum_{n=1..H_c} B_c cos(2 pi n g_c (t - d_a) / fs + psi_cp)
+ *              + sum_i E_i [(t - round(d_a) - o_i) mod L_i == 0]
+ *              + K_{2a+p}
  *              + noise x N(seed, a, p, t)
  *              + common_noise x C(seed, p, t - round(d_a)) ]
  *
  * rounded to nearest (ties to even) and saturated to the signed range of
  * `bits` bits, where FS = 2^(bits-1) - 1 (amplitude 1 just reaches the
  * positive extreme), d_a is the antenna's delay in samples (fractional for
- * tones; rounded for the common noise, which is a sampled sequence), and
+ * tones and combs; rounded for impulses and the common noise, which are
+ * sampled sequences), combs are H_c harmonics of g_c (all below Nyquist
+ * when H_c is 0), impulses are trains of one-sample pulses every L_i
+ * samples, K is a constant per input, and
  * N, C are independent standard Gaussians drawn from a counter-based
  * generator: every value is a pure function of (seed, stream, t), so the
  * output does not depend on how the stream is cut into chunks.
  *
  * With period P > 0 (a power of two) the signal repeats every P samples:
- * each tone frequency is rounded to the nearest multiple of fs / P, and
+ * each tone frequency and comb fundamental is rounded to the nearest
+ * multiple of fs / P, an impulse period must divide P, and
  * the noise index wraps, N(t mod P) and C((t - round(d_a)) mod P), so the
  * delayed common noise stays correlated across the wrap. Replay mode
  * generates samples [0, P) once and copies them. */
@@ -33,12 +40,34 @@ typedef struct cbf_dsim_tone {
     double phase[2];    /* radians, per pol (x, y) */
 } cbf_dsim_tone;
 
+typedef struct cbf_dsim_comb {
+    double frequency;   /* Hz, the fundamental */
+    double amplitude;   /* of each harmonic, fraction of full scale */
+    int harmonics;      /* 1..CBF_DSIM_MAX_HARMONICS; 0: every one at or below fs / 2 */
+    double phase[2];    /* radians, per pol, of every harmonic */
+} cbf_dsim_comb;
+
+typedef struct cbf_dsim_impulse {
+    int64_t period;     /* samples between pulses, >= 1 */
+    double amplitude;   /* fraction of full scale */
+    int64_t offset;     /* a pulse at every t with (t - round(d_a) - offset) mod period == 0 */
+} cbf_dsim_impulse;
+
+/* Harmonics of all combs together: each costs a tone (a table of 64 KiB
+ * and two multiplies a sample). */
+#define CBF_DSIM_MAX_HARMONICS 1024
+
 typedef struct cbf_dsim_config {
     int antennas;
     double adc_sample_rate;   /* Hz */
     int bits;                 /* 2..16 */
     int n_tones;
     const cbf_dsim_tone *tones;
+    int n_combs;
+    const cbf_dsim_comb *combs;
+    int n_impulses;
+    const cbf_dsim_impulse *impulses;
+    const double *constants;  /* [2 x antennas], fraction of full scale; NULL: none */
     double noise;             /* Gaussian RMS, fraction of full scale, per antenna */
     double common_noise;      /* Gaussian RMS of the shared signal */
     const double *delays;     /* per antenna, samples; NULL: all zero */

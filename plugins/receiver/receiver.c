@@ -207,7 +207,7 @@ struct receiver {
     atomic_llong last_packet_ns;   /* written once per batch by every thread */
     atomic_bool finished;
     double drop_rate;
-    atomic_uint_fast64_t descriptors;   /* in the end-of-run log, not a counter (16 at most) */
+    atomic_uint_fast64_t descriptors;   /* in the end-of-run log, not a counter */
     /* sockets */
     worker workers[MAX_SOCKETS];
     int n_workers;
@@ -298,7 +298,9 @@ static void rx_on_heap(const cbf_spead_heap *h, void *user)
         return;
     }
     const cbf_spead_item *data = cbf_spead_heap_find(h, r->feng ? 0x4300 : 0x3300);
-    rx_place p = {.first = true};
+    const cbf_spead_item *status = r->feng ? NULL : cbf_spead_heap_find(h, 0x3102);
+    rx_place p = {.first = true,
+                  .note = status && status->immediate ? cbf_adc_status_clipped(status->value) : 0};
     if (rx_locate(r, h->items, h->n_items, &p.idx, &p.piece) || !data ||
         cbf_spead_heap_item_bytes(h, data, &p.data, &p.len) || p.len != r->win.piece_bytes) {
         cbf_counter_add(r->c_bad_heaps, 1);
@@ -328,6 +330,11 @@ static int rx_place_packet(worker *w, const cbf_spead_packet *pkt, size_t len)
                   .first = pkt->heap_offset == 0};
     rx_seen *seen = rx_seen_slot(w, pkt->heap_cnt);
     const cbf_spead_item *data = rx_item(pkt->items, pkt->n_items, r->feng ? 0x4300 : 0x3300);
+    /* A digitiser's clip count rides in the heap's digitiser_status; a
+     * packet without it says 0 (only the heap's first packet sets it). */
+    const cbf_spead_item *status = r->feng ? NULL : rx_item(pkt->items, pkt->n_items, 0x3102);
+    if (status && status->immediate)
+        p.note = cbf_adc_status_clipped(status->value);
     int rc = rx_locate(r, pkt->items, pkt->n_items, &p.idx, &p.piece);
     if (rc < 0) {
         cbf_counter_add(r->c_bad_heaps, p.first);
@@ -565,6 +572,9 @@ static int rx_set_desc(receiver *r, const cbf_params *p, cbf_error *err)
         d->present_axis = "heap";
         cbf_port_desc_set_attr(d, CBF_ATTR_SAMPLES_PER_CHUNK, (double)r->spc);
         cbf_port_desc_set_attr(d, CBF_ATTR_HEAP_SAMPLES, HEAP_SAMPLES);
+        /* Each heap's clip count from its digitiser_status (contracts/adc.h). */
+        d->aux_size = cbf_adc_clip_aux_size(r->n_flags);
+        d->aux_layout = CBF_ADC_CLIP_AUX_LAYOUT;
     } else {
         r->channels = (size_t)cbf_params_int(p, "channels");
         r->first = (size_t)cbf_params_int(p, CBF_ATTR_FIRST_CHANNEL);
@@ -736,6 +746,7 @@ static int receiver_init(cbf_node *node, cbf_error *err)
     double ahead = cbf_params_float(p, "max_ahead") * cbf_params_float(p, CBF_ATTR_ADC_SAMPLE_RATE);
     r->win.max_ahead = (int64_t)(ahead / (double)r->chunk_step) + 1;
     r->win.resync_ns = (uint64_t)(cbf_params_float(p, "resync_after") * 1e9);
+    r->win.piece_notes = !r->feng;
     if ((rc = cbf_stage_out_open(node, r->out, &r->d, count, &r->win.pool, err)) ||
         (rc = rx_window_init(&r->win, n_ring, err)))
         return rc;
@@ -751,6 +762,8 @@ static int receiver_init(cbf_node *node, cbf_error *err)
         *slots[i] = cbf_node_counter(node, names[i]);
     for (int i = 0; i < N_GROUPS; i++)
         r->c_malformed[i] = cbf_node_counter(node, rx_group_names[i]);
+    if (!r->feng)
+        r->win.c_notes = cbf_node_counter(node, "digitiser_clipped_samples");
     const cbf_net_choice choice = cbf_stage_net_choice(p);
     if ((rc = rx_open_workers(r, p, &choice, err)))
         return rc;

@@ -43,12 +43,18 @@ static int rx_window_emit(rx_window *w, rx_chunk *c)
         sched_yield();
     cbf_buffer *b = c->buf;
     c->buf = NULL;
-    uint64_t missing = 0, incomplete = 0;
+    uint64_t missing = 0, incomplete = 0, notes = 0;
+    uint32_t *note = w->piece_notes ? b->aux : NULL;
     for (size_t p = 0; p < w->n_flags * w->per_flag; p++)
         if (c->got[p] != w->piece_bytes) {
             incomplete += c->got[p] != 0;
             memset((uint8_t *)b->data + p * w->piece_bytes, 0, w->piece_bytes);
+            if (note)
+                note[p] = 0;
+        } else if (note) {
+            notes += note[p];
         }
+    cbf_counter_add(w->c_notes, notes);
     for (size_t f = 0; f < w->n_flags; f++)
         missing += !b->present[f];
     b->missing = missing;
@@ -73,6 +79,8 @@ static int rx_window_open_chunk(rx_window *w, rx_chunk *c, int64_t idx)
     c->buf->n_present = w->n_flags;
     memset(c->got, 0, w->n_flags * w->per_flag * sizeof *c->got);
     memset(c->done, 0, w->n_flags * sizeof *c->done);
+    if (w->piece_notes)
+        memset(c->buf->aux, 0, c->buf->aux_size);
     return 0;
 }
 
@@ -162,6 +170,8 @@ static bool rx_window_claim(rx_window *w, rx_place *h)
         return false;
     }
     *got += (uint32_t)h->len;
+    if (h->first && w->piece_notes)
+        ((uint32_t *)c->buf->aux)[h->piece] = h->note;
     if (*got == w->piece_bytes) {
         cbf_counter_add(w->c_heaps, 1);
         size_t f = h->piece / w->per_flag;

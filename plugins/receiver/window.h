@@ -49,6 +49,7 @@ typedef struct rx_place {
     const uint8_t *data;
     size_t len;
     bool first;         /* holds the heap's byte 0: a late one counts a late heap */
+    uint32_t note;      /* with first, when piece_notes: the heap's aux word (clip count) */
     rx_chunk *claimed;  /* private */
 } rx_place;
 
@@ -58,6 +59,8 @@ typedef struct rx_window {
     cbf_pool *pool;
     size_t n_flags, per_flag, piece_bytes;
     int64_t chunk_step;            /* samples per chunk */
+    bool piece_notes;              /* aux is a uint32 per piece, from rx_place.note; 0 for a
+                                      piece not complete; their sum counted in c_notes */
     rx_chunk *ring;
     int n_ring;
     int64_t base, last_index;
@@ -68,7 +71,7 @@ typedef struct rx_window {
     uint64_t seq;
     atomic_int send_rc;            /* first failure to get or send a buffer; read by any thread */
     cbf_counter *c_heaps, *c_incomplete, *c_late_heaps, *c_late_packets, *c_duplicate, *c_chunks,
-        *c_missing, *c_ahead;
+        *c_missing, *c_ahead, *c_notes;
 } rx_window;
 
 /* The counters and out, pool, n_flags, per_flag, piece_bytes, chunk_step,

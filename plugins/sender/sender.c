@@ -532,10 +532,15 @@ static int lane_send_one(lane *l, const cbf_buffer *b, const uint8_t *data, size
     if (s->kind == S_DIG) {
         size_t inputs = 2 * s->n_outer, in = k % inputs, h = k / inputs, per_stream = s->d.shape[2];
         uint64_t samples = (uint64_t)(s->heap_bytes * 8 / (size_t)s->d.bits);
+        /* The source's clip count per heap (contracts/adc.h), as a
+         * digitiser reports it; 0 from a source that does not count. */
+        const size_t heaps = per_stream / s->heap_bytes;
+        const uint32_t *clipped = cbf_adc_clip_counts(b->aux, b->aux_size, 2 * s->n_outer * heaps);
         cbf_spead_item_out items[] = {
             {.id = 0x1600, .immediate = true, .value = ts + h * samples},
             {.id = 0x3101, .immediate = true, .value = (uint64_t)in},   /* LSB = pol */
-            {.id = 0x3102, .immediate = true, .value = 0},
+            {.id = 0x3102, .immediate = true,
+             .value = clipped ? cbf_adc_status_encode(clipped[in * heaps + h]) : 0},
             {.id = 0x3300, .data = data + in * per_stream + h * s->heap_bytes, .len = s->heap_bytes},
         };
         return lane_send_heap(l, items, 4, (int)(in % (size_t)s->n_dest), true, s->rate, err);
