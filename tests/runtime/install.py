@@ -2,8 +2,8 @@
 """An installed cbf starts wherever it is installed: `meson install` into a
 staging folder (DESTDIR, so neither the compiled-in prefix nor ldconfig
 can help), then the installed cbf-inspect lists the installed plugins and
-the installed cbf-run runs a pipeline with them, with no LD_LIBRARY_PATH
-and no CBF_PLUGIN_PATH in the environment.
+the installed cbf-run runs a pipeline with them, with nothing in
+LD_LIBRARY_PATH that leads to the build tree and no CBF_PLUGIN_PATH.
 
 usage: install.py BUILD_DIR
 """
@@ -41,7 +41,14 @@ def main():
         inspect, run = find(stage, "cbf-inspect"), find(stage, "cbf-run")
         if not inspect or not run:
             fail("cbf-inspect or cbf-run not installed")
-        env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "CBF_PLUGIN_PATH")}
+        # Nothing may point back at the build tree (meson's test environment
+        # puts its libcbf on LD_LIBRARY_PATH); other entries, such as a
+        # bundle of the system's libraries, stay.
+        env = {k: v for k, v in os.environ.items() if k != "CBF_PLUGIN_PATH"}
+        real_build = os.path.realpath(build)
+        keep = [d for d in env.get("LD_LIBRARY_PATH", "").split(":")
+                if d and not os.path.realpath(d).startswith(real_build)]
+        env["LD_LIBRARY_PATH"] = ":".join(keep)
         r = subprocess.run([inspect], capture_output=True, text=True, env=env, timeout=60)
         lines = [l for l in r.stdout.splitlines() if l.startswith("dsim ")]
         if r.returncode or not lines or stage not in lines[0]:
