@@ -142,15 +142,6 @@ __device__ __forceinline__ void wgmma_n64(int *d, const unsigned a[4], uint64_t 
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
 }
 
-/* The block's barrier for corr_run. Its two warpgroups may run different
- * instantiations of corr_run (their column widths differ at the edge of
- * the triangle), so they meet at barriers that are different instructions:
- * __syncthreads() is bar.sync, the .aligned form, which PTX leaves
- * undefined then (compute-sanitizer's synccheck reported it); the plain
- * barrier.sync counts arrivals wherever they come from. Every
- * instantiation passes the same barriers in the same order. */
-__device__ __forceinline__ void cta_sync() { asm volatile("barrier.sync 0;\n" ::: "memory"); }
-
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wg_commit()
 {
@@ -376,7 +367,7 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
             mbar_init(bar0 + 8u * d, 1);
         mbar_init_fence();
     }
-    cta_sync();
+    __syncthreads();
     if (tid == 0)
         for (int d = 0; d < DEPTH; d++) {
             if (d < n)
@@ -386,7 +377,7 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
     wait_stage(0);
     unpack(0, bsw0, af0);
     fence_async_smem();
-    cta_sync();
+    __syncthreads();
 
     /* Stage s: B in bsw[s & 1], A in cur; copies of stages s + 1 ..
      * s + DEPTH - 1 landed or in flight. */
@@ -433,7 +424,7 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 keep(cur[ks][e]);
-        cta_sync();
+        __syncthreads();
     };
     for (int s = 0; s < n; s += 2) {
         step(s, af0, af1);
