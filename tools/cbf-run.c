@@ -204,6 +204,14 @@ static void watch(run_state *r, bool show, bool tty)
         pthread_mutex_unlock(&r->mu);
         char line[4096];
         progress_line(&p, r->e, line, sizeof line);
+        /* A redrawn line belongs to the foreground job only: `cbf-run ... &`
+         * followed by cbf-ctl in the same terminal would have the progress
+         * drawn over the other command's output. In the background (or
+         * with no controlling terminal) nothing is drawn until `fg`. */
+        if (tty && tcgetpgrp(STDERR_FILENO) != getpgrp()) {
+            pthread_mutex_lock(&r->mu);
+            continue;
+        }
         if (tty) {
             size_t width = term_width() - 1;
             if (strlen(line) > width)
