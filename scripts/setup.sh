@@ -69,4 +69,6 @@ elif [ -n "$pyopt" ]; then
 fi
 phase "building (ninja; log: build.log)"
 ninja -C build >build.log 2>&1 || { tail -50 build.log; fail_setup "the build (log: build.log)"; }
-echo "setup: built cbf in ./build ($(grep -c . build.log) build steps logged in build.log)"
+# ninja numbers its steps "[k/N]"; N of the last one is this build's count.
+steps=$(grep -o '^\[[0-9]*/[0-9]*\]' build.log | tail -1 | sed 's|.*/||; s|\]||' || true)
+echo "setup: built cbf in ./build (${steps:-0} build steps, log: build.log)"
