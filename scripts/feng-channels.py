@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """The strongest channels of F-engine output written by filesink, per
 polarisation, with each channel's sky frequency: a quick look that the
 dsim's tones landed where the frequency plan says.

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Amplitude and phase of each baseline at the demo tone's channel, from an
 X-engine HDF5 file written by filesink (a reducer's visibilities), next to
 the phase the digitiser simulator's delays predict.
