@@ -748,7 +748,11 @@ static void kc_read(cbf_katcp *k, kc_client *c)
             c->in_cap = cap;
         }
         ssize_t got = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
-        if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        if (got == 0) {
+            c->closing = true;   /* it sends no more; what it asked is still answered */
+            return;
+        }
+        if (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
             kc_client_close(c);   /* gone: nothing more to answer */
             return;
         }
