@@ -27,6 +27,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from ctl_util import CBF_RUN, Engine, check, fail  # noqa: E402
+import test_control  # noqa: E402
 
 try:
     import aiokatcp
@@ -36,29 +37,8 @@ except ImportError:
 
 MAX_LINE = 8 << 20
 
-YAML = """
-engine:
-  gpu: none
-  control: tcp://127.0.0.1:*
-  katcp: %s
-nodes:
-  dsim:
-    plugin: dsim
-    params: {antennas: 1, bits: 10, samples_per_chunk: 65536, length: 0, noise: 0.05}
-  pfb:
-    plugin: pfb
-    params: {channels: 256, taps: 4, spectra_per_buffer: 64}
-  post:
-    plugin: fft_post
-    params: {spectra_per_heap: 64, gain: [0.1, 0.0]}
-  sink:
-    plugin: filesink
-    params: {path: %s, overwrite: true, max_buffers: 2}
-edges:
-  - dsim.out -> pfb.in
-  - pfb.out -> post.in
-  - post.out -> sink.in
-"""
+# test_control's F-engine, with katcp in place of the sensor publisher.
+YAML = test_control.YAML.replace("sensors: tcp://127.0.0.1:*\n  sensor_period: %g", "katcp: %s")
 
 
 def text(b):
