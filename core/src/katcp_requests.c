@@ -2,7 +2,7 @@
  * (help, watchdog, halt, log-level, version-list) and plugin requests:
  * `?NAME [node=NODE] [key=value ...]` through the path the ZeroMQ plane
  * uses (cbf_rt_request_call), and katgpucbf's positional forms of
- * capture-start, capture-stop and gain. */
+ * capture-start, capture-stop, gain and gain-all. */
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -189,20 +189,26 @@ static int kc_positional(const cbf_katcp_msg *m, cbf_text_kv *tv, size_t *nt, co
         tv[(*nt)++] = (cbf_text_kv){"action", start ? "start" : "stop", NULL};
         return CBF_OK;
     }
-    /* ?gain stream input values...: each value real or complex (a+bj), sent
-     * to fft_post's gain as [re, im] pairs (one pair: every channel). */
-    if (m->n_args < 3)
-        return cbf_error_set(err, CBF_EINVAL, "?gain stream input values...: at least one value (this "
-                             "engine cannot report the current gains)");
+    /* ?gain stream input values... and ?gain-all stream values...: each
+     * value real or complex (a+bj), sent to fft_post's gain as [re, im]
+     * pairs (one pair: every channel); gain-all is both polarisations. */
+    bool all = !strcmp(m->name, "gain-all");
+    size_t first = all ? 1 : 2;
+    if (all && m->n_args == 2 && !strcmp(m->args[1], "default"))
+        return cbf_error_set(err, CBF_EINVAL, "?gain-all stream default: not supported (fft_post does not "
+                             "keep its configured gains to return to); give the values");
+    if (m->n_args <= first)
+        return cbf_error_set(err, CBF_EINVAL, "?%s: at least one value (this engine cannot report the "
+                             "current gains)", all ? "gain-all stream values..." : "gain stream input values...");
     *node = m->args[0];
-    tv[(*nt)++] = (cbf_text_kv){"pol", m->args[1], NULL};
-    size_t nv = m->n_args - 2, cap = nv * 64 + 3, l = 0;
+    tv[(*nt)++] = (cbf_text_kv){"pol", all ? "-1" : m->args[1], NULL};
+    size_t nv = m->n_args - first, cap = nv * 64 + 3, l = 0;
     char *list = malloc(cap);
     if (!list)
         return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     list[l++] = '[';
     for (size_t i = 0; i < nv; i++) {
-        const char *a = m->args[i + 2];
+        const char *a = m->args[i + first];
         char *end;
         double re = strtod(a, &end), im = 0;
         if (end != a && (*end == '+' || *end == '-') && end[1] != '\0') {
@@ -241,6 +247,7 @@ static void kc_plugin(kc_req *r)
     for (size_t i = 0; i < m->n_args && !rc; i++)
         generic &= strchr(m->args[i], '=') != NULL;
     bool positional = !strcmp(m->name, "capture-start") || !strcmp(m->name, "capture-stop") ||
+                      !strcmp(m->name, "gain-all") ||
                       (!strcmp(m->name, "gain") && (!generic || !m->n_args));
     if (!rc && positional) {
         rc = kc_positional(m, tv, &nt, &node, &owned, &err);
@@ -256,7 +263,8 @@ static void kc_plugin(kc_req *r)
         }
     }
     const char *name = !strcmp(m->name, "capture-start") || !strcmp(m->name, "capture-stop") ? "capture"
-                                                                                          : m->name;
+                       : !strcmp(m->name, "gain-all")                                       ? "gain"
+                                                                                            : m->name;
     cbf_reply *reply = NULL;
     if (!rc)
         rc = cbf_rt_request_call(r->k->e, name, node, tv, nt, &at, &reply, &err);
