@@ -274,7 +274,7 @@ static int request_node(const cbf_graph *g, const char *name, const char *node, 
     if (!found)
         return cbf_error_set(err, CBF_ENOTSUP, "unknown request '%s'", name);
     if (found > 1)
-        return cbf_error_set(err, CBF_EINVAL, "several nodes accept '%s' (%s): name one with node", name,
+        return cbf_error_set(err, CBF_EINVAL, "several nodes accept '%s' (%s): name the node", name,
                              names);
     return CBF_OK;
 }
