@@ -44,16 +44,16 @@ for d in /usr/local/cuda/bin /usr/lib/cuda/bin; do
 done
 export PATH
 
-# Test peers (spead2, numpy, h5py, PyYAML, prometheus_client) live in a virtual environment of their own,
+# Test peers (spead2, numpy, h5py, PyYAML, prometheus_client, aiokatcp) live in a virtual environment of their own,
 # never in the system Python. Only the tests use them.
 if [ "${CBF_SETUP_PYTHON:-0}" = 1 ]; then
     if [ ! -x build-venv/bin/python ]; then
         phase "making the test peers' virtual environment build-venv"
         python3 -m venv build-venv || fail_setup "python3 -m venv build-venv failed"
     fi
-    if ! build-venv/bin/python -c 'import numpy, h5py, spead2, yaml, prometheus_client' 2>/dev/null; then
-        phase "installing the test peers (numpy, h5py, spead2, pyyaml, prometheus_client) into build-venv with pip"
-        build-venv/bin/python -m pip install -q numpy h5py spead2 pyyaml prometheus_client ||
+    if ! build-venv/bin/python -c 'import numpy, h5py, spead2, yaml, prometheus_client, aiokatcp' 2>/dev/null; then
+        phase "installing the test peers (numpy, h5py, spead2, pyyaml, prometheus_client, aiokatcp) into build-venv with pip"
+        build-venv/bin/python -m pip install -q numpy h5py spead2 pyyaml prometheus_client aiokatcp ||
             fail_setup "pip could not install the test peers: is PyPI reachable?"
     fi
     pyopt="-Dtest_python=$PWD/build-venv/bin/python"

@@ -19,7 +19,6 @@
 #include "params_priv.h"
 #include "runtime.h"
 
-#define REQUEST_TIMEOUT_MS 5000   /* how long a node may take to reach its mailbox */
 #define POLL_MS 100               /* how soon the thread notices it should stop */
 
 typedef struct node_prev {
@@ -134,22 +133,22 @@ int cbf_rt_control_open(cbf_engine *e, cbf_control **out, cbf_error *err)
 
 /* ---- sensors ---- */
 
-static json_t *node_sensors(cbf_control *c, size_t i, const cbf_node_stats *st, double dt,
+/* p: the counts at the last publication, for rates (NULL: no rates). */
+static json_t *node_sensors(cbf_engine *e, size_t i, const cbf_node_stats *st, node_prev *p, double dt,
                             bool advance)
 {
-    cbf_node *n = cbf_rt_engine_node(c->e, i);
+    cbf_node *n = cbf_rt_engine_node(e, i);
     json_t *o = json_object();
     json_object_set_new(o, "plugin", json_string(st->plugin));
     json_object_set_new(o, "buffers_in", json_integer((json_int_t)st->buffers_in));
     json_object_set_new(o, "buffers_out", json_integer((json_int_t)st->buffers_out));
     json_object_set_new(o, "bytes_out", json_integer((json_int_t)st->bytes_out));
-    node_prev *p = &c->prev[i];
-    if (dt > 0) {
+    if (p && dt > 0) {
         json_object_set_new(o, "buffers_in_per_s", json_real((double)(st->buffers_in - p->buffers_in) / dt));
         json_object_set_new(o, "buffers_out_per_s", json_real((double)(st->buffers_out - p->buffers_out) / dt));
         json_object_set_new(o, "bytes_out_per_s", json_real((double)(st->bytes_out - p->bytes_out) / dt));
     }
-    if (advance) {
+    if (p && advance) {
         p->buffers_in = st->buffers_in;
         p->buffers_out = st->buffers_out;
         p->bytes_out = st->bytes_out;
@@ -186,6 +185,26 @@ static json_t *node_sensors(cbf_control *c, size_t i, const cbf_node_stats *st, 
     return o;
 }
 
+/* Every node's sensors. prev/dt/advance: rates as node_sensors takes them. */
+static json_t *sensors_nodes(cbf_engine *e, node_prev *prev, double dt, bool advance)
+{
+    const cbf_graph *g = cbf_rt_engine_graph(e);
+    cbf_node_stats *st = calloc(g->n_nodes + 1, sizeof *st);
+    json_t *nodes = json_object();
+    if (!st || !nodes) {
+        free(st);
+        json_decref(nodes);
+        return NULL;
+    }
+    size_t n = cbf_engine_stats(e, st, g->n_nodes);
+    for (size_t i = 0; i < n; i++)
+        json_object_set_new(nodes, st[i].name, node_sensors(e, i, &st[i], prev ? &prev[i] : NULL, dt, advance));
+    free(st);
+    return nodes;
+}
+
+void *cbf_rt_sensors_nodes(cbf_engine *e) { return sensors_nodes(e, NULL, 0.0, false); }
+
 /* The sensor message. Rates are over the time since the last publication
  * (advance: this is a publication, so the next rates start from now). */
 static json_t *sensors(cbf_control *c, bool advance)
@@ -193,14 +212,13 @@ static json_t *sensors(cbf_control *c, bool advance)
     const cbf_graph *g = c->g;
     uint64_t now = cbf_rt_now_ns();
     double dt = c->prev_ns ? 1e-9 * (double)(now - c->prev_ns) : 0.0;
-    cbf_node_stats *st = calloc(g->n_nodes + 1, sizeof *st);
+    json_t *nodes = sensors_nodes(c->e, c->prev, dt, advance);
     json_t *m = json_object();
-    if (!st || !m) {
-        free(st);
+    if (!nodes || !m) {
+        json_decref(nodes);
         json_decref(m);
         return NULL;
     }
-    size_t n = cbf_engine_stats(c->e, st, g->n_nodes);
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
     json_object_set_new(m, "engine", json_string(g->engine.name ? g->engine.name : ""));
@@ -208,11 +226,7 @@ static json_t *sensors(cbf_control *c, bool advance)
     json_object_set_new(m, "time", json_real((double)wall.tv_sec + 1e-9 * (double)wall.tv_nsec));
     json_object_set_new(m, "elapsed_s", json_real(cbf_engine_elapsed(c->e)));
     json_object_set_new(m, "period_s", json_real(c->period));
-    json_t *nodes = json_object();
-    for (size_t i = 0; i < n; i++)
-        json_object_set_new(nodes, st[i].name, node_sensors(c, i, &st[i], dt, advance));
     json_object_set_new(m, "nodes", nodes);
-    free(st);
     if (advance) {
         c->prev_ns = now;
         c->seq++;
@@ -315,25 +329,17 @@ static json_t *list_requests(cbf_control *c)
     return json_pack("{s:b, s:o}", "ok", 1, "requests", list);
 }
 
-static const cbf_request_decl *find_request(const cbf_plugin_desc *d, const char *name)
+/* Arguments as text for the shared request path: each JSON value written
+ * out as JSON (which YAML reads as a flow value) and checked by the same
+ * code that checks YAML parameters, so a request and a parameter of one
+ * declared type accept the same values. */
+static json_t *plugin_request(cbf_control *c, const char *name, const char *node, json_t *req)
 {
-    for (int k = 0; k < d->n_requests; k++)
-        if (!strcmp(d->requests[k].name, name))
-            return &d->requests[k];
-    return NULL;
-}
-
-/* Arguments as validated params: each JSON value is written out as JSON
- * (which YAML reads as a flow value) and checked by the same code that
- * checks YAML parameters, so a request and a parameter of one declared type
- * accept the same values. */
-static int build_args(const cbf_request_decl *r, const char *node, const char *node_where,
-                      const char *plugin, json_t *req, cbf_params **out, cbf_error *err)
-{
-    size_t n = json_object_size(req);
+    size_t n = json_object_size(req), nt = 0;
     cbf_text_kv *tv = calloc(n + 1, sizeof *tv);
-    size_t nt = 0;
-    int rc = tv ? CBF_OK : cbf_error_set(err, CBF_ENOMEM, "out of memory");
+    cbf_error err;
+    cbf_error_clear(&err);
+    int rc = tv ? CBF_OK : cbf_error_set(&err, CBF_ENOMEM, "out of memory");
     const char *key;
     json_t *v;
     json_object_foreach(req, key, v)
@@ -341,78 +347,29 @@ static int build_args(const cbf_request_decl *r, const char *node, const char *n
         if (rc || !strcmp(key, "request") || !strcmp(key, "node"))
             continue;
         if (json_is_null(v) || json_is_object(v)) {
-            rc = cbf_error_set(err, CBF_EINVAL, "request '%s': argument '%s': expected a value or a "
-                               "list, got %s", r->name, key, json_is_null(v) ? "null" : "an object");
+            rc = cbf_error_set(&err, CBF_EINVAL, "request '%s': argument '%s': expected a value or a "
+                               "list, got %s", name, key, json_is_null(v) ? "null" : "an object");
         } else if (!(tv[nt].text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT))) {
-            rc = cbf_error_set(err, CBF_ENOMEM, "out of memory");
+            rc = cbf_error_set(&err, CBF_ENOMEM, "out of memory");
         } else {
             tv[nt++].key = key;
         }
     }
-    if (!rc) {
-        char where[CBF_WHERE_MAX];
-        snprintf(where, sizeof where, "request '%s'", r->name);
-        cbf_params_ctx ctx = {NULL, node, node_where, plugin, r->name};
-        rc = cbf_params_build_text(r->args, r->n_args, tv, nt, where, &ctx, out, err);
-    }
+    size_t at = 0;
+    cbf_reply *reply = NULL;
+    if (!rc)
+        rc = cbf_rt_request_call(c->e, name, node, tv, nt, &at, &reply, &err);
     for (size_t i = 0; i < nt; i++)
         free((char *)tv[i].text);
     free(tv);
-    return rc;
-}
-
-static json_t *plugin_request(cbf_control *c, const char *name, const char *node, json_t *req)
-{
-    const cbf_graph *g = c->g;
-    size_t at = g->n_nodes;
-    if (node) {
-        for (size_t i = 0; i < g->n_nodes && at == g->n_nodes; i++)
-            if (!strcmp(g->nodes[i].name, node))
-                at = i;
-        if (at == g->n_nodes)
-            return error_reply("no node '%s' in this engine", node);
-        if (!find_request(g->nodes[at].plugin, name))
-            return error_reply("node '%s' (plugin %s) has no request '%s' (`requests` lists them)",
-                               node, g->nodes[at].plugin->name, name);
-    } else {
-        char names[512] = "";
-        size_t found = 0;
-        for (size_t i = 0; i < g->n_nodes; i++) {
-            if (!find_request(g->nodes[i].plugin, name))
-                continue;
-            if (!found++)
-                at = i;
-            size_t l = strlen(names);
-            snprintf(names + l, sizeof names - l, "%s%s", l ? ", " : "", g->nodes[i].name);
-        }
-        if (!found)
-            return error_reply("unknown request '%s' (`requests` lists what this engine accepts)", name);
-        if (found > 1)
-            return error_reply("several nodes accept '%s' (%s): name one with \"node\"", name, names);
-    }
-    const cbf_graph_node *gn = &g->nodes[at];
-    const cbf_request_decl *decl = find_request(gn->plugin, name);
-    cbf_request r = {.decl = decl};
-    cbf_error err;
-    cbf_error_clear(&err);
-    int rc = build_args(decl, gn->name, gn->where, gn->plugin->name, req, &r.args, &err);
+    if (rc == CBF_ENOTSUP)
+        return error_reply("%s (`requests` lists what this engine accepts)", err.msg);
     if (rc)
         return error_reply("%s", err.msg);
-    if (!(r.reply = cbf_rt_reply_new())) {
-        cbf_params_free(r.args);
-        return error_reply("out of memory");
-    }
-    rc = cbf_rt_node_submit(cbf_rt_engine_node(c->e, at), &r, REQUEST_TIMEOUT_MS);
-    json_t *out;
-    if (rc < 0) {
-        out = error_reply("%s", r.err.msg);
-    } else {
-        out = json_deep_copy(cbf_rt_reply_json(r.reply));
-        json_object_set_new(out, "ok", json_true());
-        json_object_set_new(out, "node", json_string(gn->name));
-    }
-    cbf_rt_reply_free(r.reply);
-    cbf_params_free(r.args);
+    json_t *out = json_deep_copy(cbf_rt_reply_json(reply));
+    cbf_rt_reply_free(reply);
+    json_object_set_new(out, "ok", json_true());
+    json_object_set_new(out, "node", json_string(c->g->nodes[at].name));
     return out;
 }
 

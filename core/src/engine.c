@@ -31,6 +31,7 @@ struct cbf_engine {
     bool ran, torn_down;
     cbf_control *control;      /* REP requests, PUB sensors (NULL: none configured) */
     cbf_metrics *metrics;      /* Prometheus /metrics over HTTP (NULL: none configured) */
+    cbf_katcp *katcp;          /* katcp v5 requests and sensors (NULL: none configured) */
 };
 
 const cbf_graph *cbf_rt_engine_graph(const cbf_engine *e) { return e->g; }
@@ -257,8 +258,11 @@ int cbf_engine_create(cbf_graph *g, cbf_engine **out, cbf_error *err)
         rc = cbf_rt_control_open(e, &e->control, err);
     if (rc == CBF_OK)
         rc = cbf_rt_metrics_open(e, &e->metrics, err);
+    if (rc == CBF_OK)
+        rc = cbf_rt_katcp_open(e, &e->katcp, err);
     if (rc != CBF_OK) {
         cbf_rt_control_close(e->control);
+        cbf_rt_metrics_close(e->metrics);
         /* fini runs for every node whose init was called, the failing one
          * included: init may have allocated before it failed. */
         if (e->nodes) {
@@ -345,6 +349,8 @@ int cbf_engine_run(cbf_engine *e, cbf_error *err)
     int crc = e->control ? cbf_rt_control_start(e->control, err) : CBF_OK;
     if (crc == CBF_OK && e->metrics)
         crc = cbf_rt_metrics_start(e->metrics, err);
+    if (crc == CBF_OK && e->katcp)
+        crc = cbf_rt_katcp_start(e->katcp, err);
     if (crc != CBF_OK) {
         teardown(e, NULL);
         return crc;
@@ -366,6 +372,8 @@ int cbf_engine_run(cbf_engine *e, cbf_error *err)
     e->control = NULL;
     cbf_rt_metrics_close(e->metrics);
     e->metrics = NULL;
+    cbf_rt_katcp_close(e->katcp);
+    e->katcp = NULL;
     cbf_error leak;
     cbf_error_clear(&leak);
     int lrc = teardown(e, &leak);
@@ -410,6 +418,8 @@ void cbf_engine_free(cbf_engine *e)
     e->control = NULL;
     cbf_rt_metrics_close(e->metrics);
     e->metrics = NULL;
+    cbf_rt_katcp_close(e->katcp);
+    e->katcp = NULL;
     if (!e->torn_down) {
         cbf_error leak;
         teardown(e, &leak);

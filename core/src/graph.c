@@ -246,7 +246,7 @@ static int parse_overrides(loader *L, const char *const *texts, size_t n)
 /* ---- engine settings ---- */
 
 static const char *const engine_keys[] = {"name", "gpu", "gpu_device", "queue_depth", "plugin_path",
-                                          "control", "sensors", "sensor_period", "prometheus"};
+                                          "control", "sensors", "sensor_period", "prometheus", "katcp"};
 
 static int engine_string(loader *L, const cbf_kv *kv, char **out)
 {
@@ -318,6 +318,9 @@ static int engine_key(loader *L, const cbf_kv *kv)
     } else if (!strcmp(kv->key, "prometheus")) {
         rc = engine_string(L, kv, &e->prometheus);
         snprintf(e->prometheus_where, sizeof e->prometheus_where, "%s", kv->where);
+    } else if (!strcmp(kv->key, "katcp")) {
+        rc = engine_string(L, kv, &e->katcp);
+        snprintf(e->katcp_where, sizeof e->katcp_where, "%s", kv->where);
     } else if (!strcmp(kv->key, "sensor_period")) {
         const char *s = scalar(kv->value);
         double p;
@@ -338,7 +341,7 @@ static int engine_key(loader *L, const cbf_kv *kv)
         char h[96];
         rc = cbf_error_set(L->err, CBF_ECONFIG,
                            "%s: unknown engine key '%s'%s (known: name, gpu, gpu_device, queue_depth, "
-                           "plugin_path, control, sensors, sensor_period, prometheus)",
+                           "plugin_path, control, sensors, sensor_period, prometheus, katcp)",
                            kv->key_where, kv->key,
                            hint(h, sizeof h, kv->key, engine_keys, CBF_COUNT_OF(engine_keys)));
     }
@@ -1105,6 +1108,7 @@ void cbf_graph_free(cbf_graph *g)
     free(g->engine.control);
     free(g->engine.sensors);
     free(g->engine.prometheus);
+    free(g->engine.katcp);
     free(g->path);
     free(g);
 }

@@ -29,6 +29,8 @@ typedef struct cbf_engine_settings {
     double sensor_period;       /* engine.sensor_period in seconds (1.0) */
     char *prometheus;           /* engine.prometheus: HTTP address of /metrics, or NULL */
     char prometheus_where[CBF_WHERE_MAX];   /* of its value, for errors found when binding */
+    char *katcp;                /* engine.katcp: katcp v5 server address, or NULL */
+    char katcp_where[CBF_WHERE_MAX];
     char where[CBF_WHERE_MAX];  /* of the engine mapping */
 } cbf_engine_settings;
 

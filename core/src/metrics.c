@@ -47,65 +47,14 @@ struct cbf_metrics {
     const char **input_type;   /* per node: the type on its first input edge, or NULL */
 };
 
-/* "PORT" (127.0.0.1), "HOST:PORT" or "[IPv6]:PORT" into host and port. */
-static int mx_split(const char *text, char *host, size_t hn, char *port, size_t pn)
-{
-    const char *p;
-    if (text[0] && strspn(text, "0123456789") == strlen(text)) {
-        snprintf(host, hn, "127.0.0.1");
-        p = text;
-    } else if (text[0] == '[') {
-        const char *close = strchr(text, ']');
-        if (!close || close[1] != ':')
-            return -1;
-        snprintf(host, hn, "%.*s", (int)(close - text - 1), text + 1);
-        p = close + 2;
-    } else {
-        const char *colon = strrchr(text, ':');
-        if (!colon || memchr(text, ':', (size_t)(colon - text)))
-            return -1;   /* none, or a bare IPv6 address: it needs its brackets */
-        snprintf(host, hn, "%.*s", (int)(colon - text), text);
-        p = colon + 1;
-    }
-    if (!host[0] || !*p || strspn(p, "0123456789") != strlen(p) || strlen(p) > 5 || atol(p) > 65535)
-        return -1;
-    snprintf(port, pn, "%s", p);
-    return 0;
-}
-
 static int mx_bind(cbf_metrics *m, const char *text, cbf_error *err)
 {
-    const char *where = m->g->engine.prometheus_where;
-    char host[256], port[8];
-    if (mx_split(text, host, sizeof host, port, sizeof port))
-        return cbf_error_set(err, CBF_ECONFIG, "%s: engine.prometheus: '%s' is not PORT, HOST:PORT "
-                             "or [IPv6]:PORT", where, text);
-    struct addrinfo hints = {.ai_flags = AI_PASSIVE | AI_NUMERICSERV, .ai_family = AF_UNSPEC,
-                             .ai_socktype = SOCK_STREAM}, *ai = NULL;
-    int grc = getaddrinfo(host, port, &hints, &ai);
-    if (grc)
-        return cbf_error_set(err, CBF_ECONFIG, "%s: engine.prometheus: host '%s': %s", where, host,
-                             gai_strerror(grc));
-    m->fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-    int one = 1, rc = CBF_OK;
-    if (m->fd < 0)
-        rc = cbf_error_set(err, CBF_EIO, "%s: engine.prometheus: socket: %s", where, strerror(errno));
-    else if (setsockopt(m->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) ||
-             bind(m->fd, ai->ai_addr, ai->ai_addrlen) || listen(m->fd, MX_CONNECTIONS))
-        rc = cbf_error_set(err, CBF_EIO, "%s: engine.prometheus: cannot listen on %s port %s: %s", where,
-                           host, port, strerror(errno));
-    m->v6 = ai->ai_family == AF_INET6;
-    freeaddrinfo(ai);
-    if (rc)
-        return rc;
-    /* Port 0 takes a free one: say which. */
-    struct sockaddr_storage sa;
-    socklen_t sl = sizeof sa;
-    char h[128] = "?", s[8] = "?";
-    if (!getsockname(m->fd, (struct sockaddr *)&sa, &sl))
-        getnameinfo((struct sockaddr *)&sa, sl, h, sizeof h, s, sizeof s, NI_NUMERICHOST | NI_NUMERICSERV);
-    snprintf(m->url, sizeof m->url, m->v6 ? "http://[%s]:%s/metrics" : "http://%s:%s/metrics", h, s);
-    return CBF_OK;
+    char addr[300];
+    int rc = cbf_rt_tcp_listen(text, "prometheus", m->g->engine.prometheus_where, MX_CONNECTIONS, NULL,
+                               &m->fd, &m->v6, addr, sizeof addr, err);
+    if (!rc)
+        snprintf(m->url, sizeof m->url, "http://%s/metrics", addr);
+    return rc;
 }
 
 static void mx_free(cbf_metrics *m)

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "cbf/log.h"
+#include "params_priv.h"
 #include "runtime.h"
 
 struct cbf_reply {
@@ -231,4 +232,82 @@ double cbf_gauge_get(const cbf_gauge *g)
     double v;
     memcpy(&v, &bits, sizeof v);
     return v;
+}
+
+/* ---- one plugin request, whatever the wire (ZeroMQ JSON, katcp) ---- */
+
+const cbf_request_decl *cbf_rt_request_decl(const cbf_plugin_desc *d, const char *name)
+{
+    for (int k = 0; k < d->n_requests; k++)
+        if (!strcmp(d->requests[k].name, name))
+            return &d->requests[k];
+    return NULL;
+}
+
+/* The node that answers `name`: the one named, or the only one declaring
+ * it. CBF_ENOTSUP when none does (an unknown request), CBF_EINVAL when the
+ * node named is not there or several would answer. */
+static int request_node(const cbf_graph *g, const char *name, const char *node, size_t *at,
+                        cbf_error *err)
+{
+    if (node) {
+        for (size_t i = 0; i < g->n_nodes; i++)
+            if (!strcmp(g->nodes[i].name, node)) {
+                *at = i;
+                if (cbf_rt_request_decl(g->nodes[i].plugin, name))
+                    return CBF_OK;
+                return cbf_error_set(err, CBF_ENOTSUP, "node '%s' (plugin %s) has no request '%s'",
+                                     node, g->nodes[i].plugin->name, name);
+            }
+        return cbf_error_set(err, CBF_EINVAL, "no node '%s' in this engine", node);
+    }
+    char names[512] = "";
+    size_t found = 0;
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        if (!cbf_rt_request_decl(g->nodes[i].plugin, name))
+            continue;
+        if (!found++)
+            *at = i;
+        size_t l = strlen(names);
+        snprintf(names + l, sizeof names - l, "%s%s", l ? ", " : "", g->nodes[i].name);
+    }
+    if (!found)
+        return cbf_error_set(err, CBF_ENOTSUP, "unknown request '%s'", name);
+    if (found > 1)
+        return cbf_error_set(err, CBF_EINVAL, "several nodes accept '%s' (%s): name the node", name,
+                             names);
+    return CBF_OK;
+}
+
+int cbf_rt_request_call(cbf_engine *e, const char *name, const char *node, const cbf_text_kv *args,
+                        size_t n_args, size_t *node_at, cbf_reply **reply, cbf_error *err)
+{
+    *reply = NULL;
+    const cbf_graph *g = cbf_rt_engine_graph(e);
+    size_t at = 0;
+    int rc = request_node(g, name, node, &at, err);
+    if (rc)
+        return rc;
+    *node_at = at;
+    const cbf_graph_node *gn = &g->nodes[at];
+    cbf_request r = {.decl = cbf_rt_request_decl(gn->plugin, name)};
+    char where[CBF_WHERE_MAX];
+    snprintf(where, sizeof where, "request '%s'", name);
+    cbf_params_ctx ctx = {NULL, gn->name, gn->where, gn->plugin->name, name};
+    rc = cbf_params_build_text(r.decl->args, r.decl->n_args, args, n_args, where, &ctx, &r.args, err);
+    if (rc)
+        return rc == CBF_ENOMEM ? rc : (err->code = CBF_EINVAL);
+    if (!(r.reply = cbf_rt_reply_new())) {
+        cbf_params_free(r.args);
+        return cbf_error_set(err, CBF_ENOMEM, "out of memory");
+    }
+    rc = cbf_rt_node_submit(cbf_rt_engine_node(e, at), &r, CBF_RT_REQUEST_TIMEOUT_MS);
+    cbf_params_free(r.args);
+    if (rc < 0) {
+        *err = r.err;
+        cbf_rt_reply_free(r.reply);
+        return rc;
+    }
+    *reply = r.reply;
+    return CBF_OK;
 }

@@ -199,6 +199,42 @@ CBF_RT_HIDDEN cbf_node *cbf_rt_engine_node(cbf_engine *e, size_t i);
 /* The input queue of edge i: its name, buffers waiting, capacity. */
 CBF_RT_HIDDEN const char *cbf_rt_engine_queue(cbf_engine *e, size_t i, size_t *fill, size_t *depth);
 
+/* ---- one plugin request, shared by the ZeroMQ and katcp front ends (request.c) ---- */
+#define CBF_RT_REQUEST_TIMEOUT_MS 5000   /* how long a node may take to reach its mailbox */
+struct cbf_text_kv;
+CBF_RT_HIDDEN const cbf_request_decl *cbf_rt_request_decl(const cbf_plugin_desc *d, const char *name);
+/* Finds the node answering `name` (the one named by `node`, or the only one
+ * declaring it), checks the arguments (text, one YAML value each) against
+ * the declaration, hands the request to the node and waits for its answer.
+ * 0 with *reply (the plugin's fields; cbf_rt_reply_free it) and *node_at;
+ * CBF_ENOTSUP: no such request (an unknown one); CBF_EINVAL: bad node or
+ * arguments; else the node's refusal. The message is in err. */
+CBF_RT_HIDDEN int cbf_rt_request_call(cbf_engine *e, const char *name, const char *node,
+                                      const struct cbf_text_kv *args, size_t n_args, size_t *node_at,
+                                      cbf_reply **reply, cbf_error *err);
+
+/* The engine's sensors as a JSON object (a json_t *) by node: runtime
+ * counts, queue fills, plugin counters and gauges (control.c); the katcp
+ * front end reads its sensors from it. NULL when out of memory. */
+CBF_RT_HIDDEN void *cbf_rt_sensors_nodes(cbf_engine *e);
+
+/* ---- listening sockets for address engine keys (listen.c) ---- */
+/* Binds and listens on text ("PORT" on 127.0.0.1, "HOST:PORT", "[IPv6]:PORT")
+ * for engine key `key` (where: its YAML place, for errors). *fd, and the
+ * bound address in addr ("h:p", "[h]:p"). exposes (what a stranger could
+ * do through it), when not NULL, is said in a warning when the address is
+ * beyond loopback. CBF_ECONFIG for a malformed address, CBF_EIO. */
+CBF_RT_HIDDEN int cbf_rt_tcp_listen(const char *text, const char *key, const char *where, int backlog,
+                                    const char *exposes, int *fd, bool *v6, char *addr, size_t addr_n,
+                                    cbf_error *err);
+
+/* ---- katcp front end (katcp.c) ---- */
+typedef struct cbf_katcp cbf_katcp;
+/* Binds engine.katcp (none: *out = NULL, 0). */
+CBF_RT_HIDDEN int cbf_rt_katcp_open(cbf_engine *e, cbf_katcp **out, cbf_error *err);
+CBF_RT_HIDDEN int cbf_rt_katcp_start(cbf_katcp *k, cbf_error *err);
+CBF_RT_HIDDEN void cbf_rt_katcp_close(cbf_katcp *k);
+
 /* ---- control plane (control.c): REP requests, PUB sensors ---- */
 typedef struct cbf_control cbf_control;
 /* Binds the sockets the engine settings name (none: *out = NULL, 0). */

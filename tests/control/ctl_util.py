@@ -42,9 +42,10 @@ class Engine:
         self.log = []
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
-        self.control = self.sensors = None
+        self.control = self.sensors = self.katcp = None
         deadline = time.monotonic() + 30
-        while self.control is None or ("sensors:" in yaml_text and self.sensors is None):
+        while self.control is None or ("sensors:" in yaml_text and self.sensors is None) or \
+                ("katcp:" in yaml_text and self.katcp is None):
             line = self.next_line(deadline)
             if line is None:
                 self.kill()
@@ -55,6 +56,9 @@ class Engine:
             m = re.search(r"control: sensors on (\S+)", line)
             if m:
                 self.sensors = m.group(1)
+            m = re.search(r"katcp: requests on \[?([^\s\]]+)\]?:(\d+)", line)
+            if m:
+                self.katcp = (m.group(1), int(m.group(2)))
 
     def _read(self):
         for line in self.proc.stderr:

@@ -1,0 +1,316 @@
+/* katcp_requests.c: the katcp front end's replies, its built-in requests
+ * (help, watchdog, halt, log-level, version-list) and plugin requests:
+ * `?NAME [node=NODE] [key=value ...]` through the path the ZeroMQ plane
+ * uses (cbf_rt_request_call), and katgpucbf's positional forms of
+ * capture-start, capture-stop, gain and gain-all. */
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cbf/log.h"
+#include "katcp_server.h"
+#include "params_priv.h"
+
+double cbf_katcp_now(clockid_t clk)
+{
+    struct timespec t;
+    clock_gettime(clk, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* ---- replies ---- */
+
+void cbf_katcp_reply_begin(kc_req *r, char type)
+{
+    cbf_katcp_buf_start(&r->c->out, type, r->m->name, r->m->id);
+}
+
+void cbf_katcp_reply_end(kc_req *r) { cbf_katcp_buf_put(&r->c->out, "\n", 1); }
+
+void cbf_katcp_reply(kc_req *r, const char *status, const char *fmt, ...)
+{
+    cbf_katcp_reply_begin(r, '!');
+    cbf_katcp_buf_arg(&r->c->out, status, strlen(status));
+    if (fmt) {
+        char msg[CBF_ERROR_MSG_MAX + 64];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        cbf_katcp_buf_arg(&r->c->out, msg, strlen(msg));
+    }
+    cbf_katcp_reply_end(r);
+}
+
+void cbf_katcp_inform(cbf_katcp_buf *b, const char *name, long long id, int n, const char *const *args)
+{
+    cbf_katcp_buf_start(b, '#', name, id);
+    for (int i = 0; i < n; i++)
+        cbf_katcp_buf_arg(b, args[i], strlen(args[i]));
+    cbf_katcp_buf_put(b, "\n", 1);
+}
+
+void cbf_katcp_versions(cbf_katcp_buf *b, const char *inform, long long id)
+{
+    static const char *const v[][2] = {{"katcp-protocol", "5.0-MI"},
+                                       {"katcp-library", "cbf-katcp-1.0"},
+                                       {"katcp-device", "cbf"}};
+    for (int i = 0; i < 3; i++)
+        cbf_katcp_inform(b, inform, id, 2, v[i]);
+}
+
+/* ---- built-in requests ---- */
+
+bool cbf_katcp_want_args(kc_req *r, size_t lo, size_t hi)
+{
+    if (r->m->n_args >= lo && r->m->n_args <= hi)
+        return true;
+    cbf_katcp_reply(r, "fail", "?%s takes %zu to %zu arguments, got %zu", r->m->name, lo, hi, r->m->n_args);
+    return false;
+}
+
+static void kc_watchdog(kc_req *r)
+{
+    if (cbf_katcp_want_args(r, 0, 0))
+        cbf_katcp_reply(r, "ok", NULL);
+}
+
+static void kc_halt(kc_req *r)
+{
+    if (!cbf_katcp_want_args(r, 0, 0))
+        return;
+    /* The reply goes first; the graph then drains as on SIGTERM. */
+    cbf_katcp_reply(r, "ok", NULL);
+    cbf_log_info("halt requested over katcp");
+    cbf_engine_stop(r->k->e);
+}
+
+static void kc_version_list(kc_req *r)
+{
+    if (!cbf_katcp_want_args(r, 0, 0))
+        return;
+    cbf_katcp_versions(&r->c->out, "version-list", r->m->id);
+    cbf_katcp_reply(r, "ok", "3");
+}
+
+static void kc_log_level(kc_req *r)
+{
+    static const char *const names[] = {"error", "warn", "info", "debug", "trace"};
+    if (!cbf_katcp_want_args(r, 0, 1))
+        return;
+    if (r->m->n_args) {
+        const char *a = r->m->args[0];
+        cbf_log_level l;
+        /* katcp's other levels, on the nearest of ours. */
+        if (!strcmp(a, "all"))
+            l = CBF_LOG_TRACE;
+        else if (!strcmp(a, "fatal") || !strcmp(a, "off"))
+            l = CBF_LOG_ERROR;
+        else if (cbf_log_level_parse(a, &l)) {
+            cbf_katcp_reply(r, "fail", "unknown level '%s' (all, trace, debug, info, warn, error, fatal, off)", a);
+            return;
+        }
+        cbf_log_set_level(l);
+        cbf_log_info("log level set to %s over katcp", names[l]);
+    }
+    cbf_katcp_reply_begin(r, '!');
+    cbf_katcp_buf_arg(&r->c->out, "ok", 2);
+    const char *now = names[cbf_log_get_level()];
+    cbf_katcp_buf_arg(&r->c->out, now, strlen(now));
+    cbf_katcp_reply_end(r);
+}
+
+static const char *const help_texts[][2] = {
+    {"help", "?help [name]: the requests this engine accepts, or one of them"},
+    {"watchdog", "?watchdog: answers ok (a liveness check)"},
+    {"halt", "?halt: drain the pipeline and exit 0, as on SIGTERM"},
+    {"log-level", "?log-level [level]: read or set the log level (all, trace, debug, info, warn, error, "
+                  "fatal, off)"},
+    {"version-list", "?version-list: protocol, library and device versions"},
+    {"sensor-list", "?sensor-list [name|/regex/]: sensors with description, units and type"},
+    {"sensor-value", "?sensor-value [name|/regex/]: sensors' timestamp, status and value"},
+    {"sensor-sampling", "?sensor-sampling name [auto|event|none|period SECONDS]: #sensor-status informs on "
+                        "this connection"},
+};
+static const size_t n_help = sizeof help_texts / sizeof help_texts[0];
+
+static void kc_help(kc_req *r)
+{
+    if (!cbf_katcp_want_args(r, 0, 1))
+        return;
+    const char *want = r->m->n_args ? r->m->args[0] : NULL;
+    size_t n = 0;
+    cbf_katcp_buf *b = &r->c->out;
+    for (size_t i = 0; i < n_help; i++)
+        if (!want || !strcmp(want, help_texts[i][0])) {
+            cbf_katcp_inform(b, "help", r->m->id, 2, help_texts[i]);
+            n++;
+        }
+    const cbf_graph *g = r->k->g;
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        const cbf_plugin_desc *d = g->nodes[i].plugin;
+        for (int q = 0; q < d->n_requests; q++) {
+            const cbf_request_decl *rd = &d->requests[q];
+            if (want && strcmp(want, rd->name))
+                continue;
+            char text[1024];
+            int l = snprintf(text, sizeof text, "%s (node=%s, plugin %s; arguments:", rd->doc ? rd->doc : "",
+                             g->nodes[i].name, d->name);
+            for (int a = 0; a < rd->n_args && l > 0 && (size_t)l < sizeof text; a++)
+                l += snprintf(text + l, sizeof text - (size_t)l, " %s=%s", rd->args[a].name,
+                              rd->args[a].def ? rd->args[a].def : "(required)");
+            if (l > 0 && (size_t)l < sizeof text)
+                snprintf(text + l, sizeof text - (size_t)l, ")");
+            const char *a[] = {rd->name, text};
+            cbf_katcp_inform(b, "help", r->m->id, 2, a);
+            n++;
+        }
+    }
+    if (want && !n)
+        cbf_katcp_reply(r, "fail", "unknown request '%s'", want);
+    else
+        cbf_katcp_reply(r, "ok", "%zu", n);
+}
+
+/* ---- plugin requests ---- */
+
+/* katgpucbf's positional forms, as the generic key=value ones. */
+static int kc_positional(const cbf_katcp_msg *m, cbf_text_kv *tv, size_t *nt, const char **node,
+                         char **owned, cbf_error *err)
+{
+    bool start = !strcmp(m->name, "capture-start");
+    if (start || !strcmp(m->name, "capture-stop")) {
+        if (m->n_args != 1)
+            return cbf_error_set(err, CBF_EINVAL, "?%s takes one argument: the stream (node)", m->name);
+        *node = m->args[0];
+        tv[(*nt)++] = (cbf_text_kv){"action", start ? "start" : "stop", NULL};
+        return CBF_OK;
+    }
+    /* ?gain stream input values... and ?gain-all stream values...: each
+     * value real or complex (a+bj), sent to fft_post's gain as [re, im]
+     * pairs (one pair: every channel); gain-all is both polarisations. */
+    bool all = !strcmp(m->name, "gain-all");
+    size_t first = all ? 1 : 2;
+    if (all && m->n_args == 2 && !strcmp(m->args[1], "default"))
+        return cbf_error_set(err, CBF_EINVAL, "?gain-all stream default: not supported (fft_post does not "
+                             "keep its configured gains to return to); give the values");
+    if (m->n_args <= first)
+        return cbf_error_set(err, CBF_EINVAL, "?%s: at least one value (this engine cannot report the "
+                             "current gains)", all ? "gain-all stream values..." : "gain stream input values...");
+    *node = m->args[0];
+    tv[(*nt)++] = (cbf_text_kv){"pol", all ? "-1" : m->args[1], NULL};
+    size_t nv = m->n_args - first, cap = nv * 64 + 3, l = 0;
+    char *list = malloc(cap);
+    if (!list)
+        return cbf_error_set(err, CBF_ENOMEM, "out of memory");
+    list[l++] = '[';
+    for (size_t i = 0; i < nv; i++) {
+        const char *a = m->args[i + first];
+        char *end;
+        double re = strtod(a, &end), im = 0;
+        if (end != a && (*end == '+' || *end == '-') && end[1] != '\0') {
+            char *e2;
+            im = strtod(end, &e2);
+            end = *e2 == 'j' && e2 != end ? e2 + 1 : end;
+        } else if (*end == 'j' && end != a) {
+            im = re;
+            re = 0;
+            end++;
+        }
+        if (end == a || *end || !isfinite(re) || !isfinite(im)) {
+            free(list);
+            return cbf_error_set(err, CBF_EINVAL, "gain value %zu: '%s' is not a finite real or complex "
+                                 "number (such as 1.5 or 0.5-2j)", i + 1, a);
+        }
+        l += (size_t)snprintf(list + l, cap - l, "%s%.17g, %.17g", i ? ", " : "", re, im);
+    }
+    snprintf(list + l, cap - l, "]");
+    *owned = list;
+    tv[(*nt)++] = (cbf_text_kv){"values", list, NULL};
+    return CBF_OK;
+}
+
+static void kc_plugin(kc_req *r)
+{
+    const cbf_katcp_msg *m = r->m;
+    cbf_text_kv *tv = calloc(m->n_args + 2, sizeof *tv);
+    size_t nt = 0, at = 0;
+    const char *node = NULL;
+    char *owned = NULL;
+    cbf_error err;
+    cbf_error_clear(&err);
+    int rc = tv ? CBF_OK : cbf_error_set(&err, CBF_ENOMEM, "out of memory");
+    bool generic = true;
+    for (size_t i = 0; i < m->n_args && !rc; i++)
+        generic &= strchr(m->args[i], '=') != NULL;
+    bool positional = !strcmp(m->name, "capture-start") || !strcmp(m->name, "capture-stop") ||
+                      !strcmp(m->name, "gain-all") ||
+                      (!strcmp(m->name, "gain") && (!generic || !m->n_args));
+    if (!rc && positional) {
+        rc = kc_positional(m, tv, &nt, &node, &owned, &err);
+    } else {
+        for (size_t i = 0; i < m->n_args && !rc; i++) {
+            char *eq = strchr(m->args[i], '=');
+            if (!eq || eq == m->args[i] || strlen(m->args[i]) != m->lens[i])
+                rc = cbf_error_set(&err, CBF_EINVAL, "argument %zu: expected key=value", i + 1);
+            else if (*eq = '\0', !strcmp(m->args[i], "node"))
+                node = eq + 1;
+            else
+                tv[nt++] = (cbf_text_kv){m->args[i], eq + 1, NULL};
+        }
+    }
+    const char *name = !strcmp(m->name, "capture-start") || !strcmp(m->name, "capture-stop") ? "capture"
+                       : !strcmp(m->name, "gain-all")                                       ? "gain"
+                                                                                            : m->name;
+    cbf_reply *reply = NULL;
+    if (!rc)
+        rc = cbf_rt_request_call(r->k->e, name, node, tv, nt, &at, &reply, &err);
+    free(tv);
+    free(owned);
+    if (rc == CBF_ENOTSUP && !positional) {
+        cbf_katcp_reply(r, "invalid", "%s (?help lists what this engine accepts)", err.msg);
+        return;
+    }
+    if (rc) {
+        cbf_katcp_reply(r, "fail", "%s", err.msg);
+        return;
+    }
+    cbf_katcp_buf *b = &r->c->out;
+    cbf_katcp_reply_begin(r, '!');
+    cbf_katcp_buf_arg(b, "ok", 2);
+    cbf_katcp_buf_argf(b, "node=%s", r->k->g->nodes[at].name);
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)cbf_rt_reply_json(reply), key, v)
+    {
+        char *text = json_is_string(v) ? NULL : json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+        cbf_katcp_buf_argf(b, "%s=%s", key, text ? text : json_is_string(v) ? json_string_value(v) : "?");
+        free(text);
+    }
+    cbf_katcp_reply_end(r);
+    cbf_rt_reply_free(reply);
+}
+
+static const struct kc_builtin {
+    const char *name;
+    void (*fn)(kc_req *r);
+} kc_builtins[] = {
+    {"help", kc_help},           {"watchdog", kc_watchdog},
+    {"halt", kc_halt},           {"log-level", kc_log_level},
+    {"version-list", kc_version_list}, {"sensor-list", cbf_katcp_sensor_list},
+    {"sensor-value", cbf_katcp_sensor_value}, {"sensor-sampling", cbf_katcp_sensor_sampling},
+};
+
+
+void cbf_katcp_dispatch(kc_req *r)
+{
+    for (size_t i = 0; i < sizeof kc_builtins / sizeof kc_builtins[0]; i++)
+        if (!strcmp(r->m->name, kc_builtins[i].name)) {
+            kc_builtins[i].fn(r);
+            return;
+        }
+    kc_plugin(r);
+}

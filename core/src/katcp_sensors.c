@@ -1,0 +1,333 @@
+/* katcp_sensors.c: the katcp front end's sensors, read from the object
+ * the ZeroMQ `sensors` request answers (cbf_rt_sensors_nodes) and named
+ * NODE.NAME; ?sensor-list, ?sensor-value, ?sensor-sampling and the
+ * #sensor-status informs the strategies call for. */
+#include <jansson.h>
+#include <math.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "katcp_server.h"
+
+static const char *const kc_strategy_names[] = {"none", "auto", "period", "event"};
+
+static void kc_name(char *out, size_t n, const char *node, const char *mid, const char *key)
+{
+    snprintf(out, n, "%s.%s%s%s", node, mid ? mid : "", mid ? "." : "", key);
+    for (char *p = out; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '.' || *p == '-'))
+            *p = '-';   /* katcp names take letters, digits, dots and hyphens */
+}
+
+static const char *kc_units(const char *key)
+{
+    size_t l = strlen(key);
+    if (l > 2 && !strcmp(key + l - 2, "_s"))
+        return "s";
+    if (!strncmp(key, "bytes", 5))
+        return "B";
+    return "";
+}
+
+static kc_sensor *kc_sensor_add(kc_sensors *ss)
+{
+    if (ss->n == ss->cap) {
+        size_t cap = ss->cap ? 2 * ss->cap : 64;
+        kc_sensor *p = realloc(ss->s, cap * sizeof *p);
+        if (!p)
+            return NULL;
+        ss->s = p;
+        ss->cap = cap;
+    }
+    kc_sensor *s = &ss->s[ss->n++];
+    memset(s, 0, sizeof *s);
+    return s;
+}
+
+static void kc_sensor_put(kc_sensors *ss, const char *node, const char *plugin, const char *mid,
+                            const char *key, const char *what, json_t *v)
+{
+    if (!json_is_number(v) && !json_is_null(v))
+        return;
+    kc_sensor *s = kc_sensor_add(ss);
+    if (!s)
+        return;
+    kc_name(s->name, sizeof s->name, node, mid, key);
+    snprintf(s->desc, sizeof s->desc, "%s %s%s%s of node %s (plugin %s)", what, mid ? mid : "",
+             mid ? " " : "", key, node, plugin);
+    s->units = kc_units(key);
+    s->type = json_is_integer(v) ? "integer" : "float";
+    /* Sensor status rules come later: a value read is nominal; a gauge never
+     * set (null) is unknown. */
+    s->status = json_is_null(v) ? "unknown" : "nominal";
+    if (json_is_integer(v))
+        snprintf(s->value, sizeof s->value, "%lld", (long long)json_integer_value(v));
+    else if (json_is_real(v))
+        snprintf(s->value, sizeof s->value, "%.17g", json_real_value(v));
+    else
+        snprintf(s->value, sizeof s->value, "nan");
+}
+
+/* The sensors now, flattened from the ZeroMQ plane's sensor object:
+ * NODE.buffers-in, NODE.queue.PORT.fill, NODE.COUNTER, NODE.GAUGE. */
+static int kc_sensors_read(cbf_katcp *k, kc_sensors *ss)
+{
+    ss->n = 0;
+    ss->time = cbf_katcp_now(CLOCK_REALTIME);
+    json_t *nodes = cbf_rt_sensors_nodes(k->e);
+    if (!nodes)
+        return CBF_ENOMEM;
+    const char *node, *key, *q;
+    json_t *o, *v, *qv;
+    json_object_foreach(nodes, node, o)
+    {
+        const char *plugin = json_string_value(json_object_get(o, "plugin"));
+        plugin = plugin ? plugin : "?";
+        json_object_foreach(o, key, v)
+        {
+            if (!strcmp(key, "queues")) {
+                json_object_foreach(v, q, qv)
+                {
+                    char mid[160];
+                    snprintf(mid, sizeof mid, "queue.%s", q);
+                    kc_sensor_put(ss, node, plugin, mid, "fill", "buffers waiting in input", json_object_get(qv, "fill"));
+                    kc_sensor_put(ss, node, plugin, mid, "depth", "capacity of input", json_object_get(qv, "depth"));
+                }
+            } else if (!strcmp(key, "counters") || !strcmp(key, "gauges")) {
+                const char *ck;
+                json_t *cv;
+                json_object_foreach(v, ck, cv)
+                kc_sensor_put(ss, node, plugin, NULL, ck, key[0] == 'c' ? "counter" : "gauge", cv);
+            } else {
+                kc_sensor_put(ss, node, plugin, NULL, key, "runtime count", v);
+            }
+        }
+    }
+    json_decref(nodes);
+    return CBF_OK;
+}
+
+static const kc_sensor *kc_sensor_find(const kc_sensors *ss, const char *name)
+{
+    for (size_t i = 0; i < ss->n; i++)
+        if (!strcmp(ss->s[i].name, name))
+            return &ss->s[i];
+    return NULL;
+}
+
+void cbf_katcp_sensor_line(cbf_katcp_buf *b, const char *inform, long long id, double t, const kc_sensor *s)
+{
+    char ts[32];
+    snprintf(ts, sizeof ts, "%.6f", t);
+    const char *a[] = {ts, "1", s->name, s->status, s->value};
+    cbf_katcp_inform(b, inform, id, 5, a);
+}
+
+/* Picks the sensors of ss named by the argument: one name, /regex/ (POSIX
+ * extended), or all when there is none. false (and the reply sent) for a
+ * bad expression or an unknown name. */
+static bool kc_match(kc_req *r, kc_sensors *ss, bool *pick)
+{
+    const char *a = r->m->n_args ? r->m->args[0] : NULL;
+    size_t al = a ? r->m->lens[0] : 0;
+    regex_t re;
+    bool is_re = a && al >= 2 && a[0] == '/' && a[al - 1] == '/';
+    if (is_re) {
+        char *pat = strndup(a + 1, al - 2);
+        int rc = pat ? regcomp(&re, pat, REG_EXTENDED | REG_NOSUB) : REG_ESPACE;
+        free(pat);
+        if (rc) {
+            cbf_katcp_reply(r, "fail", "'%s' is not a valid regular expression", a);
+            return false;
+        }
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < ss->n; i++) {
+        pick[i] = !a || (is_re ? !regexec(&re, ss->s[i].name, 0, NULL, 0) : !strcmp(a, ss->s[i].name));
+        n += pick[i];
+    }
+    if (is_re)
+        regfree(&re);
+    if (a && !is_re && !n) {
+        cbf_katcp_reply(r, "fail", "unknown sensor '%s'", a);
+        return false;
+    }
+    return true;
+}
+
+static void kc_sensor_list_or_value(kc_req *r, bool value)
+{
+    if (!cbf_katcp_want_args(r, 0, 1))
+        return;
+    kc_sensors ss = {0};
+    bool *pick = NULL;
+    if (kc_sensors_read(r->k, &ss) || !(pick = calloc(ss.n + 1, sizeof *pick))) {
+        cbf_katcp_reply(r, "fail", "out of memory");
+    } else if (kc_match(r, &ss, pick)) {
+        size_t n = 0;
+        for (size_t i = 0; i < ss.n; i++) {
+            if (!pick[i])
+                continue;
+            n++;
+            const kc_sensor *s = &ss.s[i];
+            if (value) {
+                cbf_katcp_sensor_line(&r->c->out, "sensor-value", r->m->id, ss.time, s);
+            } else {
+                const char *a[] = {s->name, s->desc, s->units, s->type};
+                cbf_katcp_inform(&r->c->out, "sensor-list", r->m->id, 4, a);
+            }
+        }
+        cbf_katcp_reply(r, "ok", "%zu", n);
+    }
+    free(pick);
+    free(ss.s);
+}
+
+void cbf_katcp_sensor_list(kc_req *r) { kc_sensor_list_or_value(r, false); }
+void cbf_katcp_sensor_value(kc_req *r) { kc_sensor_list_or_value(r, true); }
+
+static kc_sampling *kc_sampling_of(kc_client *c, const char *name)
+{
+    for (size_t i = 0; i < c->n_samp; i++)
+        if (!strcmp(c->samp[i].name, name))
+            return &c->samp[i];
+    return NULL;
+}
+
+static void kc_sampling_drop(kc_client *c, kc_sampling *s)
+{
+    free(s->name);
+    free(s->last);
+    *s = c->samp[--c->n_samp];
+}
+
+void cbf_katcp_sensor_sampling(kc_req *r)
+{
+    if (!cbf_katcp_want_args(r, 1, 3))
+        return;
+    kc_sensors ss = {0};
+    const char *name = r->m->args[0];
+    const kc_sensor *s = NULL;
+    int rc = kc_sensors_read(r->k, &ss);
+    if (rc || !(s = kc_sensor_find(&ss, name))) {
+        cbf_katcp_reply(r, "fail", "%s '%s'", rc ? "out of memory reading sensor" : "unknown sensor", name);
+        free(ss.s);
+        return;
+    }
+    kc_client *c = r->c;
+    kc_sampling *cur = kc_sampling_of(c, name);
+    if (r->m->n_args > 1) {
+        const char *how = r->m->args[1];
+        int st = -1;
+        double period = 0;
+        for (int i = 0; i < 4; i++)
+            if (!strcmp(how, kc_strategy_names[i]))
+                st = i;
+        if (st < 0) {
+            cbf_katcp_reply(r, "fail", "strategy '%s' is not supported here (auto, period SECONDS, event, none)", how);
+            free(ss.s);
+            return;
+        }
+        char *end = NULL;
+        if (st == KS_PERIOD) {
+            period = r->m->n_args == 3 ? strtod(r->m->args[2], &end) : NAN;
+            if (!end || *end || !(period >= KC_MIN_PERIOD && period <= 1e6)) {
+                cbf_katcp_reply(r, "fail", "period: expected seconds from %g to 1e6", KC_MIN_PERIOD);
+                free(ss.s);
+                return;
+            }
+        } else if (r->m->n_args != 2) {
+            cbf_katcp_reply(r, "fail", "strategy '%s' takes no parameter", how);
+            free(ss.s);
+            return;
+        }
+        if (cur && st == KS_NONE) {
+            kc_sampling_drop(c, cur);
+            cur = NULL;
+        } else if (st != KS_NONE) {
+            if (!cur) {
+                kc_sampling *p = realloc(c->samp, (c->n_samp + 1) * sizeof *p);
+                char *nm = strdup(name);
+                if (!p || !nm) {
+                    if (p)
+                        c->samp = p;
+                    free(nm);
+                    cbf_katcp_reply(r, "fail", "out of memory");
+                    free(ss.s);
+                    return;
+                }
+                c->samp = p;
+                cur = &c->samp[c->n_samp++];
+                memset(cur, 0, sizeof *cur);
+                cur->name = nm;
+            }
+            cur->how = (kc_strategy)st;
+            cur->period = period;
+            cur->next = cbf_katcp_now(CLOCK_MONOTONIC) + period;
+            free(cur->last);
+            cur->last = NULL;
+        }
+    }
+    cbf_katcp_reply_begin(r, '!');
+    cbf_katcp_buf_arg(&c->out, "ok", 2);
+    cbf_katcp_buf_arg(&c->out, name, strlen(name));
+    const char *how = kc_strategy_names[cur ? cur->how : KS_NONE];
+    cbf_katcp_buf_arg(&c->out, how, strlen(how));
+    if (cur && cur->how == KS_PERIOD)
+        cbf_katcp_buf_argf(&c->out, "%g", cur->period);
+    cbf_katcp_reply_end(r);
+    /* A new strategy starts with the value now, as katcp servers do. */
+    if (r->m->n_args > 1 && cur) {
+        cbf_katcp_sensor_line(&c->out, "sensor-status", -1, ss.time, s);
+        char last[sizeof s->value + 16];
+        snprintf(last, sizeof last, "%s %s", s->status, s->value);
+        cur->last = strdup(last);
+    }
+    free(ss.s);
+}
+
+/* Sends what the sampling strategies call for now; the time of the next
+ * period that falls due, in *next (CLOCK_MONOTONIC). */
+void cbf_katcp_sample(cbf_katcp *k, kc_sensors *ss, double *next)
+{
+    bool any = false;
+    for (int i = 0; i < KC_MAX_CLIENTS; i++)
+        any |= k->cl[i].fd >= 0 && k->cl[i].n_samp > 0;
+    if (!any || kc_sensors_read(k, ss))
+        return;
+    double now = cbf_katcp_now(CLOCK_MONOTONIC);
+    for (int i = 0; i < KC_MAX_CLIENTS; i++) {
+        kc_client *c = &k->cl[i];
+        for (size_t j = 0; c->fd >= 0 && j < c->n_samp; j++) {
+            kc_sampling *sp = &c->samp[j];
+            const kc_sensor *s = kc_sensor_find(ss, sp->name);
+            if (!s)
+                continue;
+            bool send = false;
+            if (sp->how == KS_PERIOD) {
+                if (now >= sp->next) {
+                    send = true;
+                    sp->next += sp->period;
+                    if (sp->next <= now)
+                        sp->next = now + sp->period;   /* after a stall, from now */
+                }
+                if (sp->next < *next)
+                    *next = sp->next;
+            } else {
+                char last[sizeof s->value + 16];
+                snprintf(last, sizeof last, "%s %s", s->status, s->value);
+                if (!sp->last || strcmp(last, sp->last)) {
+                    send = true;
+                    free(sp->last);
+                    sp->last = strdup(last);
+                }
+            }
+            if (send)
+                cbf_katcp_sensor_line(&c->out, "sensor-status", -1, ss->time, s);
+        }
+    }
+}
+
