@@ -50,8 +50,9 @@ struct cbf_metrics {
 static int mx_bind(cbf_metrics *m, const char *text, cbf_error *err)
 {
     char addr[300];
-    int rc = cbf_rt_tcp_listen(text, "prometheus", m->g->engine.prometheus_where, MX_CONNECTIONS, "read every counter, queue and timing of this engine",
-                               &m->fd, &m->v6, addr, sizeof addr, err);
+    int rc = cbf_rt_tcp_listen(text, "prometheus", m->g->engine.prometheus_where, MX_CONNECTIONS,
+                               "read every counter, queue and timing of this engine", &m->fd, &m->v6, addr,
+                               sizeof addr, err);
     if (!rc)
         snprintf(m->url, sizeof m->url, "http://%s/metrics", addr);
     return rc;
