@@ -10,6 +10,8 @@ only a crash):
 - xeng.yaml (fsim, delays 1.5 a samples, antenna 3 missing one dump): the
   phase at a chosen channel k is 360 x 1.5 (a2 - a1) k / 128 degrees, and
   the dumps with missing data are left out of the baselines they touch;
+  the same file cut to channels 32-63 (first_channel 32) gives the same
+  phase at channel 40;
 - fsim -> beamformer + correlator: beam powers and accumulator amplitudes
   from fsim's signal and noise levels;
 - dsim-to-hdf5.yaml: sample rms from dsim's tones and noise;
@@ -26,34 +28,14 @@ import sys
 import tempfile
 
 try:
-    import h5py
     import matplotlib  # noqa: F401  (cbf-plot needs it)
-    import numpy as np  # noqa: F401
 except ImportError as e:
     print(f"skipped: {e.name} is not installed for {sys.executable}")
     sys.exit(77)
+# Skips without h5py, numpy or cbf-run; runs pipelines, counts failures.
+from check_meaning import ROOT, check, failures, h5py, run  # noqa: E402
 
-ROOT = os.environ.get("CBF_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
-cbf_run = os.path.join(os.environ.get("CBF_BUILD_ROOT", ""), "tools", "cbf-run")
-if not os.access(cbf_run, os.X_OK):
-    print("skipped: cbf-run is not built yet")
-    sys.exit(77)
 PLOT = os.path.join(ROOT, "scripts", "cbf-plot")
-failures = []
-
-
-def check(ok, what):
-    if not ok:
-        failures.append(what)
-        print("FAIL:", what)
-
-
-def run(pipeline, sets, work):
-    args = [cbf_run, pipeline, "--quiet"]
-    for s in sets:
-        args += ["--set", s]
-    r = subprocess.run(args, cwd=work, capture_output=True, text=True, timeout=240)
-    assert r.returncode == 0, f"{pipeline}: {r.stdout}{r.stderr}"
 
 
 def png_ok(path):
@@ -126,7 +108,7 @@ def check_phases(got, delays, channels, k, tol, what):
 
 def feng(work, out):
     path = os.path.join(work, "wide.h5")
-    run(os.path.join(ROOT, "pipelines", "feng-wideband.yaml"),
+    run("feng-wideband.yaml",
         [f"sink.path={path}", "dsim.length=4194304"], work)
     lines = one(plot(path, out), "wide-fft_post-spectrum.png")
     width = 856e6 / 4096
@@ -140,8 +122,7 @@ def feng(work, out):
 def demo(work, out):
     """The README's picture comes from this file (full length there)."""
     path = os.path.join(work, "demo.h5")
-    run(os.path.join(ROOT, "pipelines", "demo.yaml"), [f"sink.path={path}",
-                                                       "dsim.length=8388608"], work)
+    run("demo.yaml", [f"sink.path={path}", "dsim.length=8388608"], work)
     pngs = plot(path, out)
     got = phases(one(pngs, "demo-reduce-baselines.png"))
     one(pngs, "demo-reduce-matrix-ch300.png")
@@ -156,7 +137,7 @@ def demo(work, out):
 
 def xeng(work, out):
     path = os.path.join(work, "xeng.h5")
-    run(os.path.join(ROOT, "pipelines", "xeng.yaml"), [f"sink.path={path}"], work)
+    run("xeng.yaml", [f"sink.path={path}"], work)
     got = phases(one(plot(path, out, "--channel", "40", "--baselines", "6"),
                      "xeng-reduce-baselines.png"))
     # fsim: coherence 400 / (400 + 100) = 0.8 over >= 10 dumps of 1024
@@ -166,6 +147,25 @@ def xeng(work, out):
         # 12 dumps: dump 0 partly seen by all, dump 3 missing antenna 3.
         want = 10 if "ant3" in x + y else 11
         check(n == want, f"xeng: {x} x {y} averaged over {n} dumps, want {want}")
+    # The file of an X-engine holding channels 32-63 of the 64, as a receiver-
+    # fed one writes it: channel 40 is index 8 there, and must be read so.
+    upper = os.path.join(work, "upper.h5")
+    with h5py.File(path) as src, h5py.File(upper, "w") as dst:
+        src.copy("reduce", dst)
+        g = dst["reduce"]
+        for name in ("data", "channel_frequency"):
+            d, a = g[name][()], dict(g[name].attrs)
+            del g[name]
+            g[name] = d[:, 32:] if name == "data" else d[32:]
+            g[name].attrs.update(a)
+        g.attrs.update({"first_channel": 32, "channel_count": 32})
+    got = phases(one(plot(upper, out, "--channel", "40", "--baselines", "6"),
+                     "upper-reduce-baselines.png"))
+    check_phases(got, [0, 1.5, 3, 4.5], 64, 40, 2.0, "xeng channels 32-63")
+    r = subprocess.run([sys.executable, PLOT, upper, "--out", out, "--channel", "31"],
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode == 2 and "holds channels 32 .. 63, not 31" in r.stderr,
+          f"cbf-plot --channel 31 of channels 32-63: exit {r.returncode}, {r.stderr!r}")
 
 
 BEAMS = """
@@ -198,7 +198,7 @@ def beams(work, out):
     yaml = os.path.join(work, "beams.yaml")
     with open(yaml, "w") as f:
         f.write(BEAMS)
-    run(yaml, [], work)
+    run(yaml, [], work)     # an absolute path: os.path.join keeps it
     pngs = plot(os.path.join(work, "beams.h5"), out, "--channel", "10")
     power = {}
     for line in one(pngs, "beams-beam-beams.png") + one(pngs, "beams-fsim-spectrum.png"):
@@ -224,7 +224,7 @@ def samples(work, out):
     power); 1% is many sigma over 2^20 samples (the tones' periods divide
     it)."""
     path = os.path.join(work, "dsim.h5")
-    run(os.path.join(ROOT, "pipelines", "dsim-to-hdf5.yaml"),
+    run("dsim-to-hdf5.yaml",
         [f"sink.path={path}", "dsim.length=2097152"], work)
     lines = one(plot(path, out), "dsim-dsim-samples.png")
     want = 511 * math.sqrt(0.2**2 / 2 + 0.05**2 / 2 + 0.05**2 + 0.02**2)
