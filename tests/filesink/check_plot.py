@@ -4,7 +4,8 @@ and a small beamformer pipeline: every PNG it names exists, is a PNG of a
 sensible size, and the numbers it prints are the ones the simulators
 predict (so a picture of the wrong channel, baseline or sign fails, not
 only a crash):
-- feng-wideband.yaml: the peak of every input is the 208.984375 MHz tone;
+- feng-wideband.yaml: the peak of every input is the 208.984375 MHz tone,
+  and feng-wide-narrow.yaml's narrowband peak its 327.060546875 MHz tone;
 - demo.yaml: the strongest channel is the tone's (300), and the phase of
   baseline (a1, a2) there is 360 x 1.25 (a2 - a1) x 300 / 2048 degrees;
 - xeng.yaml (fsim, delays 1.5 a samples, antenna 3 missing one dump): the
@@ -117,6 +118,24 @@ def feng(work, out):
         m = re.search(r"peak channel (\d+) \((\S+) MHz\)", line)
         check(m and int(m[1]) == 1000 and abs(float(m[2]) * 1e6 - 208984375.0) < width / 2,
               f"feng: {line} (the tone is at 208.984375 MHz, channel 1000)")
+
+
+def narrow(work, out):
+    """feng-wide-narrow.yaml's first narrowband output (centre 300.9375 MHz,
+    decimation 8, 4096 channels): its peak is the 327.060546875 MHz tone,
+    its frequencies from the ddc's centre."""
+    sets = ["dsim.length=4194304", f"sink_wide.path={work}/w.h5"]
+    for n in (1, 2):
+        sets += [f"sink_narrow{n}.path={work}/n{n}.h5", f"pfb_narrow{n}.spectra_per_buffer=32",
+                 f"post_narrow{n}.spectra_per_heap=32"]
+    run("feng-wide-narrow.yaml", sets, work)
+    lines = one(plot(f"{work}/n1.h5", out), "n1-post_narrow1-spectrum.png")
+    width = 1712e6 / 2 / 8 / 4096
+    check(len(lines) == 2, f"narrowband: {lines}")
+    for line in lines:
+        m = re.search(r"peak channel \d+ \((\S+) MHz\)", line)
+        check(m and abs(float(m[1]) * 1e6 - 327060546.875) < width / 2,
+              f"narrowband: {line} (the tone is at 327.060546875 MHz)")
 
 
 def demo(work, out):
@@ -253,6 +272,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="cbf-plot-") as work:
         out = os.path.join(work, "png")
         feng(work, out)
+        narrow(work, out)
         demo(work, out)
         xeng(work, out)
         beams(work, out)
