@@ -16,7 +16,8 @@ fail_setup() {
 debs="build-essential meson ninja-build pkg-config libyaml-dev libhdf5-dev hdf5-tools
       libfftw3-dev libzmq3-dev libcmocka-dev libpcap-dev libibverbs-dev libjansson-dev
       libmicrohttpd-dev
-      python3 python3-venv python3-pip clang python3-numpy python3-h5py python3-yaml"
+      python3 python3-venv python3-pip clang python3-numpy python3-h5py python3-yaml
+      python3-matplotlib"
 # The tests also run cbf-run under valgrind (tests/runtime/leaks.py).
 [ "${CBF_SETUP_PYTHON:-0}" = 1 ] && debs="$debs valgrind"
 phase "checking $(echo $debs | wc -w) Debian packages"
@@ -44,16 +45,16 @@ for d in /usr/local/cuda/bin /usr/lib/cuda/bin; do
 done
 export PATH
 
-# Test peers (spead2, numpy, h5py, PyYAML, prometheus_client, aiokatcp) live in a virtual environment of their own,
+# Test peers (spead2, numpy, h5py, PyYAML, prometheus_client, aiokatcp, matplotlib) live in a virtual environment of their own,
 # never in the system Python. Only the tests use them.
 if [ "${CBF_SETUP_PYTHON:-0}" = 1 ]; then
     if [ ! -x build-venv/bin/python ]; then
         phase "making the test peers' virtual environment build-venv"
         python3 -m venv build-venv || fail_setup "python3 -m venv build-venv failed"
     fi
-    if ! build-venv/bin/python -c 'import numpy, h5py, spead2, yaml, prometheus_client, aiokatcp' 2>/dev/null; then
-        phase "installing the test peers (numpy, h5py, spead2, pyyaml, prometheus_client, aiokatcp) into build-venv with pip"
-        build-venv/bin/python -m pip install -q numpy h5py spead2 pyyaml prometheus_client aiokatcp ||
+    if ! build-venv/bin/python -c 'import numpy, h5py, spead2, yaml, prometheus_client, aiokatcp, matplotlib' 2>/dev/null; then
+        phase "installing the test peers (numpy, h5py, spead2, pyyaml, prometheus_client, aiokatcp, matplotlib) into build-venv with pip"
+        build-venv/bin/python -m pip install -q numpy h5py spead2 pyyaml prometheus_client aiokatcp matplotlib ||
             fail_setup "pip could not install the test peers: is PyPI reachable?"
     fi
     pyopt="-Dtest_python=$PWD/build-venv/bin/python"
