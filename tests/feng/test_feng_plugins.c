@@ -21,6 +21,7 @@
 #include "cbf/cbf.h"
 #include "cbf/harness.h"
 #include "feng_ref.h"
+#include "fft_post.h"
 #include "pfb.h"
 
 #define BITS 10
@@ -138,6 +139,9 @@ static void finish(cbf_harness *h, outputs *o)
     assert_int_equal(cbf_harness_pull(h, "out", &more), CBF_EOS);
 }
 
+/* pfb's buffer size (fft_post's too): spectra per buffer. */
+static const char *pfb_spb = "spectra_per_buffer=64";
+
 /* pfb then fft_post; post_extra: up to 4 more fft_post parameters. */
 static chain run_chain_with(const stream_opts *o, const char *delay, const char *gain,
                             const char *const *post_extra, size_t n_extra)
@@ -145,7 +149,7 @@ static chain run_chain_with(const stream_opts *o, const char *delay, const char 
     char d[64], g[96];
     snprintf(d, sizeof d, "coarse_delay=%s", delay);
     snprintf(g, sizeof g, "gain=%s", gain);
-    const char *pfb_over[] = {"channels=256", "taps=16", "antenna=1", "spectra_per_buffer=64", d};
+    const char *pfb_over[] = {"channels=256", "taps=16", "antenna=1", pfb_spb, d};
     cbf_port_desc in = adc_desc(o->spc);
     chain c;
     c.pfb = start("pfb", pfb_over, 5, &in);
@@ -371,8 +375,9 @@ static void test_delay_centre_reference(void **state)
     snprintf(fine, sizeof fine, "fine_delay=[%.9g, 0]", f0);
     snprintf(phase, sizeof phase, "phase=[%.9g, 0]", ph0);
     snprintf(gain, sizeof gain, "[%.9g, 0]", 100.0 / (A / 2 * fabs(sum)));
-    const char *extra[] = {fine, phase};
-    chain c = run_chain_with(&o, delay, gain, extra, 2);
+    /* Dither off: both parts hold values against undithered rounding. */
+    const char *extra[] = {fine, phase, "dither=false"};
+    chain c = run_chain_with(&o, delay, gain, extra, 3);
     centre_tone = 0;
     size_t checked = 0;
     for (size_t k = 0; k < c.post_out.n; k++) {
@@ -399,7 +404,7 @@ static void test_delay_centre_reference(void **state)
     snprintf(delay, sizeof delay, "[%lld, %lld]", (long long)c0, (long long)c1);
     snprintf(fine, sizeof fine, "fine_delay=[%.9g, %.9g]", f0, f1);
     snprintf(phase, sizeof phase, "phase=[%.9g, %.9g]", ph0, ph1);
-    c = run_chain_with(&o, delay, "[0.05, 0.01]", extra, 2);
+    c = run_chain_with(&o, delay, "[0.05, 0.01]", extra, 3);
     const int64_t cd[2] = {c0, c1};
     /* The values fft_post was given, as float32 (the model uses them exactly). */
     const double fine_f[2] = {(float)f0, (float)f1}, ph_f[2] = {(float)ph0, (float)ph1};
@@ -482,6 +487,96 @@ static void test_dft_corner(void **state)
         fail_msg("%s", err.msg);
 }
 
+/* fft_post's dither as a node: on by default with key 1, the key and
+ * whether dither is on shown as gauges and output attributes (files record
+ * them); each buffer's output equals the kernel's run on the same FIR
+ * output with the counter's spectrum from the buffer's timestamp
+ * (timestamp / samples between spectra) and the input's antenna, or with
+ * feng_id given, that one; `dither: false` equals the kernel without
+ * dither; and the output does not depend on how pfb cut the stream into
+ * buffers (64 or 32 spectra each), dither on. */
+static void check_post_against_kernel(const chain *c, int dither, uint64_t key, int antenna)
+{
+    cbf_fft_post_config cfg = {CH, 1, SPH, 0, 8, 0, 0, dither, key, antenna};
+    const size_t spb = c->pfb_out.desc.shape[1];
+    cfg.spectra = spb;
+    float gains[4 * CH];
+    for (int i = 0; i < 2 * CH; i++) {
+        gains[2 * i] = 0.05f;
+        gains[2 * i + 1] = 0.01f;
+    }
+    char msg[256];
+    cbf_fft_post_cpu *plan = NULL;
+    assert_int_equal(cbf_fft_post_cpu_create(&cfg, &plan, msg, sizeof msg), 0);
+    cbf_fft_post_cpu_set_gains(plan, gains);
+    const size_t floats = 2 * spb * STEP, bytes = cbf_fft_post_out_bytes(&cfg);
+    float *fir = malloc(floats * sizeof(float));
+    uint8_t *out = malloc(bytes);
+    assert_int_equal(c->pfb_out.n, c->post_out.n);
+    for (size_t k = 0; k < c->pfb_out.n; k++) {
+        const cbf_buffer *f = c->pfb_out.q[k];
+        memcpy(fir, f->data, floats * sizeof(float));
+        cbf_fft_post_args a = {fir, spb * STEP, out, {0, 0}, {0, 0}, NULL, 0, 0,
+                               (uint64_t)(f->timestamp / STEP)};
+        uint64_t sat[2];
+        assert_int_equal(cbf_fft_post_cpu_run(plan, &a, sat, msg, sizeof msg), 0);
+        if (memcmp(out, c->post_out.q[k]->data, bytes))
+            fail_msg("dither %d, key %llu, antenna %d: buffer at %lld differs from the kernel's",
+                     dither, (unsigned long long)key, antenna, (long long)f->timestamp);
+    }
+    free(fir);
+    free(out);
+    cbf_fft_post_cpu_destroy(plan);
+}
+
+static void test_dither_node(void **state)
+{
+    (void)state;
+    stream_opts o = {16384, -1, -1};
+    struct {
+        const char *extra[2];
+        size_t n;
+        int dither, antenna;
+        uint64_t key;
+    } cases[] = {
+        {{NULL, NULL}, 0, 1, ANT, 1},
+        {{"dither=false", NULL}, 1, 0, ANT, 1},
+        {{"dither_key=9007199254740992", "feng_id=42"}, 2, 1, 42, 9007199254740992ull},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        chain c = run_chain_with(&o, "[0, 0]", "[0.05, 0.01]", cases[i].extra, cases[i].n);
+        double v;
+        assert_int_equal(cbf_port_desc_get_attr(&c.post_out.desc, "dither", &v), 0);
+        assert_true(v == cases[i].dither);
+        assert_int_equal(cbf_port_desc_get_attr(&c.post_out.desc, "dither_key", &v), 0);
+        assert_true(v == (double)cases[i].key);
+        assert_int_equal(cbf_port_desc_get_attr(&c.post_out.desc, "antenna", &v), 0);
+        assert_true(v == cases[i].antenna);
+        assert_int_equal(cbf_harness_gauge(c.post, "dither", &v), 0);
+        assert_true(v == cases[i].dither);
+        assert_int_equal(cbf_harness_gauge(c.post, "dither_key", &v), 0);
+        assert_true(v == (double)cases[i].key);
+        check_post_against_kernel(&c, cases[i].dither, cases[i].key, cases[i].antenna);
+        free_chain(&c);
+    }
+    /* Another buffering of the same stream: the same bytes, dither on. */
+    chain a = run_chain(&o, "[0, 0]");
+    pfb_spb = "spectra_per_buffer=32";
+    chain b = run_chain(&o, "[0, 0]");
+    pfb_spb = "spectra_per_buffer=64";
+    const size_t half = SPB / 2 * CH * 2 * 2;
+    /* The shorter buffers may reach one buffer further at the stream's end. */
+    assert_true(b.post_out.n >= 2 * a.post_out.n && a.post_out.n >= 8);
+    for (size_t k = 0; k < 2 * a.post_out.n; k++) {
+        assert_int_equal(b.post_out.q[k]->timestamp,
+                         a.post_out.q[k / 2]->timestamp + (int64_t)(k % 2 * SPB / 2 * STEP));
+        assert_memory_equal(b.post_out.q[k]->data,
+                            (const uint8_t *)a.post_out.q[k / 2]->data + k % 2 * half, half);
+    }
+    free_chain(&a);
+    free_chain(&b);
+}
+
 int main(void)
 {
     seed = 0x5eed0000ull ^ (uint64_t)(uintptr_t)&seed;
@@ -492,6 +587,7 @@ int main(void)
         cmocka_unit_test(test_missing_and_gap),
         cmocka_unit_test(test_delay_centre_reference),
         cmocka_unit_test(test_dft_corner),
+        cmocka_unit_test(test_dither_node),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

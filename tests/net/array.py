@@ -79,7 +79,7 @@ def main():
         wait_bound([base + 8, base + 9], procs)
         for a in range(4):
             spawn(f"feng{a}", "array-feng.yaml",
-                  [f"recv.address={dig[2 * a]},{dig[2 * a + 1]}", f"send.feng_id={a}",
+                  [f"recv.address={dig[2 * a]},{dig[2 * a + 1]}", f"post.feng_id={a}", f"send.feng_id={a}",
                    f"send.destinations={xg[0]},{xg[1]}", "recv.idle_timeout=60"])
         wait_bound(range(base, base + 8), procs)
         tx = spawn("digitiser", "array-digitiser.yaml",
