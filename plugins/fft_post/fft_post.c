@@ -94,8 +94,8 @@ static const cbf_param_decl post_params[] = {
     /* At most 2^53, so the gauge and the attribute (doubles) hold it exactly. */
     {.name = "dither_key", .type = CBF_PARAM_INT, .def = "1", .has_range = 1, .min = 0,
      .max = 9007199254740992.0,
-     .doc = "key of the counter-based dither generator: the same key and input give the same "
-            "output, on the CPU and the GPU, however the stream is cut into buffers"},
+     .doc = "key of the counter-based dither generator: a key draws the same dither on the CPU "
+            "and the GPU however the stream is cut into buffers, so a run repeats exactly"},
 };
 
 static const cbf_param_decl post_gain_args[] = {
@@ -597,8 +597,8 @@ static const cbf_plugin_desc post_desc = {
     .abi = CBF_PLUGIN_ABI,
     .name = "fft_post",
     .version = "0.1.0",
-    .summary = "FFT (wideband real or narrowband complex), gains, fine delay, quantisation and "
-               "heap transpose (F-engine back end)",
+    .summary = "FFT (wideband real or narrowband complex), gains, fine delay, dither, "
+               "quantisation and heap transpose (F-engine back end)",
     .params = post_params,
     .n_params = CBF_COUNT_OF(post_params),
     .ports = post_ports,
