@@ -141,12 +141,13 @@ struct dither_run {
  * rot is set, referenced to channel kc (channels / 2) as eff_gain_kernel's. */
 __device__ __forceinline__ unsigned finish(float2 x, int k, int pol, const float2 *eff, int bits,
                                           unsigned *sat, bool rot, float2 dp, float inv_n_ch,
-                                          int kc, const dither_run &dr, long long g, int channels)
+                                          int kc, bool dither, const dither_run &dr, long long g,
+                                          int channels)
 {
     if (rot)
         x = cmul(x, expi_pi(fmaf(-dp.x * inv_n_ch, (float)(k - kc), dp.y * (float)M_1_PI)));
     x = cmul(x, __ldg(eff + 2 * k + pol));
-    if (dr.on)
+    if (dither)
         cbf_fft_post_dither_add(dr.key,
                                 cbf_fft_post_dither_counter(dr.first + (unsigned long long)g,
                                                             (uint64_t)channels, (uint64_t)k, pol,
@@ -160,10 +161,11 @@ __device__ __forceinline__ unsigned finish(float2 x, int k, int pol, const float
     return ((unsigned)re & 15u) << 4 | ((unsigned)im & 15u);
 }
 
-/* ROT: a per-spectrum delay model is applied. A template parameter, so the
- * usual run (no model) carries neither its loads nor its registers: the
- * kernel is latency-bound and the extra live values cost occupancy. */
-template <int N_UNZIP, bool ROT>
+/* ROT: a per-spectrum delay model is applied; DITHER: dither is on. Template
+ * parameters, so a run without them carries neither their loads nor their
+ * registers: the kernel is latency-bound and the extra live values cost
+ * occupancy (with dither, n = 4 spills a few registers). */
+template <int N_UNZIP, bool ROT, bool DITHER>
 __global__ void __launch_bounds__(TILE *ROWS_OF(N_UNZIP), BLOCKS_OF(N_UNZIP)) post_kernel(
     const float2 *__restrict__ data, long long pol_stride, int channels, long long spectra,
     int sph, int bits, const float2 *__restrict__ eff_all, const float2 *__restrict__ sd,
@@ -237,13 +239,13 @@ __global__ void __launch_bounds__(TILE *ROWS_OF(N_UNZIP), BLOCKS_OF(N_UNZIP)) po
                     float2 xk, xnk;
                     int k = p * m + s;
                     combine<N_UNZIP>(zs, zc, p, hk[p], &xk, &xnk);
-                    packed[p] |= finish(xk, k, pol, eff, bits, &sat, rot, dp, inv_n_ch, kc, dr, g,
-                                        channels)
+                    packed[p] |= finish(xk, k, pol, eff, bits, &sat, rot, dp, inv_n_ch, kc,
+                                        DITHER, dr, g, channels)
                                  << shift;
                     if (s > 0)
                         packed[N_UNZIP + p] |=
                             finish(xnk, channels - k, pol, eff, bits, &sat, rot, dp, inv_n_ch, kc,
-                                   dr, g, channels)
+                                   DITHER, dr, g, channels)
                             << shift;
                 }
                 if (s == 0) {
@@ -256,8 +258,8 @@ __global__ void __launch_bounds__(TILE *ROWS_OF(N_UNZIP), BLOCKS_OF(N_UNZIP)) po
                         int k = p * m + half;
                         combine<N_UNZIP>(zs, zc, p, expi_pi(-(float)k * inv_n_ch), &xk, &xnk);
                         packed[2 * N_UNZIP - 1 - p] |=
-                            finish(xk, k, pol, eff, bits, &sat, rot, dp, inv_n_ch, kc, dr, g,
-                                   channels)
+                            finish(xk, k, pol, eff, bits, &sat, rot, dp, inv_n_ch, kc,
+                                   DITHER, dr, g, channels)
                             << shift;
                     }
                 }
@@ -330,7 +332,7 @@ __global__ void __launch_bounds__(TILE * 8) post_complex_kernel(
             float2 x = __ldg(data + pol * pol_stride + g * (long long)M + k);
             const float2 dp = sd ? __ldg(sd + pol * spectra + g) : make_float2(0.f, 0.f);
             packed |= finish(x, c, pol, eff, bits, &sat[pol], sd != nullptr, dp, inv_n_ch, N / 2,
-                             dr, g, N)
+                             dr.on, dr, g, N)
                       << (pol * (bits == 8 ? 16 : 8));
         }
         tile[threadIdx.x][ty] = packed;
@@ -503,16 +505,23 @@ extern "C" int cbf_fft_post_cuda_post(cbf_fft_post_cuda *plan, const cbf_fft_pos
             plan->eff, args->spectrum_delay ? plan->sd : nullptr, gain_switch, args->out,
             plan->sat, dr);
     }
-#define LAUNCH(NU, ROT)                                                                      \
-    post_kernel<NU, ROT><<<grid, block, 0, plan->stream>>>(                                  \
+#define LAUNCH(NU, ROT, DITHER)                                                              \
+    post_kernel<NU, ROT, DITHER><<<grid, block, 0, plan->stream>>>(                          \
         data, ps, c->channels, (long long)c->spectra, c->spectra_per_heap, c->out_bits,      \
         plan->eff, plan->sd, gain_switch, args->out, plan->sat, dr)
+#define LAUNCH_DITHER(NU, ROT)                                                               \
+    do {                                                                                     \
+        if (c->dither)                                                                       \
+            LAUNCH(NU, ROT, true);                                                           \
+        else                                                                                 \
+            LAUNCH(NU, ROT, false);                                                          \
+    } while (0)
 #define LAUNCH_ROT(NU)                                                                       \
     do {                                                                                     \
         if (args->spectrum_delay)                                                            \
-            LAUNCH(NU, true);                                                                \
+            LAUNCH_DITHER(NU, true);                                                         \
         else                                                                                 \
-            LAUNCH(NU, false);                                                               \
+            LAUNCH_DITHER(NU, false);                                                        \
     } while (0)
     else if (c->unzip == 1)
         LAUNCH_ROT(1);
@@ -521,6 +530,7 @@ extern "C" int cbf_fft_post_cuda_post(cbf_fft_post_cuda *plan, const cbf_fft_pos
     else
         LAUNCH_ROT(4);
 #undef LAUNCH_ROT
+#undef LAUNCH_DITHER
 #undef LAUNCH
     CUDA_TRY(cudaGetLastError());
     CUDA_TRY(cudaMemcpyAsync(plan->sat_host, plan->sat, 2 * sizeof(unsigned long long),
