@@ -57,7 +57,7 @@ def run_array(cbf_run, pipelines, out_dir, length, dump, base_port, extra_sets=(
         _wait_bound([base_port + 2 * ANTENNAS + x for x in range(XENGINES)], procs)
         for a in range(ANTENNAS):
             spawn(f"feng{a}", "array-feng.yaml",
-                  [f"recv.address={dig[2 * a]},{dig[2 * a + 1]}", f"send.feng_id={a}",
+                  [f"recv.address={dig[2 * a]},{dig[2 * a + 1]}", f"post.feng_id={a}", f"send.feng_id={a}",
                    f"send.destinations={','.join(xg)}", "recv.idle_timeout=60"])
         _wait_bound(range(base_port, base_port + 2 * ANTENNAS), procs)
         spawn("digitiser", "array-digitiser.yaml", [f"send.destinations={','.join(dig)}", f"dsim.length={length}"])

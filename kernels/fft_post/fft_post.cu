@@ -10,6 +10,7 @@
  * (both pols interleaved) and leave along the spectrum axis, so each warp
  * stores 128 contiguous bytes of one channel: the partial transpose. */
 #include "fft_post.h"
+#include "fft_post_dither.h"
 
 #include "cuda_check.h"
 
@@ -126,17 +127,32 @@ __global__ void eff_gain_kernel(const float2 *__restrict__ g_now, const float2 *
     eff[i] = cmul(g, expi_pi(fmaf(-d / (float)channels, (float)(k - kc), ph * (float)M_1_PI)));
 }
 
-/* Gain (with delay and phase), quantise one value of one pol; returns its
- * packed bits. eff: this spectrum's table; dp: this spectrum's delay model
- * (fine delay, phase), applied when rot is set, referenced to channel kc
- * (channels / 2) as eff_gain_kernel's. */
+/* The dither of a run: on, key, antenna, and the absolute index of the
+ * run's spectrum 0 (fft_post_dither.h). */
+struct dither_run {
+    int on;
+    int antenna;
+    unsigned long long key, first;
+};
+
+/* Gain (with delay and phase), dither, quantise one value of one pol of
+ * spectrum g of the run; returns its packed bits. eff: this spectrum's
+ * table; dp: this spectrum's delay model (fine delay, phase), applied when
+ * rot is set, referenced to channel kc (channels / 2) as eff_gain_kernel's. */
 __device__ __forceinline__ unsigned finish(float2 x, int k, int pol, const float2 *eff, int bits,
                                           unsigned *sat, bool rot, float2 dp, float inv_n_ch,
-                                          int kc)
+                                          int kc, bool dither, const dither_run &dr, long long g,
+                                          int channels)
 {
     if (rot)
         x = cmul(x, expi_pi(fmaf(-dp.x * inv_n_ch, (float)(k - kc), dp.y * (float)M_1_PI)));
     x = cmul(x, __ldg(eff + 2 * k + pol));
+    if (dither)
+        cbf_fft_post_dither_add(dr.key,
+                                cbf_fft_post_dither_counter(dr.first + (unsigned long long)g,
+                                                            (uint64_t)channels, (uint64_t)k, pol,
+                                                            (uint64_t)dr.antenna),
+                                &x.x, &x.y);
     int clipped = 0, lim = bits == 8 ? 127 : 7;
     int re = quant(x.x, lim, &clipped), im = quant(x.y, lim, &clipped);
     *sat += clipped;
@@ -145,14 +161,15 @@ __device__ __forceinline__ unsigned finish(float2 x, int k, int pol, const float
     return ((unsigned)re & 15u) << 4 | ((unsigned)im & 15u);
 }
 
-/* ROT: a per-spectrum delay model is applied. A template parameter, so the
- * usual run (no model) carries neither its loads nor its registers: the
- * kernel is latency-bound and the extra live values cost occupancy. */
-template <int N_UNZIP, bool ROT>
+/* ROT: a per-spectrum delay model is applied; DITHER: dither is on. Template
+ * parameters, so a run without them carries neither their loads nor their
+ * registers: the kernel is latency-bound and the extra live values cost
+ * occupancy (with dither, n = 4 spills a few registers). */
+template <int N_UNZIP, bool ROT, bool DITHER>
 __global__ void __launch_bounds__(TILE *ROWS_OF(N_UNZIP), BLOCKS_OF(N_UNZIP)) post_kernel(
     const float2 *__restrict__ data, long long pol_stride, int channels, long long spectra,
     int sph, int bits, const float2 *__restrict__ eff_all, const float2 *__restrict__ sd,
-    long long gain_switch, void *out, unsigned long long *sat_count)
+    long long gain_switch, void *out, unsigned long long *sat_count, dither_run dr)
 {
     __shared__ unsigned tile[2 * N_UNZIP][TILE][TILE + 1];
     const int m = channels / N_UNZIP, half = m / 2, kc = channels / 2;
@@ -222,10 +239,13 @@ __global__ void __launch_bounds__(TILE *ROWS_OF(N_UNZIP), BLOCKS_OF(N_UNZIP)) po
                     float2 xk, xnk;
                     int k = p * m + s;
                     combine<N_UNZIP>(zs, zc, p, hk[p], &xk, &xnk);
-                    packed[p] |= finish(xk, k, pol, eff, bits, &sat, rot, dp, inv_n_ch, kc) << shift;
+                    packed[p] |= finish(xk, k, pol, eff, bits, &sat, rot, dp, inv_n_ch, kc,
+                                        DITHER, dr, g, channels)
+                                 << shift;
                     if (s > 0)
                         packed[N_UNZIP + p] |=
-                            finish(xnk, channels - k, pol, eff, bits, &sat, rot, dp, inv_n_ch, kc)
+                            finish(xnk, channels - k, pol, eff, bits, &sat, rot, dp, inv_n_ch, kc,
+                                   DITHER, dr, g, channels)
                             << shift;
                 }
                 if (s == 0) {
@@ -238,7 +258,9 @@ __global__ void __launch_bounds__(TILE *ROWS_OF(N_UNZIP), BLOCKS_OF(N_UNZIP)) po
                         int k = p * m + half;
                         combine<N_UNZIP>(zs, zc, p, expi_pi(-(float)k * inv_n_ch), &xk, &xnk);
                         packed[2 * N_UNZIP - 1 - p] |=
-                            finish(xk, k, pol, eff, bits, &sat, rot, dp, inv_n_ch, kc) << shift;
+                            finish(xk, k, pol, eff, bits, &sat, rot, dp, inv_n_ch, kc,
+                                   DITHER, dr, g, channels)
+                            << shift;
                     }
                 }
                 sat0 += pol ? 0 : sat;
@@ -291,7 +313,7 @@ __global__ void __launch_bounds__(TILE *ROWS_OF(N_UNZIP), BLOCKS_OF(N_UNZIP)) po
 __global__ void __launch_bounds__(TILE * 8) post_complex_kernel(
     const float2 *__restrict__ data, long long pol_stride, int channels, int M, long long spectra,
     int sph, int bits, const float2 *__restrict__ eff_all, const float2 *__restrict__ sd,
-    long long gain_switch, void *out, unsigned long long *sat_count)
+    long long gain_switch, void *out, unsigned long long *sat_count, dither_run dr)
 {
     __shared__ unsigned tile[TILE][TILE + 1];
     const float inv_n_ch = 2.0f / (float)M;
@@ -309,7 +331,8 @@ __global__ void __launch_bounds__(TILE * 8) post_complex_kernel(
         for (int pol = 0; pol < 2; pol++) {
             float2 x = __ldg(data + pol * pol_stride + g * (long long)M + k);
             const float2 dp = sd ? __ldg(sd + pol * spectra + g) : make_float2(0.f, 0.f);
-            packed |= finish(x, c, pol, eff, bits, &sat[pol], sd != nullptr, dp, inv_n_ch, N / 2)
+            packed |= finish(x, c, pol, eff, bits, &sat[pol], sd != nullptr, dp, inv_n_ch, N / 2,
+                             dr.on, dr, g, N)
                       << (pol * (bits == 8 ? 16 : 8));
         }
         tile[threadIdx.x][ty] = packed;
@@ -473,23 +496,32 @@ extern "C" int cbf_fft_post_cuda_post(cbf_fft_post_cuda *plan, const cbf_fft_pos
     const long long gain_switch = args->switch_gains ? (long long)args->gain_switch : LLONG_MAX;
     const float2 *data = (const float2 *)args->data;
     long long ps = (long long)(args->data_pol_stride / 2);
+    const dither_run dr = {c->dither, c->dither_antenna, (unsigned long long)c->dither_key,
+                           (unsigned long long)args->first_spectrum};
     if (c->complex_in) {
         dim3 cgrid((unsigned)(c->channels / TILE), (unsigned)((c->spectra + TILE - 1) / TILE));
         post_complex_kernel<<<cgrid, dim3(TILE, 8), 0, plan->stream>>>(
             data, ps, c->channels, M, (long long)c->spectra, c->spectra_per_heap, c->out_bits,
             plan->eff, args->spectrum_delay ? plan->sd : nullptr, gain_switch, args->out,
-            plan->sat);
+            plan->sat, dr);
     }
-#define LAUNCH(NU, ROT)                                                                      \
-    post_kernel<NU, ROT><<<grid, block, 0, plan->stream>>>(                                  \
+#define LAUNCH(NU, ROT, DITHER)                                                              \
+    post_kernel<NU, ROT, DITHER><<<grid, block, 0, plan->stream>>>(                          \
         data, ps, c->channels, (long long)c->spectra, c->spectra_per_heap, c->out_bits,      \
-        plan->eff, plan->sd, gain_switch, args->out, plan->sat)
+        plan->eff, plan->sd, gain_switch, args->out, plan->sat, dr)
+#define LAUNCH_DITHER(NU, ROT)                                                               \
+    do {                                                                                     \
+        if (c->dither)                                                                       \
+            LAUNCH(NU, ROT, true);                                                           \
+        else                                                                                 \
+            LAUNCH(NU, ROT, false);                                                          \
+    } while (0)
 #define LAUNCH_ROT(NU)                                                                       \
     do {                                                                                     \
         if (args->spectrum_delay)                                                            \
-            LAUNCH(NU, true);                                                                \
+            LAUNCH_DITHER(NU, true);                                                         \
         else                                                                                 \
-            LAUNCH(NU, false);                                                               \
+            LAUNCH_DITHER(NU, false);                                                        \
     } while (0)
     else if (c->unzip == 1)
         LAUNCH_ROT(1);
@@ -498,6 +530,7 @@ extern "C" int cbf_fft_post_cuda_post(cbf_fft_post_cuda *plan, const cbf_fft_pos
     else
         LAUNCH_ROT(4);
 #undef LAUNCH_ROT
+#undef LAUNCH_DITHER
 #undef LAUNCH
     CUDA_TRY(cudaGetLastError());
     CUDA_TRY(cudaMemcpyAsync(plan->sat_host, plan->sat, 2 * sizeof(unsigned long long),

@@ -13,6 +13,10 @@
  *     katgpucbf's is, so a delay leaves that channel's phase alone; then the
  *     complex gain of (channel, pol), from one of two gain tables
  *     (double-buffered);
+ *   - with dither on, a value in (-1/2, 1/2) added to each part
+ *     (fft_post_dither.h: a pure function of the key and of the value's
+ *     absolute spectrum, channel, pol and antenna, so the CPU and the GPU
+ *     and any split of the stream into runs draw the same);
  *   - round to nearest even and saturate to [-127, 127] (8-bit) or [-7, 7]
  *     (4-bit; real in the high nibble), counting each saturated complex value
  *     (either part clipped) once per pol;
@@ -60,6 +64,13 @@ typedef struct cbf_fft_post_config {
     int out_bits;            /* 8 (CI8) or 4 (CI4) */
     int complex_in;          /* 0: wideband (real input); 1: narrowband, unzip must be 1 */
     int keep_all;            /* narrowband: 1 keeps every bin of a channels-point transform */
+    /* Dither before rounding (0 or 1; 0 leaves the output as rounding
+     * alone makes it): key of the counter-based generator, and the
+     * antenna, 0..65535, which the counter holds so that antennas never
+     * share dither (katgpucbf gives each engine its own sequences too). */
+    int dither;
+    uint64_t dither_key;
+    int dither_antenna;
 } cbf_fft_post_config;
 
 int cbf_fft_post_config_check(const cbf_fft_post_config *cfg, char *msg, size_t msglen);
@@ -84,6 +95,10 @@ typedef struct cbf_fft_post_args {
      * the gains in force. A spectrum never mixes the two. */
     int switch_gains;
     size_t gain_switch;
+    /* Absolute index of spectrum 0 of the run (its timestamp / samples
+     * between spectra): the dither counter's spectrum is this plus the
+     * spectrum's index in the run. */
+    uint64_t first_spectrum;
 } cbf_fft_post_args;
 
 /* CPU: FFTW single precision, one plan made at create. Gains default to 1;

@@ -1,6 +1,7 @@
 /* fft_post_cpu.c: FFTW transforms, then the post-processing of fft_post.h
  * written plainly, one (pol, spectrum, s) at a time. */
 #include "fft_post.h"
+#include "fft_post_dither.h"
 
 #include <complex.h>
 #include <fftw3.h>
@@ -120,9 +121,16 @@ static void emit(const cbf_fft_post_cpu *p, const cbf_fft_post_args *a, int pol,
         x *= (float)cos(ang) + I * (float)sin(ang);
     }
     x *= p->gains[a->switch_gains && sp >= a->gain_switch][2 * k + pol];
+    float xr = crealf(x), xi = cimagf(x);
+    if (p->cfg.dither)
+        cbf_fft_post_dither_add(p->cfg.dither_key,
+                                cbf_fft_post_dither_counter(a->first_spectrum + sp, (uint64_t)N,
+                                                            (uint64_t)k, pol,
+                                                            (uint64_t)p->cfg.dither_antenna),
+                                &xr, &xi);
     int re, im, lim = p->cfg.out_bits == 8 ? 127 : 7;
-    int clipped = quant(crealf(x), lim, &re);
-    clipped |= quant(cimagf(x), lim, &im);
+    int clipped = quant(xr, lim, &re);
+    clipped |= quant(xi, lim, &im);
     *sat += (uint64_t)clipped;
     size_t b = sp / (size_t)sph, t = sp % (size_t)sph;
     size_t idx = ((b * (size_t)N + (size_t)k) * (size_t)sph + t) * 2 + (size_t)pol;

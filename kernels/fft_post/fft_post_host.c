@@ -1,5 +1,6 @@
 /* fft_post_host.c: checks and presence shared by the CPU and CUDA back ends. */
 #include "fft_post.h"
+#include "fft_post_dither.h"
 
 #include <stdio.h>
 
@@ -25,6 +26,10 @@ int cbf_fft_post_config_check(const cbf_fft_post_config *cfg, char *msg, size_t 
         why = "complex (narrowband) input needs unzip 1";
     else if (cfg->keep_all != 0 && (cfg->keep_all != 1 || !cfg->complex_in))
         why = "keep_all must be 0, or 1 with complex input";
+    else if (cfg->dither != 0 && cfg->dither != 1)
+        why = "dither must be 0 or 1";
+    else if (cfg->dither_antenna < 0 || cfg->dither_antenna > CBF_FFT_POST_DITHER_ANTENNAS - 1)
+        why = "dither_antenna must be in [0, 65535]";
     if (!why)
         return 0;
     return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,

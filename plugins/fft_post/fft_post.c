@@ -83,6 +83,19 @@ static const cbf_param_decl post_params[] = {
     {.name = "phase", .type = CBF_PARAM_FLOAT_LIST, .def = "[0.0, 0.0]", .has_range = 1,
      .min = -1e6, .max = 1e6,
      .doc = "fringe phase per polarisation, radians: the phase of the band centre"},
+    {.name = "feng_id", .type = CBF_PARAM_INT, .def = "-1", .has_range = 1, .min = -1,
+     .max = 65535,
+     .doc = "this F-engine's antenna in the array, in the dither counter (antennas never share "
+            "dither) and the output's `antenna` attribute (the sender's feng_id); -1: the input's "
+            "`antenna` (set it where one process channelises one antenna of many)"},
+    {.name = "dither", .type = CBF_PARAM_BOOL, .def = "true",
+     .doc = "add uniform dither in (-1/2, 1/2) to each part before rounding (katgpucbf's "
+            "default); false: rounding alone"},
+    /* At most 2^53, so the gauge and the attribute (doubles) hold it exactly. */
+    {.name = "dither_key", .type = CBF_PARAM_INT, .def = "1", .has_range = 1, .min = 0,
+     .max = 9007199254740992.0,
+     .doc = "key of the counter-based dither generator: a key draws the same dither on the CPU "
+            "and the GPU however the stream is cut into buffers, so a run repeats exactly"},
 };
 
 static const cbf_param_decl post_gain_args[] = {
@@ -216,6 +229,8 @@ static int post_init(cbf_node *node, cbf_error *err)
     cbf_port_desc_get_attr(in, CBF_ATTR_ADC_SAMPLE_RATE, &rate);
     s->step = (int64_t)step;
     cbf_port_desc_get_attr(in, CBF_ATTR_ANTENNA, &antenna);
+    if (cbf_params_int(p, "feng_id") >= 0)
+        antenna = (double)cbf_params_int(p, "feng_id");
     s->decimation = 1;
     s->cfg.complex_in = !strcmp(in->type, CBF_TYPE_FENG_FIR_COMPLEX);
     if (s->cfg.complex_in && cbf_port_desc_get_attr(in, CBF_ATTR_DECIMATION, &s->decimation))
@@ -233,6 +248,11 @@ static int post_init(cbf_node *node, cbf_error *err)
     s->cfg.spectra = in->shape[1];
     s->cfg.spectra_per_heap = (int)cbf_params_int(p, "spectra_per_heap");
     s->cfg.out_bits = atoi(cbf_params_string(p, "out_bits"));
+    /* Each antenna draws its own dither (the counter holds it), as
+     * katgpucbf's engines draw from sequences of their own. */
+    s->cfg.dither = cbf_params_bool(p, "dither");
+    s->cfg.dither_key = (uint64_t)cbf_params_int(p, "dither_key");
+    s->cfg.dither_antenna = antenna >= 0 && antenna < 65536 ? (int)antenna : -1;
     if (s->cfg.spectra % (size_t)s->cfg.spectra_per_heap)
         return cbf_error_set(err, CBF_ECONFIG, "%s: spectra_per_heap %d does not divide the "
                              "%zu spectra of each input buffer (pfb spectra_per_buffer)",
@@ -276,6 +296,9 @@ static int post_init(cbf_node *node, cbf_error *err)
     cbf_port_desc_set_attr(&d, CBF_ATTR_SAMPLES_BETWEEN_SPECTRA, step);
     cbf_port_desc_set_attr(&d, CBF_ATTR_ADC_SAMPLE_RATE, rate);
     cbf_port_desc_set_attr(&d, CBF_ATTR_ANTENNA, antenna);
+    /* Whether the data were dithered and with which key, so a file says so. */
+    cbf_port_desc_set_attr(&d, CBF_ATTR_DITHER, s->cfg.dither);
+    cbf_port_desc_set_attr(&d, CBF_ATTR_DITHER_KEY, (double)s->cfg.dither_key);
     /* Wideband, first Nyquist zone of a real digitiser: channel 0 at DC of
      * the ADC band. Narrowband: the ddc's band, centre at channel N/2. */
     if (s->cfg.complex_in) {
@@ -301,6 +324,8 @@ static int post_init(cbf_node *node, cbf_error *err)
     s->c_missing = cbf_node_counter(node, "missing_batches");
     s->c_sat[0] = cbf_node_counter(node, "saturated_pol0");
     s->c_sat[1] = cbf_node_counter(node, "saturated_pol1");
+    cbf_gauge_set(cbf_node_gauge(node, "dither"), s->cfg.dither);
+    cbf_gauge_set(cbf_node_gauge(node, "dither_key"), (double)s->cfg.dither_key);
     /* One change per input buffer: the kernel switches tables once. */
     cbf_timed_config tc = {.noun = "gain change", .payload = sizeof(float) * 4 * s->cfg.channels,
                            .max_pending = POST_MAX_PENDING,
@@ -350,6 +375,12 @@ static int post_take_gain_change(post_state *s, int64_t ts, cbf_fft_post_args *a
     return 0;
 }
 
+static int64_t post_floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return q - (a % b != 0 && (a < 0) != (b < 0));
+}
+
 /* Makes out from in: at once on the CPU (sat set), queued on the GPU (the
  * counts come to f->sat, out->event fires when out is complete). */
 static int post_process(post_state *s, cbf_buffer *in, cbf_buffer *out, uint64_t sat[2],
@@ -360,7 +391,9 @@ static int post_process(post_state *s, cbf_buffer *in, cbf_buffer *out, uint64_t
     float dec = (float)s->decimation;
     cbf_fft_post_args a = {(float *)in->data, s->cfg.spectra * cbf_fft_post_row_floats(&s->cfg),
                            out->data, {s->delay[0] / dec, s->delay[1] / dec},
-                           {s->phase[0], s->phase[1]}, NULL, 0, 0};
+                           {s->phase[0], s->phase[1]}, NULL, 0, 0, 0};
+    /* The dither counter's spectrum: absolute, so any buffering agrees. */
+    a.first_spectrum = (uint64_t)post_floor_div(in->timestamp, s->step);
     /* pfb's delay model, evaluated per spectrum, when it turns anything. */
     const cbf_feng_fir_aux *fir = s->model_in_aux ? in->aux : NULL;
     if (fir && fir->rotate)
@@ -564,8 +597,8 @@ static const cbf_plugin_desc post_desc = {
     .abi = CBF_PLUGIN_ABI,
     .name = "fft_post",
     .version = "0.1.0",
-    .summary = "FFT (wideband real or narrowband complex), gains, fine delay, quantisation and "
-               "heap transpose (F-engine back end)",
+    .summary = "FFT (wideband real or narrowband complex), gains, fine delay, dither, "
+               "quantisation and heap transpose (F-engine back end)",
     .params = post_params,
     .n_params = CBF_COUNT_OF(post_params),
     .ports = post_ports,

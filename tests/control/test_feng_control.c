@@ -12,7 +12,8 @@
  * across several samples, inside buffers and across chunk boundaries, and
  * the phase rotates per spectrum. Bad requests of each kind are sent too:
  * each is refused with a reason, and the exact comparisons show that none
- * changed anything.
+ * changed anything. fft_post runs with `dither: false`: chain d is held
+ * against the undithered model (tests/feng holds the dither itself).
  *
  * The requests reach the engine before its first buffer (the socket is
  * bound before the nodes start), and T is half-way through a finite
@@ -65,7 +66,7 @@ static const char *chain(char *buf, size_t n, const char *id, const char *gain)
              "    params: {channels: %d, taps: %d, spectra_per_buffer: %d}\n"
              "  post_%s:\n"
              "    plugin: fft_post\n"
-             "    params: {spectra_per_heap: %d, gain: %s}\n"
+             "    params: {spectra_per_heap: %d, gain: %s, dither: false}\n"
              "  cap_%s:\n"
              "    plugin: feng_capture\n"
              "    params: {path: %s/%s.raw, from: %lld, to: %lld}\n",

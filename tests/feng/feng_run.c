@@ -110,6 +110,9 @@ static void fill_configs(const feng_case *c, cbf_pfb_job *job, cbf_fft_post_conf
     cfg->spectra_per_heap = c->spectra_per_heap;
     cfg->spectra = spectra;
     cfg->out_bits = c->out_bits;
+    cfg->dither = c->dither;
+    cfg->dither_key = c->dither_key;
+    cfg->dither_antenna = c->dither_antenna;
 }
 
 typedef int (*fir_call)(void *ctx, const cbf_pfb_job *job, char *msg, size_t msglen);
@@ -173,7 +176,8 @@ static int run_cpu(const feng_case *c, feng_result *r, char *msg, size_t msglen)
             cbf_fft_post_args a = {data, job.out_pol_stride, r->out,
                                    {c->fine_delay[0], c->fine_delay[1]},
                                    {c->phase[0], c->phase[1]},
-                                   c->spectrum_delay, c->switch_gains, c->gain_switch};
+                                   c->spectrum_delay, c->switch_gains, c->gain_switch,
+                                   c->first_spectrum};
             rc = cbf_fft_post_cpu_run(plan, &a, r->saturated, msg, msglen);
         }
         cbf_fft_post_cpu_destroy(plan);
@@ -239,7 +243,8 @@ static int run_gpu(const feng_case *c, feng_result *r, char *msg, size_t msglen)
         goto out;
     cbf_fft_post_args a = {d_data, job.out_pol_stride, d_out,
                            {c->fine_delay[0], c->fine_delay[1]}, {c->phase[0], c->phase[1]},
-                           c->spectrum_delay, c->switch_gains, c->gain_switch};
+                           c->spectrum_delay, c->switch_gains, c->gain_switch,
+                           c->first_spectrum};
     if ((rc = cbf_fft_post_cuda_run(post, &a, msg, msglen)) ||
         (rc = cbf_fft_post_cuda_saturated(post, r->saturated, msg, msglen)))
         goto out;
@@ -256,6 +261,74 @@ out:
     return rc;
 }
 #endif
+
+#ifdef CBF_HAVE_CUDA
+static int post_only_gpu(const cbf_fft_post_config *cfg, float *fir, size_t pol_stride,
+                         const float *gains, uint64_t first_spectrum, uint8_t *out, char *msg,
+                         size_t msglen)
+{
+    const size_t bytes = cbf_fft_post_out_bytes(cfg);
+    float *d_fir = NULL;
+    uint8_t *d_out = NULL;
+    cbf_fft_post_cuda *post = NULL;
+    cudaStream_t stream = NULL;
+    int rc = 0;
+    TRY(cudaStreamCreate(&stream));
+    TRY(cudaMalloc((void **)&d_fir, 2 * pol_stride * sizeof(float)));
+    TRY(cudaMemcpy(d_fir, fir, 2 * pol_stride * sizeof(float), cudaMemcpyHostToDevice));
+    TRY(cudaMalloc((void **)&d_out, bytes));
+    TRY(cudaMemset(d_out, 0x88, bytes));
+    if ((rc = cbf_fft_post_cuda_create(cfg, stream, &post, msg, msglen)) ||
+        (rc = cbf_fft_post_cuda_set_gains(post, gains, msg, msglen)))
+        goto out;
+    cbf_fft_post_args a = {d_fir, pol_stride, d_out, {0, 0}, {0, 0}, NULL, 0, 0, first_spectrum};
+    if ((rc = cbf_fft_post_cuda_run(post, &a, msg, msglen)))
+        goto out;
+    TRY(cudaMemcpy(out, d_out, bytes, cudaMemcpyDeviceToHost));
+out:
+    cbf_fft_post_cuda_destroy(post);
+    cudaFree(d_fir);
+    cudaFree(d_out);
+    if (stream)
+        cudaStreamDestroy(stream);
+    return rc;
+}
+#endif
+
+int feng_post_only(int gpu, const cbf_fft_post_config *cfg, const float *fir, const float *gains,
+                   uint64_t first_spectrum, uint8_t *out, char *msg, size_t msglen)
+{
+    const size_t pol_stride = cfg->spectra * cbf_fft_post_row_floats(cfg);
+    float *data = malloc(2 * pol_stride * sizeof(float));
+    if (!data) {
+        snprintf(msg, msglen, "out of memory");
+        return -1;
+    }
+    memcpy(data, fir, 2 * pol_stride * sizeof(float));
+    memset(out, 0x88, cbf_fft_post_out_bytes(cfg));
+    int rc = 0;
+    if (gpu) {
+#ifdef CBF_HAVE_CUDA
+        rc = post_only_gpu(cfg, data, pol_stride, gains, first_spectrum, out, msg, msglen);
+#else
+        snprintf(msg, msglen, "built without CUDA");
+        rc = -5;
+#endif
+    } else {
+        cbf_fft_post_cpu *plan = NULL;
+        rc = cbf_fft_post_cpu_create(cfg, &plan, msg, msglen);
+        if (!rc) {
+            cbf_fft_post_cpu_set_gains(plan, gains);
+            cbf_fft_post_args a = {data, pol_stride, out, {0, 0}, {0, 0}, NULL, 0, 0,
+                                   first_spectrum};
+            uint64_t sat[2];
+            rc = cbf_fft_post_cpu_run(plan, &a, sat, msg, msglen);
+        }
+        cbf_fft_post_cpu_destroy(plan);
+    }
+    free(data);
+    return rc;
+}
 
 int feng_run(int gpu, const feng_case *c, feng_result *r, char *msg, size_t msglen)
 {

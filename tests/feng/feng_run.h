@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fft_post.h"
+
 typedef struct feng_case {
     int channels, taps, bits, unzip, spectra_per_heap, batches, out_bits;
     int64_t start[2];
@@ -21,6 +23,9 @@ typedef struct feng_case {
     const float *next_gains;      /* with switch_gains: from spectrum gain_switch on */
     int switch_gains;
     size_t gain_switch;
+    /* fft_post's dither (off unless set: the undithered model holds). */
+    int dither, dither_antenna;
+    uint64_t dither_key, first_spectrum;
 } feng_case;
 
 typedef struct feng_result {
@@ -35,6 +40,12 @@ int feng_have_gpu(void);
 /* Runs pfb then fft_post; 0 or a negative code with msg filled. */
 int feng_run(int gpu, const feng_case *c, feng_result *r, char *msg, size_t msglen);
 void feng_result_free(feng_result *r);
+
+/* fft_post alone on FIR output rows `fir` ([pol][spectrum][row floats],
+ * copied: the transform runs in place), CPU or GPU, gains
+ * [channel][pol][re, im]; out gets cbf_fft_post_out_bytes(cfg) bytes. */
+int feng_post_only(int gpu, const cbf_fft_post_config *cfg, const float *fir, const float *gains,
+                   uint64_t first_spectrum, uint8_t *out, char *msg, size_t msglen);
 
 /* Deterministic PRNG, seeded fresh by each test program run. */
 uint64_t feng_rand(void);

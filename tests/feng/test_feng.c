@@ -7,7 +7,13 @@
  * model only when its exact value lies that close to a half-integer, so at
  * most one step off and on far fewer than 0.1% of values (docs/feng.md, Tests).
  * Saturation counts are exact except for values within 1e-3 of the clip
- * edge, which the test counts as ambiguous and allows either way. */
+ * edge, which the test counts as ambiguous and allows either way.
+ *
+ * Dither: the cases run with fft_post's dither off (the kernel's config
+ * default, feng_case.dither = 0) are held against the undithered model,
+ * which shows that dither off leaves today's output; the dither tests add
+ * the dither docs/formats.md defines to the float64 values before rounding,
+ * with the same tolerance. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "dither.h"
 #include "fft_post.h"
 #include "feng_ref.h"
 #include "feng_run.h"
@@ -56,6 +63,29 @@ static double complex *ref_gains(const feng_case *c, const float *gains, int pol
     return g;
 }
 
+/* The dither value of a 32-bit half h, in float64, from its definition
+ * (docs/formats.md "Dither"): h as int32, plus 1 when negative, times
+ * 2^-32 (1 - 2^-16). The kernels' float32 conversion differs by < 2e-8. */
+static double ref_dither_value(uint32_t h)
+{
+    int64_t x = (int32_t)h;
+    if (x < 0)
+        x += 1;
+    return (double)x * 0x1p-32 * (1.0 - 0x1p-16);
+}
+
+/* fft_post's dither of (pol, spectrum sp of the run, channel k), written
+ * from docs/formats.md: counter ((s N + k) 2 + pol) 65536 + antenna for
+ * the absolute spectrum s; the draw's high half dithers re, the low im. */
+static double complex ref_dither(const feng_case *c, int pol, size_t sp, int k)
+{
+    const uint64_t s = c->first_spectrum + sp;
+    const uint64_t ctr = ((s * (uint64_t)c->channels + (uint64_t)k) * 2 + (uint64_t)pol) * 65536 +
+                         (uint64_t)c->dither_antenna;
+    const uint64_t u = cbf_dither_u64(c->dither_key, ctr);
+    return ref_dither_value((uint32_t)(u >> 32)) + I * ref_dither_value((uint32_t)u);
+}
+
 static void compare(const feng_case *c, const feng_result *r, cmp_stats *st)
 {
     const int N = c->channels, lim = c->out_bits == 8 ? 127 : 7;
@@ -83,6 +113,8 @@ static void compare(const feng_case *c, const feng_result *r, cmp_stats *st)
                 st->power[pol] += (uint64_t)(v * v);
             }
             for (int k = 0; k < N; k++) {
+                if (c->dither)
+                    X[k] += ref_dither(c, pol, sp, k);
                 int clipped = 0, re, im, ambiguous = 0;
                 int qre = feng_ref_quant(creal(X[k]), lim, &clipped);
                 int qim = feng_ref_quant(cimag(X[k]), lim, &clipped);
@@ -566,6 +598,399 @@ static void test_fine_delay(void **state)
     free(wd);
 }
 
+/* Dither on (docs/formats.md "Dither"): every output value against the
+ * float64 model with the documented dither added before rounding, with the
+ * chain tests' tolerance (at most 1 LSB off, >= 99.9% exact: the float32
+ * transform's errors, dither or not), at a large absolute spectrum, a
+ * random key and antenna, 8-bit and 4-bit. Outputs near 3 (1.5) counts
+ * rms, where dither matters. The undithered model then misses about 44%
+ * of the values (a part x + d rounds away from round(x) with probability
+ * |frac(x)|, 1/4 on average; either of two parts: 7/16), so the check
+ * tells dither from none: at most 90% may match it. */
+static void test_dither_reference(void **state)
+{
+    (void)state;
+    float *w = new_weights(256, 16);
+    feng_case c;
+    feng_case_random(&c, 256, 16, 10, 2, 16, 2, w);
+    c.dither = 1;
+    c.dither_key = feng_rand();
+    c.dither_antenna = (int)(feng_rand() % 65536);
+    c.first_spectrum = feng_rand() >> 24;
+    for (int p = 0; p < 2; p++) {
+        c.fine_delay[p] = (float)(feng_uniform() - 0.5);
+        c.phase[p] = (float)(2 * M_PI * feng_uniform() - M_PI);
+    }
+    const int bits[2] = {8, 4};
+    const double rms[2] = {3.0, 1.5};
+    for (int i = 0; i < 2; i++) {
+        c.out_bits = bits[i];
+        set_random_gains(&c, rms[i]);
+        char what[64];
+        snprintf(what, sizeof what, "dither on, %d-bit output", bits[i]);
+        feng_result r = check_case(&c, what);
+        cmp_stats st;
+        c.dither = 0;
+        compare(&c, &r, &st);
+        c.dither = 1;
+        if (st.exact > st.n / 10 * 9)
+            fail_msg("%s: %zu of %zu values equal the undithered model: no dither?", what,
+                     st.exact, st.n);
+        feng_result_free(&r);
+    }
+    feng_case_free_input(&c);
+    free(w);
+}
+
+/* The dither is a function of the key, the antenna and the absolute
+ * spectrum only: the same case repeats exactly; the second half of a run
+ * equals a run of its own that starts there (first_spectrum advanced), as
+ * any cut of the stream into buffers; another key, another antenna or a
+ * wrongly numbered spectrum changes many values. */
+static void test_dither_runs(void **state)
+{
+    (void)state;
+    const int N = 256, sph = 8;
+    const size_t step = 2 * (size_t)N;
+    float *w = new_weights(N, 16);
+    feng_case c;
+    feng_case_random(&c, N, 16, 10, 1, sph, 4, w);
+    set_random_gains(&c, 3.0);
+    c.dither = 1;
+    c.dither_key = feng_rand() >> 11;
+    c.dither_antenna = 3;
+    c.first_spectrum = 1000 + feng_rand() % 1000;
+    feng_result whole, again, part;
+    char msg[512];
+    if (feng_run(use_gpu, &c, &whole, msg, sizeof msg) ||
+        feng_run(use_gpu, &c, &again, msg, sizeof msg))
+        fail_msg("%s", msg);
+    assert_memory_equal(whole.out, again.out, whole.out_bytes);
+    feng_result_free(&again);
+    /* Batches 2 and 3 alone: windows from spectrum 2 sph of the same input. */
+    feng_case h = c;
+    h.batches = 2;
+    h.start[0] = h.start[1] = (int64_t)(2 * sph * step);
+    h.first_spectrum = c.first_spectrum + 2 * sph;
+    if (feng_run(use_gpu, &h, &part, msg, sizeof msg))
+        fail_msg("%s", msg);
+    assert_int_equal(part.out_bytes, whole.out_bytes / 2);
+    assert_memory_equal(part.out, whole.out + whole.out_bytes / 2, part.out_bytes);
+    feng_result_free(&part);
+    /* Each of these must change a good share of the values (7/16 expected). */
+    feng_case changed[3] = {h, h, h};
+    changed[0].dither_key ^= 1;
+    changed[1].dither_antenna = 4;
+    changed[2].first_spectrum = c.first_spectrum;
+    const char *what[3] = {"another key", "another antenna", "the run's own numbering"};
+    for (int i = 0; i < 3; i++) {
+        if (feng_run(use_gpu, &changed[i], &part, msg, sizeof msg))
+            fail_msg("%s", msg);
+        size_t differ = 0;
+        for (size_t j = 0; j < part.out_bytes; j += 2)
+            differ += memcmp(part.out + j, whole.out + whole.out_bytes / 2 + j, 2) != 0;
+        if (differ < part.out_bytes / 2 / 5)
+            fail_msg("%s: only %zu of %zu values differ", what[i], differ, part.out_bytes / 2);
+        feng_result_free(&part);
+    }
+    feng_result_free(&whole);
+    feng_case_free_input(&c);
+    free(w);
+}
+
+/* FIR rows whose transforms are exact in float32 on any FFT: one non-zero
+ * value, the first of each row (an impulse: every bin equals it, the
+ * post-processing's unit twiddles keep it). Pol p of spectrum t gets
+ * value(p, t); the rest 0. */
+static float *impulse_rows(const cbf_fft_post_config *cfg, double (*value)(int, size_t))
+{
+    const size_t row = cbf_fft_post_row_floats(cfg), n = 2 * cfg->spectra * row;
+    float *fir = calloc(n, sizeof(float));
+    for (int p = 0; p < 2; p++)
+        for (size_t t = 0; t < cfg->spectra; t++)
+            fir[((size_t)p * cfg->spectra + t) * row] = (float)value(p, t);
+    return fir;
+}
+
+static double unit_value(int p, size_t t)
+{
+    (void)p;
+    (void)t;
+    return 1.0;
+}
+
+/* Dither never moves a value that is an integer already (its largest
+ * size, 1/2 - 2^-17, still rounds back, up to 127): unit impulses times
+ * integer gains give exactly the gains, dither on, every mode. */
+static void test_dither_keeps_integers(void **state)
+{
+    (void)state;
+    const int N = 128;
+    const cbf_fft_post_config cfgs[] = {
+        {N, 1, 8, 16, 8, 0, 0, 1, 7, 5},  {N, 4, 8, 16, 8, 0, 0, 1, 7, 5},
+        {N, 2, 8, 16, 4, 0, 0, 1, 7, 5},  {N, 1, 8, 16, 8, 1, 0, 1, 7, 5},
+        {N, 1, 8, 16, 8, 1, 1, 1, 7, 5},
+    };
+    float gains[4 * 128];
+    for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
+        const cbf_fft_post_config *cfg = &cfgs[i];
+        const int lim = cfg->out_bits == 8 ? 127 : 7;
+        for (int j = 0; j < 4 * N; j++)
+            gains[j] = (float)((int)(feng_rand() % (uint64_t)(2 * lim + 1)) - lim);
+        float *fir = impulse_rows(cfg, unit_value);
+        uint8_t *out = malloc(cbf_fft_post_out_bytes(cfg));
+        char msg[512];
+        if (feng_post_only(use_gpu, cfg, fir, gains, feng_rand() >> 20, out, msg, sizeof msg))
+            fail_msg("config %zu: %s", i, msg);
+        feng_case shape = {.channels = N, .spectra_per_heap = 8, .out_bits = cfg->out_bits};
+        for (int p = 0; p < 2; p++)
+            for (size_t t = 0; t < cfg->spectra; t++)
+                for (int k = 0; k < N; k++) {
+                    int re, im;
+                    out_value(&shape, out, p, t, k, &re, &im);
+                    if (re != (int)gains[4 * k + 2 * p] || im != (int)gains[4 * k + 2 * p + 1])
+                        fail_msg("config %zu pol %d spectrum %zu channel %d: %d%+di, gain %g%+gi",
+                                 i, p, t, k, re, im, gains[4 * k + 2 * p],
+                                 gains[4 * k + 2 * p + 1]);
+                }
+        free(out);
+        free(fir);
+    }
+}
+
+/* A tone's time series in one channel, for the dither's effect. */
+typedef struct tone_series {
+    double complex *y[2];   /* [pol][spectrum] output values of the channel */
+    size_t T;
+} tone_series;
+
+/* Tone of amplitude A at channel k0 + b0 / T (its phase turns b0 / T of a
+ * cycle per spectrum), the gain set so that the channel's value has
+ * amplitude `level` counts (from the float64 PFB response); T spectra. */
+static tone_series tone_run(int dither, double level, int k0, int b0, size_t T)
+{
+    const int N = 256, taps = 16, sph = 256;
+    const size_t step = 2 * N, n = step * taps;
+    float *w = new_weights(N, taps);
+    double *wd = malloc(sizeof(double) * n);
+    feng_ref_weights(N, taps, 1.0, 1, wd);
+    feng_case c;
+    feng_case_random(&c, N, taps, 10, 1, sph, (int)(T / sph), w);
+    const double A = 400.0, off = (double)b0 / (double)T;
+    put_tone(&c, A, (k0 + off) / (double)step, 0.7);
+    const double g = level / (A / 2 * response(wd, n, step, off));
+    float *gains = (float *)c.gains;
+    for (int i = 0; i < 2 * N; i++)
+        gains[2 * i] = (float)g;
+    c.dither = dither;
+    c.dither_key = 1;
+    c.first_spectrum = 12345;
+    feng_result r;
+    char msg[512];
+    if (feng_run(use_gpu, &c, &r, msg, sizeof msg))
+        fail_msg("tone: %s", msg);
+    tone_series ts = {{malloc(sizeof(double complex) * T), malloc(sizeof(double complex) * T)}, T};
+    for (int p = 0; p < 2; p++)
+        for (size_t t = 0; t < T; t++) {
+            int re, im;
+            out_value(&c, r.out, p, t, k0, &re, &im);
+            ts.y[p][t] = re + I * im;
+        }
+    feng_result_free(&r);
+    feng_case_free_input(&c);
+    free(w);
+    free(wd);
+    return ts;
+}
+
+/* |Y(b)|^2 for every b, Y(b) = 1/T sum_t y_t exp(-2 pi i b t / T). */
+static void power_spectrum(const double complex *y, size_t T, double *P)
+{
+    double complex *tw = malloc(sizeof(double complex) * T);
+    for (size_t j = 0; j < T; j++)
+        tw[j] = cexp(-2 * M_PI * I * (double)j / (double)T);
+    for (size_t b = 0; b < T; b++) {
+        double complex acc = 0;
+        for (size_t t = 0; t < T; t++)
+            acc += y[t] * tw[(b * t) % T];
+        P[b] = creal(acc * conj(acc)) / ((double)T * (double)T);
+    }
+    free(tw);
+}
+
+/* The effect of dither on a low-level tone (issue 19; katgpucbf dithers
+ * for linearity). Per pol, the channel's T = 4096 values, their spectrum
+ * over time; the tone turns b0 = 37 bins per T spectra. The input is a
+ * 10-bit tone with no noise, so the channel's value without dither is a
+ * clean rotating phasor (the 10-bit rounding reaches it ~1e-8 counts rms
+ * at these gains) and its quantisation error is deterministic.
+ *
+ * 1. A tone of 0.3 counts, below half an LSB: without dither every value
+ *    is 0 (the tone is gone); with dither the tone is there on average:
+ *    |Y(b0)| within 0.06 of 0.3. Why 0.06: with uniform dither the total
+ *    error of a part has mean 0 for any value and variance f (1 - f) <=
+ *    1/4 (f its fractional part), independent from spectrum to spectrum,
+ *    so Y(b0) is off by a complex error of variance <= 1/(2T), standard
+ *    deviation <= 0.011: 0.06 is over 5 of them.
+ * 2. A tone of 1.3 counts: without dither, rounding a phasor makes odd
+ *    harmonics ((1 - 4j) b0; the -3rd is -17 dB here, the spur-free
+ *    dynamic range 17 dB, from simulating the rounding in float64);
+ *    with dither the error is white: every other bin has mean power
+ *    <= 1/(2T) = 1.2e-4, -41.4 dB below the tone's 1.69, exponentially
+ *    distributed. Asserted: without dither SFDR < 20 dB and the largest of
+ *    the harmonics -3, 5, -7 above -25 dB; with dither SFDR > 26 dB (the
+ *    largest of 4095 bins above 30 x the mean: probability 4095 e^-30 =
+ *    4e-10) and those harmonics below -30 dB (11.4 dB over the mean, 13.8
+ *    x: 3 e^-13.8 = 3e-6), the tone's power within 10% of 1.69 (its error
+ *    0.011 in amplitude is 1.7% of the power), and dither improves the
+ *    SFDR by at least 6 dB (17 dB expected). */
+static void test_dither_tone(void **state)
+{
+    (void)state;
+    const int k0 = 77, b0 = 37;
+    const size_t T = 4096;
+    double *P = malloc(sizeof(double) * T);
+    for (int dither = 0; dither < 2; dither++) {
+        tone_series ts = tone_run(dither, 0.3, k0, b0, T);
+        for (int p = 0; p < 2; p++) {
+            power_spectrum(ts.y[p], T, P);
+            const double amp = sqrt(P[b0]);
+            size_t nonzero = 0;
+            for (size_t t = 0; t < T; t++)
+                nonzero += ts.y[p][t] != 0;
+            printf("# 0.3-count tone, dither %d, pol %d: |Y(b0)| %.4f, %zu of %zu values non-zero\n",
+                   dither, p, amp, nonzero, T);
+            if (!dither && nonzero)
+                fail_msg("0.3-count tone without dither: %zu values non-zero", nonzero);
+            if (dither && fabs(amp - 0.3) > 0.06)
+                fail_msg("0.3-count tone with dither, pol %d: |Y(b0)| %.4f, expected 0.3 +- 0.06",
+                         p, amp);
+        }
+        free(ts.y[0]);
+        free(ts.y[1]);
+    }
+    double sfdr[2][2];
+    for (int dither = 0; dither < 2; dither++) {
+        tone_series ts = tone_run(dither, 1.3, k0, b0, T);
+        for (int p = 0; p < 2; p++) {
+            power_spectrum(ts.y[p], T, P);
+            double spur = 0, harm = 0;
+            for (size_t b = 0; b < T; b++)
+                if (b != (size_t)b0 && P[b] > spur)
+                    spur = P[b];
+            const int h[3] = {-3, 5, -7};
+            for (int j = 0; j < 3; j++) {
+                size_t b = (size_t)(((h[j] * b0) % (int)T + (int)T) % (int)T);
+                harm = P[b] > harm ? P[b] : harm;
+            }
+            sfdr[dither][p] = 10 * log10(P[b0] / spur);
+            const double harm_db = 10 * log10(harm / P[b0] + 1e-300);
+            printf("# 1.3-count tone, dither %d, pol %d: power %.4f (1.69), SFDR %.1f dB, "
+                   "harmonics -3, 5, -7 at most %.1f dB\n",
+                   dither, p, P[b0], sfdr[dither][p], harm_db);
+            if (!dither && (sfdr[0][p] > 20 || harm_db < -25))
+                fail_msg("without dither, pol %d: SFDR %.1f dB, harmonics %.1f dB: expected the "
+                         "rounding's spurs", p, sfdr[0][p], harm_db);
+            if (dither && (sfdr[1][p] < 26 || harm_db > -30 || fabs(P[b0] / 1.69 - 1) > 0.1))
+                fail_msg("with dither, pol %d: SFDR %.1f dB, harmonics %.1f dB, power %.4f", p,
+                         sfdr[1][p], harm_db, P[b0]);
+        }
+        free(ts.y[0]);
+        free(ts.y[1]);
+    }
+    for (int p = 0; p < 2; p++)
+        if (sfdr[1][p] - sfdr[0][p] < 6)
+            fail_msg("pol %d: dither improves the SFDR by %.1f dB only", p, sfdr[1][p] - sfdr[0][p]);
+    free(P);
+}
+
+static double impulse_value(int p, size_t t)
+{
+    /* Any float: values mixed in size, so gains make fractional outputs. */
+    return (double)((int)((p * 7919 + t * 104729) % 2001) - 1000) / 37.0;
+}
+
+/* GPU only: the CUDA kernels dither exactly as the CPU's. Where the values
+ * before dither are equal on both (impulse rows: exact transforms; any
+ * gains), the outputs are equal byte for byte, dither on, in every mode;
+ * dither changes about 7/16 of them, so equality is not for want of it.
+ * Then a random chain, where the two FFTs round differently: at most 1 LSB
+ * apart and >= 99.9% equal (as each against the model; a GPU drawing other
+ * dither would differ on ~7/16). */
+static void test_dither_cpu_gpu(void **state)
+{
+    (void)state;
+    if (!use_gpu)
+        skip();
+    const int N = 256;
+    const uint64_t key = feng_rand(), first = feng_rand() >> 22;
+    const cbf_fft_post_config cfgs[] = {
+        {N, 1, 16, 64, 8, 0, 0, 1, key, 17}, {N, 2, 16, 64, 8, 0, 0, 1, key, 17},
+        {N, 4, 16, 64, 4, 0, 0, 1, key, 17}, {N, 1, 16, 64, 8, 1, 0, 1, key, 17},
+        {N, 1, 16, 64, 4, 1, 1, 1, key, 17},
+    };
+    float gains[4 * 256];
+    for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
+        cbf_fft_post_config cfg = cfgs[i];
+        const double rms = cfg.out_bits == 8 ? 20.0 : 3.0;
+        for (int j = 0; j < 4 * N; j++)
+            gains[j] = (float)(rms / 15.0 * (2 * feng_uniform() - 1));
+        float *fir = impulse_rows(&cfg, impulse_value);
+        const size_t bytes = cbf_fft_post_out_bytes(&cfg);
+        uint8_t *cpu = malloc(bytes), *gpu = malloc(bytes), *plain = malloc(bytes);
+        char msg[512];
+        if (feng_post_only(0, &cfg, fir, gains, first, cpu, msg, sizeof msg) ||
+            feng_post_only(1, &cfg, fir, gains, first, gpu, msg, sizeof msg))
+            fail_msg("config %zu: %s", i, msg);
+        if (memcmp(cpu, gpu, bytes)) {
+            size_t differ = 0;
+            for (size_t j = 0; j < bytes; j++)
+                differ += cpu[j] != gpu[j];
+            fail_msg("config %zu (unzip %d, complex %d, keep_all %d, %d-bit): %zu of %zu bytes "
+                     "differ between CPU and GPU", i, cfg.unzip, cfg.complex_in, cfg.keep_all,
+                     cfg.out_bits, differ, bytes);
+        }
+        cfg.dither = 0;
+        if (feng_post_only(0, &cfg, fir, gains, first, plain, msg, sizeof msg))
+            fail_msg("config %zu: %s", i, msg);
+        size_t changed = 0;
+        for (size_t j = 0; j < bytes; j++)
+            changed += plain[j] != cpu[j];
+        assert_true(changed > bytes / 8);
+        free(cpu);
+        free(gpu);
+        free(plain);
+        free(fir);
+    }
+
+    float *w = new_weights(N, 16);
+    feng_case c;
+    feng_case_random(&c, N, 16, 10, 2, 32, 2, w);
+    set_random_gains(&c, 3.0);
+    c.dither = 1;
+    c.dither_key = key;
+    c.dither_antenna = 9;
+    c.first_spectrum = first;
+    feng_result rc, rg;
+    char msg[512];
+    if (feng_run(0, &c, &rc, msg, sizeof msg) || feng_run(1, &c, &rg, msg, sizeof msg))
+        fail_msg("%s", msg);
+    size_t n = rc.out_bytes / 2, same = 0;
+    for (size_t j = 0; j < n; j++) {
+        int dr = abs((int8_t)rc.out[2 * j] - (int8_t)rg.out[2 * j]);
+        int di = abs((int8_t)rc.out[2 * j + 1] - (int8_t)rg.out[2 * j + 1]);
+        if (dr > 1 || di > 1)
+            fail_msg("random chain: value %zu differs by more than 1 LSB", j);
+        same += dr == 0 && di == 0;
+    }
+    if (same < n - n / 1000)
+        fail_msg("random chain, dither on: %zu of %zu values equal on CPU and GPU", same, n);
+    feng_result_free(&rc);
+    feng_result_free(&rg);
+    feng_case_free_input(&c);
+    free(w);
+}
+
 static void test_missing_heap(void **state)
 {
     (void)state;
@@ -633,6 +1058,11 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_fine_delay),
         cmocka_unit_test(test_spectrum_delay_and_gain_switch),
         cmocka_unit_test(test_missing_heap),
+        cmocka_unit_test(test_dither_reference),
+        cmocka_unit_test(test_dither_runs),
+        cmocka_unit_test(test_dither_keeps_integers),
+        cmocka_unit_test(test_dither_tone),
+        cmocka_unit_test(test_dither_cpu_gpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

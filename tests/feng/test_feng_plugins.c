@@ -5,7 +5,9 @@
  * model, presence flags for a missing heap and for a gap in the input, and
  * digitiser power, each held against a direct computation over the whole
  * stream with the kernel API; the delay phase convention of pfb and
- * fft_post together against the float64 model (feng_ref.h). */
+ * fft_post together against the float64 model (feng_ref.h), dither off;
+ * fft_post's dither as a node (on by default, key, gauges, attributes,
+ * feng_id, independent of the buffering). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +22,7 @@
 
 #include "cbf/cbf.h"
 #include "cbf/harness.h"
+#include "dither.h"
 #include "feng_ref.h"
 #include "pfb.h"
 
@@ -138,6 +141,9 @@ static void finish(cbf_harness *h, outputs *o)
     assert_int_equal(cbf_harness_pull(h, "out", &more), CBF_EOS);
 }
 
+/* pfb's buffer size (fft_post's too): spectra per buffer. */
+static const char *pfb_spb = "spectra_per_buffer=64";
+
 /* pfb then fft_post; post_extra: up to 4 more fft_post parameters. */
 static chain run_chain_with(const stream_opts *o, const char *delay, const char *gain,
                             const char *const *post_extra, size_t n_extra)
@@ -145,7 +151,7 @@ static chain run_chain_with(const stream_opts *o, const char *delay, const char 
     char d[64], g[96];
     snprintf(d, sizeof d, "coarse_delay=%s", delay);
     snprintf(g, sizeof g, "gain=%s", gain);
-    const char *pfb_over[] = {"channels=256", "taps=16", "antenna=1", "spectra_per_buffer=64", d};
+    const char *pfb_over[] = {"channels=256", "taps=16", "antenna=1", pfb_spb, d};
     cbf_port_desc in = adc_desc(o->spc);
     chain c;
     c.pfb = start("pfb", pfb_over, 5, &in);
@@ -371,8 +377,9 @@ static void test_delay_centre_reference(void **state)
     snprintf(fine, sizeof fine, "fine_delay=[%.9g, 0]", f0);
     snprintf(phase, sizeof phase, "phase=[%.9g, 0]", ph0);
     snprintf(gain, sizeof gain, "[%.9g, 0]", 100.0 / (A / 2 * fabs(sum)));
-    const char *extra[] = {fine, phase};
-    chain c = run_chain_with(&o, delay, gain, extra, 2);
+    /* Dither off: both parts hold values against undithered rounding. */
+    const char *extra[] = {fine, phase, "dither=false"};
+    chain c = run_chain_with(&o, delay, gain, extra, 3);
     centre_tone = 0;
     size_t checked = 0;
     for (size_t k = 0; k < c.post_out.n; k++) {
@@ -399,7 +406,7 @@ static void test_delay_centre_reference(void **state)
     snprintf(delay, sizeof delay, "[%lld, %lld]", (long long)c0, (long long)c1);
     snprintf(fine, sizeof fine, "fine_delay=[%.9g, %.9g]", f0, f1);
     snprintf(phase, sizeof phase, "phase=[%.9g, %.9g]", ph0, ph1);
-    c = run_chain_with(&o, delay, "[0.05, 0.01]", extra, 2);
+    c = run_chain_with(&o, delay, "[0.05, 0.01]", extra, 3);
     const int64_t cd[2] = {c0, c1};
     /* The values fft_post was given, as float32 (the model uses them exactly). */
     const double fine_f[2] = {(float)f0, (float)f1}, ph_f[2] = {(float)ph0, (float)ph1};
@@ -482,6 +489,119 @@ static void test_dft_corner(void **state)
         fail_msg("%s", err.msg);
 }
 
+/* fft_post's dither as a node: on by default with key 1, the key and
+ * whether dither is on shown as gauges and output attributes (files record
+ * them). Each value against the same value without dither (`dither:
+ * false`), from its counter written here from docs/formats.md (spectrum
+ * from the buffer's timestamp, the input's antenna or `feng_id`): with d
+ * its dither, round(v + d) differs from round(v) by at most 1 and only in
+ * the direction of d (d > 0 can only raise it), so every changed value
+ * must move with the sign of its d; a counter off by anything agrees in
+ * sign on about half of them. At least 10% change (7/16 expected for a
+ * value's two parts). Then the output does not depend on how pfb cut the
+ * stream into buffers (64 or 32 spectra each), dither on. (The kernel's
+ * values against the float64 model with dither are in test_feng.c; this
+ * test calls no kernel itself: the plugin's FFTW copy and the test's would
+ * each clean FFTW up when their own last plan goes.) */
+static int dither_sign(uint64_t key, uint64_t s, int k, int p, int antenna, int im)
+{
+    const uint64_t ctr = ((s * CH + (uint64_t)k) * 2 + (uint64_t)p) * 65536 + (uint64_t)antenna;
+    const uint64_t u = cbf_dither_u64(key, ctr);
+    int64_t x = (int32_t)(uint32_t)(im ? u : u >> 32);
+    x += x < 0;
+    return (x > 0) - (x < 0);
+}
+
+static void check_post_dither(const chain *on, const chain *off, uint64_t key, int antenna)
+{
+    size_t n = 0, changed = 0;
+    assert_int_equal(on->post_out.n, off->post_out.n);
+    for (size_t b = 0; b < on->post_out.n; b++) {
+        const cbf_buffer *x = on->post_out.q[b], *y = off->post_out.q[b];
+        assert_int_equal(x->timestamp, y->timestamp);
+        for (size_t i = 0; i < SPB; i++)
+            for (int k = 0; k < CH; k++)
+                for (int p = 0; p < 2; p++) {
+                    const double complex a = post_value(x, i, k, p), c = post_value(y, i, k, p);
+                    const double dv[2] = {creal(a) - creal(c), cimag(a) - cimag(c)};
+                    const uint64_t s = (uint64_t)(x->timestamp / STEP) + i;
+                    for (int im = 0; im < 2; im++) {
+                        n++;
+                        if (dv[im] == 0)
+                            continue;
+                        changed++;
+                        if (fabs(dv[im]) > 1 || (dv[im] > 0 ? 1 : -1) != dither_sign(key, s, k, p,
+                                                                                   antenna, im))
+                            fail_msg("key %llu antenna %d, spectrum %llu channel %d pol %d %s: "
+                                     "%g with dither, %g without, against its dither's sign %d",
+                                     (unsigned long long)key, antenna, (unsigned long long)s, k,
+                                     p, im ? "im" : "re", im ? cimag(a) : creal(a),
+                                     im ? cimag(c) : creal(c),
+                                     dither_sign(key, s, k, p, antenna, im));
+                    }
+                }
+    }
+    if (changed < n / 10)
+        fail_msg("key %llu: dither changed %zu of %zu parts only", (unsigned long long)key,
+                 changed, n);
+}
+
+static void test_dither_node(void **state)
+{
+    (void)state;
+    stream_opts o = {16384, -1, -1};
+    /* Gains for values of a few counts rms, where dither moves many. */
+    const char *gain = "[0.01, 0.004]";
+    const char *no[] = {"dither=false"};
+    chain off = run_chain_with(&o, "[0, 0]", gain, no, 1);
+    double v;
+    assert_int_equal(cbf_port_desc_get_attr(&off.post_out.desc, "dither", &v), 0);
+    assert_true(v == 0);
+    assert_int_equal(cbf_harness_gauge(off.post, "dither", &v), 0);
+    assert_true(v == 0);
+    struct {
+        const char *extra[2];
+        size_t n;
+        int antenna;
+        uint64_t key;
+    } cases[] = {
+        {{NULL, NULL}, 0, ANT, 1},
+        {{"dither_key=9007199254740992", "feng_id=42"}, 2, 42, 9007199254740992ull},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        chain c = run_chain_with(&o, "[0, 0]", gain, cases[i].extra, cases[i].n);
+        assert_int_equal(cbf_port_desc_get_attr(&c.post_out.desc, "dither", &v), 0);
+        assert_true(v == 1);
+        assert_int_equal(cbf_port_desc_get_attr(&c.post_out.desc, "dither_key", &v), 0);
+        assert_true(v == (double)cases[i].key);
+        assert_int_equal(cbf_port_desc_get_attr(&c.post_out.desc, "antenna", &v), 0);
+        assert_true(v == cases[i].antenna);
+        assert_int_equal(cbf_harness_gauge(c.post, "dither", &v), 0);
+        assert_true(v == 1);
+        assert_int_equal(cbf_harness_gauge(c.post, "dither_key", &v), 0);
+        assert_true(v == (double)cases[i].key);
+        check_post_dither(&c, &off, cases[i].key, cases[i].antenna);
+        free_chain(&c);
+    }
+    free_chain(&off);
+    /* Another buffering of the same stream: the same bytes, dither on. */
+    chain a = run_chain(&o, "[0, 0]");
+    pfb_spb = "spectra_per_buffer=32";
+    chain b = run_chain(&o, "[0, 0]");
+    pfb_spb = "spectra_per_buffer=64";
+    const size_t half = SPB / 2 * CH * 2 * 2;
+    /* The shorter buffers may reach one buffer further at the stream's end. */
+    assert_true(b.post_out.n >= 2 * a.post_out.n && a.post_out.n >= 8);
+    for (size_t k = 0; k < 2 * a.post_out.n; k++) {
+        assert_int_equal(b.post_out.q[k]->timestamp,
+                         a.post_out.q[k / 2]->timestamp + (int64_t)(k % 2 * SPB / 2 * STEP));
+        assert_memory_equal(b.post_out.q[k]->data,
+                            (const uint8_t *)a.post_out.q[k / 2]->data + k % 2 * half, half);
+    }
+    free_chain(&a);
+    free_chain(&b);
+}
+
 int main(void)
 {
     seed = 0x5eed0000ull ^ (uint64_t)(uintptr_t)&seed;
@@ -492,6 +612,7 @@ int main(void)
         cmocka_unit_test(test_missing_and_gap),
         cmocka_unit_test(test_delay_centre_reference),
         cmocka_unit_test(test_dft_corner),
+        cmocka_unit_test(test_dither_node),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

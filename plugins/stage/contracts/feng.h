@@ -37,6 +37,8 @@
 #define CBF_ATTR_FIRST_CHANNEL "first_channel"
 #define CBF_ATTR_COARSE_DELAY_POL0 "coarse_delay_pol0"
 #define CBF_ATTR_COARSE_DELAY_POL1 "coarse_delay_pol1"
+#define CBF_ATTR_DITHER "dither"          /* 1: fft_post dithered before rounding */
+#define CBF_ATTR_DITHER_KEY "dither_key"  /* fft_post's dither key (docs/formats.md "Dither") */
 
 /* FIR aux: the digitiser power of the buffer's owned samples (zero
  * narrowband), and pfb's delay model evaluated per spectrum for fft_post
