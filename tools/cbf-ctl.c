@@ -393,8 +393,11 @@ int main(int argc, char **argv)
         /* The text as it is: for trying the engine's checks by hand, or a
          * request too long for a command line from standard input ("-"). */
         json_t *reply = NULL;
-        char *text = npos == 1 && !strcmp(pos[0], "-") ? ctl_read_all(stdin) : NULL;
-        int rc = npos != 1 ? usage() : !strcmp(pos[0], "-") && !text ? 2 : call_text(&c, text ? text : pos[0], &reply);
+        bool from_stdin = npos == 1 && !strcmp(pos[0], "-");
+        char *text = from_stdin ? ctl_read_all(stdin) : NULL;
+        int rc = npos != 1             ? usage()
+                 : from_stdin && !text ? 2
+                                       : call_text(&c, from_stdin ? text : pos[0], &reply);
         free(text);
         if (!rc && !(rc = refused(reply))) {
             if (c.raw_json)

@@ -215,7 +215,8 @@ struct receiver {
     const char *pcap_path;
     int cores[MAX_SOCKETS], n_cores;   /* affinity */
     size_t rcvbuf;
-    cbf_counter *c_packets, *c_bytes, *c_bad_heaps, *c_kernel_drops, *c_dropped_test, *c_truncated, *c_stops_ignored,
+    cbf_counter *c_packets, *c_bytes, *c_bad_heaps, *c_kernel_drops, *c_dropped_test, *c_truncated,
+        *c_stops_ignored,
         *c_malformed[N_GROUPS];
 };
 
