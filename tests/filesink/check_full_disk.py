@@ -6,7 +6,9 @@
      fit, naming the file; cbf-run exits 1 at once (not when the source
      ends, which is never); the file opens and holds every buffer before;
   2. two filesinks, the second unable to create its file: cbf-run exits
-     non-zero and the first leaves no empty file behind.
+     non-zero and the first leaves no empty file behind;
+  3. `overwrite: true` replacing an earlier file says so (a warning naming
+     it), and is silent when there was none.
 
 usage: check_full_disk.py CBF_RUN
 """
@@ -75,6 +77,18 @@ def main():
         if os.path.exists(first):
             fail("an engine that did not start left an empty file behind")
         print("ok: an engine that failed to start left no empty file")
+
+        # overwrite: true replaces an earlier capture, and says so.
+        again = os.path.join(tmp, "again.h5")
+        doc = {"engine": {"gpu": "none"},
+               "nodes": {"dsim": {"plugin": "dsim", "params": {"length": 65536, "samples_per_chunk": 65536}},
+                         "sink": {"plugin": "filesink", "params": {"path": again, "overwrite": True}}},
+               "edges": ["dsim.out -> sink.in"]}
+        logs = [subprocess.run([cbf_run, write(tmp, "again", doc)], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, timeout=60).stdout for _ in range(2)]
+        if "is replaced" in logs[0] or f"{again} exists and is replaced (overwrite: true)" not in logs[1]:
+            fail(f"overwrite: true should warn only when it replaces a file: {logs}")
+        print("ok: overwrite: true says when it replaces an earlier capture")
     return 0
 
 
