@@ -75,13 +75,6 @@ typedef struct bf {
     cbf_counter *c_batches, *c_missing, *c_sat;
 } bf;
 
-static int bf_need_attr(const cbf_port_desc *d, const char *name, double *v, cbf_error *err)
-{
-    if (cbf_port_desc_get_attr(d, name, v))
-        return cbf_error_set(err, CBF_ECONFIG, "input descriptor lacks attribute '%s'", name);
-    return 0;
-}
-
 /* Value for (beam b, antenna a) of a per-antenna list: [] gives def,
  * n_ants values are shared by every beam, beams x n_ants are beam-major. */
 static double bf_list_at(const cbf_params *p, const char *name, size_t b, size_t a, size_t n_ants,
@@ -113,9 +106,9 @@ static int bf_coefficients(bf *s, const cbf_params *p, const cbf_port_desc *in, 
     const size_t A = (size_t)s->shape.n_ants, B = (size_t)s->shape.n_beams;
     double ch, sbs, rate, bw, first = 0;
     int rc;
-    if ((rc = bf_need_attr(in, CBF_ATTR_CHANNELS, &ch, err)) ||
-        (rc = bf_need_attr(in, CBF_ATTR_SAMPLES_BETWEEN_SPECTRA, &sbs, err)) ||
-        (rc = bf_need_attr(in, CBF_ATTR_ADC_SAMPLE_RATE, &rate, err)))
+    if ((rc = cbf_stage_input_attr(in, CBF_ATTR_CHANNELS, &ch, err)) ||
+        (rc = cbf_stage_input_attr(in, CBF_ATTR_SAMPLES_BETWEEN_SPECTRA, &sbs, err)) ||
+        (rc = cbf_stage_input_attr(in, CBF_ATTR_ADC_SAMPLE_RATE, &rate, err)))
         return rc;
     cbf_port_desc_get_attr(in, CBF_ATTR_FIRST_CHANNEL, &first);
     const double spacing = cbf_port_desc_get_attr(in, CBF_ATTR_BANDWIDTH, &bw) ? rate / sbs

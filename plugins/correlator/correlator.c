@@ -142,13 +142,6 @@ static void corr_fini(cbf_node *node)
     cbf_node_set_state(node, NULL);
 }
 
-static int corr_need_attr(const cbf_port_desc *d, const char *name, double *v, cbf_error *err)
-{
-    if (cbf_port_desc_get_attr(d, name, v))
-        return cbf_error_set(err, CBF_ECONFIG, "input descriptor lacks attribute '%s'", name);
-    return 0;
-}
-
 static int corr_init(cbf_node *node, cbf_error *err)
 {
     corr *s = calloc(1, sizeof *s);
@@ -161,10 +154,10 @@ static int corr_init(cbf_node *node, cbf_error *err)
     const cbf_port_desc *in = cbf_port_get_desc(s->in);
     double ch, sph, sbs, rate;
     int rc;
-    if ((rc = corr_need_attr(in, CBF_ATTR_CHANNELS, &ch, err)) ||
-        (rc = corr_need_attr(in, CBF_ATTR_SPECTRA_PER_HEAP, &sph, err)) ||
-        (rc = corr_need_attr(in, CBF_ATTR_SAMPLES_BETWEEN_SPECTRA, &sbs, err)) ||
-        (rc = corr_need_attr(in, CBF_ATTR_ADC_SAMPLE_RATE, &rate, err)))
+    if ((rc = cbf_stage_input_attr(in, CBF_ATTR_CHANNELS, &ch, err)) ||
+        (rc = cbf_stage_input_attr(in, CBF_ATTR_SPECTRA_PER_HEAP, &sph, err)) ||
+        (rc = cbf_stage_input_attr(in, CBF_ATTR_SAMPLES_BETWEEN_SPECTRA, &sbs, err)) ||
+        (rc = cbf_stage_input_attr(in, CBF_ATTR_ADC_SAMPLE_RATE, &rate, err)))
         return rc;
     cbf_xeng_batch b;
     if (cbf_xeng_batch_of(in, &b))

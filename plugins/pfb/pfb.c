@@ -128,22 +128,15 @@ static const cbf_port_decl pfb_ports[] = {
             "change (wire to a filesink to record runtime changes beside the data)"},
 };
 
-static int pfb_attr(const cbf_port_desc *d, const char *name, double *v, cbf_error *err)
-{
-    if (cbf_port_desc_get_attr(d, name, v))
-        return cbf_error_set(err, CBF_ECONFIG, "input has no '%s' attribute", name);
-    return 0;
-}
-
 /* Packed digitiser input (wideband). */
 static int pfb_packed_input(pfb_state *s, const cbf_params *p, const cbf_port_desc *in,
                             double *rate, cbf_error *err)
 {
     double spc, heap;
     int rc;
-    if ((rc = pfb_attr(in, CBF_ATTR_ADC_SAMPLE_RATE, rate, err)) ||
-        (rc = pfb_attr(in, CBF_ATTR_SAMPLES_PER_CHUNK, &spc, err)) ||
-        (rc = pfb_attr(in, CBF_ATTR_HEAP_SAMPLES, &heap, err)))
+    if ((rc = cbf_stage_input_attr(in, CBF_ATTR_ADC_SAMPLE_RATE, rate, err)) ||
+        (rc = cbf_stage_input_attr(in, CBF_ATTR_SAMPLES_PER_CHUNK, &spc, err)) ||
+        (rc = cbf_stage_input_attr(in, CBF_ATTR_HEAP_SAMPLES, &heap, err)))
         return rc;
     s->bits = in->bits;
     s->chunk = (size_t)spc;
@@ -173,9 +166,9 @@ static int pfb_complex_input(pfb_state *s, const cbf_params *p, const cbf_port_d
 {
     double dec, block, ant = 0;
     int rc;
-    if ((rc = pfb_attr(in, CBF_ATTR_ADC_SAMPLE_RATE, rate, err)) ||
-        (rc = pfb_attr(in, CBF_ATTR_DECIMATION, &dec, err)) ||
-        (rc = pfb_attr(in, CBF_ATTR_OUTPUTS_PER_BLOCK, &block, err)))
+    if ((rc = cbf_stage_input_attr(in, CBF_ATTR_ADC_SAMPLE_RATE, rate, err)) ||
+        (rc = cbf_stage_input_attr(in, CBF_ATTR_DECIMATION, &dec, err)) ||
+        (rc = cbf_stage_input_attr(in, CBF_ATTR_OUTPUTS_PER_BLOCK, &block, err)))
         return rc;
     cbf_port_desc_get_attr(in, CBF_ATTR_ANTENNA, &ant);
     s->cplx = 1;

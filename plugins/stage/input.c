@@ -3,6 +3,13 @@
 
 #include "cbf/port.h"
 
+int cbf_stage_input_attr(const cbf_port_desc *d, const char *name, double *v, cbf_error *err)
+{
+    if (cbf_port_desc_get_attr(d, name, v))
+        return cbf_error_set(err, CBF_ECONFIG, "input has no '%s' attribute", name);
+    return 0;
+}
+
 int cbf_stage_input_loop(cbf_node *node, const char *port, cbf_stage_take_fn take, void *ctx,
                          cbf_error *err)
 {

@@ -6,6 +6,7 @@
 #include "cbf/buffer.h"
 #include "cbf/error.h"
 #include "cbf/node.h"
+#include "cbf/port.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -20,6 +21,10 @@ typedef int (*cbf_stage_take_fn)(void *ctx, cbf_buffer *buf, cbf_error *err);
  * code). */
 int cbf_stage_input_loop(cbf_node *node, const char *port, cbf_stage_take_fn take, void *ctx,
                          cbf_error *err);
+
+/* An attribute the stage cannot work without, read from its input's
+ * descriptor in init: 0, or CBF_ECONFIG naming the attribute. */
+int cbf_stage_input_attr(const cbf_port_desc *d, const char *name, double *v, cbf_error *err);
 
 #ifdef __cplusplus
 }
