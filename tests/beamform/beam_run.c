@@ -26,23 +26,6 @@ out:
 }
 #endif
 
-int beam_gpu_available(char *msg, size_t msglen)
-{
-#ifdef CBF_HAVE_CUDA
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess || n < 1) {
-        snprintf(msg, msglen, "no CUDA device (%s)",
-                 e != cudaSuccess ? cudaGetErrorString(e) : "count 0");
-        return 0;
-    }
-    return 1;
-#else
-    snprintf(msg, msglen, "built without CUDA");
-    return 0;
-#endif
-}
-
 int beam_run(int gpu, const cbf_beam_job *job, char *msg, size_t msglen)
 {
     if (!gpu)

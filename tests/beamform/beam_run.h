@@ -6,9 +6,7 @@
 #include <stddef.h>
 
 #include "beamform.h"
-
-/* 1 when a GPU is there (and CUDA was built); else 0 and why in msg. */
-int beam_gpu_available(char *msg, size_t msglen);
+#include "../gpu_available.h"   /* cbf_test_gpu_available */
 
 /* job's pointers are host memory; out, raw and saturated are written back. */
 int beam_run(int gpu, const cbf_beam_job *job, char *msg, size_t msglen);

@@ -396,7 +396,7 @@ int main(int argc, char **argv)
             use_gpu = 1;
     if (use_gpu) {
         char why[256];
-        if (!beam_gpu_available(why, sizeof why)) {
+        if (!cbf_test_gpu_available(why, sizeof why)) {
             printf("test_beamform --gpu: skipped: %s\n", why);
             return 77;
         }

@@ -313,7 +313,7 @@ int main(int argc, char **argv)
         return 77;
     }
     char why[256];
-    if (use_gpu && !beam_gpu_available(why, sizeof why)) {
+    if (use_gpu && !cbf_test_gpu_available(why, sizeof why)) {
         printf("test_beamform_pipeline --gpu: skipped: %s\n", why);
         return 77;
     }

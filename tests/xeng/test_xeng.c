@@ -400,7 +400,7 @@ int main(int argc, char **argv)
             use_gpu = 1;
     if (use_gpu) {
         char why[256];
-        if (!xeng_gpu_available(why, sizeof why)) {
+        if (!cbf_test_gpu_available(why, sizeof why)) {
             printf("test_xeng --gpu: skipped: %s\n", why);
             return 77;
         }

@@ -19,23 +19,6 @@ static int xr_cuda(cudaError_t e, const char *call, char *msg, size_t msglen)
 #define CK(call) do { if ((rc = xr_cuda((call), #call, msg, msglen))) goto out; } while (0)
 #endif
 
-int xeng_gpu_available(char *msg, size_t msglen)
-{
-#ifdef CBF_HAVE_CUDA
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess || n < 1) {
-        snprintf(msg, msglen, "no CUDA device (%s)",
-                 e != cudaSuccess ? cudaGetErrorString(e) : "count 0");
-        return 0;
-    }
-    return 1;
-#else
-    snprintf(msg, msglen, "built without CUDA");
-    return 0;
-#endif
-}
-
 int xeng_correlate(int gpu, const cbf_corr_shape *s, const uint8_t *in, size_t batches,
                    size_t b0, size_t b1, int slices, int block_ants, int64_t *accum, char *msg,
                    size_t msglen)

@@ -8,9 +8,7 @@
 
 #include "correlator.h"
 #include "reducer.h"
-
-/* 1 when a GPU is there (and CUDA was built); else 0 and why in msg. */
-int xeng_gpu_available(char *msg, size_t msglen);
+#include "../gpu_available.h"   /* cbf_test_gpu_available */
 
 /* accum: slices x cbf_corr_accum_len values, added into. The CPU adds into
  * slice 0 whatever `slices` says. in holds `batches` batches. */
