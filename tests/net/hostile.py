@@ -34,7 +34,7 @@ except ImportError as e:  # pragma: no cover
     sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopback import bound, fail, free_port  # noqa: E402
+from loopback import bound, fail, free_port, write_yaml  # noqa: E402
 
 SPC = 65536                 # samples per chunk and pol: 16 heaps
 HEAPS = SPC // 4096
@@ -82,8 +82,7 @@ def start(cbf_run, tmp, name, port, path, **extra):
                      "sink": {"plugin": "filesink", "params": {"path": path}}},
            "edges": ["recv.out -> sink.in"]}
     yml = os.path.join(tmp, name + ".yaml")
-    with open(yml, "w") as f:
-        yaml.safe_dump(doc, f)
+    write_yaml(yml, doc)
     proc = subprocess.Popen([cbf_run, yml], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 30
     while not bound(port):
@@ -107,7 +106,8 @@ def finish(name, proc, path):
 
 
 def check_chunks(name, dig, ts, present, data):
-    want = sorted(dig.sent)
+    """The chunks out, in the order their heaps were sent, hold what was sent."""
+    want = list(dig.sent)
     if list(ts) != [c * SPC for c in want]:
         fail(f"{name}: chunk timestamps {list(ts)}, expected {[c * SPC for c in want]}")
     if not present.all():
@@ -153,14 +153,7 @@ def main():
         order = [0, 1, 2, 1 << 20, (1 << 20) + 1, (1 << 20) + 2, 100, 101, 102]
         if list(ts) != [c * SPC for c in order]:
             fail(f"stream jumps: chunk timestamps {list(ts)}, expected {[c * SPC for c in order]}")
-        dig.sent = {c: dig.sent[c] for c in order}
-        idx = {c: i for i, c in enumerate(order)}
-        for c in order:
-            i = idx[c]
-            for pol in range(2):
-                got = data[i, 0, pol].reshape(HEAPS, 5120)
-                if not present[i].all() or not all(np.array_equal(got[k], dig.sent[c][pol][k]) for k in range(HEAPS)):
-                    fail(f"stream jumps: chunk {c} pol {pol} differs or is flagged")
+        check_chunks("stream jumps", dig, ts, present, data)
         if counts.get("packets_ahead") or counts.get("heaps_late"):
             fail(f"stream jumps: nothing should be dropped: {counts}")
         print("ok: the stream jumped forwards 2^20 chunks and back; the window restarted twice, every heap landed")
@@ -183,8 +176,7 @@ def main():
                                                                  "packet_size": 9300}}},
                "edges": ["dsim.out -> send.in"]}
         yml = os.path.join(tmp, "big.yaml")
-        with open(yml, "w") as f:
-            yaml.safe_dump(doc, f)
+        write_yaml(yml, doc)
         r = subprocess.run([cbf_run, yml], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=30)
         if r.returncode == 0 or "packet_size" not in r.stdout:
             fail(f"a sender with packet_size 9300 should be refused naming it: {r.stdout}")

@@ -33,7 +33,7 @@ except ImportError as e:  # pragma: no cover
     sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopback import fail, free_port  # noqa: E402
+from loopback import fail, free_port, write_yaml  # noqa: E402
 
 ANTS, CHANNELS, CPH, SPECTRA, BATCHES, CHUNKS = 4, 128, 32, 256, 2, 4
 STEP = SPECTRA * 2 * CHANNELS             # timestamp step of one batch
@@ -85,8 +85,7 @@ def receive(cbf_run, tmp, name, heaps, end, round_robin, **rx):
                      "sink": {"plugin": "filesink", "params": {"path": path}}},
            "edges": ["recv.batches -> sink.in"]}
     yml = os.path.join(tmp, name + ".yaml")
-    with open(yml, "w") as f:
-        yaml.safe_dump(doc, f)
+    write_yaml(yml, doc)
     proc = subprocess.Popen([cbf_run, yml], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 30
     while sockets_on(port) < rx.get("threads_per_address", 1):
