@@ -115,15 +115,13 @@ static int valid_node_name(const char *s)
     return 1;
 }
 
-/* Keys of a mapping in name order, ties in file order: qsort's comparator
- * sees only the pairs, so the document travels in a file-scope pointer
- * (the loader runs on one thread). */
-static const loader *keys_loader;
-
-static int key_order(const void *a, const void *b)
+/* Keys of a mapping in name order, ties in file order (qsort_r: the loader
+ * travels with the call, so engines may load pipelines on several threads). */
+static int key_order(const void *a, const void *b, void *loader_)
 {
+    loader *L = loader_;
     const yaml_node_pair_t *p = *(yaml_node_pair_t *const *)a, *q = *(yaml_node_pair_t *const *)b;
-    int c = strcmp(scalar(node_at((loader *)keys_loader, p->key)), scalar(node_at((loader *)keys_loader, q->key)));
+    int c = strcmp(scalar(node_at(L, p->key)), scalar(node_at(L, q->key)));
     return c ? c : (p > q) - (p < q);
 }
 
@@ -145,8 +143,7 @@ static int map_keys_ok(loader *L, const yaml_node_t *m, const char *what)
         return cbf_error_set(L->err, CBF_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++)
         sorted[i] = m->data.mapping.pairs.start + i;
-    keys_loader = L;
-    qsort(sorted, n, sizeof *sorted, key_order);
+    qsort_r(sorted, n, sizeof *sorted, key_order, L);
     /* In each run of one name the second is its first repeat; the report
      * names the repeat that comes first in the file. */
     yaml_node_pair_t *dup = NULL, *first = NULL;
@@ -507,11 +504,10 @@ static int name_cmp(const char *name, size_t len, const char *s)
     return c ? c : -(s[len] != 0);
 }
 
-static const cbf_graph *by_name_graph;   /* for qsort's comparator; one thread loads */
-
-static int node_order(const void *a, const void *b)
+static int node_order(const void *a, const void *b, void *graph)
 {
-    const char *x = by_name_graph->nodes[*(const size_t *)a].name, *y = by_name_graph->nodes[*(const size_t *)b].name;
+    const cbf_graph *g = graph;
+    const char *x = g->nodes[*(const size_t *)a].name, *y = g->nodes[*(const size_t *)b].name;
     return strcmp(x ? x : "", y ? y : "");
 }
 
@@ -526,8 +522,7 @@ static long find_node(loader *L, const char *name, size_t len)
             return -1;
         for (size_t i = 0; i < g->n_nodes; i++)
             idx[i] = i;
-        by_name_graph = g;
-        qsort(idx, g->n_nodes, sizeof *idx, node_order);
+        qsort_r(idx, g->n_nodes, sizeof *idx, node_order, (void *)g);
         L->by_name = idx;
         L->n_by_name = g->n_nodes;
     }
