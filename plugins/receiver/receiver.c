@@ -39,7 +39,7 @@
 
 #define MAX_SOCKETS 32
 #define MAX_SOURCES 256   /* senders remembered for their stream stops */
-#define KNOWN_CACHE 16
+#define KNOWN_BITS 8      /* per thread: sources already noted, by hash */
 #define RECV_BATCH 64
 #define RECV_BUF CBF_SPEAD_MAX_PACKET
 #define HEAP_SAMPLES 4096   /* MeerKAT digitiser heap */
@@ -170,8 +170,7 @@ typedef struct worker {
     uint64_t packets, bytes;   /* placed without the assembler, not yet added to the node's */
     uint64_t all_packets;      /* every packet this socket took (the end-of-run log) */
     rx_seen seen_heaps[1 << SEEN_BITS];
-    uint64_t known[KNOWN_CACHE];  /* sources this thread has already noted */
-    unsigned n_known;
+    uint64_t known[1 << KNOWN_BITS];  /* sources this thread has already noted, by hash */
     cbf_net_rx *rx;
     cbf_spead_assembler *as;
     pthread_t thread;
@@ -421,9 +420,13 @@ static bool rx_has(const uint64_t *set, int n, uint64_t v)
  * stop. */
 static void rx_note_source(worker *w, uint64_t src)
 {
-    if (!src || rx_has(w->known, (int)(w->n_known < KNOWN_CACHE ? w->n_known : KNOWN_CACHE), src))
+    /* Every data packet asks: one slot looked at, and the shared list
+     * (under the lock) only for a source this thread has not seen, which
+     * keeps 64 interleaved F-engines off the lock. */
+    uint64_t *slot = &w->known[(src * 0x9e3779b97f4a7c15ull) >> (64 - KNOWN_BITS)];
+    if (!src || *slot == src)
         return;
-    w->known[w->n_known++ % KNOWN_CACHE] = src;
+    *slot = src;
     receiver *r = w->r;
     pthread_mutex_lock(&r->lock);
     if (!rx_has(r->sources, r->n_sources, src)) {
