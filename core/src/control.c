@@ -171,17 +171,42 @@ static json_t *node_sensors(cbf_engine *e, size_t i, const cbf_node_stats *st, n
         }
     }
     json_object_set_new(o, "queues", q);
-    json_t *cn = json_object();
-    for (int k = 0; k < st->n_counters; k++)
-        json_object_set_new(cn, st->counter_names[k], json_integer((json_int_t)st->counter_values[k]));
-    json_object_set_new(o, "counters", cn);
-    json_t *gs = json_object();
+    /* Each counter, gauge and text with its status and the UNIX time its
+     * value last changed (sensor.c), under "status" and "updated" by name. */
+    const double now = cbf_rt_unix_now();
+    json_t *cn = json_object(), *gs = json_object(), *ts = json_object();
+    json_t *stat = json_object(), *upd = json_object();
+    double u;
+    for (int k = 0; k < st->n_counters; k++) {
+        uint64_t v;
+        cbf_status cs = cbf_rt_counter_look(n, k, now, &v, &u);
+        json_object_set_new(cn, st->counter_names[k], json_integer((json_int_t)v));
+        json_object_set_new(stat, st->counter_names[k], json_string(cbf_status_name(cs)));
+        json_object_set_new(upd, st->counter_names[k], json_real(u));
+    }
     int ng = atomic_load_explicit(&n->n_gauges, memory_order_acquire);
     for (int k = 0; k < ng; k++) {
-        double v = cbf_gauge_get(&n->gauges[k]);
+        double v;
+        cbf_status gs_st = cbf_rt_gauge_look(n, k, now, &v, &u);
         json_object_set_new(gs, n->gauges[k].name, isfinite(v) ? json_real(v) : json_null());
+        json_object_set_new(stat, n->gauges[k].name, json_string(cbf_status_name(gs_st)));
+        json_object_set_new(upd, n->gauges[k].name, json_real(u));
     }
+    size_t nt = cbf_rt_text_count(n);
+    for (size_t k = 0; k < nt; k++) {
+        char *v;
+        cbf_status tst;
+        const char *name = cbf_rt_text_look(n, k, &v, &tst, &u);
+        json_object_set_new(ts, name, json_string(v ? v : ""));
+        json_object_set_new(stat, name, json_string(cbf_status_name(tst)));
+        json_object_set_new(upd, name, u > 0 ? json_real(u) : json_null());
+        free(v);
+    }
+    json_object_set_new(o, "counters", cn);
     json_object_set_new(o, "gauges", gs);
+    json_object_set_new(o, "texts", ts);
+    json_object_set_new(o, "status", stat);
+    json_object_set_new(o, "updated", upd);
     return o;
 }
 
@@ -226,6 +251,9 @@ static json_t *sensors(cbf_control *c, bool advance)
     json_object_set_new(m, "time", json_real((double)wall.tv_sec + 1e-9 * (double)wall.tv_nsec));
     json_object_set_new(m, "elapsed_s", json_real(cbf_engine_elapsed(c->e)));
     json_object_set_new(m, "period_s", json_real(c->period));
+    cbf_status dev = cbf_rt_engine_status(c->e, cbf_rt_unix_now());
+    json_object_set_new(m, "device-status", json_pack("{s:s, s:s}", "value", cbf_rt_device_status_word(dev),
+                                                      "status", cbf_status_name(dev)));
     json_object_set_new(m, "nodes", nodes);
     if (advance) {
         c->prev_ns = now;

@@ -208,7 +208,7 @@ static void *kc_main(void *arg)
         if (pf[0].revents & POLLIN)
             kc_accept(k);
     }
-    free(ss.s);
+    cbf_katcp_sensors_free(&ss);
     return NULL;
 }
 

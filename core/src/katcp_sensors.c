@@ -32,6 +32,15 @@ static const char *kc_units(const char *key)
     return "";
 }
 
+static const char *kc_status_word(const char *st)
+{
+    static const char *const words[] = {"unknown", "nominal", "warn", "error"};
+    for (size_t i = 0; i < 4; i++)
+        if (!strcmp(st, words[i]))
+            return words[i];
+    return "unknown";
+}
+
 static kc_sensor *kc_sensor_add(kc_sensors *ss)
 {
     if (ss->n == ss->cap) {
@@ -48,9 +57,9 @@ static kc_sensor *kc_sensor_add(kc_sensors *ss)
 }
 
 static void kc_sensor_put(kc_sensors *ss, const char *node, const char *plugin, const char *mid,
-                            const char *key, const char *what, json_t *v)
+                          const char *key, const char *what, json_t *v, json_t *status, json_t *updated)
 {
-    if (!json_is_number(v) && !json_is_null(v))
+    if (!json_is_number(v) && !json_is_null(v) && !json_is_string(v))
         return;
     kc_sensor *s = kc_sensor_add(ss);
     if (!s)
@@ -59,22 +68,40 @@ static void kc_sensor_put(kc_sensors *ss, const char *node, const char *plugin, 
     snprintf(s->desc, sizeof s->desc, "%s %s%s%s of node %s (plugin %s)", what, mid ? mid : "",
              mid ? " " : "", key, node, plugin);
     s->units = kc_units(key);
-    s->type = json_is_integer(v) ? "integer" : "float";
-    /* Sensor status rules come later: a value read is nominal; a gauge never
-     * set (null) is unknown. */
-    s->status = json_is_null(v) ? "unknown" : "nominal";
+    s->type = json_is_integer(v) ? "integer" : json_is_string(v) ? "string" : "float";
+    /* The core's status (sensor.c) where it gives one; the runtime's own
+     * counts and queue fills are nominal, a gauge never set unknown. */
+    const char *st = json_string_value(status);
+    s->status = st ? kc_status_word(st) : json_is_null(v) ? "unknown" : "nominal";
+    s->updated = json_is_number(updated) ? json_number_value(updated) : ss->time;
+    char num[40];
     if (json_is_integer(v))
-        snprintf(s->value, sizeof s->value, "%lld", (long long)json_integer_value(v));
+        snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
     else if (json_is_real(v))
-        snprintf(s->value, sizeof s->value, "%.17g", json_real_value(v));
+        snprintf(num, sizeof num, "%.17g", json_real_value(v));
     else
-        snprintf(s->value, sizeof s->value, "nan");
+        snprintf(num, sizeof num, "nan");
+    s->value = strdup(json_is_string(v) ? json_string_value(v) : num);
+    if (!s->value)
+        ss->n--;
+}
+
+void cbf_katcp_sensors_free(kc_sensors *ss)
+{
+    for (size_t i = 0; i < ss->n; i++)
+        free(ss->s[i].value);
+    ss->n = 0;
+    free(ss->s);
+    ss->s = NULL;
+    ss->cap = 0;
 }
 
 /* The sensors now, flattened from the ZeroMQ plane's sensor object:
  * NODE.buffers-in, NODE.queue.PORT.fill, NODE.COUNTER, NODE.GAUGE. */
 static int kc_sensors_read(cbf_katcp *k, kc_sensors *ss)
 {
+    for (size_t i = 0; i < ss->n; i++)
+        free(ss->s[i].value);
     ss->n = 0;
     ss->time = cbf_katcp_now(CLOCK_REALTIME);
     json_t *nodes = cbf_rt_sensors_nodes(k->e);
@@ -86,6 +113,7 @@ static int kc_sensors_read(cbf_katcp *k, kc_sensors *ss)
     {
         const char *plugin = json_string_value(json_object_get(o, "plugin"));
         plugin = plugin ? plugin : "?";
+        json_t *status = json_object_get(o, "status"), *updated = json_object_get(o, "updated");
         json_object_foreach(o, key, v)
         {
             if (!strcmp(key, "queues")) {
@@ -93,20 +121,40 @@ static int kc_sensors_read(cbf_katcp *k, kc_sensors *ss)
                 {
                     char mid[160];
                     snprintf(mid, sizeof mid, "queue.%s", q);
-                    kc_sensor_put(ss, node, plugin, mid, "fill", "buffers waiting in input", json_object_get(qv, "fill"));
-                    kc_sensor_put(ss, node, plugin, mid, "depth", "capacity of input", json_object_get(qv, "depth"));
+                    kc_sensor_put(ss, node, plugin, mid, "fill", "buffers waiting in input",
+                                  json_object_get(qv, "fill"), NULL, NULL);
+                    kc_sensor_put(ss, node, plugin, mid, "depth", "capacity of input",
+                                  json_object_get(qv, "depth"), NULL, NULL);
                 }
-            } else if (!strcmp(key, "counters") || !strcmp(key, "gauges")) {
+            } else if (!strcmp(key, "counters") || !strcmp(key, "gauges") || !strcmp(key, "texts")) {
                 const char *ck;
                 json_t *cv;
+                const char *what = key[0] == 'c' ? "counter" : key[0] == 'g' ? "gauge" : "text";
                 json_object_foreach(v, ck, cv)
-                kc_sensor_put(ss, node, plugin, NULL, ck, key[0] == 'c' ? "counter" : "gauge", cv);
-            } else {
-                kc_sensor_put(ss, node, plugin, NULL, key, "runtime count", v);
+                kc_sensor_put(ss, node, plugin, NULL, ck, what, cv, json_object_get(status, ck),
+                              json_object_get(updated, ck));
+            } else if (strcmp(key, "status") && strcmp(key, "updated")) {
+                kc_sensor_put(ss, node, plugin, NULL, key, "runtime count", v, NULL, NULL);
             }
         }
     }
     json_decref(nodes);
+    /* katgpucbf's device-status: ok, degraded or fail, from the worst
+     * sensor status of the engine */
+    kc_sensor *d = kc_sensor_add(ss);
+    if (d) {
+        cbf_status st = cbf_rt_engine_status(k->e, ss->time);
+        snprintf(d->name, sizeof d->name, "device-status");
+        snprintf(d->desc, sizeof d->desc, "engine health: ok, degraded (a sensor warns) or fail (a sensor "
+                 "is in error)");
+        d->units = "";
+        d->type = "discrete";
+        d->status = kc_status_word(cbf_status_name(st));
+        d->updated = ss->time;
+        d->value = strdup(cbf_rt_device_status_word(st));
+        if (!d->value)
+            ss->n--;
+    }
     return CBF_OK;
 }
 
@@ -118,10 +166,21 @@ static const kc_sensor *kc_sensor_find(const kc_sensors *ss, const char *name)
     return NULL;
 }
 
-void cbf_katcp_sensor_line(cbf_katcp_buf *b, const char *inform, long long id, double t, const kc_sensor *s)
+/* What an event strategy compares: status and value (malloc'd). */
+static char *kc_last(const kc_sensor *s)
+{
+    size_t n = strlen(s->status) + strlen(s->value) + 2;
+    char *l = malloc(n);
+    if (l)
+        snprintf(l, n, "%s %s", s->status, s->value);
+    return l;
+}
+
+/* The sensor's own time: when its value last changed (katcp v5). */
+void cbf_katcp_sensor_line(cbf_katcp_buf *b, const char *inform, long long id, const kc_sensor *s)
 {
     char ts[32];
-    snprintf(ts, sizeof ts, "%.6f", t);
+    snprintf(ts, sizeof ts, "%.6f", s->updated);
     const char *a[] = {ts, "1", s->name, s->status, s->value};
     cbf_katcp_inform(b, inform, id, 5, a);
 }
@@ -174,16 +233,17 @@ static void kc_sensor_list_or_value(kc_req *r, bool value)
             n++;
             const kc_sensor *s = &ss.s[i];
             if (value) {
-                cbf_katcp_sensor_line(&r->c->out, "sensor-value", r->m->id, ss.time, s);
+                cbf_katcp_sensor_line(&r->c->out, "sensor-value", r->m->id, s);
             } else {
-                const char *a[] = {s->name, s->desc, s->units, s->type};
-                cbf_katcp_inform(&r->c->out, "sensor-list", r->m->id, 4, a);
+                /* a discrete sensor lists its values (katcp v5) */
+                const char *a[] = {s->name, s->desc, s->units, s->type, "ok", "degraded", "fail"};
+                cbf_katcp_inform(&r->c->out, "sensor-list", r->m->id, strcmp(s->type, "discrete") ? 4 : 7, a);
             }
         }
         cbf_katcp_reply(r, "ok", "%zu", n);
     }
     free(pick);
-    free(ss.s);
+    cbf_katcp_sensors_free(&ss);
 }
 
 void cbf_katcp_sensor_list(kc_req *r) { kc_sensor_list_or_value(r, false); }
@@ -214,7 +274,7 @@ void cbf_katcp_sensor_sampling(kc_req *r)
     int rc = kc_sensors_read(r->k, &ss);
     if (rc || !(s = kc_sensor_find(&ss, name))) {
         cbf_katcp_reply(r, "fail", "%s '%s'", rc ? "out of memory reading sensor" : "unknown sensor", name);
-        free(ss.s);
+        cbf_katcp_sensors_free(&ss);
         return;
     }
     kc_client *c = r->c;
@@ -228,7 +288,7 @@ void cbf_katcp_sensor_sampling(kc_req *r)
                 st = i;
         if (st < 0) {
             cbf_katcp_reply(r, "fail", "strategy '%s' is not supported here (auto, period SECONDS, event, none)", how);
-            free(ss.s);
+            cbf_katcp_sensors_free(&ss);
             return;
         }
         char *end = NULL;
@@ -236,12 +296,12 @@ void cbf_katcp_sensor_sampling(kc_req *r)
             period = r->m->n_args == 3 ? strtod(r->m->args[2], &end) : NAN;
             if (!end || *end || !(period >= KC_MIN_PERIOD && period <= 1e6)) {
                 cbf_katcp_reply(r, "fail", "period: expected seconds from %g to 1e6", KC_MIN_PERIOD);
-                free(ss.s);
+                cbf_katcp_sensors_free(&ss);
                 return;
             }
         } else if (r->m->n_args != 2) {
             cbf_katcp_reply(r, "fail", "strategy '%s' takes no parameter", how);
-            free(ss.s);
+            cbf_katcp_sensors_free(&ss);
             return;
         }
         if (cur && st == KS_NONE) {
@@ -256,7 +316,7 @@ void cbf_katcp_sensor_sampling(kc_req *r)
                         c->samp = p;
                     free(nm);
                     cbf_katcp_reply(r, "fail", "out of memory");
-                    free(ss.s);
+                    cbf_katcp_sensors_free(&ss);
                     return;
                 }
                 c->samp = p;
@@ -281,12 +341,10 @@ void cbf_katcp_sensor_sampling(kc_req *r)
     cbf_katcp_reply_end(r);
     /* A new strategy starts with the value now, as katcp servers do. */
     if (r->m->n_args > 1 && cur) {
-        cbf_katcp_sensor_line(&c->out, "sensor-status", -1, ss.time, s);
-        char last[sizeof s->value + 16];
-        snprintf(last, sizeof last, "%s %s", s->status, s->value);
-        cur->last = strdup(last);
+        cbf_katcp_sensor_line(&c->out, "sensor-status", -1, s);
+        cur->last = kc_last(s);
     }
-    free(ss.s);
+    cbf_katcp_sensors_free(&ss);
 }
 
 /* Sends what the sampling strategies call for now; the time of the next
@@ -317,16 +375,17 @@ void cbf_katcp_sample(cbf_katcp *k, kc_sensors *ss, double *next)
                 if (sp->next < *next)
                     *next = sp->next;
             } else {
-                char last[sizeof s->value + 16];
-                snprintf(last, sizeof last, "%s %s", s->status, s->value);
-                if (!sp->last || strcmp(last, sp->last)) {
+                char *last = kc_last(s);
+                if (last && (!sp->last || strcmp(last, sp->last))) {
                     send = true;
                     free(sp->last);
-                    sp->last = strdup(last);
+                    sp->last = last;
+                } else {
+                    free(last);
                 }
             }
             if (send)
-                cbf_katcp_sensor_line(&c->out, "sensor-status", -1, ss->time, s);
+                cbf_katcp_sensor_line(&c->out, "sensor-status", -1, s);
         }
     }
 }

@@ -40,9 +40,10 @@ typedef struct kc_client {
 
 typedef struct kc_sensor {
     char name[192], desc[256];
-    const char *units, *type;   /* katcp type: integer or float */
-    char value[40];
+    const char *units, *type;   /* katcp type: integer, float, string or discrete */
+    char *value;                /* malloc'd */
     const char *status;
+    double updated;             /* UNIX seconds its value last changed */
 } kc_sensor;
 
 typedef struct kc_sensors {
@@ -87,8 +88,9 @@ CBF_KATCP_HIDDEN bool cbf_katcp_want_args(kc_req *r, size_t lo, size_t hi);
 CBF_KATCP_HIDDEN void cbf_katcp_dispatch(kc_req *r);
 
 /* ---- katcp_sensors.c ---- */
-CBF_KATCP_HIDDEN void cbf_katcp_sensor_line(cbf_katcp_buf *b, const char *inform, long long id, double t,
+CBF_KATCP_HIDDEN void cbf_katcp_sensor_line(cbf_katcp_buf *b, const char *inform, long long id,
                                             const kc_sensor *s);
+CBF_KATCP_HIDDEN void cbf_katcp_sensors_free(kc_sensors *ss);
 CBF_KATCP_HIDDEN void cbf_katcp_sensor_list(kc_req *r);
 CBF_KATCP_HIDDEN void cbf_katcp_sensor_value(kc_req *r);
 CBF_KATCP_HIDDEN void cbf_katcp_sensor_sampling(kc_req *r);

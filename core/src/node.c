@@ -108,6 +108,7 @@ int cbf_rt_node_setup(cbf_node *n, const cbf_graph_node *g, const atomic_bool *s
     n->stopping = stopping;
     n->aborting = aborting;
     cbf_rt_node_mailbox_init(n);
+    cbf_rt_node_sensors_init(n);
     int np = g->plugin->n_ports;
     n->slots = calloc(np ? (size_t)np : 1, sizeof *n->slots);
     if (!n->slots)
@@ -130,6 +131,7 @@ void cbf_rt_node_release(cbf_node *n)
     free(n->slots);
     n->slots = NULL;
     cbf_rt_node_mailbox_destroy(n);
+    cbf_rt_node_sensors_destroy(n);
 }
 
 void cbf_rt_node_fail(const cbf_node *n, const char *what, int rc, cbf_error *err)
@@ -195,6 +197,7 @@ cbf_counter *cbf_node_counter(cbf_node *n, const char *name)
     cbf_counter *c = &n->counters[k];
     snprintf(c->name, sizeof c->name, "%s", name);
     atomic_init(&c->value, 0);
+    atomic_init(&c->warn_on_rise, false);
     /* Published after the name is written, for a concurrent stats reader. */
     atomic_store_explicit(&n->n_counters, k + 1, memory_order_release);
     return c;

@@ -211,6 +211,7 @@ cbf_gauge *cbf_node_gauge(cbf_node *n, const char *name)
     uint64_t bits;
     memcpy(&bits, &nan, sizeof bits);
     atomic_init(&g->bits, bits);
+    atomic_init(&g->status, -1);
     atomic_store_explicit(&n->n_gauges, k + 1, memory_order_release);
     return g;
 }

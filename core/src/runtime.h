@@ -83,11 +83,28 @@ CBF_RT_HIDDEN void cbf_rt_port_wake(cbf_port *in);
 struct cbf_counter {
     char name[CBF_COUNTER_NAME_MAX];
     atomic_uint_least64_t value;
+    atomic_bool warn_on_rise;
+    /* What readers last saw (sensor.c, under the node's sensor_mu). */
+    uint64_t seen;
+    double updated, rose;         /* UNIX seconds; 0: never */
 };
 
 struct cbf_gauge {
     char name[CBF_COUNTER_NAME_MAX];
     atomic_uint_least64_t bits;   /* the double's bits */
+    atomic_int status;            /* -1: from the rule; else a cbf_status */
+    double lo, hi;                /* nominal range (set from init) */
+    bool has_range;
+    uint64_t seen;                /* sensor.c, under the node's sensor_mu */
+    double updated;
+};
+
+struct cbf_text {
+    char name[CBF_COUNTER_NAME_MAX];
+    pthread_mutex_t *mu;          /* its node's sensor_mu */
+    char *value;                  /* NULL until set; under the node's sensor_mu */
+    cbf_status status;
+    double updated;
 };
 
 /* One runtime request on its way to a node (request.c, control.c). The
@@ -128,6 +145,11 @@ struct cbf_node {
     atomic_int n_counters;
     struct cbf_gauge gauges[CBF_MAX_GAUGES];
     atomic_int n_gauges;
+    /* Text sensors and what readers last saw of counters and gauges
+     * (sensor.c). */
+    pthread_mutex_t sensor_mu;
+    struct cbf_text **texts;
+    size_t n_texts, cap_texts;
 
     /* Mailbox of runtime requests (request.c): the control thread queues,
      * the node's thread takes them between buffers. */
@@ -166,6 +188,27 @@ CBF_RT_HIDDEN void cbf_rt_node_set_current(cbf_node *n);
 /* Adds blocked time to a node's wait counters (n may be NULL). */
 CBF_RT_HIDDEN void cbf_rt_node_add_wait(cbf_node *n, bool output, uint64_t ns);
 CBF_RT_HIDDEN void cbf_rt_node_stats(const cbf_node *n, uint64_t now_ns, cbf_node_stats *out);
+
+/* ---- sensor status (sensor.c) ---- */
+CBF_RT_HIDDEN void cbf_rt_node_sensors_init(cbf_node *n);
+CBF_RT_HIDDEN void cbf_rt_node_sensors_destroy(cbf_node *n);
+/* UNIX seconds now. */
+CBF_RT_HIDDEN double cbf_rt_unix_now(void);
+/* A reader's look at counter / gauge k of n at time now: its value, its
+ * status by the rules, and when its value last changed as seen by readers
+ * (the first look at a value counts as its change). */
+CBF_RT_HIDDEN cbf_status cbf_rt_counter_look(cbf_node *n, int k, double now, uint64_t *v, double *updated);
+CBF_RT_HIDDEN cbf_status cbf_rt_gauge_look(cbf_node *n, int k, double now, double *v, double *updated);
+/* Text sensor i of n (i < cbf_rt_text_count): name, a malloc'd copy of the
+ * value ("" before the first set; NULL when out of memory), status, time set. */
+CBF_RT_HIDDEN size_t cbf_rt_text_count(cbf_node *n);
+CBF_RT_HIDDEN const char *cbf_rt_text_look(cbf_node *n, size_t i, char **value, cbf_status *st,
+                                           double *updated);
+/* The worst status over every node's counters, gauges and texts, unknown
+ * aside (nominal when all are unknown): the engine's device-status. */
+CBF_RT_HIDDEN cbf_status cbf_rt_engine_status(cbf_engine *e, double now);
+/* katgpucbf's device-status words for a status: ok, degraded, fail. */
+CBF_RT_HIDDEN const char *cbf_rt_device_status_word(cbf_status s);
 
 /* ---- requests (request.c) ---- */
 CBF_RT_HIDDEN void cbf_rt_node_mailbox_init(cbf_node *n);

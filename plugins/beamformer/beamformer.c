@@ -243,6 +243,7 @@ static int bf_init(cbf_node *node, cbf_error *err)
     s->c_batches = cbf_node_counter(node, "batches");
     s->c_missing = cbf_node_counter(node, "missing_heaps");
     s->c_sat = cbf_node_counter(node, "saturated");
+    cbf_counter_warn_on_rise(s->c_sat);
     return 0;
 }
 

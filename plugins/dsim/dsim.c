@@ -333,6 +333,7 @@ static int dsim_init(cbf_node *node, cbf_error *err)
         return rc;
     s->c_samples = cbf_node_counter(node, "samples");
     s->c_saturated = cbf_node_counter(node, "saturated");
+    cbf_counter_warn_on_rise(s->c_saturated);
     s->c_missing = cbf_node_counter(node, "missing_heaps");
     s->c_changes = cbf_node_counter(node, "signal_changes");
     /* Samples after which the signal in force repeats; 0: never (compute). */

@@ -324,6 +324,9 @@ static int post_init(cbf_node *node, cbf_error *err)
     s->c_missing = cbf_node_counter(node, "missing_batches");
     s->c_sat[0] = cbf_node_counter(node, "saturated_pol0");
     s->c_sat[1] = cbf_node_counter(node, "saturated_pol1");
+    /* clip counts rising: katgpucbf colours them warn */
+    cbf_counter_warn_on_rise(s->c_sat[0]);
+    cbf_counter_warn_on_rise(s->c_sat[1]);
     cbf_gauge_set(cbf_node_gauge(node, "dither"), s->cfg.dither);
     cbf_gauge_set(cbf_node_gauge(node, "dither_key"), (double)s->cfg.dither_key);
     /* One change per input buffer: the kernel switches tables once. */

@@ -197,6 +197,7 @@ static int fsim_init(cbf_node *node, cbf_error *err)
         return rc;
     s->src.c_units = cbf_node_counter(node, "batches");
     s->src.c_saturated = cbf_node_counter(node, "saturated");
+    cbf_counter_warn_on_rise(s->src.c_saturated);
     s->src.c_missing = cbf_node_counter(node, "missing_heaps");
     return 0;
 }

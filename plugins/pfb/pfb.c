@@ -382,6 +382,9 @@ static int pfb_init(cbf_node *node, cbf_error *err)
     s->c_sections = cbf_node_counter(node, "coarse_delay_changes");
     s->g_dbfs[0] = cbf_node_gauge(node, "rms_dbfs_pol0");
     s->g_dbfs[1] = cbf_node_gauge(node, "rms_dbfs_pol1");
+    /* katgpucbf: digitiser RMS between -30 and -10 dBFS is nominal */
+    cbf_gauge_nominal_range(s->g_dbfs[0], -30.0, -10.0);
+    cbf_gauge_nominal_range(s->g_dbfs[1], -30.0, -10.0);
     s->rate = rate;
     for (int q = 0; q < 2; q++)
         s->model[q] = (delay_model){0, (double)(s->delay[q] * s->scale), 0, 0, 0};

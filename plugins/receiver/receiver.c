@@ -766,8 +766,11 @@ static int receiver_init(cbf_node *node, cbf_error *err)
         *slots[i] = cbf_node_counter(node, names[i]);
     for (int i = 0; i < N_GROUPS; i++)
         r->c_malformed[i] = cbf_node_counter(node, rx_group_names[i]);
-    if (!r->feng)
+    if (!r->feng) {
         r->win.c_notes = cbf_node_counter(node, "digitiser_clipped_samples");
+        cbf_counter_warn_on_rise(r->win.c_notes);
+    }
+    r->win.g_sync = cbf_node_gauge(node, "rx.synchronised");
     const cbf_net_choice choice = cbf_stage_net_choice(p);
     if ((rc = rx_open_workers(r, p, &choice, err)))
         return rc;

@@ -62,6 +62,8 @@ static int rx_window_emit(rx_window *w, rx_chunk *c)
     cbf_counter_add(w->c_chunks, 1);
     cbf_counter_add(w->c_missing, missing);
     cbf_counter_add(w->c_incomplete, incomplete);
+    /* katgpucbf's rx.synchronised: error while data is missing */
+    cbf_gauge_set_status(w->g_sync, missing == 0, missing ? CBF_STATUS_ERROR : CBF_STATUS_NOMINAL);
     return cbf_port_send(w->out, b);
 }
 

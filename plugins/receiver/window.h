@@ -72,6 +72,7 @@ typedef struct rx_window {
     atomic_int send_rc;            /* first failure to get or send a buffer; read by any thread */
     cbf_counter *c_heaps, *c_incomplete, *c_late_heaps, *c_late_packets, *c_duplicate, *c_chunks,
         *c_missing, *c_ahead, *c_notes;
+    cbf_gauge *g_sync;             /* rx.synchronised: 1 when the last chunk was whole */
 } rx_window;
 
 /* The counters and out, pool, n_flags, per_flag, piece_bytes, chunk_step,

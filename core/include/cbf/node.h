@@ -70,6 +70,41 @@ cbf_gauge *cbf_node_gauge(cbf_node *n, const char *name);
 void cbf_gauge_set(cbf_gauge *g, double v);
 double cbf_gauge_get(const cbf_gauge *g);
 
+/* Every sensor (counter, gauge, text, and the runtime's own) carries a
+ * status, katcp's four, and the time it last changed; readers (the sensor
+ * message, katcp, Prometheus, cbf-ctl) show both, and the engine's
+ * `device-status` is the worst status of them all (unknown aside).
+ * Without a rule a counter is nominal, and a gauge is nominal once it has
+ * a value (unknown while NaN). */
+typedef enum cbf_status {
+    CBF_STATUS_UNKNOWN = 0,
+    CBF_STATUS_NOMINAL,
+    CBF_STATUS_WARN,
+    CBF_STATUS_ERROR,
+} cbf_status;
+const char *cbf_status_name(cbf_status s);   /* "unknown", "nominal", "warn", "error" */
+
+/* Rules, set from init. A counter that must not grow (saturation, clipped
+ * samples) is `warn` while it has risen within the last CBF_RISE_HOLD_S
+ * seconds, as the readers sample it. A gauge with a nominal range is
+ * `warn` outside [lo, hi] (digitiser RMS: -30 to -10 dBFS, as katgpucbf). */
+#define CBF_RISE_HOLD_S 10.0
+void cbf_counter_warn_on_rise(cbf_counter *c);
+void cbf_gauge_nominal_range(cbf_gauge *g, double lo, double hi);
+/* A value and its status together, for a gauge whose status the plugin
+ * decides (receiver synchronised: 1 nominal, 0 error). Once called, the
+ * gauge keeps the status given last instead of its range rule. */
+void cbf_gauge_set_status(cbf_gauge *g, double v, cbf_status st);
+
+/* Named text sensors (beam weights in force, an applied delay model): any
+ * number per node, made from init, set from any thread (the value is
+ * copied, up to CBF_TEXT_MAX bytes; longer values are cut and end in
+ * "..."). Until the first set a text is empty and unknown. */
+#define CBF_TEXT_MAX 65536
+typedef struct cbf_text cbf_text;
+cbf_text *cbf_node_text(cbf_node *n, const char *name);
+void cbf_text_set(cbf_text *t, const char *value, cbf_status st);
+
 #ifdef __cplusplus
 }
 #endif
