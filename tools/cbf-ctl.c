@@ -210,19 +210,26 @@ static void print_sensors(json_t *m)
         json_object_foreach(json_object_get(n, "queues"), k, v)
             printf("      queue %s: %lld/%lld\n", k, (long long)json_integer_value(json_object_get(v, "fill")),
                    (long long)json_integer_value(json_object_get(v, "depth")));
-        json_object_foreach(json_object_get(n, "counters"), k, v)
-        {
-            printf("      %s = ", k);
-            print_number(v);
-            printf("\n");
-        }
-        json_object_foreach(json_object_get(n, "gauges"), k, v)
-        {
-            printf("      %s = ", k);
-            print_number(v);
-            printf("\n");
-        }
+        json_t *status = json_object_get(n, "status");
+        static const char *const kinds[] = {"counters", "gauges", "texts"};
+        for (int kind = 0; kind < 3; kind++)
+            json_object_foreach(json_object_get(n, kinds[kind]), k, v)
+            {
+                /* status only where it is not the usual nominal */
+                const char *st = json_string_value(json_object_get(status, k));
+                printf("      %s = ", k);
+                if (json_is_string(v))
+                    printf("%s", json_string_value(v));
+                else
+                    print_number(v);
+                printf("%s%s%s\n", st && strcmp(st, "nominal") ? "  [" : "",
+                       st && strcmp(st, "nominal") ? st : "", st && strcmp(st, "nominal") ? "]" : "");
+            }
     }
+    json_t *dev = json_object_get(m, "device-status");
+    if (dev)
+        printf("device-status %s (%s)\n", json_string_value(json_object_get(dev, "value")),
+               json_string_value(json_object_get(dev, "status")));
     fflush(stdout);
 }
 

@@ -437,6 +437,9 @@ static json_t *builtin_request(cbf_control *c, const struct builtin *b, json_t *
         }
         return json_pack("{s:b, s:s}", "ok", 1, "level", names[cbf_log_get_level()]);
     }
+    if (c->g->engine.read_only)
+        return error_reply("request 'shutdown' refused: the engine is read-only (%s: engine.read_only: "
+                           "true)", c->g->engine.read_only_where);
     /* shutdown: the reply goes first; the graph then drains as on SIGTERM. */
     cbf_log_info("shutdown requested");
     cbf_engine_stop(c->e);

@@ -243,7 +243,8 @@ static int parse_overrides(loader *L, const char *const *texts, size_t n)
 /* ---- engine settings ---- */
 
 static const char *const engine_keys[] = {"name", "gpu", "gpu_device", "queue_depth", "plugin_path",
-                                          "control", "sensors", "sensor_period", "prometheus", "katcp"};
+                                          "control", "sensors", "sensor_period", "prometheus", "katcp",
+                                          "read_only"};
 
 static int engine_string(loader *L, const cbf_kv *kv, char **out)
 {
@@ -318,6 +319,14 @@ static int engine_key(loader *L, const cbf_kv *kv)
     } else if (!strcmp(kv->key, "katcp")) {
         rc = engine_string(L, kv, &e->katcp);
         snprintf(e->katcp_where, sizeof e->katcp_where, "%s", kv->where);
+    } else if (!strcmp(kv->key, "read_only")) {
+        const char *s = scalar(kv->value);
+        if (s && (!strcmp(s, "true") || !strcmp(s, "false")) && kv->value->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
+            e->read_only = !strcmp(s, "true");
+        else
+            rc = cbf_error_set(L->err, CBF_ECONFIG, "%s: engine.read_only: expected true or false, got '%s'",
+                               kv->where, s ? s : "a list or mapping");
+        snprintf(e->read_only_where, sizeof e->read_only_where, "%s", kv->where);
     } else if (!strcmp(kv->key, "sensor_period")) {
         const char *s = scalar(kv->value);
         double p;
@@ -338,7 +347,7 @@ static int engine_key(loader *L, const cbf_kv *kv)
         char h[96];
         rc = cbf_error_set(L->err, CBF_ECONFIG,
                            "%s: unknown engine key '%s'%s (known: name, gpu, gpu_device, queue_depth, "
-                           "plugin_path, control, sensors, sensor_period, prometheus, katcp)",
+                           "plugin_path, control, sensors, sensor_period, prometheus, katcp, read_only)",
                            kv->key_where, kv->key,
                            hint(h, sizeof h, kv->key, engine_keys, CBF_COUNT_OF(engine_keys)));
     }

@@ -31,6 +31,8 @@ typedef struct cbf_engine_settings {
     char prometheus_where[CBF_WHERE_MAX];   /* of its value, for errors found when binding */
     char *katcp;                /* engine.katcp: katcp v5 server address, or NULL */
     char katcp_where[CBF_WHERE_MAX];
+    bool read_only;             /* engine.read_only: refuse requests that change the signal path */
+    char read_only_where[CBF_WHERE_MAX];
     char where[CBF_WHERE_MAX];  /* of the engine mapping */
 } cbf_engine_settings;
 

@@ -82,6 +82,11 @@ static void kc_halt(kc_req *r)
 {
     if (!cbf_katcp_want_args(r, 0, 0))
         return;
+    if (r->k->g->engine.read_only) {
+        cbf_katcp_reply(r, "fail", "?halt refused: the engine is read-only (%s: engine.read_only: true)",
+                        r->k->g->engine.read_only_where);
+        return;
+    }
     /* The reply goes first; the graph then drains as on SIGTERM. */
     cbf_katcp_reply(r, "ok", NULL);
     cbf_log_info("halt requested over katcp");

@@ -102,6 +102,16 @@ int cbf_rt_metrics_open(cbf_engine *e, cbf_metrics **out, cbf_error *err)
 
 /* ---- the page ---- */
 
+/* One sensor's status as a number (katcp's order), labelled by sensor. */
+static int mx_status(cbf_metrics_text *t, const cbf_metric_label *node_labels, const char *sensor,
+                     cbf_status st)
+{
+    cbf_metric_label l[4] = {node_labels[0], node_labels[1], node_labels[2], {"sensor", sensor}};
+    return cbf_metrics_text_add_int(t, "cbf_sensor_status", CBF_METRIC_GAUGE,
+                                    "status of a node sensor: 0 unknown, 1 nominal, 2 warn, 3 error",
+                                    l, 4, (uint64_t)st);
+}
+
 static int mx_node(cbf_metrics *m, cbf_metrics_text *t, size_t i, const cbf_node_stats *st)
 {
     const char *engine = m->g->engine.name ? m->g->engine.name : "";
@@ -152,12 +162,33 @@ static int mx_node(cbf_metrics *m, cbf_metrics_text *t, size_t i, const cbf_node
         rc = cbf_metrics_text_add_int(t, name, CBF_METRIC_COUNTER, help, l, nl, st->counter_values[k]);
     }
     cbf_node *n = cbf_rt_engine_node(m->e, i);
+    const double now = cbf_rt_unix_now();
     int ng = atomic_load_explicit(&n->n_gauges, memory_order_acquire);
     for (int k = 0; k < ng && !rc; k++) {
         char name[96], help[128];
         snprintf(name, sizeof name, "cbf_%s", n->gauges[k].name);
+        for (char *p = name; *p; p++)
+            *p = *p == '.' || *p == '-' ? '_' : *p;   /* rx.synchronised: a metric name has no dots */
         snprintf(help, sizeof help, "node gauge '%s' (NaN: no value yet)", n->gauges[k].name);
-        rc = cbf_metrics_text_add_float(t, name, CBF_METRIC_GAUGE, help, l, 3, cbf_gauge_get(&n->gauges[k]));
+        double v, u;
+        cbf_status st = cbf_rt_gauge_look(n, k, now, &v, &u);
+        rc = cbf_metrics_text_add_float(t, name, CBF_METRIC_GAUGE, help, l, 3, v);
+        if (!rc)
+            rc = mx_status(t, l, n->gauges[k].name, st);
+    }
+    for (int k = 0; k < st->n_counters && !rc; k++) {
+        uint64_t v;
+        double u;
+        rc = mx_status(t, l, st->counter_names[k], cbf_rt_counter_look(n, k, now, &v, &u));
+    }
+    size_t nt = cbf_rt_text_count(n);
+    for (size_t k = 0; k < nt && !rc; k++) {
+        char *v;
+        cbf_status tst;
+        double u;
+        const char *name = cbf_rt_text_look(n, k, &v, &tst, &u);
+        free(v);   /* text values are for katcp and the sensor message; here only their status */
+        rc = mx_status(t, l, name, tst);
     }
     return rc;
 }
@@ -193,6 +224,13 @@ static char *mx_page(cbf_metrics *m, size_t *len)
         int rc = cbf_metrics_text_add_float(t, "cbf_engine_elapsed_seconds", CBF_METRIC_GAUGE,
                                             "seconds since the engine started running",
                                             l, 1, cbf_engine_elapsed(m->e));
+        /* katgpucbf's device-status as a number: 0 ok, 1 degraded, 2 fail */
+        cbf_status dev = cbf_rt_engine_status(m->e, cbf_rt_unix_now());
+        if (!rc)
+            rc = cbf_metrics_text_add_int(t, "cbf_device_status", CBF_METRIC_GAUGE,
+                                          "engine health: 0 ok, 1 degraded (a sensor warns), 2 fail (a "
+                                          "sensor is in error)",
+                                          l, 1, dev == CBF_STATUS_ERROR ? 2 : dev == CBF_STATUS_WARN ? 1 : 0);
         size_t n = cbf_engine_stats(m->e, st, g->n_nodes);
         for (size_t i = 0; i < n && !rc; i++)
             rc = mx_node(m, t, i, &st[i]);

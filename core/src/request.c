@@ -23,6 +23,7 @@ struct cbf_reply {
 
 const char *cbf_request_name(const cbf_request *r) { return r->decl->name; }
 const cbf_params *cbf_request_args(const cbf_request *r) { return r->args; }
+bool cbf_request_read_only(const cbf_request *r) { return r->read_only; }
 
 cbf_reply *cbf_rt_reply_new(void)
 {
@@ -291,7 +292,10 @@ int cbf_rt_request_call(cbf_engine *e, const char *name, const char *node, const
         return rc;
     *node_at = at;
     const cbf_graph_node *gn = &g->nodes[at];
-    cbf_request r = {.decl = cbf_rt_request_decl(gn->plugin, name)};
+    cbf_request r = {.decl = cbf_rt_request_decl(gn->plugin, name), .read_only = g->engine.read_only};
+    if (r.read_only && !(r.decl->flags & CBF_REQUEST_READS))
+        return cbf_error_set(err, CBF_EINVAL, "request '%s' refused: the engine is read-only (%s: "
+                             "engine.read_only: true)", name, g->engine.read_only_where);
     char where[CBF_WHERE_MAX];
     snprintf(where, sizeof where, "request '%s'", name);
     cbf_params_ctx ctx = {NULL, gn->name, gn->where, gn->plugin->name, name};

@@ -115,6 +115,7 @@ struct cbf_request {
     struct cbf_reply *reply;
     int rc;
     cbf_error err;
+    bool read_only;    /* the engine's read_only: true */
     bool taken, done;
     struct cbf_request *next;
 };

@@ -49,11 +49,19 @@ typedef struct cbf_node cbf_node;
  * 65536 channels, complex, written in full precision, is about 3 MB. */
 #define CBF_CONTROL_MAX_REQUEST (8 << 20)
 
+/* An engine with `read_only: true` refuses every plugin request that does
+ * not carry CBF_REQUEST_READS, before the plugin sees it. A request with
+ * it either never changes anything, or changes something only with some
+ * arguments (`gain` with values; without, it reports the gains): its
+ * handler then refuses the change itself when cbf_request_read_only(). */
+#define CBF_REQUEST_READS 1u
+
 typedef struct cbf_request_decl {
     const char *name;              /* lower case, letters, digits, '-' and '_' */
     const cbf_param_decl *args;
     int n_args;
     const char *doc;               /* one line, shown by cbf-inspect and `requests` */
+    unsigned flags;                /* CBF_REQUEST_* */
 } cbf_request_decl;
 
 /* One request as the plugin sees it: the name and the validated arguments
@@ -61,6 +69,9 @@ typedef struct cbf_request_decl {
 typedef struct cbf_request cbf_request;
 const char *cbf_request_name(const cbf_request *r);
 const cbf_params *cbf_request_args(const cbf_request *r);
+/* True on an engine with `read_only: true` (then only CBF_REQUEST_READS
+ * requests arrive, and they must not change the signal path). */
+bool cbf_request_read_only(const cbf_request *r);
 
 /* Fields added to the {"ok": true, ...} reply. Keys "ok", "error" and
  * "request" are the core's. Return 0 or CBF_ENOMEM. */
