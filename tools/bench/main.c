@@ -12,6 +12,9 @@ DECLARE(feng)
 #ifdef CBF_BENCH_XENG
 DECLARE(xeng)
 #endif
+#ifdef CBF_BENCH_BEAM
+DECLARE(beam)
+#endif
 #ifdef CBF_BENCH_NET
 DECLARE(net)
 #endif
@@ -30,6 +33,9 @@ static const struct {
 #endif
 #ifdef CBF_BENCH_XENG
     {"xeng", cbf_bench_xeng, "correlator and reducer (GPU)"},
+#endif
+#ifdef CBF_BENCH_BEAM
+    {"beam", cbf_bench_beam, "tied-array beamformer, alone and beside the correlator (GPU)"},
 #endif
 #ifdef CBF_BENCH_NET
     {"net", cbf_bench_net, "SPEAD receive and send on loopback"},

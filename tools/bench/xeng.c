@@ -16,111 +16,15 @@
 #include "correlator.h"
 
 #ifdef CBF_HAVE_CUDA
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
 
-#define CK(call)                                                                      \
-    do {                                                                              \
-        cudaError_t e_ = (call);                                                      \
-        if (e_ != cudaSuccess) {                                                      \
-            fprintf(stderr, "cbf-bench xeng: %s: %s\n", #call, cudaGetErrorString(e_)); \
-            return 1;                                                                 \
-        }                                                                             \
-    } while (0)
+#include "gpu_time.h"
+
+#define CK(call) CBF_BENCH_CK("xeng", call)
 
 typedef struct opts {
     int ants[16], n_ants, bits, reps, blocks[8], n_blocks;
     double gib; /* input bytes per call, GiB */
 } opts;
-
-static int cmp_float(const void *a, const void *b)
-{
-    float x = *(const float *)a, y = *(const float *)b;
-    return x < y ? -1 : x > y;
-}
-
-typedef int (*step_fn)(void *ctx);
-/* Median milliseconds of reps runs (at most 64) after two warm-ups. */
-static int time_ms(step_fn fn, void *ctx, cudaStream_t s, int reps, float *median)
-{
-    cudaEvent_t a, b;
-    float t[64];
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    for (int i = -2; i < reps; i++) {
-        CK(cudaEventRecord(a, s));
-        if (fn(ctx))
-            return 1;
-        CK(cudaEventRecord(b, s));
-        CK(cudaEventSynchronize(b));
-        if (i >= 0)
-            CK(cudaEventElapsedTime(&t[i], a, b));
-    }
-    qsort(t, (size_t)reps, sizeof(float), cmp_float);
-    *median = t[reps / 2];
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    return 0;
-}
-
-/* Random bytes in [-127, 127] (never -128), filled from one host block. */
-static int fill_random(void *dev, size_t bytes, uint64_t seed)
-{
-    const size_t blk = (size_t)64 << 20;
-    uint8_t *h = malloc(blk);
-    if (!h)
-        return 1;
-    uint64_t x = seed | 1;
-    for (size_t i = 0; i < blk; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        h[i] = (uint8_t)(int8_t)((int)((x >> 24) % 255) - 127);
-    }
-    for (size_t off = 0; off < bytes; off += blk) {
-        size_t n = bytes - off < blk ? bytes - off : blk;
-        if (cudaMemcpy((uint8_t *)dev + off, h, n, cudaMemcpyHostToDevice) != cudaSuccess) {
-            free(h);
-            return 1;
-        }
-    }
-    free(h);
-    return 0;
-}
-
-typedef struct gemm_ctx {
-    cublasHandle_t h;
-    int n;
-    void *a, *b, *c;
-} gemm_ctx;
-
-static int do_gemm(void *p)
-{
-    gemm_ctx *g = p;
-    const int32_t one = 1, zero = 0;
-    /* int8 GEMM wants A transposed (TN); C = A^T B, n x n, k = n */
-    cublasStatus_t st = cublasGemmEx(g->h, CUBLAS_OP_T, CUBLAS_OP_N, g->n, g->n, g->n, &one,
-                                      g->a, CUDA_R_8I, g->n, g->b, CUDA_R_8I, g->n, &zero, g->c,
-                                      CUDA_R_32I, g->n, CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT);
-    if (st != CUBLAS_STATUS_SUCCESS) {
-        fprintf(stderr, "cbf-bench xeng: cublasGemmEx: status %d\n", (int)st);
-        return 1;
-    }
-    return 0;
-}
-
-typedef struct copy_ctx {
-    void *src, *dst;
-    size_t bytes;
-    cudaStream_t s;
-} copy_ctx;
-
-static int do_copy(void *p)
-{
-    copy_ctx *c = p;
-    CK(cudaMemcpyAsync(c->dst, c->src, c->bytes, cudaMemcpyDeviceToDevice, c->s));
-    return 0;
-}
 
 typedef struct corr_ctx {
     cbf_corr_cuda *plan;
@@ -136,41 +40,6 @@ static int do_corr(void *p)
         fprintf(stderr, "cbf-bench xeng: %s\n", msg);
         return 1;
     }
-    return 0;
-}
-
-static int ceilings(cudaStream_t s, double *int8_ops, double *copy_bps)
-{
-    gemm_ctx g = {0};
-    g.n = 8192;
-    size_t nn = (size_t)g.n * g.n;
-    if (cublasCreate(&g.h) != CUBLAS_STATUS_SUCCESS || cublasSetStream(g.h, s))
-        return fprintf(stderr, "cbf-bench xeng: cublasCreate failed\n"), 1;
-    CK(cudaMalloc(&g.a, nn));
-    CK(cudaMalloc(&g.b, nn));
-    CK(cudaMalloc(&g.c, nn * 4));
-    if (fill_random(g.a, nn, 1) || fill_random(g.b, nn, 2))
-        return 1;
-    float t;
-    if (time_ms(do_gemm, &g, s, 10, &t))
-        return 1;
-    *int8_ops = 2.0 * (double)nn * g.n / (t * 1e-3);
-    cublasDestroy(g.h);
-    cudaFree(g.a);
-    cudaFree(g.b);
-    cudaFree(g.c);
-
-    copy_ctx c = {0};
-    c.bytes = (size_t)1 << 31;
-    c.s = s;
-    CK(cudaMalloc(&c.src, c.bytes));
-    CK(cudaMalloc(&c.dst, c.bytes));
-    CK(cudaMemset(c.src, 0x5a, c.bytes));
-    if (time_ms(do_copy, &c, s, 10, &t))
-        return 1;
-    *copy_bps = 2.0 * (double)c.bytes / (t * 1e-3);
-    cudaFree(c.src);
-    cudaFree(c.dst);
     return 0;
 }
 
@@ -196,11 +65,11 @@ static int bench_one(const opts *o, int n, int block, double int8_ops, double co
     CK(cudaMalloc(&in, in_bytes));
     CK(cudaMalloc(&acc, (size_t)slices * len * 8));
     CK(cudaMemset(acc, 0, (size_t)slices * len * 8));
-    if (fill_random(in, in_bytes, (uint64_t)n * 7919))
+    if (cbf_bench_fill_random(in, in_bytes, (uint64_t)n * 7919))
         return 1;
     c.job = (cbf_corr_job){sh, in, 0, nb, acc, slices};
     float t;
-    if (time_ms(do_corr, &c, s, o->reps, &t))
+    if (cbf_bench_time_ms(do_corr, &c, s, o->reps, &t))
         return 1;
     CK(cudaGetLastError());
     const double spectra = (double)nb * sh.spectra_per_heap;
@@ -287,7 +156,7 @@ int cbf_bench_xeng(int argc, char **argv)
     cudaStream_t s;
     CK(cudaStreamCreate(&s));
     double int8_ops, copy_bps;
-    if (ceilings(s, &int8_ops, &copy_bps))
+    if (cbf_bench_gemm_rate(s, CBF_BENCH_GEMM_I8, &int8_ops) || cbf_bench_copy_rate(s, &copy_bps))
         return 1;
     printf("GPU: %s (%d SMs); cuBLAS int8 GEMM 8192^3 %.0f TOPS; device-to-device copy %.3f "
            "TB/s (medians)\n",

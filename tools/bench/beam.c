@@ -1,0 +1,360 @@
+/* cbf-bench beam: the tied-array beamformer against ceilings measured in
+ * the same run, and beside the correlator on the same batches.
+ *
+ * Bandwidth bound: the fewest bytes one call must move, its input read once
+ * (N antennas x 2 pols x CI8 per channel and spectrum) and its output
+ * written once (B beams x CI8), at the device-to-device copy rate.
+ * Arithmetic: 8 real operations per complex multiply-accumulate, N x B per
+ * channel and spectrum (coefficient generation and quantisation not
+ * counted), against cuBLAS's fp32 SGEMM (CUDA cores, what this kernel
+ * uses) and fp16 tensor-core GEMM (where a batched-over-beams kernel on
+ * tensor cores could go).
+ *
+ * Beside the correlator: the correlator alone on a call's batches, then
+ * correlator and beamformer on the same input, one after the other on one
+ * stream and side by side on two; "extra" is the time over the correlator
+ * alone. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "beamform.h"
+#include "correlator.h"
+
+#ifdef CBF_HAVE_CUDA
+
+#include "gpu_time.h"
+
+#define CK(call) CBF_BENCH_CK("beam", call)
+#define MAX_LIST 8
+#define SPECTRA 256   /* spectra per heap, MeerKAT's (katgpucbf's default) */
+#define BATCHES 4     /* heaps per call, as the engine's buffers */
+
+typedef struct opts {
+    int ants[MAX_LIST], n_ants, beams[MAX_LIST], n_beams, reps, dither;
+    double gib;       /* input bytes per call, GiB */
+} opts;
+
+typedef struct beam_ctx {
+    cbf_beam_job job;
+    cudaStream_t s;
+} beam_ctx;
+
+static int do_beam(void *p)
+{
+    beam_ctx *b = p;
+    char msg[512];
+    if (cbf_beam_cuda_run(&b->job, b->s, msg, sizeof msg))
+        return fprintf(stderr, "cbf-bench beam: %s\n", msg), 1;
+    return 0;
+}
+
+typedef struct corr_ctx {
+    cbf_corr_cuda *plan;
+    cbf_corr_job job;
+    cudaStream_t s;
+} corr_ctx;
+
+static int do_corr(void *p)
+{
+    corr_ctx *c = p;
+    char msg[512];
+    if (cbf_corr_cuda_run(c->plan, &c->job, c->s, msg, sizeof msg))
+        return fprintf(stderr, "cbf-bench beam: %s\n", msg), 1;
+    return 0;
+}
+
+/* Both on the correlator's stream, one after the other. */
+typedef struct both_ctx {
+    corr_ctx *c;
+    beam_ctx *b;
+    cudaStream_t side;          /* NULL: sequential; else the beamformer's stream */
+    cudaEvent_t fork, join;
+} both_ctx;
+
+static int do_both(void *p)
+{
+    both_ctx *x = p;
+    if (!x->side) {
+        cudaStream_t keep = x->b->s;
+        x->b->s = x->c->s;
+        int rc = do_corr(x->c) || do_beam(x->b);
+        x->b->s = keep;
+        return rc;
+    }
+    /* fork the side stream off the timed one and join it back */
+    CK(cudaEventRecord(x->fork, x->c->s));
+    CK(cudaStreamWaitEvent(x->side, x->fork, 0));
+    x->b->s = x->side;
+    if (do_corr(x->c) || do_beam(x->b))
+        return 1;
+    CK(cudaEventRecord(x->join, x->side));
+    CK(cudaStreamWaitEvent(x->c->s, x->join, 0));
+    return 0;
+}
+
+typedef struct ceil {
+    double copy_bps, f32_ops, f16_ops;
+} ceil_t;
+
+/* Channels for about o->gib of input per call, at least one. */
+static int channels_for(const opts *o, int n)
+{
+    const double per_chan = (double)n * SPECTRA * 4.0 * BATCHES;
+    const double c = o->gib * 1073741824.0 / per_chan;
+    return c < 1 ? 1 : c > 65535 ? 65535 : (int)c;
+}
+
+/* Device coefficients for n antennas and b beams: weights 1/n, delays of
+ * a few ns, alternating pols (what a pointed beam looks like; the kernel's
+ * time does not depend on the values). */
+static int make_coefs(int n, int b, int channels, cbf_beam_coef **d_coef, uint8_t **d_pol)
+{
+    cbf_beam_coef *h = calloc((size_t)n * b, sizeof *h);
+    uint8_t *pol = calloc((size_t)b, 1);
+    if (!h || !pol)
+        return fprintf(stderr, "cbf-bench beam: out of memory\n"), 1;
+    for (int j = 0; j < b; j++) {
+        pol[j] = (uint8_t)(j & 1);
+        for (int a = 0; a < n; a++)
+            cbf_beam_coef_set(&h[(size_t)j * n + a], 1.0 / n, 4.0, 1e-9 * ((a * 7 + j) % 13), 0.1 * j,
+                              856e6 / channels, 0.0, channels / 2.0);
+    }
+    CK(cudaMalloc((void **)d_coef, (size_t)n * b * sizeof *h));
+    CK(cudaMalloc((void **)d_pol, (size_t)b));
+    CK(cudaMemcpy(*d_coef, h, (size_t)n * b * sizeof *h, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(*d_pol, pol, (size_t)b, cudaMemcpyHostToDevice));
+    free(h);
+    free(pol);
+    return 0;
+}
+
+typedef struct dev_in {
+    uint8_t *in, *present;
+    uint64_t *sat;
+    int8_t *out;
+    size_t in_bytes;
+} dev_in;
+
+static int alloc_io(int n, int b, int channels, dev_in *d)
+{
+    cbf_beam_shape sh = {n, b, channels, SPECTRA};
+    d->in_bytes = BATCHES * cbf_beam_in_batch_bytes(&sh);
+    const size_t out_bytes = BATCHES * cbf_beam_out_batch_bytes(&sh);
+    CK(cudaMalloc((void **)&d->in, d->in_bytes));
+    CK(cudaMalloc((void **)&d->out, out_bytes));
+    CK(cudaMalloc((void **)&d->present, (size_t)BATCHES * n));
+    CK(cudaMalloc((void **)&d->sat, (size_t)b * sizeof(uint64_t)));
+    CK(cudaMemset(d->present, 1, (size_t)BATCHES * n));
+    CK(cudaMemset(d->sat, 0, (size_t)b * sizeof(uint64_t)));
+    return cbf_bench_fill_random(d->in, d->in_bytes, (uint64_t)n * 131 + (uint64_t)b);
+}
+
+static void free_io(dev_in *d)
+{
+    cudaFree(d->in);
+    cudaFree(d->out);
+    cudaFree(d->present);
+    cudaFree(d->sat);
+}
+
+static void job_for(beam_ctx *bc, int n, int b, int channels, const dev_in *d, cbf_beam_coef *coef,
+                    const uint8_t *pol, int dither)
+{
+    memset(&bc->job, 0, sizeof bc->job);
+    bc->job.shape = (cbf_beam_shape){n, b, channels, SPECTRA};
+    bc->job.batches = BATCHES;
+    bc->job.in = d->in;
+    bc->job.present = d->present;
+    bc->job.coef = coef;
+    bc->job.pol = pol;
+    bc->job.out = d->out;
+    bc->job.saturated = d->sat;
+    bc->job.dither = dither;
+    bc->job.dither_key = 1;
+    bc->job.first_spectrum = 0;
+    bc->job.first_channel = 0;
+    bc->job.total_channels = (uint64_t)channels;
+}
+
+static int bench_one(const opts *o, int n, int b, const ceil_t *cl, cudaStream_t s)
+{
+    const int channels = channels_for(o, n);
+    dev_in d;
+    cbf_beam_coef *coef;
+    uint8_t *pol;
+    if (alloc_io(n, b, channels, &d) || make_coefs(n, b, channels, &coef, &pol))
+        return 1;
+    beam_ctx bc = {.s = s};
+    job_for(&bc, n, b, channels, &d, coef, pol, o->dither);
+    float t;
+    if (cbf_bench_time_ms(do_beam, &bc, s, o->reps, &t))
+        return 1;
+    CK(cudaGetLastError());
+    const double samples = (double)BATCHES * SPECTRA * channels;   /* per antenna and pol */
+    const double bytes = samples * (4.0 * n + 2.0 * b);
+    const double bound_ms = bytes / cl->copy_bps * 1e3;
+    const double ops = 8.0 * n * b * samples;
+    const double rate = ops / (t * 1e-3);
+    printf("| %d | %d | %d | %.0f | %.3f | %.0f | %.3f | %.1f%% | %.1f | %.1f%% | %.1f%% |\n", n, b,
+           channels, samples, t, bytes / (t * 1e-3) / 1e9, bound_ms, 100.0 * bound_ms / t, rate / 1e12,
+           100.0 * rate / cl->f32_ops, 100.0 * rate / cl->f16_ops);
+    cudaFree(coef);
+    cudaFree(pol);
+    free_io(&d);
+    return 0;
+}
+
+/* Correlator alone, then with the beamformer on the same batches. */
+static int beside_one(const opts *o, int n, int b, cudaStream_t s, cudaStream_t side)
+{
+    const int channels = channels_for(o, n);
+    dev_in d;
+    cbf_beam_coef *coef;
+    uint8_t *pol;
+    if (alloc_io(n, b, channels, &d) || make_coefs(n, b, channels, &coef, &pol))
+        return 1;
+    char msg[512];
+    corr_ctx cc = {.s = s};
+    const cbf_corr_shape sh = {n, channels, SPECTRA, 8};
+    if (cbf_corr_cuda_create(&sh, 0, &cc.plan, msg, sizeof msg))
+        return fprintf(stderr, "cbf-bench beam: %s\n", msg), 1;
+    const int slices = cbf_corr_cuda_auto_slices(cc.plan, BATCHES);
+    const size_t len = cbf_corr_accum_len(&sh);
+    int64_t *acc;
+    CK(cudaMalloc((void **)&acc, (size_t)slices * len * 8));
+    CK(cudaMemset(acc, 0, (size_t)slices * len * 8));
+    cc.job = (cbf_corr_job){sh, d.in, 0, BATCHES, acc, slices};
+    beam_ctx bc = {.s = s};
+    job_for(&bc, n, b, channels, &d, coef, pol, o->dither);
+    both_ctx seq = {&cc, &bc, NULL, NULL, NULL}, par = {&cc, &bc, side, NULL, NULL};
+    CK(cudaEventCreateWithFlags(&par.fork, cudaEventDisableTiming));
+    CK(cudaEventCreateWithFlags(&par.join, cudaEventDisableTiming));
+    float tc, tb, ts, tp;
+    if (cbf_bench_time_ms(do_corr, &cc, s, o->reps, &tc) || cbf_bench_time_ms(do_beam, &bc, s, o->reps, &tb) ||
+        cbf_bench_time_ms(do_both, &seq, s, o->reps, &ts) || cbf_bench_time_ms(do_both, &par, s, o->reps, &tp))
+        return 1;
+    CK(cudaGetLastError());
+    printf("| %d | %d | %d | %.3f | %.3f | %.3f | %.1f%% | %.3f | %.1f%% |\n", n, b, channels, tc, tb, ts,
+           100.0 * (ts - tc) / tc, tp, 100.0 * (tp - tc) / tc);
+    cudaEventDestroy(par.fork);
+    cudaEventDestroy(par.join);
+    cudaFree(acc);
+    cbf_corr_cuda_destroy(cc.plan);
+    cudaFree(coef);
+    cudaFree(pol);
+    free_io(&d);
+    return 0;
+}
+
+static int parse_list(const char *v, int *out, int *n)
+{
+    *n = 0;
+    for (const char *p = v; *p && *n < MAX_LIST;) {
+        char *end;
+        long x = strtol(p, &end, 10);
+        if (end == p || x < 1)
+            return 1;
+        out[(*n)++] = (int)x;
+        p = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',')
+            return 1;
+    }
+    return *n == 0;
+}
+
+static int parse(int argc, char **argv, opts *o)
+{
+    static const int ants[] = {64, 256, 1024}, beams[] = {8, 64, 256};
+    memset(o, 0, sizeof *o);
+    o->reps = 7;
+    o->gib = 0.5;
+    o->dither = 1;
+    memcpy(o->ants, ants, sizeof ants);
+    o->n_ants = 3;
+    memcpy(o->beams, beams, sizeof beams);
+    o->n_beams = 3;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help")) {
+            printf("usage: cbf-bench beam [--ants 64,256,1024] [--beams 8,64,256] [--reps N] [--gib G]"
+                   " [--no-dither]\n"
+                   "  times the beamformer for every (antennas, beams) pair against the copy rate and\n"
+                   "  the cuBLAS fp32 and fp16 GEMM rates, then beside the correlator (8 beams)\n");
+            return 1;
+        } else if (v && !strcmp(a, "--ants")) {
+            if (parse_list(v, o->ants, &o->n_ants))
+                return fprintf(stderr, "cbf-bench beam: --ants: '%s' is not a list of counts\n", v), 2;
+            i++;
+        } else if (v && !strcmp(a, "--beams")) {
+            if (parse_list(v, o->beams, &o->n_beams))
+                return fprintf(stderr, "cbf-bench beam: --beams: '%s' is not a list of counts\n", v), 2;
+            i++;
+        } else if (v && !strcmp(a, "--reps")) {
+            o->reps = atoi(v), i++;
+        } else if (v && !strcmp(a, "--gib")) {
+            o->gib = atof(v), i++;
+        } else if (!strcmp(a, "--no-dither")) {
+            o->dither = 0;
+        } else {
+            fprintf(stderr, "cbf-bench beam: unknown option '%s' (--help)\n", a);
+            return 2;
+        }
+    }
+    if (o->reps < 1 || o->reps > 64 || !(o->gib > 0 && o->gib <= 8))
+        return fprintf(stderr, "cbf-bench beam: --reps 1..64, --gib in (0, 8]\n"), 2;
+    return 0;
+}
+
+int cbf_bench_beam(int argc, char **argv)
+{
+    opts o;
+    int rc = parse(argc, argv, &o);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    int dev = 0;
+    struct cudaDeviceProp prop;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+        fprintf(stderr, "cbf-bench beam: no CUDA GPU here\n");
+        return 1;
+    }
+    cudaStream_t s, side;
+    CK(cudaStreamCreate(&s));
+    CK(cudaStreamCreate(&side));
+    ceil_t cl;
+    if (cbf_bench_copy_rate(s, &cl.copy_bps) || cbf_bench_gemm_rate(s, CBF_BENCH_GEMM_F32, &cl.f32_ops) ||
+        cbf_bench_gemm_rate(s, CBF_BENCH_GEMM_F16, &cl.f16_ops))
+        return 1;
+    printf("GPU: %s (%d SMs); device-to-device copy %.3f TB/s; cuBLAS SGEMM 8192^3 %.1f TFLOP/s; fp16 "
+           "tensor GEMM %.0f TFLOP/s (medians)\n",
+           prop.name, prop.multiProcessorCount, cl.copy_bps / 1e12, cl.f32_ops / 1e12, cl.f16_ops / 1e12);
+    printf("spectra_per_heap %d, %d heaps per call, dither %s; bound = (input once + output once) / copy "
+           "rate; TFLOP/s = 8 N B x samples / time\n\n",
+           SPECTRA, BATCHES, o.dither ? "on" : "off");
+    printf("| N | B | channels | samples/call | ms | GB/s | bound ms | of bound | TFLOP/s | of SGEMM | "
+           "of fp16 GEMM |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    for (int i = 0; i < o.n_ants; i++)
+        for (int k = 0; k < o.n_beams; k++)
+            if (bench_one(&o, o.ants[i], o.beams[k], &cl, s))
+                return 1;
+    printf("\nBeside the correlator (same input, 8-bit, automatic kernel): extra = time over the "
+           "correlator alone\n\n");
+    printf("| N | B | channels | correlator ms | beamformer ms | both, one stream ms | extra | both, two "
+           "streams ms | extra |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    for (int i = 0; i < o.n_ants; i++)
+        if (beside_one(&o, o.ants[i], o.beams[0], s, side))
+            return 1;
+    CK(cudaStreamDestroy(side));
+    CK(cudaStreamDestroy(s));
+    return 0;
+}
+#else
+int cbf_bench_beam(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    fprintf(stderr, "cbf-bench beam: built without CUDA; the beamformer benchmark needs a GPU\n");
+    return 1;
+}
+#endif
