@@ -101,6 +101,20 @@ static void duplicates_in_one_tier(void **state)
     assert_non_null(strstr(err.msg, "twin_b/cbf_ttwin.so"));
 }
 
+/* The file of the one plugin named ttwin (there must be exactly one). */
+static const char *twin_path(const cbf_registry *reg)
+{
+    const char *path = NULL;
+    int found = 0;
+    for (size_t i = 0; i < cbf_registry_count(reg); i++)
+        if (!strcmp(cbf_registry_at(reg, i)->name, "ttwin")) {
+            found++;
+            path = cbf_registry_path_at(reg, i);
+        }
+    assert_int_equal(found, 1);
+    return path;
+}
+
 /* Copies twin_a's plugin to <tmp>/<name>/<sub> (a real copy: a link would be
  * the same file). */
 static void copy_twin(const char *name, const char *sub)
@@ -123,16 +137,9 @@ static void duplicates_by_depth(void **state)
     cbf_error err = {0};
     if (cbf_registry_open(dirs, 1, &reg, &err))
         fail_msg("%s", err.msg);
-    int found = 0;
-    for (size_t i = 0; i < cbf_registry_count(reg); i++) {
-        if (strcmp(cbf_registry_at(reg, i)->name, "ttwin"))
-            continue;
-        found++;
-        char want[700];
-        snprintf(want, sizeof want, "%s/cbf_ttwin.so", top);
-        assert_string_equal(cbf_registry_path_at(reg, i), want);
-    }
-    assert_int_equal(found, 1);
+    char want[700];
+    snprintf(want, sizeof want, "%s/cbf_ttwin.so", top);
+    assert_string_equal(twin_path(reg), want);
     cbf_registry_close(reg);
 
     /* two subfolders at one depth: ambiguous, and the message says what to do */
@@ -191,14 +198,7 @@ static void higher_tier_wins(void **state)
     free(old);
     if (rc)
         fail_msg("%s", err.msg);
-    int found = 0;
-    for (size_t i = 0; i < cbf_registry_count(reg); i++) {
-        if (strcmp(cbf_registry_at(reg, i)->name, "ttwin"))
-            continue;
-        found++;
-        assert_non_null(strstr(cbf_registry_path_at(reg, i), "twin_a/"));
-    }
-    assert_int_equal(found, 1);
+    assert_non_null(strstr(twin_path(reg), "twin_a/"));
     cbf_registry_close(reg);
 
     /* a directory added later (engine.plugin_path) is in the given tier too */
