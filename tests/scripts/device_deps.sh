@@ -10,9 +10,12 @@
 set -u
 src=$1 build=$2
 tool="$src/scripts/devdeps.py"
-if ! command -v apt-cache >/dev/null || ! command -v dpkg >/dev/null ||
+# The bundle is made from Debian 12's packages (their names are in
+# scripts/devdeps.py): elsewhere (the GPU machine's Ubuntu) this check skips.
+os_id=$(. /etc/os-release 2>/dev/null && echo "${ID:-}-${VERSION_ID:-}")
+if [ "$os_id" != debian-12 ] || ! command -v apt-cache >/dev/null || ! command -v dpkg >/dev/null ||
    ! apt-cache show libc6 libpcap0.8 libyaml-0-2 >/dev/null 2>&1; then
-    echo "SKIP: no Debian apt lists here (the bundle is made from Debian 12's)"
+    echo "SKIP: not Debian 12 with its apt lists ($os_id); the bundle is made from Debian 12's packages"
     exit 77
 fi
 fail=0
