@@ -6,6 +6,10 @@
 #
 # ALL_BENCH: the cbf-bench areas to run, with their arguments, separated by
 # ';' (default below; empty: none). ALL_TESTS: extra `meson test` arguments.
+#
+# The features the build linked in (pcap, ibverbs, HDF5, CUDA...) and the test
+# peers found are printed after the build and again at the end: a library
+# missing from .devdeps builds its feature out, and its tests skip unseen.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/device-env.sh
@@ -21,6 +25,12 @@ t0=$SECONDS
     ninja -C "$B"
 } >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; echo "== build FAILED"; exit 1; }
 echo "== build ok ($((SECONDS - t0)) s)"
+python3 scripts/devdeps.py features "$B" >"$OUT/features.txt" 2>&1
+echo "== features built (NO: built out or absent, its tests skip)"
+cat "$OUT/features.txt"
+if grep -q "NOT FOUND" "$OUT/features.txt"; then
+    echo "== a library the build links is not found: .devdeps is incomplete (scripts/fetch-device-deps.sh)"
+fi
 
 t0=$SECONDS
 meson test -C "$B" --num-processes 8 --print-errorlogs ${ALL_TESTS:-} >"$OUT/tests.log" 2>&1
@@ -43,5 +53,6 @@ for run in "${runs[@]}"; do
     echo >>"$OUT/bench.md"
 done
 cat "$OUT/bench.md"
+echo "== features $(tail -1 "$OUT/features.txt")"
 echo "== tests: $(tail -1 "$OUT/summary.txt")"
 exit $test_rc

@@ -50,22 +50,31 @@ static void on_signal(int sig)
     interrupted = 1;
 }
 
-static int usage(void)
+static void usage_to(FILE *f)
 {
-    fprintf(stderr,
+    fprintf(f,
             "usage: cbf-ctl [-e ENDPOINT] [-t SECONDS] [--json] COMMAND [ARGS]\n"
             "  requests                           list what the engine accepts\n"
             "  sensors [--watch] [--count N] [-s ENDPOINT]\n"
             "  log-level [error|warn|info|debug|trace]\n"
             "  shutdown                           drain and exit 0\n"
             "  gain [--node N] [--pol P] [--at TS] VALUE...\n"
-            "  delays [--node N] [--pol P] [--at TS] DELAY_S RATE PHASE_RAD PHASE_RATE_RAD_S\n"
+            "  delays [--node N] [--pol P] [--at TS]\n"
+            "         DELAY_S RATE PHASE_RAD PHASE_RATE_RAD_S\n"
             "  capture start|stop [--node N]\n"
             "  REQUEST [--node N] [KEY=VALUE...]  any request a plugin declares\n"
-            "  raw TEXT|-                         send TEXT (- : standard input) as the request, unchanged\n"
-            "ENDPOINT: $CBF_CTL_ENDPOINT or %s; a bare port means 127.0.0.1:PORT\n"
+            "  raw TEXT|-                         send TEXT as the request, unchanged\n"
+            "                                     (-: read it from standard input)\n"
+            "ENDPOINT: $CBF_CTL_ENDPOINT or %s;\n"
+            "          a bare port means 127.0.0.1:PORT\n"
             "exit: 0 ok, 1 refused by the engine, 2 usage, 3 no answer\n",
             DEFAULT_ENDPOINT);
+}
+
+/* A usage error: the text on standard error, exit status 2. */
+static int usage(void)
+{
+    usage_to(stderr);
     return 2;
 }
 
@@ -353,7 +362,7 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--json"))
             c.raw_json = 1;
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage();
+            usage_to(stdout);   /* asked for: pipes into less or head */
             return 0;
         } else
             return usage();

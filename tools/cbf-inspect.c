@@ -218,9 +218,20 @@ static int show_one(const cbf_registry *reg, const char *name)
     return 2;
 }
 
+static void usage_to(FILE *f)
+{
+    fprintf(f, "usage: cbf-inspect [--plugin-path DIR]... [PLUGIN]\n"
+               "  without PLUGIN: every plugin found, one line each (name, version,\n"
+               "  summary, file); with it: its parameters, ports and requests\n"
+               "  --plugin-path DIR  search DIR first (repeatable); then\n"
+               "                     $CBF_PLUGIN_PATH, the build tree, the installed\n"
+               "                     plugin directory\n"
+               "exit: 0 ok, 1 a plugin file is broken, 2 usage or unknown plugin\n");
+}
+
 static int usage(void)
 {
-    fprintf(stderr, "usage: cbf-inspect [--plugin-path DIR]... [PLUGIN]\n");
+    usage_to(stderr);
     return 2;
 }
 
@@ -237,7 +248,7 @@ int main(int argc, char **argv)
         } else if (!strncmp(argv[i], "--plugin-path=", 14)) {
             dirs[n_dirs++] = argv[i] + 14;
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage();
+            usage_to(stdout);
             free(dirs);
             return 0;
         } else if (argv[i][0] == '-' || name) {

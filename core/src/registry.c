@@ -4,7 +4,10 @@
  * YAML engine.plugin_path, (1) $CBF_PLUGIN_PATH, (2) <exe>/../../plugins,
  * (3) the build tree's plugins (only when this libcbf is that build's),
  * (4) the installed plugin directory. Two plugins of one name in the same
- * tier are an error naming both files; across tiers the higher tier wins,
+ * tier are an error naming both files, except that a file directly in a
+ * directory named outranks one in a subfolder of it (with a note): a plugin
+ * built with make in $PWD and with meson in $PWD/build, then run with
+ * CBF_PLUGIN_PATH=$PWD, is the one in $PWD. Across tiers the higher tier wins,
  * as with $PATH, so a developer's build tree or $CBF_PLUGIN_PATH can stand
  * in front of an installed copy without removing it. The same file reached
  * through two directories (a symlink, the build tree found two ways) is one
@@ -34,6 +37,7 @@ typedef struct entry {
     char *real;
     void *handle;
     int tier;
+    int depth;      /* 0: directly in a directory searched; 1: in a subfolder */
 } entry;
 
 typedef struct list {
@@ -240,14 +244,31 @@ static int open_plugin(const char *path, entry *out, cbf_error *err)
     return 0;
 }
 
-static int add_file(cbf_registry *r, const char *path, int tier, cbf_error *err)
+/* Two entries of one name in one tier: the shallower wins, the same depth
+ * is ambiguous. Returns the loser, or NULL with err set. */
+static entry *same_tier_loser(entry *old, entry *e, cbf_error *err)
+{
+    if (old->depth == e->depth) {
+        cbf_error_set(err, CBF_EPLUGIN,
+                      "plugin '%s' is defined twice: '%s' and '%s' (remove one, or name only "
+                      "the folder of the one to use)",
+                      e->desc->name, old->path, e->path);
+        return NULL;
+    }
+    entry *win = e->depth < old->depth ? e : old, *lose = win == e ? old : e;
+    cbf_log_info("plugin '%s': using '%s', not '%s' in a subfolder", e->desc->name, win->path,
+                 lose->path);
+    return lose;
+}
+
+static int add_file(cbf_registry *r, const char *path, int tier, int depth, cbf_error *err)
 {
     char real[PATH_MAX];
     if (!realpath(path, real))
         return cbf_error_set(err, CBF_EIO, "plugin file '%s': %s", path, strerror(errno));
     if (seen_file(r, real))
         return 0;
-    entry e = {.tier = tier};
+    entry e = {.tier = tier, .depth = depth};
     int rc = open_plugin(path, &e, err);
     if (rc)
         return cbf_error_prefix(err, "plugin file '%s'", path);
@@ -261,19 +282,22 @@ static int add_file(cbf_registry *r, const char *path, int tier, cbf_error *err)
         entry *old = &r->live.e[i];
         if (strcmp(old->desc->name, e.desc->name))
             continue;
+        entry *lose;
         if (old->tier == tier) {
-            rc = cbf_error_set(err, CBF_EPLUGIN, "plugin '%s' is defined twice: '%s' and '%s'",
-                               e.desc->name, old->path, e.path);
-            entry_free(&e);
-            return rc;
+            if (!(lose = same_tier_loser(old, &e, err))) {
+                entry_free(&e);
+                return CBF_EPLUGIN;
+            }
+        } else {
+            lose = tier < old->tier ? old : &e;
+            cbf_log_debug("plugin '%s': '%s' shadows '%s'", e.desc->name,
+                          lose == old ? e.path : old->path, lose->path);
         }
-        cbf_log_debug("plugin '%s': '%s' shadows '%s'", e.desc->name,
-                      tier < old->tier ? e.path : old->path, tier < old->tier ? old->path : e.path);
-        if (list_push(&r->hidden, tier < old->tier ? *old : e)) {
+        if (list_push(&r->hidden, *lose)) {
             entry_free(&e);
             return cbf_error_set(err, CBF_ENOMEM, "out of memory");
         }
-        if (tier < old->tier)
+        if (lose == old)
             *old = e;
         return 0;
     }
@@ -305,7 +329,7 @@ static int scan(cbf_registry *r, const char *dir, int tier, int depth, cbf_error
         if (!rc && nm[0] != '.' && snprintf(path, sizeof path, "%s/%s", dir, nm) < (int)sizeof path &&
             stat(path, &st) == 0) {
             if (S_ISREG(st.st_mode) && is_plugin_name(nm))
-                rc = add_file(r, path, tier, err);
+                rc = add_file(r, path, tier, depth, err);
             else if (S_ISDIR(st.st_mode) && depth == 0)
                 rc = scan(r, path, tier, 1, err);
         }

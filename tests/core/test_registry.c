@@ -1,6 +1,9 @@
 /* Plugin registry: broken files are refused with their name and fault;
  * the same file seen twice is one plugin; a name defined twice in one tier
- * is an error naming both files, across tiers the higher one wins. */
+ * is an error naming both files, unless one lies directly in a directory
+ * searched and the other in a subfolder (the example plugin built with make
+ * in a folder and with meson in its build/): the shallower one is used.
+ * Across tiers the higher one wins. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -98,6 +101,59 @@ static void duplicates_in_one_tier(void **state)
     assert_non_null(strstr(err.msg, "twin_b/cbf_ttwin.so"));
 }
 
+/* The file of the one plugin named ttwin (there must be exactly one). */
+static const char *twin_path(const cbf_registry *reg)
+{
+    const char *path = NULL;
+    int found = 0;
+    for (size_t i = 0; i < cbf_registry_count(reg); i++)
+        if (!strcmp(cbf_registry_at(reg, i)->name, "ttwin")) {
+            found++;
+            path = cbf_registry_path_at(reg, i);
+        }
+    assert_int_equal(found, 1);
+    return path;
+}
+
+/* Copies twin_a's plugin to <tmp>/<name>/<sub> (a real copy: a link would be
+ * the same file). */
+static void copy_twin(const char *name, const char *sub)
+{
+    char cmd[2400];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/%s/%s' && cp '%s/cbf_ttwin.so' '%s/%s/%s/'", tu_tmpdir(), name,
+             sub, tu_plugin_dir("twin_a"), tu_tmpdir(), name, sub);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void duplicates_by_depth(void **state)
+{
+    (void)state;
+    char top[600];
+    snprintf(top, sizeof top, "%s/depth", tu_tmpdir());
+    copy_twin("depth", ".");
+    copy_twin("depth", "build");
+    const char *dirs[] = {top};
+    cbf_registry *reg = NULL;
+    cbf_error err = {0};
+    if (cbf_registry_open(dirs, 1, &reg, &err))
+        fail_msg("%s", err.msg);
+    char want[700];
+    snprintf(want, sizeof want, "%s/cbf_ttwin.so", top);
+    assert_string_equal(twin_path(reg), want);
+    cbf_registry_close(reg);
+
+    /* two subfolders at one depth: ambiguous, and the message says what to do */
+    snprintf(top, sizeof top, "%s/level", tu_tmpdir());
+    copy_twin("level", "build");
+    copy_twin("level", "build2");
+    reg = NULL;
+    assert_int_equal(cbf_registry_open(dirs, 1, &reg, &err), CBF_EPLUGIN);
+    assert_null(reg);
+    if (!strstr(err.msg, "plugin 'ttwin' is defined twice") || !strstr(err.msg, "level/build/cbf_ttwin.so") ||
+        !strstr(err.msg, "level/build2/cbf_ttwin.so") || !strstr(err.msg, "name only the folder"))
+        fail_msg("unexpected: %s", err.msg);
+}
+
 static void same_file_twice(void **state)
 {
     (void)state;
@@ -142,14 +198,7 @@ static void higher_tier_wins(void **state)
     free(old);
     if (rc)
         fail_msg("%s", err.msg);
-    int found = 0;
-    for (size_t i = 0; i < cbf_registry_count(reg); i++) {
-        if (strcmp(cbf_registry_at(reg, i)->name, "ttwin"))
-            continue;
-        found++;
-        assert_non_null(strstr(cbf_registry_path_at(reg, i), "twin_a/"));
-    }
-    assert_int_equal(found, 1);
+    assert_non_null(strstr(twin_path(reg), "twin_a/"));
     cbf_registry_close(reg);
 
     /* a directory added later (engine.plugin_path) is in the given tier too */
@@ -165,6 +214,7 @@ int main(void)
         cmocka_unit_test(broken_files),
         cmocka_unit_test(port_declarations),
         cmocka_unit_test(duplicates_in_one_tier),
+        cmocka_unit_test(duplicates_by_depth),
         cmocka_unit_test(same_file_twice),
         cmocka_unit_test(higher_tier_wins),
     };

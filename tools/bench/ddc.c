@@ -187,11 +187,12 @@ static int parse(int argc, char **argv, opts *o)
         const char *a = argv[i];
         char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !v) {
-            printf("usage: cbf-bench ddc [--decimation 8,16,32] [--ratio 8,16] [--per-thread 4,8,16]\n"
-                   "                     [--bits 10] [--samples 268435456] [--reps 20]\n"
-                   "                     [--chain 8:4096,16:4096,32:1024,8:32768] [--pfb-taps 16]\n"
-                   "ratio: taps / decimation (4, 8, 12 or 16); samples: per polarisation;\n"
-                   "chain: S:channels pairs of the narrowband chain (DDC taps 8 S), \"\" for none\n");
+            fprintf(strcmp(a, "--help") ? stderr : stdout,
+                    "usage: cbf-bench ddc [--decimation 8,16,32] [--ratio 8,16] [--per-thread 4,8,16]\n"
+                    "                     [--bits 10] [--samples 268435456] [--reps 20]\n"
+                    "                     [--chain 8:4096,16:4096,32:1024,8:32768] [--pfb-taps 16]\n"
+                    "ratio: taps / decimation (4, 8, 12 or 16); samples: per polarisation;\n"
+                    "chain: S:channels pairs of the narrowband chain (DDC taps 8 S), \"\" for none\n");
             return strcmp(a, "--help") ? 2 : 1;
         }
         i++;

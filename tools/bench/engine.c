@@ -226,17 +226,24 @@ static int eng_floats(const char *s, double *out, int max)
 static void eng_usage(FILE *f)
 {
     fprintf(f,
-            "usage: cbf-bench engine [--case a,b,c,d|all] [--seconds S] [--warmup S] [--ants 1,2,4,...]\n"
-            "                        [--channels 32768,4096] [--gpu auto|required|none] [--scale F]\n"
-            "                        [--rx-threads T] [--tx-threads T] [--xeng-channels C] [--fractions 0.25,0.5,...]\n"
-            "                        [--plugin-path DIR] [--verbose]\n"
-            "  a  F-engine from host memory on the GPU (dsim -> upload -> K x pfb/fft_post -> discard)\n"
-            "  b  network F-engine on loopback, K antennas of real time (x --scale) until one loses data\n"
-            "  c  X-engine of 64 antennas' heaps against the loopback UDP ceiling (--fractions of it)\n"
+            "usage: cbf-bench engine [--case a,b,c,d|all] [--seconds S] [--warmup S]\n"
+            "                        [--ants 1,2,4,...] [--channels 32768,4096]\n"
+            "                        [--gpu auto|required|none] [--scale F]\n"
+            "                        [--rx-threads T] [--tx-threads T] [--xeng-channels C]\n"
+            "                        [--fractions 0.25,0.5,...] [--plugin-path DIR]\n"
+            "                        [--verbose]\n"
+            "  a  F-engine from host memory on the GPU\n"
+            "     (dsim -> upload -> K x pfb/fft_post -> discard)\n"
+            "  b  network F-engine on loopback, K antennas of real time (x --scale)\n"
+            "     until one loses data\n"
+            "  c  X-engine of 64 antennas' heaps against the loopback UDP ceiling\n"
+            "     (--fractions of it)\n"
             "  d  (a) on the CPU path, antennas per core\n"
-            "  --verbose prints every node's counters over each run's window (what limits it)\n"
-            "defaults: --case all --seconds 3 --warmup 1 --ants 1,2,4,8,16 --channels 32768,4096\n"
-            "          --scale 1 --rx-threads 4 --tx-threads 2 --xeng-channels 64 --fractions 0.1,0.25,0.5,0.7,0.8,0.9,1\n");
+            "  --verbose prints every node's counters over each run's window\n"
+            "     (what limits it)\n"
+            "defaults: --case all --seconds 3 --warmup 1 --ants 1,2,4,8,16\n"
+            "          --channels 32768,4096 --scale 1 --rx-threads 4 --tx-threads 2\n"
+            "          --xeng-channels 64 --fractions 0.1,0.25,0.5,0.7,0.8,0.9,1\n");
 }
 
 static int eng_parse(int argc, char **argv, eng_opts *o)

@@ -211,9 +211,10 @@ static int parse(int argc, char **argv, opts *o)
         const char *a = argv[i];
         char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !v) {
-            printf("usage: cbf-bench feng [--channels 4096,8192,32768] [--taps 16] [--bits 10]\n"
-                   "                      [--samples 268435456] [--reps 20] [--unzip 0|1|2|4]\n"
-                   "samples: per polarisation per run; unzip 0 chooses as the engine does\n");
+            fprintf(strcmp(a, "--help") ? stderr : stdout,
+                    "usage: cbf-bench feng [--channels 4096,8192,32768] [--taps 16] [--bits 10]\n"
+                    "                      [--samples 268435456] [--reps 20] [--unzip 0|1|2|4]\n"
+                    "samples: per polarisation per run; unzip 0 chooses as the engine does\n");
             return strcmp(a, "--help") ? 2 : 1;
         }
         i++;

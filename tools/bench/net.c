@@ -392,14 +392,20 @@ int cbf_bench_net(int argc, char **argv)
                  IN_MULTICAST(ntohl(g.s_addr)))
             o.group = ntohl(g.s_addr), i++;
         else {
-            printf("usage: cbf-bench net [--seconds S (2)] [--threads MAX (4)] [--interface ADDR (127.0.0.1)]\n"
-                   "                     [--transport socket|ibverbs (socket)] [--group A.B.C.D]\n"
-                   "       cbf-bench net --feed A.B.C.D:PORT --gbps R [--threads T (4)] [--seconds S (2)]\n"
-                   "SPEAD over UDP through cbf's transport interface: 1, 2, ... MAX sender and receiver\n"
-                   "threads per stream, unicast to the interface's address (SO_REUSEPORT), or thread i\n"
-                   "to multicast group + i with --group (needed by ibverbs for several threads).\n"
-                   "--feed: be a digitiser (one antenna's heaps, T threads, R Gb/s) for a receiver pipeline.\n");
-            return strcmp(argv[i], "--help") ? 2 : 0;
+            int help = !strcmp(argv[i], "--help");
+            fprintf(help ? stdout : stderr,
+                    "usage: cbf-bench net [--seconds S (2)] [--threads MAX (4)]\n"
+                    "                     [--interface ADDR (127.0.0.1)]\n"
+                    "                     [--transport socket|ibverbs (socket)] [--group A.B.C.D]\n"
+                    "       cbf-bench net --feed A.B.C.D:PORT --gbps R [--threads T (4)]\n"
+                    "                     [--seconds S (2)]\n"
+                    "SPEAD over UDP through cbf's transport interface: 1, 2, ... MAX sender\n"
+                    "and receiver threads per stream, unicast to the interface's address\n"
+                    "(SO_REUSEPORT), or thread i to multicast group + i with --group (needed\n"
+                    "by ibverbs for several threads).\n"
+                    "--feed: be a digitiser (one antenna's heaps, T threads, R Gb/s) for a\n"
+                    "receiver pipeline.\n");
+            return help ? 0 : 2;
         }
     }
     if (o.max_threads < 1 || o.max_threads > MAX_THREADS || o.seconds <= 0) {

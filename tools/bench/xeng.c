@@ -101,9 +101,10 @@ static int parse(int argc, char **argv, opts *o)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help")) {
-            printf("usage: cbf-bench xeng [--ants 64,80,...] [--bits 8|4] [--block 0,32,48,64]"
-                   " [--reps N] [--gib G]\n  --block: tile sizes to time (default all); 0 is the"
-                   " automatic choice (wgmma on an H100/H200)\n");
+            printf("usage: cbf-bench xeng [--ants 64,80,...] [--bits 8|4] [--block 0,32,48,64]\n"
+                   "                      [--reps N] [--gib G]\n"
+                   "  --block: tile sizes to time (default all); 0 is the automatic choice\n"
+                   "           (wgmma on an H100/H200)\n");
             return 1;
         } else if (v && !strcmp(a, "--ants")) {
             o->n_ants = 0;
