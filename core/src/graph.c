@@ -243,7 +243,8 @@ static int parse_overrides(loader *L, const char *const *texts, size_t n)
 /* ---- engine settings ---- */
 
 static const char *const engine_keys[] = {"name", "gpu", "gpu_device", "queue_depth", "plugin_path",
-                                          "control", "sensors", "sensor_period", "prometheus", "katcp"};
+                                          "control", "sensors", "sensor_period", "prometheus", "katcp",
+                                          "sync_time", "adc_sample_rate"};
 
 static int engine_string(loader *L, const cbf_kv *kv, char **out)
 {
@@ -282,6 +283,40 @@ static int add_plugin_dir(loader *L, const yaml_node_t *n, const char *where)
     if (rc == CBF_EIO)
         L->err->code = rc = CBF_ECONFIG;
     return rc ? cbf_error_prefix(L->err, "%s: engine.plugin_path", where) : 0;
+}
+
+/* UNIX seconds after this are milli-, micro- or nanoseconds given by
+ * mistake (1e10 s is the year 2286). */
+#define SYNC_TIME_MAX 1e10
+
+/* sync_time is kept exact (timeref.h): a timestamp given in UNIX time
+ * must land on the sample the client meant. */
+static int engine_time_key(loader *L, const cbf_kv *kv)
+{
+    cbf_engine_settings *e = &L->g->engine;
+    const char *s = scalar(kv->value);
+    bool sync = !strcmp(kv->key, "sync_time");
+    cbf_unix_time t;
+    if (!s || kv->value->data.scalar.style != YAML_PLAIN_SCALAR_STYLE || cbf_time_parse(s, &t))
+        return cbf_error_set(L->err, CBF_ECONFIG, "%s: engine.%s: expected a number (%s), got '%s'",
+                             kv->where, kv->key, sync ? "UNIX seconds" : "Hz", s ? s : "a list or mapping");
+    double v = cbf_time_to_double(&t);
+    if (sync) {
+        if (!(v > 0 && v <= SYNC_TIME_MAX))
+            return cbf_error_set(L->err, CBF_ECONFIG, "%s: engine.sync_time: %s is not UNIX seconds "
+                                 "after 1970 (0 < sync_time <= %g; milliseconds given by mistake?)",
+                                 kv->where, s, SYNC_TIME_MAX);
+        e->has_sync_time = true;
+        e->sync_time = t;
+        snprintf(e->sync_time_where, sizeof e->sync_time_where, "%s", kv->where);
+    } else {
+        if (!(v > 0 && v <= 1e12))
+            return cbf_error_set(L->err, CBF_ECONFIG, "%s: engine.adc_sample_rate: %s is not a sample "
+                                 "rate in Hz (0 < rate <= 1e12)", kv->where, s);
+        e->adc_sample_rate = (long double)t.sec + t.frac;
+        snprintf(e->adc_sample_rate_where, sizeof e->adc_sample_rate_where, "%s", kv->where);
+    }
+    return 0;
 }
 
 static int engine_key(loader *L, const cbf_kv *kv)
@@ -326,6 +361,8 @@ static int engine_key(loader *L, const cbf_kv *kv)
                                kv->where, s ? s : "a list or mapping");
         else
             e->sensor_period = p;
+    } else if (!strcmp(kv->key, "sync_time") || !strcmp(kv->key, "adc_sample_rate")) {
+        rc = engine_time_key(L, kv);
     } else if (!strcmp(kv->key, "plugin_path")) {
         if (kv->value->type == YAML_SEQUENCE_NODE) {
             for (yaml_node_item_t *it = kv->value->data.sequence.items.start;
@@ -338,7 +375,8 @@ static int engine_key(loader *L, const cbf_kv *kv)
         char h[96];
         rc = cbf_error_set(L->err, CBF_ECONFIG,
                            "%s: unknown engine key '%s'%s (known: name, gpu, gpu_device, queue_depth, "
-                           "plugin_path, control, sensors, sensor_period, prometheus, katcp)",
+                           "plugin_path, control, sensors, sensor_period, prometheus, katcp, sync_time, "
+                           "adc_sample_rate)",
                            kv->key_where, kv->key,
                            hint(h, sizeof h, kv->key, engine_keys, CBF_COUNT_OF(engine_keys)));
     }
@@ -398,6 +436,10 @@ static int parse_engine(loader *L, const yaml_node_t *m)
         kv_from_override(&L->ov[k], place, &kv);
         rc = engine_key(L, &kv);
     }
+    if (!rc && e->has_sync_time && !(e->adc_sample_rate > 0))
+        rc = cbf_error_set(L->err, CBF_ECONFIG, "%s: engine.sync_time needs engine.adc_sample_rate "
+                           "(the ADC samples per second that turn UNIX time into timestamps)",
+                           e->sync_time_where);
     if (!rc && !e->name) {
         const char *base = strrchr(L->g->path, '/');
         base = base ? base + 1 : L->g->path;

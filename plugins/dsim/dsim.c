@@ -106,7 +106,8 @@ static const cbf_port_decl dsim_ports[] = {
  * the YAML record's fields per entry. */
 static const cbf_param_decl dsim_signal_args[] = {
     {.name = "at", .type = CBF_PARAM_INT, .def = "-1", .has_range = 1, .min = -1, .max = 9.2e18,
-     .doc = "timestamp (sample) of the first sample of the new signal; -1: the next chunk"},
+     .doc = "timestamp (sample) of the first sample of the new signal; -1: the next chunk",
+     .flags = CBF_PARAM_TIMESTAMP},
     {.name = "tones", .type = CBF_PARAM_FLOAT_LIST, .def = "[]",
      .doc = "[frequency, amplitude, phase_x, phase_y] per tone"},
     {.name = "combs", .type = CBF_PARAM_FLOAT_LIST, .def = "[]",

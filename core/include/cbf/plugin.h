@@ -27,8 +27,9 @@ extern "C" {
 
 /* 2: requests (cbf/control.h) appended to the descriptor.
  * 3: cbf_port_decl gained `flags` (CBF_PORT_WRITES_INPUT), which changes its
- *    size and so the layout of every plugin's port table. */
-#define CBF_PLUGIN_ABI 3u
+ *    size and so the layout of every plugin's port table.
+ * 4: cbf_param_decl gained `flags` (CBF_PARAM_TIMESTAMP), likewise. */
+#define CBF_PLUGIN_ABI 4u
 #define CBF_PLUGIN_ENTRY_SYMBOL "cbf_plugin_entry"
 
 typedef enum cbf_port_dir { CBF_PORT_IN = 0, CBF_PORT_OUT = 1 } cbf_port_dir;
