@@ -62,6 +62,11 @@ static int rx_window_emit(rx_window *w, rx_chunk *c)
     cbf_counter_add(w->c_chunks, 1);
     cbf_counter_add(w->c_missing, missing);
     cbf_counter_add(w->c_incomplete, incomplete);
+    double unix_s = cbf_node_unix_time(w->node, b->timestamp);
+    cbf_counter_set(w->c_rx_ts, (uint64_t)b->timestamp);
+    cbf_gauge_set(w->g_rx_unix, unix_s);
+    if (missing)
+        cbf_gauge_set(w->g_missing_unix, unix_s);
     return cbf_port_send(w->out, b);
 }
 
