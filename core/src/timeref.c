@@ -46,6 +46,8 @@ int cbf_time_parse(const char *text, cbf_unix_time *out)
         }
         return 0;
     }
+    if (strspn(s, "0123456789.eE+-") != n)   /* strtold's hex, inf and nan are not seconds */
+        return -1;
     char *end;
     errno = 0;
     long double v = strtold(s, &end);
@@ -62,13 +64,15 @@ double cbf_time_to_double(const cbf_unix_time *t) { return (double)((long double
 int cbf_time_to_ts(const cbf_unix_time *t, const cbf_unix_time *sync, long double rate, int64_t *ts)
 {
     /* Whole seconds times an integer rate is exact in a long double up to
-     * 2^64 samples; the fraction's product is small, so its rounding error
-     * is far below a sample. */
+     * 2^64 samples; its own fraction (a non-integer rate) and the seconds'
+     * fraction times the rate are small, so they are added and rounded
+     * apart from the large whole part, whose last bits are coarser than a
+     * sample beyond 2^53. */
     long double whole = (long double)(t->sec - sync->sec) * rate;
-    long double part = (t->frac - sync->frac) * rate;
-    long double v = roundl(whole + part);
-    if (!isfinite(v) || fabsl(v) >= 9.2e18L)
+    if (!isfinite(whole) || fabsl(whole) >= 9.2e18L)
         return -1;
-    *ts = (int64_t)v;
+    long double wi = truncl(whole);
+    long double part = (whole - wi) + (t->frac - sync->frac) * rate;
+    *ts = (int64_t)wi + (int64_t)roundl(part);
     return 0;
 }
