@@ -284,13 +284,14 @@ static int unix_args(const cbf_graph *g, const cbf_request_decl *d, cbf_text_kv 
                                  "sync_time (engine keys sync_time and adc_sample_rate); give '%s' as an "
                                  "ADC timestamp", d->name, key, a->name);
         cbf_unix_time t;
-        int64_t ts;
+        int64_t ts = 0;
         if (cbf_time_parse(tv[i].text, &t))
-            return cbf_error_set(err, CBF_EINVAL, "request '%s': '%s': '%s' is not UNIX seconds", d->name,
+            return cbf_error_set(err, CBF_EINVAL, "request '%s': '%s': %s is not UNIX seconds", d->name,
                                  key, tv[i].text);
-        if (cbf_time_to_ts(&t, &es->sync_time, es->adc_sample_rate, &ts) || ts < 0)
+        bool far = cbf_time_to_ts(&t, &es->sync_time, es->adc_sample_rate, &ts) != 0;
+        if (far || ts < 0)
             return cbf_error_set(err, CBF_EINVAL, "request '%s': '%s': %s is %s the engine's sync_time "
-                                 "%.6f", d->name, key, tv[i].text, ts < 0 ? "before" : "too far from",
+                                 "%.6f", d->name, key, tv[i].text, far ? "too far from" : "before",
                                  cbf_time_to_double(&es->sync_time));
         snprintf(texts[i], sizeof texts[i], "%" PRId64, ts);
         tv[i].key = a->name;
@@ -299,7 +300,7 @@ static int unix_args(const cbf_graph *g, const cbf_request_decl *d, cbf_text_kv 
     return CBF_OK;
 }
 
-/* katgpucbf's steady-state-timestamp, per node: output with this timestamp
+/* katgpucbf's steady-state-timestamp (steady_state_timestamp), per node: output with this timestamp
  * or later reflects every timed request the node has accepted, so it is
  * the largest timestamp such a request has replied with. The engine makes
  * the counter (engine.c); two front ends may race here. */

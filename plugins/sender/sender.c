@@ -484,7 +484,7 @@ static int sender_init(cbf_node *node, cbf_error *err)
     s->c_skipped = cbf_node_counter(node, "heaps_not_sent_missing");
     s->c_errors = cbf_node_counter(node, "packets_refused");
     s->c_held = cbf_node_counter(node, "buffers_not_captured");
-    s->c_next_ts = cbf_node_counter(node, "tx.next-timestamp");
+    s->c_next_ts = cbf_node_counter(node, "tx.next_timestamp");
     if (s->kind == S_XENG)
         s->c_dumps_skipped = cbf_node_counter(node, "dumps_not_sent_no_antennas");
     s->capturing = cbf_params_bool(p, "capture");

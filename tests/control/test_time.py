@@ -112,7 +112,7 @@ def unix_of(sync, ts, offset=Decimal(0)):
 
 
 def steady(e, node):
-    return sensors(e)[node]["counters"]["steady-state-timestamp"]
+    return sensors(e)[node]["counters"]["steady_state_timestamp"]
 
 
 async def katcp_checks(e, sync, gains_at):
@@ -153,6 +153,8 @@ async def katcp_checks(e, sync, gains_at):
             except aiokatcp.FailReply as exc:
                 check(want in str(exc), f"?delays {' '.join(args[1:])}: fail '{exc}'")
         check(steady(e, "pfb") == td2, "refused requests leave steady-state-timestamp as it was")
+        _, informs = await client.request("sensor-value", "pfb.steady-state-timestamp")
+        check(int(informs[0].arguments[4]) == td2, "katcp's pfb.steady-state-timestamp says so too")
         return td, td2
     finally:
         client.close()
@@ -238,6 +240,7 @@ NET = """
 engine:
   gpu: none
   control: tcp://127.0.0.1:*
+  katcp: 127.0.0.1:0
   sync_time: 1700000000.25
   adc_sample_rate: 1048576
 nodes:
@@ -259,6 +262,22 @@ edges:
 """
 
 
+async def katcp_names(e):
+    """Over katcp the sensors carry katgpucbf's names (NODE. in front)."""
+    client = await aiokatcp.Client.connect(*e.katcp)
+    try:
+        _, informs = await client.request("sensor-list", r"/\.(rx|tx)\./")
+        names = sorted(m.arguments[0].decode() for m in informs)
+        want = ["recv.rx.missing-unixtime", "recv.rx.timestamp", "recv.rx.unixtime", "send.tx.next-timestamp"]
+        check(names == want, f"katcp sensors {names}")
+        _, informs = await client.request("sensor-value", "recv.rx.unixtime")
+        a = informs[0].arguments
+        check(a[3] == b"nominal" and float(a[4]) > 1700000000.25, f"?sensor-value recv.rx.unixtime: {a}")
+    finally:
+        client.close()
+        await client.wait_closed()
+
+
 def net(tmp):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.bind(("127.0.0.1", 0))
@@ -274,8 +293,8 @@ def net(tmp):
             rx, tx = n["recv"], n["send"]
             ts = rx["counters"]["rx.timestamp"]
             if ts > 0 and (not seen or ts > seen[-1][0]):
-                seen.append((ts, rx["gauges"]["rx.unixtime"], rx["gauges"]["rx.missing-unixtime"],
-                             tx["counters"]["tx.next-timestamp"]))
+                seen.append((ts, rx["gauges"]["rx.unixtime"], rx["gauges"]["rx.missing_unixtime"],
+                             tx["counters"]["tx.next_timestamp"]))
         check(len(seen) == 2, f"rx.timestamp moves: {[s[0] for s in seen]}")
         for ts, ux, miss, nxt in seen:
             check(ts % SPC == 0 and (ux - sync) * 16 == round((ux - sync) * 16) and
@@ -287,6 +306,7 @@ def net(tmp):
                   and miss <= ux, f"rx.missing-unixtime {miss!r}: a chunk's UNIX time, not after rx.unixtime")
             check(nxt > 0 and nxt % SPC == 0, f"tx.next-timestamp {nxt} past a whole chunk")
         check(seen[1][3] > seen[0][3], "tx.next-timestamp moves")
+        asyncio.run(asyncio.wait_for(katcp_names(e), 30))
         check(e.shutdown() == 0, "loopback engine drained and exited 0")
     finally:
         e.kill()
