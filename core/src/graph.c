@@ -49,6 +49,8 @@ typedef struct loader {
         size_t n_in;
     } *seen;
     size_t *port_base;
+    cbf_kv rate_kv;       /* engine.adc_sample_rate as given: the default of nodes' own */
+    bool has_rate_kv;
 } loader;
 
 /* ---- places and small helpers ---- */
@@ -315,6 +317,8 @@ static int engine_time_key(loader *L, const cbf_kv *kv)
                                  "rate in Hz (0 < rate <= 1e12)", kv->where, s);
         e->adc_sample_rate = (long double)t.sec + t.frac;
         snprintf(e->adc_sample_rate_where, sizeof e->adc_sample_rate_where, "%s", kv->where);
+        L->rate_kv = *kv;
+        L->has_rate_kv = true;
     }
     return 0;
 }
@@ -623,6 +627,25 @@ static int apply_overrides(loader *L)
     return 0;
 }
 
+/* A node parameter named as the engine key adc_sample_rate (a dsim's, a
+ * receiver's) that the node leaves out takes the engine's value, read as
+ * if written there (its errors name the engine key's place): one rate for
+ * the whole engine, which the engine also checks stages against. */
+static void engine_rate_default(loader *L, size_t i)
+{
+    const cbf_plugin_desc *d = L->g->nodes[i].plugin;
+    node_src *s = &L->src[i];
+    for (size_t j = 0; j < s->n_kv; j++)
+        if (!strcmp(s->kv[j].key, "adc_sample_rate"))
+            return;
+    for (int k = 0; k < d->n_params; k++)
+        if (!strcmp(d->params[k].name, "adc_sample_rate")) {
+            s->kv[s->n_kv] = L->rate_kv;   /* collect_params left room for one more */
+            s->kv[s->n_kv++].key = d->params[k].name;
+            return;
+        }
+}
+
 static int parse_nodes(loader *L, const yaml_node_t *m)
 {
     if (!m || cbf_yaml_is_null(m))
@@ -642,6 +665,8 @@ static int parse_nodes(loader *L, const yaml_node_t *m)
         rc = parse_node(L, &m->data.mapping.pairs.start[i], i);
     if (!rc)
         rc = apply_overrides(L);
+    for (size_t i = 0; i < n && !rc && L->has_rate_kv; i++)
+        engine_rate_default(L, i);
     for (size_t i = 0; i < n && !rc; i++) {
         cbf_graph_node *gn = &L->g->nodes[i];
         cbf_params_ctx ctx = {L->g->path, gn->name, gn->where, gn->plugin->name, NULL};

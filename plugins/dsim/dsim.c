@@ -272,14 +272,9 @@ static int dsim_read_params(const cbf_node *node, dsim *s, const cbf_params *p, 
     }
     if (ni == 0)
         memset(s->input_missing, 1, 2 * (size_t)s->antennas);
-    /* Left out, the rate is the engine's (when it states one). */
-    double engine_rate;
-    cbf_node_time_ref(node, NULL, &engine_rate);
     s->fixed = (cbf_dsim_config){
         .antennas = s->antennas,
-        .adc_sample_rate = !cbf_params_given(p, CBF_ATTR_ADC_SAMPLE_RATE) && engine_rate > 0
-                               ? engine_rate
-                               : cbf_params_float(p, CBF_ATTR_ADC_SAMPLE_RATE),
+        .adc_sample_rate = cbf_params_float(p, CBF_ATTR_ADC_SAMPLE_RATE),
         .bits = s->bits,
         .delays = s->delays,
         .seed = (uint64_t)cbf_params_int(p, "seed"),

@@ -19,6 +19,8 @@ through real cbf-run engines, cbf-ctl, aiokatcp and h5py:
   cbf_h5.unix_time turns its timestamps into UNIX time;
 - receiver and sender sensors rx.timestamp, rx.unixtime, rx.missing-unixtime
   and tx.next-timestamp in a loopback engine, on chunk boundaries and moving;
+- the engine's adc_sample_rate is the rate of every dsim and receiver that
+  gives none (else they would state their 1712e6 default and be refused);
 - an engine without sync_time refuses at_unix; a stage whose ADC rate
   differs from the engine's, and a realtime dsim given both a start and a
   sync_time, stop the start with messages naming both places."""
@@ -252,8 +254,7 @@ nodes:
     params: {destinations: "127.0.0.1:%d", rate_gbps: 0.05}
   recv:
     plugin: receiver
-    params: {address: "127.0.0.1:%d", antennas: 1, bits: 8, samples_per_chunk: %d,
-             adc_sample_rate: 1048576}
+    params: {address: "127.0.0.1:%d", antennas: 1, bits: 8, samples_per_chunk: %d}
   idle:
     plugin: discard
 edges:
