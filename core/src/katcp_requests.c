@@ -160,8 +160,11 @@ static void kc_help(kc_req *r)
             int l = snprintf(text, sizeof text, "%s (node=%s, plugin %s; arguments:", rd->doc ? rd->doc : "",
                              g->nodes[i].name, d->name);
             for (int a = 0; a < rd->n_args && l > 0 && (size_t)l < sizeof text; a++)
-                l += snprintf(text + l, sizeof text - (size_t)l, " %s=%s", rd->args[a].name,
-                              rd->args[a].def ? rd->args[a].def : "(required)");
+                l += snprintf(text + l, sizeof text - (size_t)l, " %s=%s%s%s%s", rd->args[a].name,
+                              rd->args[a].def ? rd->args[a].def : "(required)",
+                              rd->args[a].flags & CBF_PARAM_TIMESTAMP ? " (or " : "",
+                              rd->args[a].flags & CBF_PARAM_TIMESTAMP ? rd->args[a].name : "",
+                              rd->args[a].flags & CBF_PARAM_TIMESTAMP ? "_unix=UNIX_SECONDS)" : "");
             if (l > 0 && (size_t)l < sizeof text)
                 snprintf(text + l, sizeof text - (size_t)l, ")");
             const char *a[] = {rd->name, text};

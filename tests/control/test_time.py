@@ -122,6 +122,9 @@ async def katcp_checks(e, sync, gains_at):
     and the ones here follow within a few buffers."""
     client = await aiokatcp.Client.connect(*e.katcp)
     try:
+        _, informs = await client.request("help", "delays")
+        check("at=-1 (or at_unix=UNIX_SECONDS)" in informs[0].arguments[1].decode(),
+              "?help delays offers at_unix")
         base = gains_at[-1]
         # katcp's generic form with at_unix, in the next buffer (fft_post
         # takes one change per buffer): 0.3 samples before t rounds to t.
