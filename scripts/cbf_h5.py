@@ -58,6 +58,29 @@ def open_file(path):
         raise NotCbf(f"{path}: not a readable HDF5 file ({e})") from None
 
 
+def time_reference(g):
+    """(sync_time, samples per second) of a group, or None when the engine
+    that wrote it had no time reference (engine key sync_time): then
+    timestamps count samples from an arbitrary sample 0."""
+    if "sync_time_note" in g.attrs or "sync_time" not in g.attrs:
+        return None
+    rate = attr(g, "scale_factor_timestamp")
+    return (float(g.attrs["sync_time"]), float(rate)) if rate else None
+
+
+def unix_time(g, timestamp):
+    """UNIX seconds of a timestamp (digitiser samples) of group g:
+    sync_time + timestamp / scale_factor_timestamp (docs/control.md, "Time").
+    A float64 holds about 0.2 us at today's UNIX times: for sample-exact
+    work keep timestamps, and convert only to show or compare with clocks.
+    ValueError when the file has no time reference."""
+    ref = time_reference(g)
+    if ref is None:
+        raise ValueError(f"{g.name}: no time reference (the engine had no sync_time)")
+    sync, rate = ref
+    return sync + np.asarray(timestamp, dtype=np.float64) / rate
+
+
 def data_groups(f):
     """Names of the groups filesink wrote (a `data` dataset and a `type`
     attribute); NotCbf when there are none."""

@@ -8,11 +8,13 @@
  *                                     sensors now, or each published message
  *   log-level [LEVEL]                 read or set the log level
  *   shutdown                          drain the pipeline; cbf-run exits 0
- *   gain [--node N] [--pol P] [--at TS] VALUE...
+ *   gain [--node N] [--pol P] [--at TS | --at-unix T] VALUE...
  *                                     one gain (re [im]) for all channels, or
  *                                     one per channel (re... or re im pairs)
- *   delays [--node N] [--at TS] [--pol P] DELAY RATE PHASE PHASE_RATE
+ *   delays [--node N] [--at TS | --at-unix T] [--pol P] DELAY RATE PHASE PHASE_RATE
  *                                     delay model: s, s/s, rad, rad/s
+ * --at TS is an ADC timestamp; --at-unix T UNIX seconds, which the engine
+ * converts through its sync_time (sent as a string: every digit counts).
  *   capture start|stop [--node N]     start or stop writing/sending
  *   REQUEST [--node N] [KEY=VALUE...] any other request a plugin declares;
  *                                     VALUE is read as JSON, else as a string
@@ -58,9 +60,9 @@ static void usage_to(FILE *f)
             "  sensors [--watch] [--count N] [-s ENDPOINT]\n"
             "  log-level [error|warn|info|debug|trace]\n"
             "  shutdown                           drain and exit 0\n"
-            "  gain [--node N] [--pol P] [--at TS] VALUE...\n"
-            "  delays [--node N] [--pol P] [--at TS]\n"
-            "         DELAY_S RATE PHASE_RAD PHASE_RATE_RAD_S\n"
+            "  gain [--node N] [--pol P] [--at TS|--at-unix T] VALUE...\n"
+            "  delays [--node N] [--pol P] [--at TS|--at-unix T] DELAY_S RATE PHASE_RAD PHASE_RATE_RAD_S\n"
+            "  --at TS: ADC timestamp; --at-unix T: UNIX seconds (through the engine's sync_time)\n"
             "  capture start|stop [--node N]\n"
             "  REQUEST [--node N] [KEY=VALUE...]  any request a plugin declares\n"
             "  raw TEXT|-                         send TEXT as the request, unchanged\n"
@@ -373,7 +375,7 @@ int main(int argc, char **argv)
     c.zctx = zmq_ctx_new();
 
     /* Options every request command takes, then positionals. */
-    const char *node = NULL, *pol = NULL, *at = NULL, *sub_ep = NULL;
+    const char *node = NULL, *pol = NULL, *at = NULL, *at_unix = NULL, *sub_ep = NULL;
     int watching = 0;
     long count = 0;
     const char *pos[4096];
@@ -385,6 +387,8 @@ int main(int argc, char **argv)
             pol = argv[++i];
         else if (!strcmp(argv[i], "--at") && i + 1 < argc)
             at = argv[++i];
+        else if (!strcmp(argv[i], "--at-unix") && i + 1 < argc)
+            at_unix = argv[++i];
         else if (!strcmp(argv[i], "--watch"))
             watching = 1;
         else if (!strcmp(argv[i], "--count") && i + 1 < argc)
@@ -432,6 +436,8 @@ int main(int argc, char **argv)
         json_object_set_new(req, "pol", scalar_arg(pol));
     if (at)
         json_object_set_new(req, "at", scalar_arg(at));
+    if (at_unix)   /* a string: a JSON number would pass through a double */
+        json_object_set_new(req, "at_unix", json_string(at_unix));
     if (!strcmp(cmd, "gain")) {
         if (!npos) {
             fprintf(stderr, "cbf-ctl gain: give one value (re [im]) or one per channel\n");

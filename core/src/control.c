@@ -314,6 +314,8 @@ static json_t *describe_args(const cbf_param_decl *a, int n)
         }
         if (a[i].choices)
             json_object_set_new(o, "choices", json_string(a[i].choices));
+        if (a[i].flags & CBF_PARAM_TIMESTAMP)   /* NAME_unix is accepted too (request.c) */
+            json_object_set_new(o, "timestamp", json_true());
         json_array_append_new(list, o);
     }
     return list;

@@ -6,6 +6,7 @@
  * Stop is a flag sources poll, so the graph drains and nothing is dropped;
  * an error is an abort, which wakes every blocked call with CBF_ESTOPPED so
  * all threads unwind, and the first error is what run returns. */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,6 +225,83 @@ static void release(cbf_engine *e)
     free(e);
 }
 
+/* ---- time reference ---- */
+
+static const cbf_engine_settings *node_settings(const cbf_node *n)
+{
+    return n && n->engine ? &n->engine->g->engine : NULL;
+}
+
+bool cbf_node_time_ref(const cbf_node *n, double *sync_time, double *adc_sample_rate)
+{
+    const cbf_engine_settings *s = node_settings(n);
+    bool has = s && s->has_sync_time;
+    if (sync_time)
+        *sync_time = has ? cbf_time_to_double(&s->sync_time) : 0.0;
+    if (adc_sample_rate)
+        *adc_sample_rate = s ? (double)s->adc_sample_rate : 0.0;
+    return has;
+}
+
+double cbf_node_unix_time(const cbf_node *n, int64_t ts)
+{
+    const cbf_engine_settings *s = node_settings(n);
+    if (!s || !s->has_sync_time)
+        return NAN;
+    return (double)((long double)s->sync_time.sec + (s->sync_time.frac + (long double)ts / s->adc_sample_rate));
+}
+
+int cbf_node_timestamp_of(const cbf_node *n, double unix_s, int64_t *ts)
+{
+    const cbf_engine_settings *s = node_settings(n);
+    if (!s || !s->has_sync_time || !isfinite(unix_s))
+        return CBF_EINVAL;
+    long double w = floorl((long double)unix_s);
+    cbf_unix_time t = {(int64_t)w, (long double)unix_s - w};
+    return cbf_time_to_ts(&t, &s->sync_time, s->adc_sample_rate, ts) ? CBF_EINVAL : CBF_OK;
+}
+
+/* A stage that states the ADC rate on its output (the port attribute of
+ * the engine key's name) and an engine that states another one would
+ * convert UNIX times with one rate and the data with the other. */
+static int check_adc_rate(cbf_engine *e, cbf_error *err)
+{
+    const cbf_engine_settings *s = &e->g->engine;
+    if (!(s->adc_sample_rate > 0))
+        return CBF_OK;
+    const double want = (double)s->adc_sample_rate;
+    for (size_t i = 0; i < e->g->n_nodes; i++) {
+        cbf_node *n = &e->nodes[i];
+        for (int pi = 0; pi < n->g->plugin->n_ports; pi++) {
+            cbf_port_slot *sl = &n->slots[pi];
+            double v;
+            if (sl->decl->dir != CBF_PORT_OUT || !sl->n || !sl->ports[0]->desc_set ||
+                cbf_port_desc_get_attr(&sl->ports[0]->desc, "adc_sample_rate", &v))
+                continue;
+            /* Both come from decimal text through a double or two. */
+            if (fabs(v - want) > 1e-9 * want)
+                return cbf_error_set(err, CBF_ECONFIG, "%s: engine.adc_sample_rate is %.17g Hz, but node "
+                                     "'%s' (%s) states adc_sample_rate %.17g Hz on its output '%s'",
+                                     s->adc_sample_rate_where, want, n->g->name, n->g->where, v,
+                                     sl->decl->name);
+        }
+    }
+    return CBF_OK;
+}
+
+/* Made here, before any front end runs, so that the request path only
+ * finds it (request.c). */
+static void add_steady_state(cbf_node *n)
+{
+    const cbf_plugin_desc *d = n->g->plugin;
+    for (int q = 0; q < d->n_requests; q++)
+        for (int k = 0; k < d->requests[q].n_args; k++)
+            if (d->requests[q].args[k].flags & CBF_PARAM_TIMESTAMP) {
+                cbf_node_counter(n, CBF_RT_STEADY_STATE);
+                return;
+            }
+}
+
 static int init_nodes(cbf_engine *e, cbf_error *err)
 {
     if (e->use_gpu) {
@@ -235,8 +313,9 @@ static int init_nodes(cbf_engine *e, cbf_error *err)
         int rc = cbf_rt_node_init(&e->nodes[i], err);
         if (rc < 0)
             return rc;
+        add_steady_state(&e->nodes[i]);
     }
-    return CBF_OK;
+    return check_adc_rate(e, err);
 }
 
 int cbf_engine_create(cbf_graph *g, cbf_engine **out, cbf_error *err)

@@ -49,6 +49,8 @@ typedef struct loader {
         size_t n_in;
     } *seen;
     size_t *port_base;
+    cbf_kv rate_kv;       /* engine.adc_sample_rate as given: the default of nodes' own */
+    bool has_rate_kv;
 } loader;
 
 /* ---- places and small helpers ---- */
@@ -244,7 +246,7 @@ static int parse_overrides(loader *L, const char *const *texts, size_t n)
 
 static const char *const engine_keys[] = {"name", "gpu", "gpu_device", "queue_depth", "plugin_path",
                                           "control", "sensors", "sensor_period", "prometheus", "katcp",
-                                          "read_only"};
+                                          "read_only", "sync_time", "adc_sample_rate"};
 
 static int engine_string(loader *L, const cbf_kv *kv, char **out)
 {
@@ -283,6 +285,42 @@ static int add_plugin_dir(loader *L, const yaml_node_t *n, const char *where)
     if (rc == CBF_EIO)
         L->err->code = rc = CBF_ECONFIG;
     return rc ? cbf_error_prefix(L->err, "%s: engine.plugin_path", where) : 0;
+}
+
+/* UNIX seconds after this are milli-, micro- or nanoseconds given by
+ * mistake (1e10 s is the year 2286). */
+#define SYNC_TIME_MAX 1e10
+
+/* sync_time is kept exact (timeref.h): a timestamp given in UNIX time
+ * must land on the sample the client meant. */
+static int engine_time_key(loader *L, const cbf_kv *kv)
+{
+    cbf_engine_settings *e = &L->g->engine;
+    const char *s = scalar(kv->value);
+    bool sync = !strcmp(kv->key, "sync_time");
+    cbf_unix_time t;
+    if (!s || kv->value->data.scalar.style != YAML_PLAIN_SCALAR_STYLE || cbf_time_parse(s, &t))
+        return cbf_error_set(L->err, CBF_ECONFIG, "%s: engine.%s: expected a number (%s), got '%s'",
+                             kv->where, kv->key, sync ? "UNIX seconds" : "Hz", s ? s : "a list or mapping");
+    double v = cbf_time_to_double(&t);
+    if (sync) {
+        if (!(v > 0 && v <= SYNC_TIME_MAX))
+            return cbf_error_set(L->err, CBF_ECONFIG, "%s: engine.sync_time: %s is not UNIX seconds "
+                                 "after 1970 (0 < sync_time <= %g; milliseconds given by mistake?)",
+                                 kv->where, s, SYNC_TIME_MAX);
+        e->has_sync_time = true;
+        e->sync_time = t;
+        snprintf(e->sync_time_where, sizeof e->sync_time_where, "%s", kv->where);
+    } else {
+        if (!(v > 0 && v <= 1e12))
+            return cbf_error_set(L->err, CBF_ECONFIG, "%s: engine.adc_sample_rate: %s is not a sample "
+                                 "rate in Hz (0 < rate <= 1e12)", kv->where, s);
+        e->adc_sample_rate = (long double)t.sec + t.frac;
+        snprintf(e->adc_sample_rate_where, sizeof e->adc_sample_rate_where, "%s", kv->where);
+        L->rate_kv = *kv;
+        L->has_rate_kv = true;
+    }
+    return 0;
 }
 
 static int engine_key(loader *L, const cbf_kv *kv)
@@ -335,6 +373,8 @@ static int engine_key(loader *L, const cbf_kv *kv)
                                kv->where, s ? s : "a list or mapping");
         else
             e->sensor_period = p;
+    } else if (!strcmp(kv->key, "sync_time") || !strcmp(kv->key, "adc_sample_rate")) {
+        rc = engine_time_key(L, kv);
     } else if (!strcmp(kv->key, "plugin_path")) {
         if (kv->value->type == YAML_SEQUENCE_NODE) {
             for (yaml_node_item_t *it = kv->value->data.sequence.items.start;
@@ -347,7 +387,8 @@ static int engine_key(loader *L, const cbf_kv *kv)
         char h[96];
         rc = cbf_error_set(L->err, CBF_ECONFIG,
                            "%s: unknown engine key '%s'%s (known: name, gpu, gpu_device, queue_depth, "
-                           "plugin_path, control, sensors, sensor_period, prometheus, katcp, read_only)",
+                           "plugin_path, control, sensors, sensor_period, prometheus, katcp, read_only, "
+                           "sync_time, adc_sample_rate)",
                            kv->key_where, kv->key,
                            hint(h, sizeof h, kv->key, engine_keys, CBF_COUNT_OF(engine_keys)));
     }
@@ -407,6 +448,10 @@ static int parse_engine(loader *L, const yaml_node_t *m)
         kv_from_override(&L->ov[k], place, &kv);
         rc = engine_key(L, &kv);
     }
+    if (!rc && e->has_sync_time && !(e->adc_sample_rate > 0))
+        rc = cbf_error_set(L->err, CBF_ECONFIG, "%s: engine.sync_time needs engine.adc_sample_rate "
+                           "(the ADC samples per second that turn UNIX time into timestamps)",
+                           e->sync_time_where);
     if (!rc && !e->name) {
         const char *base = strrchr(L->g->path, '/');
         base = base ? base + 1 : L->g->path;
@@ -590,6 +635,25 @@ static int apply_overrides(loader *L)
     return 0;
 }
 
+/* A node parameter named as the engine key adc_sample_rate (a dsim's, a
+ * receiver's) that the node leaves out takes the engine's value, read as
+ * if written there (its errors name the engine key's place): one rate for
+ * the whole engine, which the engine also checks stages against. */
+static void engine_rate_default(loader *L, size_t i)
+{
+    const cbf_plugin_desc *d = L->g->nodes[i].plugin;
+    node_src *s = &L->src[i];
+    for (size_t j = 0; j < s->n_kv; j++)
+        if (!strcmp(s->kv[j].key, "adc_sample_rate"))
+            return;
+    for (int k = 0; k < d->n_params; k++)
+        if (!strcmp(d->params[k].name, "adc_sample_rate")) {
+            s->kv[s->n_kv] = L->rate_kv;   /* collect_params left room for one more */
+            s->kv[s->n_kv++].key = d->params[k].name;
+            return;
+        }
+}
+
 static int parse_nodes(loader *L, const yaml_node_t *m)
 {
     if (!m || cbf_yaml_is_null(m))
@@ -609,6 +673,8 @@ static int parse_nodes(loader *L, const yaml_node_t *m)
         rc = parse_node(L, &m->data.mapping.pairs.start[i], i);
     if (!rc)
         rc = apply_overrides(L);
+    for (size_t i = 0; i < n && !rc && L->has_rate_kv; i++)
+        engine_rate_default(L, i);
     for (size_t i = 0; i < n && !rc; i++) {
         cbf_graph_node *gn = &L->g->nodes[i];
         cbf_params_ctx ctx = {L->g->path, gn->name, gn->where, gn->plugin->name, NULL};

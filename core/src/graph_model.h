@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include "cbf/graph.h"
 #include "cbf/plugin.h"
+#include "timeref.h"
 
 #define CBF_WHERE_MAX 512   /* "file:line:column" */
 
@@ -33,6 +34,11 @@ typedef struct cbf_engine_settings {
     char katcp_where[CBF_WHERE_MAX];
     bool read_only;             /* engine.read_only: refuse requests that change the signal path */
     char read_only_where[CBF_WHERE_MAX];
+    bool has_sync_time;         /* engine.sync_time: UNIX seconds of ADC sample 0 */
+    cbf_unix_time sync_time;
+    char sync_time_where[CBF_WHERE_MAX];
+    long double adc_sample_rate; /* engine.adc_sample_rate in Hz; 0: not given */
+    char adc_sample_rate_where[CBF_WHERE_MAX];
     char where[CBF_WHERE_MAX];  /* of the engine mapping */
 } cbf_engine_settings;
 

@@ -2,7 +2,7 @@
  * (help, watchdog, halt, log-level, version-list) and plugin requests:
  * `?NAME [node=NODE] [key=value ...]` through the path the ZeroMQ plane
  * uses (cbf_rt_request_call), and katgpucbf's positional forms of
- * capture-start, capture-stop, gain and gain-all. */
+ * capture-start, capture-stop, gain, gain-all and delays. */
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -165,8 +165,11 @@ static void kc_help(kc_req *r)
             int l = snprintf(text, sizeof text, "%s (node=%s, plugin %s; arguments:", rd->doc ? rd->doc : "",
                              g->nodes[i].name, d->name);
             for (int a = 0; a < rd->n_args && l > 0 && (size_t)l < sizeof text; a++)
-                l += snprintf(text + l, sizeof text - (size_t)l, " %s=%s", rd->args[a].name,
-                              rd->args[a].def ? rd->args[a].def : "(required)");
+                l += snprintf(text + l, sizeof text - (size_t)l, " %s=%s%s%s%s", rd->args[a].name,
+                              rd->args[a].def ? rd->args[a].def : "(required)",
+                              rd->args[a].flags & CBF_PARAM_TIMESTAMP ? " (or " : "",
+                              rd->args[a].flags & CBF_PARAM_TIMESTAMP ? rd->args[a].name : "",
+                              rd->args[a].flags & CBF_PARAM_TIMESTAMP ? "_unix=UNIX_SECONDS)" : "");
             if (l > 0 && (size_t)l < sizeof text)
                 snprintf(text + l, sizeof text - (size_t)l, ")");
             const char *a[] = {rd->name, text};
@@ -238,9 +241,78 @@ static int kc_positional(const cbf_katcp_msg *m, cbf_text_kv *tv, size_t *nt, co
     return CBF_OK;
 }
 
+/* katgpucbf's ?delays stream start-time model...: start-time in UNIX
+ * seconds, one model per input (pol) as "delay,delay_rate:phase,phase_rate"
+ * in s, s/s, rad, rad/s, loaded into the stream's (node's) `delays` with
+ * at_unix, so the core converts the time as for any timed request. Equal
+ * models go as one request for both pols; different ones as two (pol 0,
+ * then pol 1) at the same timestamp, which the node merges into one change. */
+static int kc_delay_model(const char *text, double v[4])
+{
+    char *end;
+    const char *p = text;
+    for (int i = 0; i < 4; i++) {
+        v[i] = strtod(p, &end);
+        if (end == p || !isfinite(v[i]) || *end != (i == 3 ? '\0' : i == 1 ? ':' : ','))
+            return -1;
+        p = end + 1;
+    }
+    return 0;
+}
+
+static void kc_delays(kc_req *r)
+{
+    const cbf_katcp_msg *m = r->m;
+    if (m->n_args < 3) {
+        cbf_katcp_reply(r, "fail", "?delays stream start-time model...: a stream, a UNIX start time and one "
+                        "model \"delay,delay_rate:phase,phase_rate\" per input");
+        return;
+    }
+    size_t nm = m->n_args - 2;
+    double v[2][4];
+    if (nm != 2) {
+        cbf_katcp_reply(r, "fail", "wrong number of delay coefficient sets (expected 2, one per polarisation), "
+                        "got %zu", nm);
+        return;
+    }
+    for (size_t i = 0; i < nm; i++)
+        if (kc_delay_model(m->args[2 + i], v[i])) {
+            cbf_katcp_reply(r, "fail", "model %zu: '%s' is not \"delay,delay_rate:phase,phase_rate\" (finite "
+                            "numbers: s, s/s, rad, rad/s)", i + 1, m->args[2 + i]);
+            return;
+        }
+    bool same = !memcmp(v[0], v[1], sizeof v[0]);
+    static const char *const keys[] = {"delay", "delay_rate", "phase", "phase_rate"};
+    for (int q = 0; q < (same ? 1 : 2); q++) {
+        char num[4][32];
+        cbf_text_kv tv[6];
+        for (int i = 0; i < 4; i++) {
+            snprintf(num[i], sizeof num[i], "%.17g", v[q][i]);
+            tv[i] = (cbf_text_kv){keys[i], num[i], NULL};
+        }
+        tv[4] = (cbf_text_kv){"pol", same ? "-1" : q ? "1" : "0", NULL};
+        tv[5] = (cbf_text_kv){"at_unix", m->args[1], NULL};
+        cbf_error err;
+        cbf_error_clear(&err);
+        cbf_reply *reply = NULL;
+        size_t at;
+        int rc = cbf_rt_request_call(r->k->e, "delays", m->args[0], tv, 6, &at, &reply, &err);
+        cbf_rt_reply_free(reply);
+        if (rc) {
+            cbf_katcp_reply(r, "fail", "%s%s", err.msg, q ? " (the model of input 0 was loaded)" : "");
+            return;
+        }
+    }
+    cbf_katcp_reply(r, "ok", NULL);
+}
+
 static void kc_plugin(kc_req *r)
 {
     const cbf_katcp_msg *m = r->m;
+    if (!strcmp(m->name, "delays") && m->n_args && !strchr(m->args[0], '=')) {
+        kc_delays(r);
+        return;
+    }
     cbf_text_kv *tv = calloc(m->n_args + 2, sizeof *tv);
     size_t nt = 0, at = 0;
     const char *node = NULL;

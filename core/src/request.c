@@ -7,6 +7,7 @@
  * plugin sees requests only where it is between buffers, and needs no lock
  * for the state they change. */
 #include <errno.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -246,6 +247,78 @@ const cbf_request_decl *cbf_rt_request_decl(const cbf_plugin_desc *d, const char
     return NULL;
 }
 
+/* ---- timestamps in UNIX time (CBF_PARAM_TIMESTAMP) ---- */
+
+#define UNIX_SUFFIX "_unix"
+
+static const cbf_param_decl *timestamp_arg(const cbf_request_decl *d, const char *key, size_t len)
+{
+    for (int k = 0; k < d->n_args; k++)
+        if ((d->args[k].flags & CBF_PARAM_TIMESTAMP) && strlen(d->args[k].name) == len &&
+            !strncmp(d->args[k].name, key, len))
+            return &d->args[k];
+    return NULL;
+}
+
+/* Rewrites NAME_unix=SECONDS as NAME=TIMESTAMP for each timestamp argument,
+ * so that one conversion serves every plugin and every front end; texts
+ * holds the new values. Other arguments pass as they are (an unknown
+ * NAME_unix is then refused as any unknown argument). */
+static int unix_args(const cbf_graph *g, const cbf_request_decl *d, cbf_text_kv *tv, size_t n,
+                     char (*texts)[32], cbf_error *err)
+{
+    const cbf_engine_settings *es = &g->engine;
+    const size_t sl = strlen(UNIX_SUFFIX);
+    for (size_t i = 0; i < n; i++) {
+        const char *key = tv[i].key;
+        size_t l = strlen(key);
+        if (l <= sl || strcmp(key + l - sl, UNIX_SUFFIX))
+            continue;
+        const cbf_param_decl *a = timestamp_arg(d, key, l - sl);
+        if (!a)
+            continue;
+        for (size_t j = 0; j < n; j++)
+            if (!strcmp(tv[j].key, a->name))
+                return cbf_error_set(err, CBF_EINVAL, "request '%s': give '%s' (ADC timestamp) or '%s' "
+                                     "(UNIX seconds), not both", d->name, a->name, key);
+        if (!es->has_sync_time)
+            return cbf_error_set(err, CBF_EINVAL, "request '%s': '%s' is UNIX time, but this engine has no "
+                                 "sync_time (engine keys sync_time and adc_sample_rate); give '%s' as an "
+                                 "ADC timestamp", d->name, key, a->name);
+        cbf_unix_time t;
+        int64_t ts = 0;
+        if (cbf_time_parse(tv[i].text, &t))
+            return cbf_error_set(err, CBF_EINVAL, "request '%s': '%s': %s is not UNIX seconds", d->name,
+                                 key, tv[i].text);
+        bool far = cbf_time_to_ts(&t, &es->sync_time, es->adc_sample_rate, &ts) != 0;
+        if (far || ts < 0)
+            return cbf_error_set(err, CBF_EINVAL, "request '%s': '%s': %s is %s the engine's sync_time "
+                                 "%.6f", d->name, key, tv[i].text, far ? "too far from" : "before",
+                                 cbf_time_to_double(&es->sync_time));
+        snprintf(texts[i], sizeof texts[i], "%" PRId64, ts);
+        tv[i].key = a->name;
+        tv[i].text = texts[i];
+    }
+    return CBF_OK;
+}
+
+/* katgpucbf's steady-state-timestamp (steady_state_timestamp), per node: output with this timestamp
+ * or later reflects every timed request the node has accepted, so it is
+ * the largest timestamp such a request has replied with. The engine makes
+ * the counter (engine.c); two front ends may race here. */
+static void raise_steady_state(cbf_node *n, const cbf_request_decl *d, cbf_reply *reply)
+{
+    cbf_counter *c = cbf_node_counter(n, CBF_RT_STEADY_STATE);
+    for (int k = 0; c && k < d->n_args; k++) {
+        json_t *v = json_object_get(reply->obj, d->args[k].name);
+        if (!(d->args[k].flags & CBF_PARAM_TIMESTAMP) || !json_is_integer(v) || json_integer_value(v) < 0)
+            continue;
+        uint64_t ts = (uint64_t)json_integer_value(v), cur = atomic_load(&c->value);
+        while (ts > cur && !atomic_compare_exchange_weak(&c->value, &cur, ts))
+            ;
+    }
+}
+
 /* The node that answers `name`: the one named, or the only one declaring
  * it. CBF_ENOTSUP when none does (an unknown request), CBF_EINVAL when the
  * node named is not there or several would answer. */
@@ -299,7 +372,20 @@ int cbf_rt_request_call(cbf_engine *e, const char *name, const char *node, const
     char where[CBF_WHERE_MAX];
     snprintf(where, sizeof where, "request '%s'", name);
     cbf_params_ctx ctx = {NULL, gn->name, gn->where, gn->plugin->name, name};
-    rc = cbf_params_build_text(r.decl->args, r.decl->n_args, args, n_args, where, &ctx, &r.args, err);
+    cbf_text_kv *tv = calloc(n_args + 1, sizeof *tv);
+    char(*texts)[32] = calloc(n_args + 1, sizeof *texts);
+    if (!tv || !texts) {
+        free(tv);
+        free(texts);
+        return cbf_error_set(err, CBF_ENOMEM, "out of memory");
+    }
+    if (n_args)
+        memcpy(tv, args, n_args * sizeof *tv);
+    rc = unix_args(g, r.decl, tv, n_args, texts, err);
+    if (!rc)
+        rc = cbf_params_build_text(r.decl->args, r.decl->n_args, tv, n_args, where, &ctx, &r.args, err);
+    free(tv);
+    free(texts);
     if (rc)
         return rc == CBF_ENOMEM ? rc : (err->code = CBF_EINVAL);
     if (!(r.reply = cbf_rt_reply_new())) {
@@ -313,6 +399,7 @@ int cbf_rt_request_call(cbf_engine *e, const char *name, const char *node, const
         cbf_rt_reply_free(r.reply);
         return rc;
     }
+    raise_steady_state(cbf_rt_engine_node(e, at), r.decl, r.reply);
     *reply = r.reply;
     return CBF_OK;
 }

@@ -245,6 +245,8 @@ CBF_RT_HIDDEN const char *cbf_rt_engine_queue(cbf_engine *e, size_t i, size_t *f
 
 /* ---- one plugin request, shared by the ZeroMQ and katcp front ends (request.c) ---- */
 #define CBF_RT_REQUEST_TIMEOUT_MS 5000   /* how long a node may take to reach its mailbox */
+/* The counter a node declaring a timed request (CBF_PARAM_TIMESTAMP) gets. */
+#define CBF_RT_STEADY_STATE "steady_state_timestamp"   /* katcp: NODE.steady-state-timestamp */
 struct cbf_text_kv;
 CBF_RT_HIDDEN const cbf_request_decl *cbf_rt_request_decl(const cbf_plugin_desc *d, const char *name);
 /* Finds the node answering `name` (the one named by `node`, or the only one

@@ -90,8 +90,9 @@ static const cbf_param_decl dsim_params[] = {
      .doc = "replay: samples per repeat, a power of two; tones are rounded to multiples of "
             "adc_sample_rate / period"},
     {.name = "realtime", .type = CBF_PARAM_BOOL, .def = "false",
-     .doc = "release each chunk at its timestamp / adc_sample_rate after the first (wall clock); "
-            "counts late chunks"},
+     .doc = "pace to the wall clock, counting late chunks: with the engine's sync_time, timestamps "
+            "are (now - sync_time) x adc_sample_rate and each chunk leaves once its last sample's "
+            "time has come; without, each chunk leaves timestamp / adc_sample_rate after the first"},
     {.name = "memory", .type = CBF_PARAM_CHOICE, .def = "auto", .choices = "auto|host|pinned",
      .doc = "output pool: auto = pinned when the engine uses the GPU, else host; pinned needs a GPU"},
 };
@@ -106,7 +107,8 @@ static const cbf_port_decl dsim_ports[] = {
  * the YAML record's fields per entry. */
 static const cbf_param_decl dsim_signal_args[] = {
     {.name = "at", .type = CBF_PARAM_INT, .def = "-1", .has_range = 1, .min = -1, .max = 9.2e18,
-     .doc = "timestamp (sample) of the first sample of the new signal; -1: the next chunk"},
+     .doc = "timestamp (sample) of the first sample of the new signal; -1: the next chunk",
+     .flags = CBF_PARAM_TIMESTAMP},
     {.name = "tones", .type = CBF_PARAM_FLOAT_LIST, .def = "[]",
      .doc = "[frequency, amplitude, phase_x, phase_y] per tone"},
     {.name = "combs", .type = CBF_PARAM_FLOAT_LIST, .def = "[]",
@@ -147,7 +149,13 @@ typedef struct dsim {
     bool replay, realtime, late_said;
     cbf_dsim_workers *workers;
     double rate;
-    struct timespec t0;     /* when the first chunk was released */
+    /* realtime: chunk ts leaves at t0 + (ts + lag - pos0) / rate. From the
+     * engine's sync_time (wall): pos0 is the sample of the UNIX time read
+     * with t0 and lag one chunk; else t0 is the first chunk's release, pos0
+     * its timestamp and lag 0. */
+    bool wall;
+    struct timespec t0;
+    int64_t pos0, lag;
     cbf_counter *c_samples, *c_saturated, *c_missing, *c_late, *c_reused, *c_changes;
     cbf_gauge *g_period;
     /* Replay: which phase of the period each pool buffer holds, so a buffer
@@ -206,7 +214,7 @@ static void dsim_fini(cbf_node *node)
     cbf_node_set_state(node, NULL);
 }
 
-static int dsim_read_params(dsim *s, const cbf_params *p, cbf_error *err)
+static int dsim_read_params(const cbf_node *node, dsim *s, const cbf_params *p, cbf_error *err)
 {
     s->antennas = (int)cbf_params_int(p, "antennas");
     s->bits = (int)cbf_params_int(p, "bits");
@@ -216,6 +224,11 @@ static int dsim_read_params(dsim *s, const cbf_params *p, cbf_error *err)
     s->replay = strcmp(cbf_params_string(p, "mode"), "replay") == 0;
     const int64_t period = cbf_params_int(p, "period");
     s->realtime = cbf_params_bool(p, "realtime");
+    s->wall = s->realtime && cbf_node_time_ref(node, NULL, NULL);
+    if (s->wall && cbf_params_given(p, "start"))
+        return cbf_error_set(err, CBF_ECONFIG, "%s: start: with realtime: true and the engine's "
+                             "sync_time, the wall clock sets the first timestamp; leave start out",
+                             cbf_params_where(p, "start"));
     if (s->replay && (period & (period - 1)))
         return cbf_error_set(err, CBF_ECONFIG, "%s: period = %lld is not a power of two",
                              cbf_params_where(p, "period"), (long long)period);
@@ -276,7 +289,7 @@ static int dsim_init(cbf_node *node, cbf_error *err)
         return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     cbf_node_set_state(node, s);
     const cbf_params *p = cbf_node_params(node);
-    int rc = dsim_read_params(s, p, err);
+    int rc = dsim_read_params(node, s, p, err);
     if (rc)
         return rc;
     if (cbf_dsim_workers_create(node, s->threads, &s->workers))
@@ -565,18 +578,39 @@ static int64_t dsim_ns(const struct timespec *t)
     return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
 }
 
-/* realtime: holds chunk `timestamp` until its time after the first chunk's
- * release, measured from that one instant so rounding never accumulates.
- * A chunk ready after its time goes at once and is counted late; sleeps
- * are cut into slices so a stop request is never kept waiting long. */
+/* realtime with the engine's sync_time: the first timestamp is now's
+ * sample, rounded up to a heap (the first sample is never in the past),
+ * read with the monotonic instant the pacing counts from. */
+static void dsim_wall_start(const cbf_node *node, dsim *s)
+{
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    clock_gettime(CLOCK_MONOTONIC, &s->t0);
+    int64_t now_ts = 0;
+    cbf_node_timestamp_of(node, (double)wall.tv_sec + 1e-9 * (double)wall.tv_nsec, &now_ts);
+    if (now_ts < 0)
+        cbf_log_warn("realtime: the engine's sync_time is in the future; timestamps start at 0");
+    s->start = now_ts > 0 ? (now_ts + HEAP - 1) / HEAP * HEAP : 0;
+    s->pos0 = now_ts;
+    s->lag = (int64_t)s->spc;
+    cbf_timed_processed(s->pend, s->start);
+    cbf_log_info("realtime: first timestamp %lld (UNIX %.6f)", (long long)s->start,
+                 cbf_node_unix_time(node, s->start));
+}
+
+/* realtime: holds chunk `timestamp` until its time (see dsim.t0), measured
+ * from one instant so rounding never accumulates. A chunk ready after its
+ * time goes at once and is counted late; sleeps are cut into slices so a
+ * stop request is never kept waiting long. */
 static void dsim_pace(cbf_node *node, dsim *s, int64_t timestamp)
 {
-    if (timestamp == s->start) {
+    if (!s->wall && timestamp == s->start) {
         clock_gettime(CLOCK_MONOTONIC, &s->t0);
+        s->pos0 = s->start;
         return;
     }
     const int64_t due = dsim_ns(&s->t0) +
-                        (int64_t)llround((double)(timestamp - s->start) * 1e9 / s->rate);
+                        (int64_t)llround((double)(timestamp + s->lag - s->pos0) * 1e9 / s->rate);
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     if (dsim_ns(&now) > due) {
@@ -600,6 +634,8 @@ static int dsim_run(cbf_node *node, cbf_error *err)
 {
     (void)err;
     dsim *s = cbf_node_state(node);
+    if (s->wall)
+        dsim_wall_start(node, s);
     for (uint64_t seq = 0;; seq++) {
         const int64_t offset = (int64_t)(seq * s->spc);
         if ((s->length && offset >= s->length) || cbf_node_stopping(node))

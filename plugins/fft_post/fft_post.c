@@ -104,7 +104,8 @@ static const cbf_param_decl post_gain_args[] = {
     {.name = "pol", .type = CBF_PARAM_INT, .def = "-1", .has_range = 1, .min = -1, .max = 1,
      .doc = "polarisation 0 or 1; -1: both"},
     {.name = "at", .type = CBF_PARAM_INT, .def = "-1", .has_range = 1, .min = -1, .max = 9.2e18,
-     .doc = "digitiser timestamp from which spectra use the new gains; -1: the next spectrum"},
+     .doc = "digitiser timestamp from which spectra use the new gains; -1: the next spectrum",
+     .flags = CBF_PARAM_TIMESTAMP},
 };
 
 static const cbf_request_decl post_requests[] = {

@@ -284,7 +284,19 @@ static void filesink_fini(cbf_node *node)
     cbf_node_set_state(node, NULL);
 }
 
-static int filesink_create_file(filesink *s, const cbf_params *p, cbf_error *err)
+/* File attributes sync_time and adc_sample_rate: the engine's time
+ * reference, when it has one (docs/formats.md, "HDF5 files"). */
+static int filesink_time_attrs(const filesink *s, const cbf_node *node)
+{
+    double sync, rate;
+    bool has = cbf_node_time_ref(node, &sync, &rate);
+    int rc = has ? h5u_attr_double(s->file, "sync_time", sync) : 0;
+    if (rate > 0)
+        rc |= h5u_attr_double(s->file, "adc_sample_rate", rate);
+    return rc;
+}
+
+static int filesink_create_file(filesink *s, const cbf_node *node, const cbf_params *p, cbf_error *err)
 {
     const char *where = cbf_params_where(p, "path");
     struct stat st;
@@ -302,7 +314,7 @@ static int filesink_create_file(filesink *s, const cbf_params *p, cbf_error *err
     if (s->file < 0)
         return cbf_error_set(err, CBF_EIO, "%s: cannot create HDF5 file %s", where,
                              s->path);
-    return h5u_attr_string(s->file, "creator", "cbf filesink") < 0
+    return h5u_attr_string(s->file, "creator", "cbf filesink") < 0 || filesink_time_attrs(s, node) < 0
                ? cbf_error_set(err, CBF_EIO, "cannot write to %s", s->path)
                : 0;
 }
@@ -328,7 +340,7 @@ static int filesink_init(cbf_node *node, cbf_error *err)
     pthread_mutex_lock(&filesink_h5_lock);
     /* HDF5 would print its error stack to stderr; errors are returned instead. */
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    rc = filesink_create_file(s, p, err);
+    rc = filesink_create_file(s, node, p, err);
     s->last_flush = filesink_now_s();
     for (int i = 0; rc == 0 && i < s->n; i++) {
         input *in = &s->in[i];

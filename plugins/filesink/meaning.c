@@ -70,13 +70,25 @@ static double fs_attr(const cbf_port_desc *d, const char *name)
     return cbf_port_desc_get_attr(d, name, &v) ? NAN : v;
 }
 
-static int fs_time(hid_t g, const cbf_port_desc *d)
+/* The engine's time reference (engine keys sync_time, adc_sample_rate):
+ * UNIX time of timestamp ts = sync_time + ts / scale_factor_timestamp. */
+static int fs_time(hid_t g, const cbf_port_desc *d, const cbf_node *n)
 {
-    int rc = h5u_attr_double(g, "sync_time", 0.0);
-    rc |= h5u_attr_string(g, "sync_time_note",
-                          "no time reference is set: sync_time 0 is a placeholder, and "
-                          "timestamps count digitiser samples from an arbitrary sample 0");
-    const double fs = fs_attr(d, CBF_ATTR_ADC_SAMPLE_RATE);
+    double sync, engine_fs;
+    int rc;
+    if (cbf_node_time_ref(n, &sync, &engine_fs)) {
+        rc = h5u_attr_double(g, "sync_time", sync);
+    } else {
+        rc = h5u_attr_double(g, "sync_time", 0.0);
+        rc |= h5u_attr_string(g, "sync_time_note",
+                              "no time reference is set (engine key sync_time): sync_time 0 is a "
+                              "placeholder, and timestamps count digitiser samples from an arbitrary "
+                              "sample 0");
+    }
+    /* The engine checked that a stage's rate agrees with its own. */
+    double fs = fs_attr(d, CBF_ATTR_ADC_SAMPLE_RATE);
+    if (!(fs > 0))
+        fs = engine_fs;
     if (fs > 0)
         rc |= h5u_attr_double(g, "scale_factor_timestamp", fs);
     return rc;
@@ -257,7 +269,7 @@ static int fs_upstream(hid_t g, cbf_node *producer)
 int fs_meaning_write(hid_t group, const cbf_port_desc *d, cbf_node *producer,
                      const fs_labels *labels)
 {
-    int rc = fs_time(group, d);
+    int rc = fs_time(group, d, producer);
     rc |= fs_band(group, d);
     rc |= fs_inputs(group, d, labels);
     rc |= fs_upstream(group, producer);

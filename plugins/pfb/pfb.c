@@ -773,7 +773,8 @@ static const cbf_param_decl pfb_delay_args[] = {
      .doc = "polarisation 0 or 1; -1: both"},
     {.name = "at", .type = CBF_PARAM_INT, .def = "-1", .has_range = 1, .min = -1, .max = 9.2e18,
      .doc = "digitiser timestamp the model is valid from (and its reference time); -1: the next "
-            "spectrum"},
+            "spectrum",
+     .flags = CBF_PARAM_TIMESTAMP},
 };
 
 static const cbf_request_decl pfb_requests[] = {

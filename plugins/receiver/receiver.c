@@ -771,6 +771,10 @@ static int receiver_init(cbf_node *node, cbf_error *err)
         cbf_counter_warn_on_rise(r->win.c_notes);
     }
     r->win.g_sync = cbf_node_gauge(node, "rx.synchronised");
+    r->win.node = node;
+    r->win.c_rx_ts = cbf_node_counter(node, "rx.timestamp");
+    r->win.g_rx_unix = cbf_node_gauge(node, "rx.unixtime");
+    r->win.g_missing_unix = cbf_node_gauge(node, "rx.missing_unixtime");
     const cbf_net_choice choice = cbf_stage_net_choice(p);
     if ((rc = rx_open_workers(r, p, &choice, err)))
         return rc;

@@ -64,6 +64,11 @@ static int rx_window_emit(rx_window *w, rx_chunk *c)
     cbf_counter_add(w->c_incomplete, incomplete);
     /* katgpucbf's rx.synchronised: error while data is missing */
     cbf_gauge_set_status(w->g_sync, missing == 0, missing ? CBF_STATUS_ERROR : CBF_STATUS_NOMINAL);
+    double unix_s = cbf_node_unix_time(w->node, b->timestamp);
+    cbf_counter_set(w->c_rx_ts, (uint64_t)b->timestamp);
+    cbf_gauge_set(w->g_rx_unix, unix_s);
+    if (missing)
+        cbf_gauge_set(w->g_missing_unix, unix_s);
     return cbf_port_send(w->out, b);
 }
 

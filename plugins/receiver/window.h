@@ -73,6 +73,12 @@ typedef struct rx_window {
     cbf_counter *c_heaps, *c_incomplete, *c_late_heaps, *c_late_packets, *c_duplicate, *c_chunks,
         *c_missing, *c_ahead, *c_notes;
     cbf_gauge *g_sync;             /* rx.synchronised: 1 when the last chunk was whole */
+    /* katgpucbf's rx.timestamp, rx.unixtime and rx.missing-unixtime: the
+     * last chunk sent, and the last one with data missing; UNIX times
+     * through the engine's sync_time (NaN without one). */
+    const cbf_node *node;
+    cbf_counter *c_rx_ts;
+    cbf_gauge *g_rx_unix, *g_missing_unix;
 } rx_window;
 
 /* The counters and out, pool, n_flags, per_flag, piece_bytes, chunk_step,

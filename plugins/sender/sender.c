@@ -144,7 +144,7 @@ struct sender {
     uint8_t *host;               /* staging copy of device buffers */
     uint64_t heap_cnt;           /* counter sequence of the next heap, over all lanes */
     double last_desc;
-    cbf_counter *c_packets, *c_bytes, *c_heaps, *c_skipped, *c_errors, *c_held;
+    cbf_counter *c_packets, *c_bytes, *c_heaps, *c_skipped, *c_errors, *c_held, *c_next_ts;
     cbf_counter *c_dumps_skipped;   /* xeng only */
     bool capturing;              /* `capture` requests; read and set on the node's thread */
 };
@@ -484,6 +484,7 @@ static int sender_init(cbf_node *node, cbf_error *err)
     s->c_skipped = cbf_node_counter(node, "heaps_not_sent_missing");
     s->c_errors = cbf_node_counter(node, "packets_refused");
     s->c_held = cbf_node_counter(node, "buffers_not_captured");
+    s->c_next_ts = cbf_node_counter(node, "tx.next_timestamp");
     if (s->kind == S_XENG)
         s->c_dumps_skipped = cbf_node_counter(node, "dumps_not_sent_no_antennas");
     s->capturing = cbf_params_bool(p, "capture");
@@ -695,6 +696,9 @@ static int sender_run(cbf_node *node, cbf_error *err)
         rc = sender_send_descriptors(s, err);
     cbf_buffer *b;
     while (!rc && (rc = cbf_port_recv(s->in, &b)) == 0) {
+        /* katgpucbf's tx.next-timestamp: past every buffer taken, sent or
+         * not, so a capture started now sends nothing before it. */
+        cbf_counter_set(s->c_next_ts, (uint64_t)(b->timestamp + (int64_t)s->d.timestamp_step));
         if (!s->capturing) {
             cbf_counter_add(s->c_held, 1);
             cbf_buffer_unref(b);

@@ -109,7 +109,7 @@ static void unknown_and_broken(void **state)
     expect("did you mean 'tsrc'");
     assert_int_equal(inspect("bad_abi", NULL), 1);
     expect("cbf_tbadabi.so");
-    expect("ABI 99 found, ABI 3 expected");
+    expect("ABI 99 found, ABI 4 expected");
     assert_int_equal(inspect("no_symbol", "tsrc"), 1);
     expect("no entry symbol");
 }

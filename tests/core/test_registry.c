@@ -33,7 +33,7 @@ static void expect_refused(const char *group, int code, const char *a, const cha
 static void broken_files(void **state)
 {
     (void)state;
-    expect_refused("bad_abi", CBF_EPLUGIN, "bad_abi/cbf_tbadabi.so", "ABI 99 found, ABI 3 expected");
+    expect_refused("bad_abi", CBF_EPLUGIN, "bad_abi/cbf_tbadabi.so", "ABI 99 found, ABI 4 expected");
     expect_refused("no_symbol", CBF_EPLUGIN, "no_symbol/cbf_tnosym.so", "no entry symbol 'cbf_plugin_entry'");
     expect_refused("bad_dup_param", CBF_EPLUGIN, "bad_dup_param/cbf_tbaddecl.so",
                    "parameter 'taps' is declared twice");

@@ -44,6 +44,19 @@ void cbf_node_set_state(cbf_node *n, void *state);
 bool cbf_node_use_gpu(const cbf_node *n);
 int cbf_node_gpu_device(const cbf_node *n);
 
+/* The engine's time reference (engine keys sync_time and adc_sample_rate,
+ * docs/control.md "Time"): returns whether the YAML gave sync_time (UNIX
+ * seconds of ADC sample 0), with *sync_time; *adc_sample_rate is the
+ * engine's rate in Hz, 0 when not given. False, 0 for a harness's node.
+ * Either pointer may be NULL. */
+bool cbf_node_time_ref(const cbf_node *n, double *sync_time, double *adc_sample_rate);
+/* UNIX seconds of ADC timestamp ts through the engine's reference; NaN
+ * when the engine has no sync_time. */
+double cbf_node_unix_time(const cbf_node *n, int64_t ts);
+/* The ADC timestamp of UNIX time unix_s, rounded to the nearest sample.
+ * CBF_EINVAL when the engine has no sync_time. */
+int cbf_node_timestamp_of(const cbf_node *n, double unix_s, int64_t *ts);
+
 /* Sources poll this between buffers: true once SIGINT/SIGTERM or an error
  * elsewhere asks the graph to drain. A source then returns from run; the
  * core closes its outputs and the end of stream flows downstream. */

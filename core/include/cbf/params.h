@@ -39,7 +39,17 @@ typedef struct cbf_param_decl {
     double min, max;
     const char *choices;  /* CHOICE: "a|b"; RECORDS: field list (see above) */
     const char *doc;      /* one line, shown by cbf-inspect */
+    unsigned flags;       /* CBF_PARAM_* flags below; last, so positional tables still compile */
 } cbf_param_decl;
+
+/* Flags (cbf_param_decl.flags). */
+/* A request argument (INT) that is an ADC timestamp: a client may give
+ * NAME_unix instead, UNIX seconds (a number, or a string for more digits
+ * than a double holds), which the core turns into
+ * round((unix - sync_time) x adc_sample_rate) through the engine's time
+ * reference before the plugin sees it (docs/control.md, "Time"). The core
+ * also raises the node's steady-state-timestamp to the reply's NAME. */
+#define CBF_PARAM_TIMESTAMP (1u << 0)
 
 /* Convenience for declaration tables: { "taps", CBF_PARAM_INT, "16", CBF_RANGE(1, 16), NULL, "..." } */
 #define CBF_RANGE(lo, hi) 1, (double)(lo), (double)(hi)

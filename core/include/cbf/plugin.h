@@ -28,8 +28,9 @@ extern "C" {
 /* 2: requests (cbf/control.h) appended to the descriptor.
  * 3: cbf_port_decl gained `flags` (CBF_PORT_WRITES_INPUT), which changes its
  *    size and so the layout of every plugin's port table.
- * 4: cbf_request_decl gained `flags` (CBF_REQUEST_READS), which changes the
- *    layout of every plugin's request table. */
+ * 4: cbf_request_decl gained `flags` (CBF_REQUEST_READS) and cbf_param_decl
+ *    gained `flags` (CBF_PARAM_TIMESTAMP), which change the layout of every
+ *    plugin's request and parameter tables. */
 #define CBF_PLUGIN_ABI 4u
 #define CBF_PLUGIN_ENTRY_SYMBOL "cbf_plugin_entry"
 
