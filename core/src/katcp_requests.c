@@ -189,17 +189,28 @@ static int kc_positional(const cbf_katcp_msg *m, cbf_text_kv *tv, size_t *nt, co
         tv[(*nt)++] = (cbf_text_kv){"action", start ? "start" : "stop", NULL};
         return CBF_OK;
     }
-    /* ?gain stream input values... and ?gain-all stream values...: each
-     * value real or complex (a+bj), sent to fft_post's gain as [re, im]
-     * pairs (one pair: every channel); gain-all is both polarisations. */
+    /* ?gain stream input [values...] and ?gain-all stream values|default:
+     * each value real or complex (a+bj), sent to fft_post's gain as [re, im]
+     * pairs (one pair: every channel); gain-all is both polarisations; no
+     * values: the gains are only read (kc_gain_reply writes them). */
     bool all = !strcmp(m->name, "gain-all");
     size_t first = all ? 1 : 2;
-    if (all && m->n_args == 2 && !strcmp(m->args[1], "default"))
-        return cbf_error_set(err, CBF_EINVAL, "?gain-all stream default: not supported (fft_post does not "
-                             "keep its configured gains to return to); give the values");
-    if (m->n_args <= first)
-        return cbf_error_set(err, CBF_EINVAL, "?%s: at least one value (this engine cannot report the "
-                             "current gains)", all ? "gain-all stream values..." : "gain stream input values...");
+    if (m->n_args < first + all)
+        return cbf_error_set(err, CBF_EINVAL, "?%s", all ? "gain-all stream values...|default"
+                                                         : "gain stream input [values...]");
+    if (all && m->n_args == 2 && !strcmp(m->args[1], "default")) {
+        *node = m->args[0];
+        tv[(*nt)++] = (cbf_text_kv){"default", "true", NULL};
+        return CBF_OK;
+    }
+    if (!all && strcmp(m->args[1], "0") && strcmp(m->args[1], "1"))
+        return cbf_error_set(err, CBF_EINVAL, "?gain: input '%s': 0 or 1 (the polarisation)",
+                             m->args[1]);
+    if (m->n_args == first) {
+        *node = m->args[0];
+        tv[(*nt)++] = (cbf_text_kv){"pol", m->args[1], NULL};
+        return CBF_OK;
+    }
     *node = m->args[0];
     tv[(*nt)++] = (cbf_text_kv){"pol", all ? "-1" : m->args[1], NULL};
     size_t nv = m->n_args - first, cap = nv * 64 + 3, l = 0;
@@ -231,6 +242,50 @@ static int kc_positional(const cbf_katcp_msg *m, cbf_text_kv *tv, size_t *nt, co
     *owned = list;
     tv[(*nt)++] = (cbf_text_kv){"values", list, NULL};
     return CBF_OK;
+}
+
+/* Python's repr of v, as katgpucbf writes each part of a gain (a
+ * complex64 widened to Python's complex): the fewest digits that read back
+ * as v, fixed-point from 1e-4 up to 1e16 with at least one decimal, else
+ * as 1e-05 or 1.5e+16; sign: '+' before a positive value. */
+static void kc_python_float(char *out, size_t n, double v, bool sign)
+{
+    char e[40];
+    int p = 1;
+    for (; p < 17; p++) {
+        snprintf(e, sizeof e, "%.*e", p - 1, v);
+        if (strtod(e, NULL) == v)
+            break;
+    }
+    snprintf(e, sizeof e, "%.*e", p - 1, v);
+    const int x = atoi(strchr(e, 'e') + 1);
+    const char *plus = sign && !signbit(v) ? "+" : "";
+    if (x < -4 || x >= 16) {
+        snprintf(out, n, "%s%s", plus, e);
+        return;
+    }
+    const int dec = p - 1 - x;
+    snprintf(out, n, "%s%.*f%s", plus, dec > 0 ? dec : 0, v, dec > 0 ? "" : ".0");
+}
+
+/* katgpucbf's reply to ?gain: nothing when setting; when reading, the
+ * input's gains in force as re+imj arguments, one when every channel has
+ * the same. */
+static void kc_gain_reply(kc_req *r, cbf_reply *reply)
+{
+    char key[16];
+    snprintf(key, sizeof key, "pol%s", r->m->args[1]);
+    json_t *v = r->m->n_args > 2 ? NULL : json_object_get((json_t *)cbf_rt_reply_json(reply), key);
+    cbf_katcp_buf *b = &r->c->out;
+    cbf_katcp_reply_begin(r, '!');
+    cbf_katcp_buf_arg(b, "ok", 2);
+    for (size_t i = 0; i + 1 < json_array_size(v); i += 2) {
+        char re[40], im[40];
+        kc_python_float(re, sizeof re, json_number_value(json_array_get(v, i)), false);
+        kc_python_float(im, sizeof im, json_number_value(json_array_get(v, i + 1)), true);
+        cbf_katcp_buf_argf(b, "%s%sj", re, im);
+    }
+    cbf_katcp_reply_end(r);
 }
 
 static void kc_plugin(kc_req *r)
@@ -276,6 +331,11 @@ static void kc_plugin(kc_req *r)
     }
     if (rc) {
         cbf_katcp_reply(r, "fail", "%s", err.msg);
+        return;
+    }
+    if (positional && !strcmp(m->name, "gain")) {
+        kc_gain_reply(r, reply);
+        cbf_rt_reply_free(reply);
         return;
     }
     cbf_katcp_buf *b = &r->c->out;
