@@ -608,9 +608,8 @@ static void post_fill(const post_state *s, const cbf_params *p, int pol, bool df
 /* On the node's thread, between buffers (cbf/control.h): checks the
  * request against this node's shape and what it has processed, then queues
  * the new table for its timestamp (replacing the changes after it), drops
- * pending changes (cancel), or only reads the gains (no values). The reply
- * carries the gains asked, as they are in force at `at` once the request
- * is done. Refusals change nothing. */
+ * pending changes (cancel), or only reads the gains (no values: those in
+ * force, or at `at` with the pending changes). Refusals change nothing. */
 static int post_request(cbf_node *node, const cbf_request *req, cbf_reply *reply, cbf_error *err)
 {
     post_state *s = cbf_node_state(node);
@@ -646,22 +645,24 @@ static int post_request(cbf_node *node, const cbf_request *req, cbf_reply *reply
         if (!merged)
             memcpy(g, base, table);
         post_fill(s, p, pol, dflt, g);
-        shown = g;
         cbf_reply_int(reply, "spectrum", (at + s->step - 1) / s->step);
     } else if (asked >= 0) {
         const int i = cbf_timed_find(s->pend, at);
         if (i >= 0)
             shown = cbf_timed_payload(s->pend, i);
     }
-    int rc = cbf_reply_int(reply, "at", at);
-    if (!rc)
-        rc = cbf_timed_reply(s->pend, reply);
-    for (int q = 0; q < 2 && !rc; q++)
-        if (pol < 0 || q == pol)
-            rc = post_reply_gains(s, shown, q, reply);
-    /* A change is made by now: it stands, whatever its reply lacks. */
-    if (rc && !n && !dflt && !cancel)
-        return cbf_error_set(err, rc, "gain: reply: out of memory");
+    cbf_reply_int(reply, "at", at);
+    cbf_timed_reply(s->pend, reply);
+    /* Only a reading shows the table: a change's reply stays small however
+     * long its table (a change's reply is ignored when it fails: the
+     * change stands). */
+    const bool reading = !n && !dflt && !cancel;
+    for (int q = 0; q < 2 && reading; q++)
+        if (pol < 0 || q == pol) {
+            int rc = post_reply_gains(s, shown, q, reply);
+            if (rc)
+                return cbf_error_set(err, rc, "gain: reply: out of memory");
+        }
     return 0;
 }
 

