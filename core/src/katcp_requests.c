@@ -177,6 +177,19 @@ static void kc_help(kc_req *r)
 
 /* ---- plugin requests ---- */
 
+/* One part of a gain value into list at *l: its own text when that is a
+ * plain decimal number (exactly what the request path reads back, and no
+ * printf per value: 65536 of them arrive at once), else v in full. */
+static void kc_put_part(char *list, size_t *l, const char *text, size_t n, double v)
+{
+    if (n && n < 64 && strspn(text, "0123456789.eE+-") >= n) {
+        memcpy(list + *l, text, n);
+        *l += n;
+    } else {
+        *l += (size_t)sprintf(list + *l, "%.17g", v);
+    }
+}
+
 /* katgpucbf's positional forms, as the generic key=value ones. */
 static int kc_positional(const cbf_katcp_msg *m, cbf_text_kv *tv, size_t *nt, const char **node,
                          char **owned, cbf_error *err)
@@ -214,21 +227,30 @@ static int kc_positional(const cbf_katcp_msg *m, cbf_text_kv *tv, size_t *nt, co
     *node = m->args[0];
     tv[(*nt)++] = (cbf_text_kv){"pol", all ? "-1" : m->args[1], NULL};
     size_t nv = m->n_args - first, cap = nv * 64 + 3, l = 0;
+    for (size_t i = 0; i < nv; i++)
+        cap += m->lens[i + first];
     char *list = malloc(cap);
     if (!list)
         return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     list[l++] = '[';
     for (size_t i = 0; i < nv; i++) {
-        const char *a = m->args[i + first];
+        const char *a = m->args[i + first], *re_at = a, *im_at = "0";
         char *end;
         double re = strtod(a, &end), im = 0;
+        size_t re_n = (size_t)(end - a), im_n = 1;
         if (end != a && (*end == '+' || *end == '-') && end[1] != '\0') {
             char *e2;
             im = strtod(end, &e2);
+            im_at = end;
+            im_n = (size_t)(e2 - end);
             end = *e2 == 'j' && e2 != end ? e2 + 1 : end;
         } else if (*end == 'j' && end != a) {
             im = re;
             re = 0;
+            im_at = a;
+            im_n = re_n;
+            re_at = "0";
+            re_n = 1;
             end++;
         }
         if (end == a || *end || !isfinite(re) || !isfinite(im)) {
@@ -236,7 +258,14 @@ static int kc_positional(const cbf_katcp_msg *m, cbf_text_kv *tv, size_t *nt, co
             return cbf_error_set(err, CBF_EINVAL, "gain value %zu: '%s' is not a finite real or complex "
                                  "number (such as 1.5 or 0.5-2j)", i + 1, a);
         }
-        l += (size_t)snprintf(list + l, cap - l, "%s%.17g, %.17g", i ? ", " : "", re, im);
+        if (i) {
+            memcpy(list + l, ", ", 2);
+            l += 2;
+        }
+        kc_put_part(list, &l, re_at, re_n, re);
+        memcpy(list + l, ", ", 2);
+        l += 2;
+        kc_put_part(list, &l, im_at, im_n, im);
     }
     snprintf(list + l, cap - l, "]");
     *owned = list;
