@@ -21,7 +21,6 @@ import json
 import os
 import sys
 import tempfile
-import time
 
 try:
     import h5py
@@ -31,52 +30,14 @@ except ImportError as e:
     sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(__file__))
-from ctl_util import CBF_CTL, CBF_RUN, Engine, check, fail  # noqa: E402
+from ctl_util import Engine, check  # noqa: E402
 
-if not (os.access(CBF_RUN, os.X_OK) and os.access(CBF_CTL, os.X_OK)):
-    print("skipped: cbf-run / cbf-ctl are not built yet")
-    sys.exit(77)
+# check_gain_record's F-engine (a tone in channel K, dsim paced at 1
+# Msample/s, spectra, gains and delays to one file) and its wait.
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "filesink"))
+from check_gain_record import K, SPH, STEP, YAML, written  # noqa: E402
 
-RATE, CHANNELS, SPH = 1e6, 256, 64
-STEP = 2 * CHANNELS
 BUF = SPH * STEP                          # samples per output buffer
-K = 64                                    # the tone's channel (channel-centred)
-
-YAML = f"""
-engine:
-  gpu: none
-  control: tcp://127.0.0.1:*
-nodes:
-  dsim:
-    plugin: dsim
-    params: {{antennas: 1, adc_sample_rate: {RATE}, samples_per_chunk: 65536, length: 0,
-             realtime: true, noise: 0.01, tones: [{{frequency: {K * RATE / STEP}, amplitude: 0.2}}]}}
-  pfb:
-    plugin: pfb
-    params: {{channels: {CHANNELS}, taps: 4, spectra_per_buffer: {SPH}}}
-  post:
-    plugin: fft_post
-    params: {{spectra_per_heap: {SPH}, gain: [0.02, 0.0]}}
-  sink:
-    plugin: filesink
-    params: {{path: %s}}
-edges:
-  - dsim.out -> pfb.in
-  - pfb.out -> post.in
-  - post.out -> sink.in
-  - post.gains -> sink.in
-"""
-
-
-def written(e, n):
-    """Waits until the sink has written n buffers (sensors), 60 s at most."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        rc, reply, _ = e.request({"request": "sensors"})
-        if rc == 0 and reply["sensors"]["nodes"]["sink"]["counters"]["buffers_written"] >= n:
-            return
-        time.sleep(0.05)
-    fail(f"the sink did not write {n} buffers")
 
 
 def gain(e, *args):
@@ -107,7 +68,7 @@ def main():
             t2 = t1 + 6 * BUF + 3 * STEP
             t3 = t1 + 12 * BUF
             t4 = t2 + 3 * BUF + 9 * STEP
-            far = nxt + 10 * 60 * int(RATE)                  # ten minutes on
+            far = nxt + 600 * 10**6                          # ten minutes on at 1 Msample/s
             r = gain(e, "--at", str(far), "0.5")
             check(r["pending"] == 1 and r["replaced"] == 0, "a far-future change is pending")
             r = gain(e, "--at", str(t1), "0.04")
