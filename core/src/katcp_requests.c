@@ -209,8 +209,8 @@ static int kc_positional(const cbf_katcp_msg *m, cbf_text_kv *tv, size_t *nt, co
     bool all = !strcmp(m->name, "gain-all");
     size_t first = all ? 1 : 2;
     if (m->n_args < first + all)
-        return cbf_error_set(err, CBF_EINVAL, "?%s", all ? "gain-all stream values...|default"
-                                                         : "gain stream input [values...]");
+        return cbf_error_set(err, CBF_EINVAL, "usage: ?%s", all ? "gain-all stream values...|default"
+                                                                : "gain stream input [values...]");
     if (all && m->n_args == 2 && !strcmp(m->args[1], "default")) {
         *node = m->args[0];
         tv[(*nt)++] = (cbf_text_kv){"default", "true", NULL};
