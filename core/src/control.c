@@ -123,6 +123,23 @@ static void ctl_msg_close(ctl_msg *m)
     m->has_body = false;
 }
 
+/* Moves the frames of src into dst (which holds none); src is left empty. */
+static void ctl_msg_move(ctl_msg *dst, ctl_msg *src)
+{
+    memset(dst, 0, sizeof *dst);
+    for (int i = 0; i < src->n_env; i++) {
+        zmq_msg_init(&dst->env[i]);
+        zmq_msg_move(&dst->env[i], &src->env[i]);
+    }
+    dst->n_env = src->n_env;
+    if (src->has_body) {
+        zmq_msg_init(&dst->body);
+        zmq_msg_move(&dst->body, &src->body);
+        dst->has_body = true;
+    }
+    ctl_msg_close(src);   /* the moved-from frames are empty now */
+}
+
 static void control_free(cbf_control *c)
 {
     if (c->rep)
@@ -538,9 +555,13 @@ static bool ctl_recv(cbf_control *c, ctl_msg *m, bool *multipart)
             delim = true;
             zmq_msg_close(&f);
         } else if (!delim && m->n_env < CTL_MAX_ENVELOPE) {
-            m->env[m->n_env++] = f;
+            zmq_msg_init(&m->env[m->n_env]);
+            zmq_msg_move(&m->env[m->n_env++], &f);
+            zmq_msg_close(&f);
         } else if (delim && !m->has_body) {
-            m->body = f;
+            zmq_msg_init(&m->body);
+            zmq_msg_move(&m->body, &f);
+            zmq_msg_close(&f);
             m->has_body = true;
         } else {
             *multipart |= delim;   /* parts after the body: drained */
@@ -591,7 +612,7 @@ static void serve_one(cbf_control *c)
         pthread_mutex_lock(&c->job_mu);
         bool take = !c->busy;
         if (take) {
-            c->job = m;
+            ctl_msg_move(&c->job, &m);
             c->busy = c->job_ready = true;
             pthread_cond_signal(&c->job_cv);
         }
@@ -646,8 +667,8 @@ static void *worker_main(void *arg)
             pthread_mutex_unlock(&c->job_mu);
             return NULL;
         }
-        ctl_msg m = c->job;
-        memset(&c->job, 0, sizeof c->job);
+        ctl_msg m;
+        ctl_msg_move(&m, &c->job);
         c->job_ready = false;
         pthread_mutex_unlock(&c->job_mu);
         uint64_t t0 = cbf_rt_now_ns();
