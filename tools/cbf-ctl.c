@@ -8,11 +8,15 @@
  *                                     sensors now, or each published message
  *   log-level [LEVEL]                 read or set the log level
  *   shutdown                          drain the pipeline; cbf-run exits 0
- *   gain [--node N] [--pol P] [--at TS | --at-unix T] VALUE...
+ *   gain [--node N] [--pol P] [--at TS | --at-unix T] [VALUE...|default]
  *                                     one gain (re [im]) for all channels, or
- *                                     one per channel (re... or re im pairs)
+ *                                     one per channel (re... or re im pairs);
+ *                                     default: the YAML's; none: read them
+ *                                     (in force, or at TS)
  *   delays [--node N] [--at TS | --at-unix T] [--pol P] DELAY RATE PHASE PHASE_RATE
  *                                     delay model: s, s/s, rad, rad/s
+ *   gain|delays --cancel [--node N] [--at TS]
+ *                                     drop the pending changes (from TS on)
  * --at TS is an ADC timestamp; --at-unix T UNIX seconds, which the engine
  * converts through its sync_time (sent as a string: every digit counts).
  *   capture start|stop [--node N]     start or stop writing/sending
@@ -60,8 +64,11 @@ static void usage_to(FILE *f)
             "  sensors [--watch] [--count N] [-s ENDPOINT]\n"
             "  log-level [error|warn|info|debug|trace]\n"
             "  shutdown                           drain and exit 0\n"
-            "  gain [--node N] [--pol P] [--at TS|--at-unix T] VALUE...\n"
-            "  delays [--node N] [--pol P] [--at TS|--at-unix T] DELAY_S RATE PHASE_RAD PHASE_RATE_RAD_S\n"
+            "  gain [--node N] [--pol P] [--at TS|--at-unix T] [VALUE...|default]\n"
+            "       (no value: read the gains)\n"
+            "  gain|delays --cancel [--node N] [--at TS]  drop pending changes (from TS on)\n"
+            "  delays [--node N] [--pol P] [--at TS|--at-unix T]\n"
+            "         DELAY_S RATE PHASE_RAD PHASE_RATE_RAD_S\n"
             "  --at TS: ADC timestamp; --at-unix T: UNIX seconds (through the engine's sync_time)\n"
             "  capture start|stop [--node N]\n"
             "  REQUEST [--node N] [KEY=VALUE...]  any request a plugin declares\n"
@@ -183,6 +190,38 @@ static void print_fields(json_t *reply)
         printf("%s: %s\n", key, t ? t : json_string_value(v));
         free(t);
     }
+}
+
+/* A gain reply: each pol's [re, im] pairs as re+imj, in the fewest
+ * digits that give back the float32 the engine holds. */
+static void print_gains(json_t *reply)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(reply, key, v)
+    {
+        if (strncmp(key, "pol", 3) || !json_is_array(v))
+            continue;
+        printf("%s:", key);
+        for (size_t i = 0; i + 1 < json_array_size(v); i += 2) {
+            for (int part = 0; part < 2; part++) {
+                float f = (float)json_number_value(json_array_get(v, i + (size_t)part));
+                char t[32];
+                for (int p = 1; p <= 9; p++) {
+                    snprintf(t, sizeof t, part ? "%+.*g" : "%.*g", p, (double)f);
+                    if ((float)strtod(t, NULL) == f)
+                        break;
+                }
+                printf(part ? "%sj" : " %s", t);
+            }
+        }
+        printf("\n");
+    }
+    json_t *rest = json_deep_copy(reply);
+    json_object_del(rest, "pol0");
+    json_object_del(rest, "pol1");
+    print_fields(rest);
+    json_decref(rest);
 }
 
 static void print_number(json_t *v)
@@ -376,7 +415,7 @@ int main(int argc, char **argv)
 
     /* Options every request command takes, then positionals. */
     const char *node = NULL, *pol = NULL, *at = NULL, *at_unix = NULL, *sub_ep = NULL;
-    int watching = 0;
+    int watching = 0, cancel = 0;
     long count = 0;
     const char *pos[4096];
     int npos = 0;
@@ -391,6 +430,8 @@ int main(int argc, char **argv)
             at_unix = argv[++i];
         else if (!strcmp(argv[i], "--watch"))
             watching = 1;
+        else if (!strcmp(argv[i], "--cancel"))
+            cancel = 1;
         else if (!strcmp(argv[i], "--count") && i + 1 < argc)
             count = strtol(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "-s") && i + 1 < argc)
@@ -438,11 +479,15 @@ int main(int argc, char **argv)
         json_object_set_new(req, "at", scalar_arg(at));
     if (at_unix)   /* a string: a JSON number would pass through a double */
         json_object_set_new(req, "at_unix", json_string(at_unix));
-    if (!strcmp(cmd, "gain")) {
-        if (!npos) {
-            fprintf(stderr, "cbf-ctl gain: give one value (re [im]) or one per channel\n");
-            return 2;
-        }
+    if (cancel)
+        json_object_set_new(req, "cancel", json_true());
+    if (cancel && (npos || (strcmp(cmd, "gain") && strcmp(cmd, "delays")))) {
+        fprintf(stderr, "cbf-ctl: --cancel takes gain or delays and no values\n");
+        return 2;
+    }
+    if (!strcmp(cmd, "gain") && npos == 1 && !strcmp(pos[0], "default")) {
+        json_object_set_new(req, "default", json_true());
+    } else if (!strcmp(cmd, "gain")) {
         json_t *vals = json_array();
         for (int k = 0; k < npos; k++) {
             double v;
@@ -452,14 +497,17 @@ int main(int argc, char **argv)
             }
             json_array_append_new(vals, json_real(v));
         }
-        json_object_set_new(req, "values", vals);
+        if (npos)
+            json_object_set_new(req, "values", vals);
+        else
+            json_decref(vals);
     } else if (!strcmp(cmd, "delays")) {
         static const char *const names[] = {"delay", "delay_rate", "phase", "phase_rate"};
-        if (npos != 4) {
+        if (npos != 4 && !cancel) {
             fprintf(stderr, "cbf-ctl delays: give DELAY_S RATE PHASE_RAD PHASE_RATE_RAD_S\n");
             return 2;
         }
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < npos; k++) {
             double v;
             if (parse_number(pos[k], &v)) {
                 fprintf(stderr, "cbf-ctl delays: %s '%s' is not a number\n", names[k], pos[k]);
@@ -502,6 +550,8 @@ int main(int argc, char **argv)
                 print_sensors(json_object_get(reply, "sensors"));
             } else if (!strcmp(cmd, "requests")) {
                 print_requests(reply);
+            } else if (!strcmp(cmd, "gain")) {
+                print_gains(reply);
             } else {
                 print_fields(reply);
             }

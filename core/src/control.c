@@ -1,8 +1,16 @@
-/* control.c: the engine's control plane. One thread serves a ZeroMQ REP
- * socket (JSON requests, JSON replies) and publishes sensor messages on a
- * PUB socket every sensor_period seconds. It knows nothing of what the
- * plugins do: it checks a request against the declarations in the plugin
- * descriptors, hands it to the node (request.c) and returns its answer.
+/* control.c: the engine's control plane. One thread serves a ZeroMQ
+ * ROUTER socket (JSON requests, JSON replies: REQ clients see a REP) and
+ * publishes sensor messages on a PUB socket every sensor_period seconds. It
+ * knows nothing of what the plugins do: it checks a request against the
+ * declarations in the plugin descriptors, hands it to the node (request.c)
+ * and returns its answer.
+ *
+ * A request longer than CTL_INLINE_MAX (a gain table: parsing 8 MiB of
+ * JSON takes a good part of a second) goes whole to a second thread, the
+ * request thread, which answers it through an inproc socket while the
+ * control thread goes on answering the others (sensors, small requests)
+ * and publishing. One such request at a time: another long one meanwhile
+ * is refused at once ("busy"), so at most two long messages are ever held.
  *
  * Built-in requests: requests (what this engine accepts), sensors (the
  * message the PUB socket would send now), log-level [level], shutdown
@@ -20,6 +28,17 @@
 #include "runtime.h"
 
 #define POLL_MS 100               /* how soon the thread notices it should stop */
+#define CTL_INLINE_MAX (64 << 10) /* longer requests go to the request thread */
+#define CTL_MAX_ENVELOPE 8        /* routing frames kept for a reply (REQ: one) */
+
+/* One message on the ROUTER socket: the envelope (routing ids) and the
+ * body after the empty delimiter. */
+typedef struct ctl_msg {
+    zmq_msg_t env[CTL_MAX_ENVELOPE];
+    int n_env;
+    zmq_msg_t body;
+    bool has_body;
+} ctl_msg;
 
 typedef struct node_prev {
     uint64_t buffers_in, buffers_out, bytes_out;
@@ -34,9 +53,20 @@ struct cbf_control {
     pthread_t thread;
     bool started;
     atomic_bool quit;
+    pthread_mutex_t state_mu;  /* the rate state below: publications and `sensors` requests */
     uint64_t seq;              /* sensor messages published */
     node_prev *prev;           /* at the last publication, for rates */
     uint64_t prev_ns;
+
+    /* The request thread (long requests): one job at a time. */
+    void *done_rx, *done_tx;   /* inproc PAIR: its replies, envelope first */
+    pthread_t worker;
+    bool worker_started;
+    pthread_mutex_t job_mu;
+    pthread_cond_t job_cv;
+    bool job_ready;            /* job waits for the request thread */
+    bool busy;                 /* a job is with it, or its reply is on the way */
+    ctl_msg job;
 };
 
 void cbf_control_endpoint(const char *text, char *out, size_t n)
@@ -78,9 +108,36 @@ static int bind_socket(cbf_control *c, int type, const char *text, const char *k
         strncmp(ep, "inproc://", 9))
         cbf_log_warn("engine.%s listens on %s, beyond this host's loopback: anyone who can reach it "
                      "can %s; bind tcp://127.0.0.1:PORT unless a firewall guards it",
-                     key, ep, type == ZMQ_REP ? "change gains and delays, stop captures and shut the engine down"
-                                              : "read every sensor");
+                     key, ep, type == ZMQ_ROUTER ? "change gains and delays, stop captures and shut the engine down"
+                                                 : "read every sensor");
     return CBF_OK;
+}
+
+static void ctl_msg_close(ctl_msg *m)
+{
+    for (int i = 0; i < m->n_env; i++)
+        zmq_msg_close(&m->env[i]);
+    m->n_env = 0;
+    if (m->has_body)
+        zmq_msg_close(&m->body);
+    m->has_body = false;
+}
+
+/* Moves the frames of src into dst (which holds none); src is left empty. */
+static void ctl_msg_move(ctl_msg *dst, ctl_msg *src)
+{
+    memset(dst, 0, sizeof *dst);
+    for (int i = 0; i < src->n_env; i++) {
+        zmq_msg_init(&dst->env[i]);
+        zmq_msg_move(&dst->env[i], &src->env[i]);
+    }
+    dst->n_env = src->n_env;
+    if (src->has_body) {
+        zmq_msg_init(&dst->body);
+        zmq_msg_move(&dst->body, &src->body);
+        dst->has_body = true;
+    }
+    ctl_msg_close(src);   /* the moved-from frames are empty now */
 }
 
 static void control_free(cbf_control *c)
@@ -89,6 +146,14 @@ static void control_free(cbf_control *c)
         zmq_close(c->rep);
     if (c->pub)
         zmq_close(c->pub);
+    if (c->done_rx)
+        zmq_close(c->done_rx);
+    if (c->done_tx)
+        zmq_close(c->done_tx);
+    ctl_msg_close(&c->job);
+    pthread_mutex_destroy(&c->state_mu);
+    pthread_mutex_destroy(&c->job_mu);
+    pthread_cond_destroy(&c->job_cv);
     if (c->ctx)
         zmq_ctx_term(c->ctx);
     free(c->prev);
@@ -110,12 +175,26 @@ int cbf_rt_control_open(cbf_engine *e, cbf_control **out, cbf_error *err)
     c->g = g;
     c->period = g->engine.sensor_period;
     atomic_init(&c->quit, false);
+    pthread_mutex_init(&c->state_mu, NULL);
+    pthread_mutex_init(&c->job_mu, NULL);
+    pthread_cond_init(&c->job_cv, NULL);
     int rc = CBF_OK;
     if (!(c->ctx = zmq_ctx_new()))
         rc = cbf_error_set(err, CBF_EIO, "control: zmq_ctx_new: %s", zmq_strerror(zmq_errno()));
     if (!rc && g->engine.control)
-        rc = bind_socket(c, ZMQ_REP, g->engine.control, "control", &c->rep, c->rep_ep,
+        rc = bind_socket(c, ZMQ_ROUTER, g->engine.control, "control", &c->rep, c->rep_ep,
                          sizeof c->rep_ep, err);
+    if (!rc && g->engine.control) {
+        /* One name per engine: several engines may share a process. */
+        char ep[64];
+        snprintf(ep, sizeof ep, "inproc://cbf-control-done-%p", (void *)c);
+        if (!(c->done_rx = zmq_socket(c->ctx, ZMQ_PAIR)) || !(c->done_tx = zmq_socket(c->ctx, ZMQ_PAIR)) ||
+            zmq_setsockopt(c->done_rx, ZMQ_LINGER, &(int){0}, sizeof(int)) ||
+            zmq_setsockopt(c->done_tx, ZMQ_LINGER, &(int){0}, sizeof(int)) ||
+            zmq_bind(c->done_rx, ep) || zmq_connect(c->done_tx, ep))
+            rc = cbf_error_set(err, CBF_EIO, "control: request thread's socket: %s",
+                               zmq_strerror(zmq_errno()));
+    }
     if (!rc && g->engine.sensors)
         rc = bind_socket(c, ZMQ_PUB, g->engine.sensors, "sensors", &c->pub, c->pub_ep,
                          sizeof c->pub_ep, err);
@@ -232,7 +311,7 @@ void *cbf_rt_sensors_nodes(cbf_engine *e) { return sensors_nodes(e, NULL, 0.0, f
 
 /* The sensor message. Rates are over the time since the last publication
  * (advance: this is a publication, so the next rates start from now). */
-static json_t *sensors(cbf_control *c, bool advance)
+static json_t *sensors_locked(cbf_control *c, bool advance)
 {
     const cbf_graph *g = c->g;
     uint64_t now = cbf_rt_now_ns();
@@ -259,6 +338,16 @@ static json_t *sensors(cbf_control *c, bool advance)
         c->prev_ns = now;
         c->seq++;
     }
+    return m;
+}
+
+/* Both threads read sensors: a `sensors` request on the request thread
+ * must not race a publication's rate state. */
+static json_t *sensors(cbf_control *c, bool advance)
+{
+    pthread_mutex_lock(&c->state_mu);
+    json_t *m = sensors_locked(c, advance);
+    pthread_mutex_unlock(&c->state_mu);
     return m;
 }
 
@@ -478,34 +567,151 @@ static json_t *handle(cbf_control *c, const char *text, size_t len)
     return out;
 }
 
-static void serve_one(cbf_control *c)
+/* Reads one whole message from the ROUTER socket: the routing frames up
+ * to the empty delimiter, then the body. False when there was none, or it
+ * had no delimiter (not from a REQ-like client: dropped, as REP drops it). */
+static bool ctl_recv(cbf_control *c, ctl_msg *m, bool *multipart)
 {
-    zmq_msg_t m;
-    zmq_msg_init(&m);
-    if (zmq_msg_recv(&m, c->rep, ZMQ_DONTWAIT) < 0) {
-        zmq_msg_close(&m);
-        return;
+    memset(m, 0, sizeof *m);
+    *multipart = false;
+    bool more = true, delim = false, ok = true;
+    for (int flags = ZMQ_DONTWAIT; more; flags = 0) {
+        zmq_msg_t f;
+        zmq_msg_init(&f);
+        if (zmq_msg_recv(&f, c->rep, flags) < 0) {
+            zmq_msg_close(&f);
+            ok = false;
+            break;
+        }
+        more = zmq_msg_more(&f);
+        if (!delim && zmq_msg_size(&f) == 0) {
+            delim = true;
+            zmq_msg_close(&f);
+        } else if (!delim && m->n_env < CTL_MAX_ENVELOPE) {
+            zmq_msg_init(&m->env[m->n_env]);
+            zmq_msg_move(&m->env[m->n_env++], &f);
+            zmq_msg_close(&f);
+        } else if (delim && !m->has_body) {
+            zmq_msg_init(&m->body);
+            zmq_msg_move(&m->body, &f);
+            zmq_msg_close(&f);
+            m->has_body = true;
+        } else {
+            *multipart |= delim;   /* parts after the body: drained */
+            zmq_msg_close(&f);
+        }
     }
-    bool more = zmq_msg_more(&m);
-    json_t *out;
-    if (more) {
-        /* Drain the other parts: REP must read the whole message first. */
-        zmq_msg_t x;
-        zmq_msg_init(&x);
-        while (zmq_msg_more(&m) && zmq_msg_recv(&x, c->rep, 0) >= 0 && zmq_msg_more(&x))
-            ;
-        zmq_msg_close(&x);
-        out = error_reply("expected one message part holding a JSON object");
-    } else {
-        out = handle(c, zmq_msg_data(&m), zmq_msg_size(&m));
+    if (!ok || !delim || !m->has_body || !m->n_env) {
+        ctl_msg_close(m);
+        return false;
     }
-    zmq_msg_close(&m);
+    return true;
+}
+
+/* Sends text to sock behind the envelope of m (and the delimiter). */
+static void ctl_send(void *sock, ctl_msg *m, const char *text)
+{
+    for (int i = 0; i < m->n_env; i++)
+        zmq_send(sock, zmq_msg_data(&m->env[i]), zmq_msg_size(&m->env[i]), ZMQ_SNDMORE);
+    zmq_send(sock, "", 0, ZMQ_SNDMORE);
+    if (zmq_send(sock, text, strlen(text), 0) < 0)
+        cbf_log_warn("control: sending a reply: %s", zmq_strerror(zmq_errno()));
+}
+
+/* The reply text to one request body (the caller frees it). */
+static char *answer(cbf_control *c, const void *body, size_t len)
+{
+    json_t *out = handle(c, body, len);
     char *text = out ? json_dumps(out, JSON_COMPACT) : NULL;
     json_decref(out);
-    const char *fallback = "{\"ok\": false, \"error\": \"out of memory\"}";
-    if (zmq_send(c->rep, text ? text : fallback, strlen(text ? text : fallback), 0) < 0)
-        cbf_log_warn("control: sending a reply: %s", zmq_strerror(zmq_errno()));
+    return text;
+}
+
+static const char *const ctl_oom = "{\"ok\": false, \"error\": \"out of memory\"}";
+
+static void serve_one(cbf_control *c)
+{
+    ctl_msg m;
+    bool multipart;
+    if (!ctl_recv(c, &m, &multipart))
+        return;
+    const size_t len = zmq_msg_size(&m.body);
+    char *text = NULL;
+    if (multipart) {
+        json_t *out = error_reply("expected one message part holding a JSON object");
+        text = json_dumps(out, JSON_COMPACT);
+        json_decref(out);
+    } else if (len > CTL_INLINE_MAX) {
+        pthread_mutex_lock(&c->job_mu);
+        bool take = !c->busy;
+        if (take) {
+            ctl_msg_move(&c->job, &m);
+            c->busy = c->job_ready = true;
+            pthread_cond_signal(&c->job_cv);
+        }
+        pthread_mutex_unlock(&c->job_mu);
+        if (take) {
+            cbf_log_debug("control: a request of %zu bytes goes to the request thread", len);
+            return;   /* its reply comes back on done_rx */
+        }
+        json_t *out = error_reply("busy: another request over %d KiB is being answered; send this "
+                                  "one again once it is", CTL_INLINE_MAX >> 10);
+        text = json_dumps(out, JSON_COMPACT);
+        json_decref(out);
+    } else {
+        text = answer(c, zmq_msg_data(&m.body), len);
+    }
+    ctl_send(c->rep, &m, text ? text : ctl_oom);
     free(text);
+    ctl_msg_close(&m);
+}
+
+/* A reply from the request thread, envelope first: on to its client. */
+static void forward_done(cbf_control *c)
+{
+    for (bool more = true; more;) {
+        zmq_msg_t f;
+        zmq_msg_init(&f);
+        if (zmq_msg_recv(&f, c->done_rx, 0) < 0) {
+            zmq_msg_close(&f);
+            break;
+        }
+        more = zmq_msg_more(&f);
+        if (zmq_msg_send(&f, c->rep, more ? ZMQ_SNDMORE : 0) < 0) {
+            zmq_msg_close(&f);
+            cbf_log_warn("control: sending a reply: %s", zmq_strerror(zmq_errno()));
+        }
+    }
+    pthread_mutex_lock(&c->job_mu);
+    c->busy = false;
+    pthread_mutex_unlock(&c->job_mu);
+}
+
+/* The request thread: long requests, one at a time. */
+static void *worker_main(void *arg)
+{
+    cbf_control *c = arg;
+    cbf_log_set_thread_name("control-long");
+    for (;;) {
+        pthread_mutex_lock(&c->job_mu);
+        while (!c->job_ready && !atomic_load(&c->quit))
+            pthread_cond_wait(&c->job_cv, &c->job_mu);
+        if (!c->job_ready) {
+            pthread_mutex_unlock(&c->job_mu);
+            return NULL;
+        }
+        ctl_msg m;
+        ctl_msg_move(&m, &c->job);
+        c->job_ready = false;
+        pthread_mutex_unlock(&c->job_mu);
+        uint64_t t0 = cbf_rt_now_ns();
+        char *text = answer(c, zmq_msg_data(&m.body), zmq_msg_size(&m.body));
+        cbf_log_debug("control: a request of %zu bytes answered in %.1f ms", zmq_msg_size(&m.body),
+                      1e-6 * (double)(cbf_rt_now_ns() - t0));
+        ctl_send(c->done_tx, &m, text ? text : ctl_oom);
+        free(text);
+        ctl_msg_close(&m);
+    }
 }
 
 static void *control_main(void *arg)
@@ -530,9 +736,11 @@ static void *control_main(void *arg)
         long wait = POLL_MS;
         if (c->pub && (long)((next - now) / 1000000u) < wait)
             wait = (long)((next - now) / 1000000u);
-        zmq_pollitem_t it = {c->rep, 0, ZMQ_POLLIN, 0};
-        int r = zmq_poll(&it, c->rep ? 1 : 0, wait);
-        if (r > 0 && (it.revents & ZMQ_POLLIN))
+        zmq_pollitem_t it[2] = {{c->rep, 0, ZMQ_POLLIN, 0}, {c->done_rx, 0, ZMQ_POLLIN, 0}};
+        int r = zmq_poll(it, c->rep ? 2 : 0, wait);
+        if (r > 0 && (it[1].revents & ZMQ_POLLIN))
+            forward_done(c);
+        if (r > 0 && (it[0].revents & ZMQ_POLLIN))
             serve_one(c);
     }
     return NULL;
@@ -540,6 +748,11 @@ static void *control_main(void *arg)
 
 int cbf_rt_control_start(cbf_control *c, cbf_error *err)
 {
+    if (c->rep) {
+        if (pthread_create(&c->worker, NULL, worker_main, c) != 0)
+            return cbf_error_set(err, CBF_ENOMEM, "control: cannot start its request thread");
+        c->worker_started = true;
+    }
     if (pthread_create(&c->thread, NULL, control_main, c) != 0)
         return cbf_error_set(err, CBF_ENOMEM, "control: cannot start its thread");
     c->started = true;
@@ -550,8 +763,15 @@ void cbf_rt_control_close(cbf_control *c)
 {
     if (!c)
         return;
+    atomic_store(&c->quit, true);
+    if (c->worker_started) {
+        /* It finishes the request it holds (a node answers or times out). */
+        pthread_mutex_lock(&c->job_mu);
+        pthread_cond_broadcast(&c->job_cv);
+        pthread_mutex_unlock(&c->job_mu);
+        pthread_join(c->worker, NULL);
+    }
     if (c->started) {
-        atomic_store(&c->quit, true);
         pthread_join(c->thread, NULL);
         if (c->pub)
             publish(c, true);

@@ -185,6 +185,19 @@ static void kc_help(kc_req *r)
 
 /* ---- plugin requests ---- */
 
+/* One part of a gain value into list at *l: its own text when that is a
+ * plain decimal number (exactly what the request path reads back, and no
+ * printf per value: 65536 of them arrive at once), else v in full. */
+static void kc_put_part(char *list, size_t *l, const char *text, size_t n, double v)
+{
+    if (n && n < 64 && strspn(text, "0123456789.eE+-") >= n) {
+        memcpy(list + *l, text, n);
+        *l += n;
+    } else {
+        *l += (size_t)sprintf(list + *l, "%.17g", v);
+    }
+}
+
 /* katgpucbf's positional forms, as the generic key=value ones. */
 static int kc_positional(const cbf_katcp_msg *m, cbf_text_kv *tv, size_t *nt, const char **node,
                          char **owned, cbf_error *err)
@@ -197,35 +210,55 @@ static int kc_positional(const cbf_katcp_msg *m, cbf_text_kv *tv, size_t *nt, co
         tv[(*nt)++] = (cbf_text_kv){"action", start ? "start" : "stop", NULL};
         return CBF_OK;
     }
-    /* ?gain stream input values... and ?gain-all stream values...: each
-     * value real or complex (a+bj), sent to fft_post's gain as [re, im]
-     * pairs (one pair: every channel); gain-all is both polarisations. */
+    /* ?gain stream input [values...] and ?gain-all stream values|default:
+     * each value real or complex (a+bj), sent to fft_post's gain as [re, im]
+     * pairs (one pair: every channel); gain-all is both polarisations; no
+     * values: the gains are only read (kc_gain_reply writes them). */
     bool all = !strcmp(m->name, "gain-all");
     size_t first = all ? 1 : 2;
-    if (all && m->n_args == 2 && !strcmp(m->args[1], "default"))
-        return cbf_error_set(err, CBF_EINVAL, "?gain-all stream default: not supported (fft_post does not "
-                             "keep its configured gains to return to); give the values");
-    if (m->n_args <= first)
-        return cbf_error_set(err, CBF_EINVAL, "?%s: at least one value (this engine cannot report the "
-                             "current gains)", all ? "gain-all stream values..." : "gain stream input values...");
+    if (m->n_args < first + all)
+        return cbf_error_set(err, CBF_EINVAL, "usage: ?%s", all ? "gain-all stream values...|default"
+                                                                : "gain stream input [values...]");
+    if (all && m->n_args == 2 && !strcmp(m->args[1], "default")) {
+        *node = m->args[0];
+        tv[(*nt)++] = (cbf_text_kv){"default", "true", NULL};
+        return CBF_OK;
+    }
+    if (!all && strcmp(m->args[1], "0") && strcmp(m->args[1], "1"))
+        return cbf_error_set(err, CBF_EINVAL, "?gain: input '%s': 0 or 1 (the polarisation)",
+                             m->args[1]);
+    if (m->n_args == first) {
+        *node = m->args[0];
+        tv[(*nt)++] = (cbf_text_kv){"pol", m->args[1], NULL};
+        return CBF_OK;
+    }
     *node = m->args[0];
     tv[(*nt)++] = (cbf_text_kv){"pol", all ? "-1" : m->args[1], NULL};
     size_t nv = m->n_args - first, cap = nv * 64 + 3, l = 0;
+    for (size_t i = 0; i < nv; i++)
+        cap += m->lens[i + first];
     char *list = malloc(cap);
     if (!list)
         return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     list[l++] = '[';
     for (size_t i = 0; i < nv; i++) {
-        const char *a = m->args[i + first];
+        const char *a = m->args[i + first], *re_at = a, *im_at = "0";
         char *end;
         double re = strtod(a, &end), im = 0;
+        size_t re_n = (size_t)(end - a), im_n = 1;
         if (end != a && (*end == '+' || *end == '-') && end[1] != '\0') {
             char *e2;
             im = strtod(end, &e2);
+            im_at = end;
+            im_n = (size_t)(e2 - end);
             end = *e2 == 'j' && e2 != end ? e2 + 1 : end;
         } else if (*end == 'j' && end != a) {
             im = re;
             re = 0;
+            im_at = a;
+            im_n = re_n;
+            re_at = "0";
+            re_n = 1;
             end++;
         }
         if (end == a || *end || !isfinite(re) || !isfinite(im)) {
@@ -233,7 +266,14 @@ static int kc_positional(const cbf_katcp_msg *m, cbf_text_kv *tv, size_t *nt, co
             return cbf_error_set(err, CBF_EINVAL, "gain value %zu: '%s' is not a finite real or complex "
                                  "number (such as 1.5 or 0.5-2j)", i + 1, a);
         }
-        l += (size_t)snprintf(list + l, cap - l, "%s%.17g, %.17g", i ? ", " : "", re, im);
+        if (i) {
+            memcpy(list + l, ", ", 2);
+            l += 2;
+        }
+        kc_put_part(list, &l, re_at, re_n, re);
+        memcpy(list + l, ", ", 2);
+        l += 2;
+        kc_put_part(list, &l, im_at, im_n, im);
     }
     snprintf(list + l, cap - l, "]");
     *owned = list;
@@ -306,6 +346,50 @@ static void kc_delays(kc_req *r)
     cbf_katcp_reply(r, "ok", NULL);
 }
 
+/* Python's repr of v, as katgpucbf writes each part of a gain (a
+ * complex64 widened to Python's complex): the fewest digits that read back
+ * as v, fixed-point from 1e-4 up to 1e16 with at least one decimal, else
+ * as 1e-05 or 1.5e+16; sign: '+' before a positive value. */
+static void kc_python_float(char *out, size_t n, double v, bool sign)
+{
+    char e[40];
+    int p = 1;
+    for (; p < 17; p++) {
+        snprintf(e, sizeof e, "%.*e", p - 1, v);
+        if (strtod(e, NULL) == v)
+            break;
+    }
+    snprintf(e, sizeof e, "%.*e", p - 1, v);
+    const int x = atoi(strchr(e, 'e') + 1);
+    const char *plus = sign && !signbit(v) ? "+" : "";
+    if (x < -4 || x >= 16) {
+        snprintf(out, n, "%s%s", plus, e);
+        return;
+    }
+    const int dec = p - 1 - x;
+    snprintf(out, n, "%s%.*f%s", plus, dec > 0 ? dec : 0, v, dec > 0 ? "" : ".0");
+}
+
+/* katgpucbf's reply to ?gain: nothing when setting; when reading, the
+ * input's gains in force as re+imj arguments, one when every channel has
+ * the same. */
+static void kc_gain_reply(kc_req *r, cbf_reply *reply)
+{
+    char key[16];
+    snprintf(key, sizeof key, "pol%s", r->m->args[1]);
+    json_t *v = r->m->n_args > 2 ? NULL : json_object_get((json_t *)cbf_rt_reply_json(reply), key);
+    cbf_katcp_buf *b = &r->c->out;
+    cbf_katcp_reply_begin(r, '!');
+    cbf_katcp_buf_arg(b, "ok", 2);
+    for (size_t i = 0; i + 1 < json_array_size(v); i += 2) {
+        char re[40], im[40];
+        kc_python_float(re, sizeof re, json_number_value(json_array_get(v, i)), false);
+        kc_python_float(im, sizeof im, json_number_value(json_array_get(v, i + 1)), true);
+        cbf_katcp_buf_argf(b, "%s%sj", re, im);
+    }
+    cbf_katcp_reply_end(r);
+}
+
 static void kc_plugin(kc_req *r)
 {
     const cbf_katcp_msg *m = r->m;
@@ -353,6 +437,11 @@ static void kc_plugin(kc_req *r)
     }
     if (rc) {
         cbf_katcp_reply(r, "fail", "%s", err.msg);
+        return;
+    }
+    if (positional && !strcmp(m->name, "gain")) {
+        kc_gain_reply(r, reply);
+        cbf_rt_reply_free(reply);
         return;
     }
     cbf_katcp_buf *b = &r->c->out;

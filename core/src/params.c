@@ -598,11 +598,27 @@ static int scalar_number(const yaml_node_t *n, int want_int, int64_t *iv, double
     return 0;
 }
 
-static int in_range(const cbf_param_decl *d, double v, const yaml_node_t *n, fail *f)
+static bool float_in_range(const cbf_param_decl *d, double v)
+{
+    return !d->has_range || (v >= d->min && v <= d->max);
+}
+
+/* An integer against the range's bounds as integers: near 2^63 a double
+ * cannot tell 9200000000000000001 from the bound 9.2e18. */
+static bool int_in_range(const cbf_param_decl *d, int64_t v)
 {
     if (!d->has_range)
-        return 0;
-    if (!(v >= d->min && v <= d->max)) {
+        return true;
+    /* 2^63 as a double; bounds beyond int64 clamp to its ends. */
+    const double top = 9223372036854775808.0;
+    int64_t lo = d->min <= -top ? INT64_MIN : (int64_t)ceil(d->min);
+    int64_t hi = d->max >= top ? INT64_MAX : (int64_t)floor(d->max);
+    return v >= lo && v <= hi;
+}
+
+static int in_range(const cbf_param_decl *d, double v, const yaml_node_t *n, fail *f)
+{
+    if (!float_in_range(d, v)) {
         char r[96];
         fmt_range(d, r, sizeof r);
         return failf(f, n, "%s is out of range %s", scalar_text(n), r);
@@ -610,17 +626,9 @@ static int in_range(const cbf_param_decl *d, double v, const yaml_node_t *n, fai
     return 0;
 }
 
-/* An integer against the range's bounds as integers: near 2^63 a double
- * cannot tell 9200000000000000001 from the bound 9.2e18. */
 static int in_range_int(const cbf_param_decl *d, int64_t v, const yaml_node_t *n, fail *f)
 {
-    if (!d->has_range)
-        return 0;
-    /* 2^63 as a double; bounds beyond int64 clamp to its ends. */
-    const double top = 9223372036854775808.0;
-    int64_t lo = d->min <= -top ? INT64_MIN : (int64_t)ceil(d->min);
-    int64_t hi = d->max >= top ? INT64_MAX : (int64_t)floor(d->max);
-    if (v < lo || v > hi) {
+    if (!int_in_range(d, v)) {
         char r[96];
         fmt_range(d, r, sizeof r);
         return failf(f, n, "%s is out of range %s", scalar_text(n), r);
@@ -940,7 +948,21 @@ static int build_one(const cbf_param_decl *d, const cbf_kv *kv, size_t n_kv,
     if (!pv->name || !pv->where)
         return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     fail f = {0};
-    if (src) {
+    if (src && src->parsed) {
+        /* A request's list: no text form (nothing records it). */
+        pv->given = true;
+        pv->n = src->n;
+        size_t bytes = (src->n ? src->n : 1) * (src->ilist ? sizeof *pv->ilist : sizeof *pv->flist);
+        void *copy = malloc(bytes);
+        if (!copy)
+            return cbf_error_set(err, CBF_ENOMEM, "out of memory");
+        memcpy(copy, src->ilist ? (void *)src->ilist : (void *)src->flist, bytes);
+        if (src->ilist)
+            pv->ilist = copy;
+        else
+            pv->flist = copy;
+        return 0;
+    } else if (src) {
         pv->given = true;
         if (read_value(d, src->doc, src->value, pv, &f)) {
             if (ctx->request)
@@ -1001,6 +1023,78 @@ int cbf_params_build(const cbf_param_decl *decls, int n_decls, const cbf_kv *kv,
     return 0;
 }
 
+/* The fast path of cbf_params_build_text: "[a, b, ...]" of plain number
+ * tokens (only the characters a JSON number has, single spaces around
+ * commas) into kv, each through cbf_parse_int/float and the range as
+ * read_list checks them. 0 when it read the whole list; nonzero (kv
+ * untouched) for anything else, which libyaml then reads. */
+static int list_fast(const cbf_param_decl *d, const char *t, cbf_kv *kv)
+{
+    const bool want_int = d->type == CBF_PARAM_INT_LIST;
+    if (d->type != CBF_PARAM_INT_LIST && d->type != CBF_PARAM_FLOAT_LIST)
+        return 1;
+    while (*t == ' ')
+        t++;
+    if (*t++ != '[')
+        return 1;
+    size_t cap = 1;
+    for (const char *c = t; *c; c++)
+        cap += *c == ',';
+    int64_t *il = want_int ? malloc(cap * sizeof *il) : NULL;
+    double *fl = want_int ? NULL : malloc(cap * sizeof *fl);
+    if (!il && !fl)
+        return 1;
+    size_t n = 0;
+    const char *c = t;
+    while (*c == ' ')
+        c++;
+    bool ok = true;
+    if (*c == ']')
+        c++;
+    else
+        for (;;) {
+            size_t len = strspn(c, "0123456789.eE+-");
+            char tok[64];
+            if (!len || len >= sizeof tok || n == cap) {
+                ok = false;
+                break;
+            }
+            memcpy(tok, c, len);
+            tok[len] = '\0';
+            c += len;
+            if (want_int ? cbf_parse_int(tok, &il[n]) || !int_in_range(d, il[n])
+                         : cbf_parse_float(tok, &fl[n]) || !float_in_range(d, fl[n])) {
+                ok = false;
+                break;
+            }
+            n++;
+            while (*c == ' ')
+                c++;
+            if (*c == ']') {
+                c++;
+                break;
+            }
+            if (*c++ != ',') {
+                ok = false;
+                break;
+            }
+            while (*c == ' ')
+                c++;
+        }
+    while (ok && *c == ' ')
+        c++;
+    if (!ok || *c) {
+        free(il);
+        free(fl);
+        return 1;
+    }
+    kv->parsed = true;
+    kv->n = n;
+    kv->ilist = il;
+    kv->flist = fl;
+    return 0;
+}
+
 int cbf_params_build_text(const cbf_param_decl *decls, int n_decls, const cbf_text_kv *tv, size_t n,
                           const char *where, const cbf_params_ctx *ctx, cbf_params **out,
                           cbf_error *err)
@@ -1012,6 +1106,16 @@ int cbf_params_build_text(const cbf_param_decl *decls, int n_decls, const cbf_te
     int rc = kv && docs ? CBF_OK : cbf_error_set(err, CBF_ENOMEM, "out of memory");
     for (; nk < n && !rc; nk++) {
         char why[256];
+        const cbf_param_decl *d = NULL;
+        for (int j = 0; j < n_decls && !d; j++)
+            if (!strcmp(decls[j].name, tv[nk].key))
+                d = &decls[j];
+        kv[nk].key = tv[nk].key;
+        kv[nk].override = tv[nk].origin;
+        snprintf(kv[nk].where, sizeof kv[nk].where, "%s", where);
+        snprintf(kv[nk].key_where, sizeof kv[nk].key_where, "%s", where);
+        if (ctx->request && d && !list_fast(d, tv[nk].text, &kv[nk]))
+            continue;
         if (cbf_yaml_load_text(tv[nk].text, &docs[nk], why, sizeof why)) {
             rc = ctx->request ? cbf_error_set(err, CBF_EINVAL, "request '%s': argument '%s': %s",
                                               ctx->request, tv[nk].key, why)
@@ -1019,17 +1123,17 @@ int cbf_params_build_text(const cbf_param_decl *decls, int n_decls, const cbf_te
                                               tv[nk].key, tv[nk].origin ? tv[nk].origin : tv[nk].text, why);
             break;
         }
-        kv[nk].key = tv[nk].key;
         kv[nk].doc = &docs[nk];
         kv[nk].value = yaml_document_get_root_node(&docs[nk]);
-        kv[nk].override = tv[nk].origin;
-        snprintf(kv[nk].where, sizeof kv[nk].where, "%s", where);
-        snprintf(kv[nk].key_where, sizeof kv[nk].key_where, "%s", where);
     }
     if (!rc)
         rc = cbf_params_build(decls, n_decls, kv, nk, ctx, out, err);
-    for (size_t i = 0; i < nk && docs; i++)
-        yaml_document_delete(&docs[i]);
+    for (size_t i = 0; i < nk && docs; i++) {
+        free(kv[i].ilist);
+        free(kv[i].flist);
+        if (!kv[i].parsed)
+            yaml_document_delete(&docs[i]);
+    }
     free(docs);
     free(kv);
     return rc;
@@ -1197,5 +1301,5 @@ const char *cbf_params_name_at(const cbf_params *p, size_t i)
 
 const char *cbf_params_text_at(const cbf_params *p, size_t i)
 {
-    return p && i < p->n ? p->v[i].text : NULL;
+    return p && i < p->n ? (p->v[i].text ? p->v[i].text : "") : NULL;
 }

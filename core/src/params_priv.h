@@ -19,6 +19,12 @@ typedef struct cbf_kv {
     char key_where[CBF_WHERE_MAX];   /* of the key: "unknown parameter" points here */
     char where[CBF_WHERE_MAX];       /* of the value */
     const char *override;            /* "node.param=value" when it came from one */
+    /* A number list read without a YAML document (cbf_params_build_text's
+     * fast path): the values, already in range; doc and value are NULL. */
+    bool parsed;
+    size_t n;
+    int64_t *ilist;
+    double *flist;
 } cbf_kv;
 
 /* What the messages name. */
@@ -40,7 +46,12 @@ int cbf_params_build(const cbf_param_decl *decls, int n_decls, const cbf_kv *kv,
  * request arguments (control.c) and harness parameters (harness.c) come:
  * each parsed on its own, then validated by cbf_params_build. origin, when
  * not NULL, is what messages quote for the value ("taps=16"); where is the
- * place messages name for all of them. */
+ * place messages name for all of them. A number list written plainly
+ * ("[1, -2.5e3, 7]", as JSON writes one) is read in one linear pass with
+ * the same number and range checks, and without its text form (requests
+ * are never recorded), so a 65536-channel gain table costs milliseconds;
+ * anything else, or any value that fails, goes through libyaml, whose
+ * messages are the ones every front end shows. */
 typedef struct cbf_text_kv {
     const char *key, *text, *origin;
 } cbf_text_kv;

@@ -63,6 +63,16 @@ int cbf_reply_float(cbf_reply *r, const char *key, double v)
     return reply_set(r, key, isfinite(v) ? json_real(v) : json_null());
 }
 int cbf_reply_string(cbf_reply *r, const char *key, const char *v) { return reply_set(r, key, json_string(v)); }
+int cbf_reply_float_list(cbf_reply *r, const char *key, const double *v, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++)
+        if (json_array_append_new(a, isfinite(v[i]) ? json_real(v[i]) : json_null())) {
+            json_decref(a);
+            a = NULL;
+        }
+    return reply_set(r, key, a);
+}
 
 /* ---- mailbox ---- */
 

@@ -45,9 +45,11 @@ typedef struct post_flight {
 typedef struct post_state {
     cbf_fft_post_config cfg;
     int64_t step;           /* samples between spectra */
-    float *gains;           /* [channel][pol][re, im]: the newest table (in force once every
-                               pending change has taken effect) */
-    cbf_timed *pend;        /* gain changes waiting for their timestamps: whole tables */
+    float *gains;           /* [channel][pol][re, im]: the table in force (the kernel's from the
+                               next spectrum on) */
+    float *configured;      /* the YAML's table, which `default` restores */
+    cbf_timed *pend;        /* gain changes waiting for their timestamps: whole tables, each
+                               built on the one before it (or on the table in force) */
     int model_in_aux;       /* pfb sends a per-spectrum delay model in aux */
     int gpu;
     size_t out_bytes;
@@ -63,7 +65,7 @@ typedef struct post_state {
     cbf_gauge *g_gpu_ms;
     cbf_pool *pool;
     cbf_stage_record gains_rec; /* optional record of the tables in force */
-    float *initial_gains;   /* the table at start, until recorded (requests change s->gains) */
+    int start_recorded;     /* the table at start has gone to gains_rec */
     cbf_counter *c_batches, *c_missing, *c_sat[2];
 } post_state;
 
@@ -99,19 +101,25 @@ static const cbf_param_decl post_params[] = {
 };
 
 static const cbf_param_decl post_gain_args[] = {
-    {.name = "values", .type = CBF_PARAM_FLOAT_LIST, .has_range = 1, .min = -1e9, .max = 1e9,
-     .doc = "one real gain, one complex [re, im], one real per channel, or [re, im] per channel"},
+    {.name = "values", .type = CBF_PARAM_FLOAT_LIST, .def = "[]", .has_range = 1, .min = -1e9,
+     .max = 1e9,
+     .doc = "one real gain, one complex [re, im], one real per channel, or [re, im] per channel; "
+            "none: only reply with the gains (in force now, or at `at` with the pending changes)"},
     {.name = "pol", .type = CBF_PARAM_INT, .def = "-1", .has_range = 1, .min = -1, .max = 1,
      .doc = "polarisation 0 or 1; -1: both"},
     {.name = "at", .type = CBF_PARAM_INT, .def = "-1", .has_range = 1, .min = -1, .max = 9.2e18,
      .doc = "digitiser timestamp from which spectra use the new gains; -1: the next spectrum",
      .flags = CBF_PARAM_TIMESTAMP},
+    {.name = "default", .type = CBF_PARAM_BOOL, .def = "false",
+     .doc = "set the gains the YAML configured (instead of values)"},
+    CBF_TIMED_CANCEL_ARG,
 };
 
 static const cbf_request_decl post_requests[] = {
     {.name = "gain", .args = post_gain_args, .n_args = CBF_COUNT_OF(post_gain_args),
      .doc = "set the complex gains from a timestamp on (every spectrum uses all old or all new "
-            "gains)"},
+            "gains; it replaces pending changes after it), or read them (no values)",
+     .flags = CBF_REQUEST_READS},
 };
 
 /* The transform runs in place on the input, so the loader refuses to fan
@@ -195,8 +203,7 @@ static int post_setup_backend(cbf_node *node, post_state *s, const float *gains,
 }
 
 /* The gains output, when wired: the spectra's attributes (channels,
- * antenna, band) on a [channel][pol] table, and the table at start kept
- * until its first spectrum (requests change s->gains before that). */
+ * antenna, band) on a [channel][pol] table. */
 static int post_gains_open(cbf_node *node, post_state *s, const cbf_port_desc *spectra,
                            cbf_error *err)
 {
@@ -205,13 +212,7 @@ static int post_gains_open(cbf_node *node, post_state *s, const cbf_port_desc *s
     d.type = CBF_TYPE_FENG_GAINS;
     cbf_port_desc_add_axis(&d, "channel", (size_t)s->cfg.channels);
     cbf_port_desc_add_axis(&d, "pol", 2);
-    int rc = cbf_stage_record_open(node, "gains", &d, spectra, &s->gains_rec, err);
-    if (rc || !s->gains_rec.out)
-        return rc;
-    if (!(s->initial_gains = malloc(s->gains_rec.bytes)))
-        return cbf_error_set(err, CBF_ENOMEM, "gains");
-    memcpy(s->initial_gains, s->gains, s->gains_rec.bytes);
-    return 0;
+    return cbf_stage_record_open(node, "gains", &d, spectra, &s->gains_rec, err);
 }
 
 static int post_init(cbf_node *node, cbf_error *err)
@@ -270,9 +271,13 @@ static int post_init(cbf_node *node, cbf_error *err)
     if ((rc = post_make_gains(p, s->cfg.channels, &gains, err)))
         return rc;
     rc = post_setup_backend(node, s, gains, err);
-    s->gains = gains;   /* the table later requests start from */
+    s->gains = gains;
     if (rc)
         return rc;
+    const size_t table = sizeof(float) * 4 * (size_t)s->cfg.channels;
+    if (!(s->configured = malloc(table)))
+        return cbf_error_set(err, CBF_ENOMEM, "gains");
+    memcpy(s->configured, gains, table);
     if (!s->gpu && in->mem != CBF_MEM_HOST)
         return cbf_error_set(err, CBF_ECONFIG, "input in %s memory on the CPU path",
                              cbf_mem_kind_name(in->mem));
@@ -343,10 +348,9 @@ static int post_init(cbf_node *node, cbf_error *err)
 static int post_take_gain_change(post_state *s, int64_t ts, cbf_fft_post_args *a, cbf_error *err)
 {
     /* The table at start is in force from the first spectrum on. */
-    if (s->initial_gains) {
-        int rc = cbf_stage_record_send(&s->gains_rec, s->initial_gains, ts);
-        free(s->initial_gains);
-        s->initial_gains = NULL;
+    if (!s->start_recorded) {
+        s->start_recorded = 1;
+        int rc = cbf_stage_record_send(&s->gains_rec, s->gains, ts);
         if (rc)
             return cbf_error_set(err, rc, "gains output stopped");
     }
@@ -375,6 +379,7 @@ static int post_take_gain_change(post_state *s, int64_t ts, cbf_fft_post_args *a
         return cbf_error_set(err, rc, "gains output stopped");
     cbf_log_info("gain change at timestamp %lld: from spectrum %lld of the buffer at %lld",
                  (long long)at, (long long)k, (long long)ts);
+    memcpy(s->gains, gains, sizeof(float) * 4 * (size_t)s->cfg.channels);
     cbf_timed_pop(s->pend, 1);
     return 0;
 }
@@ -542,7 +547,7 @@ static void post_fini(cbf_node *node)
         return;
     cbf_fft_post_cpu_destroy(s->cpu);
     free(s->gains);
-    free(s->initial_gains);
+    free(s->configured);
     cbf_timed_destroy(s->pend);
     cbf_error ignored;
     post_land(s, NULL, 0, &ignored);
@@ -561,39 +566,112 @@ static void post_fini(cbf_node *node)
     free(s);
 }
 
+/* The reply's gains of pol q in table g: [re, im] when every channel has
+ * the same gain, else [re, im] per channel (what `values` takes back). */
+static int post_reply_gains(const post_state *s, const float *g, int q, cbf_reply *reply)
+{
+    const int N = s->cfg.channels;
+    int same = 1;
+    for (int k = 1; k < N && same; k++)
+        same = g[4 * k + 2 * q] == g[2 * q] && g[4 * k + 2 * q + 1] == g[2 * q + 1];
+    const int n = same ? 1 : N;
+    double *v = malloc(sizeof(double) * 2 * (size_t)n);
+    if (!v)
+        return CBF_ENOMEM;
+    for (int k = 0; k < n; k++) {
+        v[2 * k] = g[4 * k + 2 * q];
+        v[2 * k + 1] = g[4 * k + 2 * q + 1];
+    }
+    int rc = cbf_reply_float_list(reply, q ? "pol1" : "pol0", v, 2 * (size_t)n);
+    free(v);
+    return rc;
+}
+
+/* Fills the pols asked of table g from the request: its values (1, 2, N or
+ * 2N of them, see post_gain_args) or the configured table. */
+static void post_fill(const post_state *s, const cbf_params *p, int pol, bool dflt, float *g)
+{
+    const int N = s->cfg.channels;
+    size_t n = cbf_params_len(p, "values");
+    bool cplx = n == 2 || n == 2 * (size_t)N;
+    for (int k = 0; k < N; k++)
+        for (int q = 0; q < 2; q++) {
+            if (pol >= 0 && q != pol)
+                continue;
+            float *d = &g[4 * k + 2 * q];
+            if (dflt) {
+                d[0] = s->configured[4 * k + 2 * q];
+                d[1] = s->configured[4 * k + 2 * q + 1];
+                continue;
+            }
+            size_t src = n == 1 || n == 2 ? 0 : n == (size_t)N ? (size_t)k : 2 * (size_t)k;
+            d[0] = (float)cbf_params_float_at(p, "values", src);
+            d[1] = cplx ? (float)cbf_params_float_at(p, "values", src + 1) : 0.0f;
+        }
+}
+
 /* On the node's thread, between buffers (cbf/control.h): checks the
  * request against this node's shape and what it has processed, then queues
- * the new table for its timestamp. Refusals change nothing. */
+ * the new table for its timestamp (replacing the changes after it), drops
+ * pending changes (cancel), or only reads the gains (no values: those in
+ * force, or at `at` with the pending changes). Refusals change nothing. */
 static int post_request(cbf_node *node, const cbf_request *req, cbf_reply *reply, cbf_error *err)
 {
     post_state *s = cbf_node_state(node);
     const cbf_params *p = cbf_request_args(req);
     const int N = s->cfg.channels;
+    const size_t table = sizeof(float) * 4 * (size_t)N;
     size_t n = cbf_params_len(p, "values");
-    if (n != 1 && n != 2 && n != (size_t)N && n != 2 * (size_t)N)
+    const bool dflt = cbf_params_bool(p, "default"), cancel = cbf_params_bool(p, "cancel");
+    if (n != 0 && n != 1 && n != 2 && n != (size_t)N && n != 2 * (size_t)N)
         return cbf_error_set(err, CBF_EINVAL, "gain: %zu values: give 1 (real), 2 (re, im), %d "
                              "(real per channel) or %d ([re, im] per channel)", n, N, 2 * N);
+    if ((dflt || cancel) && (n || (dflt && cancel)))
+        return cbf_error_set(err, CBF_EINVAL, "gain: give one of values, default or cancel");
+    /* a read-only engine lets `gain` through only to read the gains */
+    if ((n || dflt || cancel) && cbf_request_read_only(req))
+        return cbf_error_set(err, CBF_EINVAL, "gain: refused: the engine is read-only (engine.read_only: "
+                             "true); without values, default or cancel, gain only reads the gains");
     int pol = (int)cbf_params_int(p, "pol");
-    int64_t at = cbf_timed_resolve(s->pend, cbf_params_int(p, "at"));
-    if (cbf_timed_check(s->pend, at, err))
-        return cbf_error_prefix(err, "gain");
-    /* s->gains is the newest table (the last pending one, or the one in
-     * force): a change to one polarisation keeps the other's from there. */
-    float *g = s->gains;
-    for (int k = 0; k < N; k++)
-        for (int q = 0; q < 2; q++) {
-            if (pol >= 0 && q != pol)
-                continue;
-            size_t src = n == 1 || n == 2 ? 0 : n == (size_t)N ? (size_t)k : 2 * (size_t)k;
-            bool cplx = n == 2 || n == 2 * (size_t)N;
-            g[4 * k + 2 * q] = (float)cbf_params_float_at(p, "values", src);
-            g[4 * k + 2 * q + 1] = cplx ? (float)cbf_params_float_at(p, "values", src + 1) : 0.0f;
-        }
-    int merged;
-    memcpy(cbf_timed_push(s->pend, at, &merged), g, sizeof(float) * 4 * (size_t)N);
+    const int64_t asked = cbf_params_int(p, "at");
+    int64_t at = cbf_timed_resolve(s->pend, asked);
+    const float *shown = s->gains;
+    if (cancel) {
+        if (pol >= 0)
+            return cbf_error_set(err, CBF_EINVAL, "gain: cancel drops whole changes (both pols); "
+                                 "leave pol out");
+        cbf_timed_cancel(s->pend, at);
+    } else if (n || dflt) {
+        if (cbf_timed_check(s->pend, at, err))
+            return cbf_error_prefix(err, "gain");
+        /* A change to one polarisation keeps the other's from the table that
+         * would be in force just before it: the pending change before `at`
+         * (the changes after it are replaced), else the table in force. */
+        const int before = cbf_timed_find(s->pend, at);
+        const float *base = before >= 0 ? cbf_timed_payload(s->pend, before) : s->gains;
+        int merged;
+        float *g = cbf_timed_push(s->pend, at, &merged);
+        if (!merged)
+            memcpy(g, base, table);
+        post_fill(s, p, pol, dflt, g);
+        cbf_reply_int(reply, "spectrum", (at + s->step - 1) / s->step);
+    } else if (asked >= 0) {
+        const int i = cbf_timed_find(s->pend, at);
+        if (i >= 0)
+            shown = cbf_timed_payload(s->pend, i);
+    }
     cbf_reply_int(reply, "at", at);
-    cbf_reply_int(reply, "spectrum", (at + s->step - 1) / s->step);
-    cbf_reply_int(reply, "pending", cbf_timed_count(s->pend));
+    cbf_timed_reply(s->pend, reply);
+    /* Only a reading shows the table: a change's reply stays small however
+     * long its table (a change's reply is ignored when it fails: the
+     * change stands). */
+    const bool reading = !n && !dflt && !cancel;
+    for (int q = 0; q < 2 && reading; q++)
+        if (pol < 0 || q == pol) {
+            int rc = post_reply_gains(s, shown, q, reply);
+            if (rc)
+                return cbf_error_set(err, rc, "gain: reply: out of memory");
+        }
     return 0;
 }
 

@@ -403,11 +403,10 @@ static int64_t pfb_time_of(const pfb_state *s, int64_t g)
     return g * (int64_t)s->step * s->scale;
 }
 
-/* The delay model of pol q that spectrum g follows: the newest pending
- * model valid by its timestamp, else the one in force. */
-static const delay_model *pfb_model_for(const pfb_state *s, int q, int64_t g)
+/* The delay model of pol q at digitiser time t: the newest pending model
+ * valid by then, else the one in force. */
+static const delay_model *pfb_model_at(const pfb_state *s, int q, int64_t t)
 {
-    const int64_t t = pfb_time_of(s, g);
     const delay_model *m = &s->model[q];
     for (int i = 0; i < cbf_timed_count(s->dpend) && cbf_timed_at(s->dpend, i) <= t; i++) {
         const pfb_delay_change *c = cbf_timed_payload(s->dpend, i);
@@ -415,6 +414,12 @@ static const delay_model *pfb_model_for(const pfb_state *s, int q, int64_t g)
             m = &c->m[q];
     }
     return m;
+}
+
+/* The delay model of pol q that spectrum g follows. */
+static const delay_model *pfb_model_for(const pfb_state *s, int q, int64_t g)
+{
+    return pfb_model_at(s, q, pfb_time_of(s, g));
 }
 
 /* The model inverted for spectrum g at digitiser time t: its window
@@ -761,8 +766,10 @@ static void pfb_fini(cbf_node *node)
 }
 
 static const cbf_param_decl pfb_delay_args[] = {
-    {.name = "delay", .type = CBF_PARAM_FLOAT, .has_range = 1, .min = -1, .max = 1,
-     .doc = "delay in seconds at `at` (a delay d: the output at time t shows the input at t - d)"},
+    /* Required but for cancel: pfb_request checks that it was given. */
+    {.name = "delay", .type = CBF_PARAM_FLOAT, .def = "0", .has_range = 1, .min = -1, .max = 1,
+     .doc = "delay in seconds at `at` (a delay d: the output at time t shows the input at t - d); "
+            "required unless cancel"},
     {.name = "delay_rate", .type = CBF_PARAM_FLOAT, .def = "0", .has_range = 1, .min = -1e-3,
      .max = 1e-3, .doc = "delay rate, seconds per second"},
     {.name = "phase", .type = CBF_PARAM_FLOAT, .def = "0", .has_range = 1, .min = -1e6, .max = 1e6,
@@ -775,11 +782,13 @@ static const cbf_param_decl pfb_delay_args[] = {
      .doc = "digitiser timestamp the model is valid from (and its reference time); -1: the next "
             "spectrum",
      .flags = CBF_PARAM_TIMESTAMP},
+    CBF_TIMED_CANCEL_ARG,
 };
 
 static const cbf_request_decl pfb_requests[] = {
     {.name = "delays", .args = pfb_delay_args, .n_args = CBF_COUNT_OF(pfb_delay_args),
-     .doc = "load a delay model (delay, rate, phase, phase rate) valid from a timestamp"},
+     .doc = "load a delay model (delay, rate, phase, phase rate) valid from a timestamp (it "
+            "replaces pending models after it), or drop pending ones (cancel)"},
 };
 
 /* What the staging must hold for model m from `at` on: the pols' delays
@@ -791,11 +800,12 @@ static int pfb_check_model(const pfb_state *s, const delay_model *m, int pol, in
     /* The staging counts input samples: scale digitiser samples each. */
     const double u = (double)s->scale, half = (double)s->headroom / 2;
     const double span = (double)(s->spectra * s->step), d_new = m->d0 / u;
-    const int64_t S = (int64_t)s->step * s->scale, ga = (at + S - 1) / S;
     for (int q = 0; q < 2; q++) {
         if (pol >= 0 && q != pol)
             continue;
-        const delay_model *old = pfb_model_for(s, q, ga), *other = pfb_model_for(s, !q, ga);
+        /* As the queue will be once this model is pushed: the pending
+         * changes after `at` are replaced, so only those up to it count. */
+        const delay_model *old = pfb_model_at(s, q, at), *other = pfb_model_at(s, !q, at);
         double d_old = (old->d0 + old->rate * (double)(at - old->t0)) / u;
         double d_other = pol < 0 ? d_new : (other->d0 + other->rate * (double)(at - other->t0)) / u;
         if (fabs(d_new) > (double)(1 << 24))
@@ -824,6 +834,18 @@ static int pfb_request(cbf_node *node, const cbf_request *req, cbf_reply *reply,
         return cbf_error_set(err, CBF_EINVAL, "delays: the input has no %s", CBF_ATTR_ADC_SAMPLE_RATE);
     int pol = (int)cbf_params_int(p, "pol");
     int64_t at = cbf_timed_resolve(s->dpend, cbf_params_int(p, "at"));
+    if (cbf_params_bool(p, "cancel")) {
+        if (pol >= 0 || cbf_params_given(p, "delay"))
+            return cbf_error_set(err, CBF_EINVAL, "delays: cancel drops whole changes: give no "
+                                 "model and no pol");
+        cbf_timed_cancel(s->dpend, at);
+        cbf_reply_int(reply, "at", at);
+        cbf_timed_reply(s->dpend, reply);
+        return 0;
+    }
+    if (!cbf_params_given(p, "delay"))
+        return cbf_error_set(err, CBF_EINVAL, "delays: argument 'delay' is required (unless "
+                             "cancel)");
     delay_model m = {at, cbf_params_float(p, "delay") * s->rate, cbf_params_float(p, "delay_rate"),
                      cbf_params_float(p, "phase"), cbf_params_float(p, "phase_rate") / s->rate};
     int rc = cbf_timed_check(s->dpend, at, err);
@@ -845,7 +867,7 @@ static int pfb_request(cbf_node *node, const cbf_request *req, cbf_reply *reply,
     cbf_reply_int(reply, "spectrum", ga);
     cbf_reply_int(reply, "coarse_delay", coarse);
     cbf_reply_float(reply, "fine_delay", fine);
-    cbf_reply_int(reply, "pending", cbf_timed_count(s->dpend));
+    cbf_timed_reply(s->dpend, reply);
     return 0;
 }
 

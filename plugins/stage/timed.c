@@ -1,5 +1,7 @@
 /* timed.c: see timed.h. Entries sit in one block of max_pending slots in
- * time order; popping moves the rest down (a handful, between buffers). */
+ * time order; popping moves the rest down (a handful, between buffers);
+ * replacing or cancelling drops a tail, so the entries before `at` keep
+ * their place (and their payload pointers). */
 #include "stage/timed.h"
 
 #include <stdlib.h>
@@ -10,6 +12,7 @@ struct cbf_timed {
     int64_t next;        /* first unprocessed timestamp */
     int have_next;
     int n;
+    int replaced;        /* dropped by the last push or cancel */
     int64_t *at;         /* [max_pending] */
     unsigned char *data; /* [max_pending][payload] */
 };
@@ -57,6 +60,22 @@ int64_t cbf_timed_resolve(const cbf_timed *q, int64_t at)
     return q->have_next ? q->next : 0;
 }
 
+/* How many pending changes come before `at` (they stay when a change at
+ * `at` is pushed). */
+static int timed_before(const cbf_timed *q, int64_t at)
+{
+    int k = 0;
+    while (k < q->n && q->at[k] < at)
+        k++;
+    return k;
+}
+
+int cbf_timed_find(const cbf_timed *q, int64_t at)
+{
+    int k = timed_before(q, at);
+    return k < q->n && q->at[k] == at ? k : k - 1;
+}
+
 int cbf_timed_check(const cbf_timed *q, int64_t at, cbf_error *err)
 {
     const char *noun = q->cfg.noun;
@@ -70,19 +89,17 @@ int cbf_timed_check(const cbf_timed *q, int64_t at, cbf_error *err)
         return cbf_error_set(err, CBF_EINVAL, "timestamp %lld is %lld samples after the next one to "
                              "process (%lld); at most %lld ahead", (long long)at,
                              (long long)(at - q->next), (long long)q->next, (long long)horizon);
-    if (!q->n)
-        return 0;
-    const int64_t last = q->at[q->n - 1], G = q->cfg.granule;
-    if (at < last)
-        return cbf_error_set(err, CBF_EINVAL, "a %s is already pending at %lld; a later one "
-                             "cannot come before it (%lld)", noun, (long long)last, (long long)at);
-    if (at == last)
-        return 0;
-    if (G && at / G == last / G)
+    /* What stays is the changes before `at`: the rules hold against them. */
+    const int k = timed_before(q, at);
+    if (k < q->n && q->at[k] == at)
+        return 0;   /* merges */
+    const int64_t G = q->cfg.granule;
+    if (G && k && at / G == q->at[k - 1] / G)
         return cbf_error_set(err, CBF_EINVAL, "a %s is already pending at %lld, in the same output "
-                             "buffer of %lld samples as %lld; one change per buffer", noun,
-                             (long long)last, (long long)G, (long long)at);
-    if (q->n == q->cfg.max_pending)
+                             "buffer of %lld samples as %lld; one change per buffer (send the "
+                             "change at %lld to replace it)", noun, (long long)q->at[k - 1],
+                             (long long)G, (long long)at, (long long)q->at[k - 1]);
+    if (k == q->cfg.max_pending)
         return cbf_error_set(err, CBF_EINVAL, "%d %ss are pending already", q->cfg.max_pending,
                              noun);
     return 0;
@@ -90,15 +107,38 @@ int cbf_timed_check(const cbf_timed *q, int64_t at, cbf_error *err)
 
 void *cbf_timed_push(cbf_timed *q, int64_t at, int *merged)
 {
-    *merged = q->n && q->at[q->n - 1] == at;
+    const int k = timed_before(q, at);
+    *merged = k < q->n && q->at[k] == at;
+    const int keep = k + *merged;
+    q->replaced = q->n - keep;
+    q->n = keep;
     if (*merged)
-        return cbf_timed_payload(q, q->n - 1);
+        return cbf_timed_payload(q, k);
     if (q->n == q->cfg.max_pending)
         return NULL; /* refused by cbf_timed_check */
     q->at[q->n] = at;
     void *p = cbf_timed_payload(q, q->n++);
     memset(p, 0, q->cfg.payload);
     return p;
+}
+
+int cbf_timed_cancel(cbf_timed *q, int64_t from)
+{
+    const int k = timed_before(q, from);
+    q->replaced = q->n - k;
+    q->n = k;
+    return q->replaced;
+}
+
+int cbf_timed_replaced(const cbf_timed *q)
+{
+    return q->replaced;
+}
+
+int cbf_timed_reply(const cbf_timed *q, cbf_reply *reply)
+{
+    int rc = cbf_reply_int(reply, "pending", q->n);
+    return rc ? rc : cbf_reply_int(reply, "replaced", q->replaced);
 }
 
 int cbf_timed_count(const cbf_timed *q)

@@ -3,19 +3,22 @@
  * taken by the same thread as its data reaches them.
  *
  * One set of rules for every such queue, so a control client sees the
- * same answers from every stage. A change at `at` is refused when:
+ * same answers from every stage. A new change at `at` REPLACES every
+ * pending change after `at` (they are dropped: a mistaken far-ahead change
+ * is corrected by sending the right one, not by waiting for it), and
+ * merges into a pending change at `at` itself (the caller updates that
+ * entry's payload). A change at `at` is refused when:
  * - at is before the next unprocessed timestamp (already processed: it
  *   could only ever take effect late);
- * - at is before the last pending change (changes queue in time order);
  * - at is more than `horizon` samples after the next unprocessed
  *   timestamp (a typing error, or a far-future time that would hold the
  *   queue until restart);
- * - max_pending changes are already waiting;
- * - with a granule G, at falls in the same G-aligned span as the last
- *   pending change but not at its timestamp (a stage that switches once
- *   per output buffer: fft_post's gains).
- * A change at the same timestamp as the last pending one merges into it
- * (the caller updates that entry's payload) and counts once.
+ * - max_pending changes before `at` are already waiting;
+ * - with a granule G, at falls in the same G-aligned span as a pending
+ *   change before it (a stage that switches once per output buffer:
+ *   fft_post's gains).
+ * A refusal changes nothing. cbf_timed_cancel drops pending changes on
+ * request (a request's `cancel` argument, CBF_TIMED_CANCEL_ARG).
  *
  * Each entry carries `payload` bytes, fixed at create time, that the
  * queue copies and never reads. */
@@ -24,6 +27,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "cbf/control.h"
 #include "cbf/error.h"
 
 #ifdef __cplusplus
@@ -56,10 +60,30 @@ int64_t cbf_timed_resolve(const cbf_timed *q, int64_t at);
  * Nothing changes either way, so a caller can check its own conditions
  * after this and before cbf_timed_push. */
 int cbf_timed_check(const cbf_timed *q, int64_t at, cbf_error *err);
-/* Queues a change at `at` (after a successful check) and returns its
- * payload to fill: a new zeroed entry, or the last pending entry itself,
- * payload as it was, when at is its timestamp (*merged is then 1). */
+/* Queues a change at `at` (after a successful check): drops every pending
+ * change after `at` (cbf_timed_replaced says how many) and returns the
+ * payload to fill: a new zeroed entry, or the pending entry at `at`
+ * itself, payload as it was (*merged is then 1). */
 void *cbf_timed_push(cbf_timed *q, int64_t at, int *merged);
+/* Drops every pending change at or after `from` (all of them for from <=
+ * the next unprocessed timestamp) and returns how many went. */
+int cbf_timed_cancel(cbf_timed *q, int64_t from);
+/* How many pending changes the last push or cancel dropped. */
+int cbf_timed_replaced(const cbf_timed *q);
+/* The newest pending change at or before `at`: its index, or -1 when none
+ * is (the table in force then is the one in force now). */
+int cbf_timed_find(const cbf_timed *q, int64_t at);
+/* The reply fields every timed request gives: "pending" (changes now
+ * waiting) and "replaced" (dropped by this request). */
+int cbf_timed_reply(const cbf_timed *q, cbf_reply *reply);
+
+/* The `cancel` argument of a timed request: with it the request drops the
+ * pending changes at or after its `at` (every pending one by default) and
+ * queues nothing. */
+#define CBF_TIMED_CANCEL_ARG                                                                       \
+    {.name = "cancel", .type = CBF_PARAM_BOOL, .def = "false",                                     \
+     .doc = "drop the pending changes at or after `at` (-1: every pending one) instead of "        \
+            "queueing one; the reply's `replaced` says how many"}
 
 /* Pending changes, in time order: i from 0 to count - 1. */
 int cbf_timed_count(const cbf_timed *q);

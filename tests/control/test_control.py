@@ -116,8 +116,8 @@ def run(e):
     r = subprocess.run([CBF_CTL, "-e", "tcp://127.0.0.1:9", "-t", "0.5", "sensors"],
                        capture_output=True, text=True, timeout=20)
     check(r.returncode == 3 and "no answer" in r.stderr, "no engine: exit 3, '%s'" % r.stderr.strip())
-    r = subprocess.run([CBF_CTL, "-e", e.control, "gain"], capture_output=True, text=True, timeout=20)
-    check(r.returncode == 2, "usage error: exit 2")
+    r = subprocess.run([CBF_CTL, "-e", e.control, "delays", "1", "2"], capture_output=True, text=True, timeout=20)
+    check(r.returncode == 2, "usage error (delays with two values): exit 2")
 
     # Sensors: N consecutive messages span (N - 1) periods of engine time.
     # Tolerance 15%: the stamps are taken when each message leaves, so a

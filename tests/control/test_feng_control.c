@@ -10,7 +10,13 @@
  * on; its output is held against the float64 model (tests/feng/feng_ref.c)
  * applied offline to the captured digitiser samples: the coarse delay walks
  * across several samples, inside buffers and across chunk boundaries, and
- * the phase rotates per spectrum. Bad requests of each kind are sent too:
+ * the phase rotates per spectrum. Mistaken requests come first and are
+ * corrected as an operator would: a far-future gain and delay model are
+ * replaced by the right ones (refused before pending changes could be
+ * replaced), a wrong later gain is replaced by a pol-1-only change (whose
+ * pol 0 must come from the change before it, not the dropped one), and a
+ * wrong later gain and delay model are cancelled; chains g and d show
+ * that none of them took effect. Bad requests of each kind are sent too:
  * each is refused with a reason, and the exact comparisons show that none
  * changed anything. fft_post runs with `dither: false`: chain d is held
  * against the undithered model (tests/feng holds the dither itself).
@@ -46,6 +52,7 @@
 #define T_GAIN ((1 << 21) + 3 * STEP + 100)   /* inside buffer 64, from its spectrum 4 */
 #define T_DELAY ((1 << 21) + 10 * STEP)
 #define T_DELAY2 (T_DELAY + 2 * B + 21 * STEP)  /* a second model for pol 0, a step up */
+#define T_FAR (LENGTH * (int64_t)1000)     /* far beyond the stream */
 #define RATE 1712e6
 
 static int use_gpu;
@@ -107,6 +114,34 @@ static void start_engine(inproc *r)
 #define request(...) inproc_request(endpoint, __VA_ARGS__)
 #define expect_ok inproc_expect_ok
 #define expect_refused inproc_expect_refused
+
+/* Field key of reply o, which must be ok. */
+static json_t *ok_field(json_t *o, const char *what, const char *key)
+{
+    if (!json_is_true(json_object_get(o, "ok")))
+        fail_msg("%s: refused: %s", what, json_string_value(json_object_get(o, "error")));
+    json_t *v = json_object_get(o, key);
+    if (!v)
+        fail_msg("%s: no '%s' in the reply", what, key);
+    return v;
+}
+
+static void expect_int(json_t *o, const char *what, const char *key, long long want)
+{
+    long long got = json_integer_value(ok_field(o, what, key));
+    if (got != want)
+        fail_msg("%s: %s is %lld, not %lld", what, key, got, want);
+}
+
+/* A gain reply's pol list is [re, im]: one gain for every channel, each
+ * the float32 the table holds (so compared exactly). */
+static void expect_gain(json_t *o, const char *what, const char *pol, float re, float im)
+{
+    json_t *v = ok_field(o, what, pol);
+    if (json_array_size(v) != 2 || json_real_value(json_array_get(v, 0)) != re ||
+        json_real_value(json_array_get(v, 1)) != im)
+        fail_msg("%s: %s is not [%g, %g]", what, pol, re, im);
+}
 
 /* ---- checks ---- */
 
@@ -268,16 +303,65 @@ static void test_requests_on_running_feng(void **state)
     inproc r;
     start_engine(&r);
 
-    json_t *o = request("{\"request\": \"gain\", \"node\": \"post_g\", \"values\": [0.05, -0.01], "
-                        "\"at\": %d}", T_GAIN);
-    if (!json_is_true(json_object_get(o, "ok")))
-        fail_msg("gain: %s", json_string_value(json_object_get(o, "error")));
-    assert_int_equal(json_integer_value(json_object_get(o, "at")), T_GAIN);
+    /* Before any data, the gains in force are the YAML's. */
+    json_t *o = request("{\"request\": \"gain\", \"node\": \"post_g\"}");
+    expect_gain(o, "gain query", "pol0", 0.02f, 0.0f);
+    expect_gain(o, "gain query", "pol1", 0.02f, 0.0f);
     json_decref(o);
-    expect_ok("delays pol 0", request(
+    /* A far-future change (a typing error), then the right one, which
+     * replaces it. */
+    o = request("{\"request\": \"gain\", \"node\": \"post_g\", \"values\": [0.3], \"at\": %lld}",
+                (long long)T_FAR);
+    expect_int(o, "far gain", "pending", 1);
+    json_decref(o);
+    o = request("{\"request\": \"gain\", \"node\": \"post_g\", \"values\": [0.05, -0.01], "
+                "\"at\": %d}", T_GAIN);
+    expect_int(o, "gain", "at", T_GAIN);
+    expect_int(o, "gain", "replaced", 1);
+    expect_int(o, "gain", "pending", 1);
+    json_decref(o);
+    /* A wrong change two buffers on, then pol 1 alone one buffer on: it
+     * drops the wrong one, and keeps pol 0 from the change at T_GAIN. */
+    o = request("{\"request\": \"gain\", \"node\": \"post_g\", \"values\": [0.7], \"at\": %lld}",
+                (long long)(T_GAIN + 2 * B));
+    expect_int(o, "wrong gain", "pending", 2);
+    json_decref(o);
+    o = request("{\"request\": \"gain\", \"node\": \"post_g\", \"pol\": 1, "
+                "\"values\": [0.05, -0.01], \"at\": %lld}", (long long)(T_GAIN + B));
+    expect_int(o, "pol 1 gain", "replaced", 1);
+    json_decref(o);
+    /* A wrong change inside the capture, cancelled. */
+    o = request("{\"request\": \"gain\", \"node\": \"post_g\", \"values\": [0.9], \"at\": %lld}",
+                (long long)(T_GAIN + 2 * B + 7 * STEP));
+    expect_int(o, "gain to cancel", "pending", 3);
+    json_decref(o);
+    o = request("{\"request\": \"gain\", \"node\": \"post_g\", \"cancel\": true, \"at\": %lld}",
+                (long long)(T_GAIN + B + 1));
+    expect_int(o, "gain cancel", "replaced", 1);
+    expect_int(o, "gain cancel", "pending", 2);
+    json_decref(o);
+    /* The table at a timestamp, pending changes included; and now. */
+    o = request("{\"request\": \"gain\", \"node\": \"post_g\", \"at\": %lld}",
+                (long long)(T_GAIN + 3 * B));
+    expect_gain(o, "gain query at", "pol0", 0.05f, -0.01f);
+    expect_gain(o, "gain query at", "pol1", 0.05f, -0.01f);
+    json_decref(o);
+    o = request("{\"request\": \"gain\", \"node\": \"post_g\", \"pol\": 0}");
+    expect_gain(o, "gain query now", "pol0", 0.02f, 0.0f);
+    if (json_object_get(o, "pol1"))
+        fail_msg("gain query of pol 0: the reply shows pol 1 too");
+    json_decref(o);
+
+    o = request("{\"request\": \"delays\", \"node\": \"pfb_d\", \"delay\": 0, \"at\": %lld}",
+                (long long)T_FAR);
+    expect_int(o, "far delays", "pending", 1);
+    json_decref(o);
+    o = request(
         "{\"request\": \"delays\", \"node\": \"pfb_d\", \"pol\": 0, \"delay\": %.17g, "
         "\"delay_rate\": %.17g, \"phase\": %.17g, \"phase_rate\": %.17g, \"at\": %d}",
-        D0[0] / RATE, RT[0], PH0[0], 2 * M_PI * PHR_HZ[0], T_DELAY));
+        D0[0] / RATE, RT[0], PH0[0], 2 * M_PI * PHR_HZ[0], T_DELAY);
+    expect_int(o, "delays pol 0", "replaced", 1);
+    json_decref(o);
     expect_ok("delays pol 1", request(
         "{\"request\": \"delays\", \"node\": \"pfb_d\", \"pol\": 1, \"delay\": %.17g, "
         "\"delay_rate\": %.17g, \"phase\": %.17g, \"phase_rate\": %.17g, \"at\": %d}",
@@ -286,6 +370,16 @@ static void test_requests_on_running_feng(void **state)
         "{\"request\": \"delays\", \"node\": \"pfb_d\", \"pol\": 0, \"delay\": %.17g, "
         "\"delay_rate\": %.17g, \"phase\": %.17g, \"phase_rate\": %.17g, \"at\": %lld}",
         D2 / RATE, RT2, PH2, 2 * M_PI * PHR2_HZ, (long long)T_DELAY2));
+    /* A wrong model (a phase a radian off) inside the capture, cancelled. */
+    o = request("{\"request\": \"delays\", \"node\": \"pfb_d\", \"delay\": %.17g, "
+                "\"delay_rate\": %.17g, \"phase\": %.17g, \"at\": %lld}", D2 / RATE, RT2, PH2 + 1,
+                (long long)(T_DELAY2 + 5 * STEP));
+    expect_int(o, "delays to cancel", "pending", 3);
+    json_decref(o);
+    o = request("{\"request\": \"delays\", \"node\": \"pfb_d\", \"cancel\": true, \"at\": %lld}",
+                (long long)(T_DELAY2 + 1));
+    expect_int(o, "delays cancel", "replaced", 1);
+    json_decref(o);
 
     /* Bad requests of each kind: refused, nothing changed (checked below). */
     expect_refused("gain without a node", request("{\"request\": \"gain\", \"values\": [1]}"),
@@ -301,9 +395,9 @@ static void test_requests_on_running_feng(void **state)
     expect_refused("gain, same buffer as a pending one",
                    request("{\"request\": \"gain\", \"node\": \"post_g\", \"values\": [1], \"at\": %d}",
                            T_GAIN + STEP), "one change per buffer");
-    expect_refused("gain, before a pending one",
-                   request("{\"request\": \"gain\", \"node\": \"post_g\", \"values\": [1], \"at\": %d}",
-                           T_GAIN - (int)B), "cannot come before it");
+    expect_refused("gain, values and cancel",
+                   request("{\"request\": \"gain\", \"node\": \"post_g\", \"values\": [1], "
+                           "\"cancel\": true}"), "one of values, default or cancel");
     expect_refused("gain on a pfb", request("{\"request\": \"gain\", \"node\": \"pfb_g\", "
                                             "\"values\": [1]}"), "has no request 'gain'");
     expect_refused("gain, no such node", request("{\"request\": \"gain\", \"node\": \"post_x\", "
@@ -316,9 +410,9 @@ static void test_requests_on_running_feng(void **state)
                            "\"at\": %d}", T_DELAY + 8 * (int)B), "delay_headroom");
     expect_refused("delays, no delay", request("{\"request\": \"delays\", \"node\": \"pfb_d\"}"),
                    "argument 'delay' is required");
-    expect_refused("delays, before a pending one",
-                   request("{\"request\": \"delays\", \"node\": \"pfb_d\", \"delay\": 0, \"at\": %d}",
-                           T_DELAY - 1), "cannot come before it");
+    expect_refused("delays, cancel with a model",
+                   request("{\"request\": \"delays\", \"node\": \"pfb_d\", \"delay\": 0, "
+                           "\"cancel\": true}"), "cancel drops whole changes");
 
     inproc_finish(&r);
     check_gain();

@@ -25,6 +25,8 @@ import sys
 import tempfile
 import time
 
+import numpy as np
+
 sys.path.insert(0, os.path.dirname(__file__))
 from ctl_util import CBF_RUN, Engine, check, fail  # noqa: E402
 import test_control  # noqa: E402
@@ -36,6 +38,7 @@ except ImportError:
     sys.exit(77)
 
 MAX_LINE = 8 << 20
+CHANNELS = 256   # test_control's pfb
 
 # test_control's F-engine, with katcp in place of the sensor publisher.
 YAML = test_control.YAML.replace("sensors: tcp://127.0.0.1:*\n  sensor_period: %g", "katcp: %s")
@@ -60,6 +63,18 @@ async def expect(client, cls, want, *args):
         check(want in str(exc), "?%s: %s '%s'" % (" ".join(map(str, args)), cls.__name__, exc))
         return str(exc)
     fail("?%s was accepted; expected %s" % (" ".join(map(str, args)), cls.__name__))
+
+
+async def gains_in_force(client, inp, want):
+    """?gain post INPUT, until it reads want (a change takes effect with
+    the next buffer), 10 s at most; the last reading."""
+    deadline = time.monotonic() + 10
+    while True:
+        reply, _ = await client.request("gain", "post", inp)
+        got = [text(a) for a in reply]
+        if got == want or time.monotonic() > deadline:
+            return got
+        await asyncio.sleep(0.02)
 
 
 async def session(e):
@@ -177,12 +192,34 @@ async def session(e):
         check(fields.get("node") == "post" and int(fields.get("at", -1)) > 0,
               "?gain node=post values=[0.5,0.25] pol=0: ok from a timestamp (%s)" % fields)
         reply, _ = await client.request("gain", "post", "1", "0.5-2j")
-        fields = dict(text(a).split("=", 1) for a in reply)
-        check(fields.get("node") == "post", "?gain post 1 0.5-2j ok (%s)" % fields)
+        check(reply == [], "?gain post 1 0.5-2j: ok, nothing more (as katgpucbf) (%s)" % reply)
         reply, _ = await client.request("gain-all", "post", "0.75")
         check(text(reply[0]) == "node=post", "?gain-all post 0.75 ok (%s)" % reply)
-        await expect(client, aiokatcp.FailReply, "not supported", "gain-all", "post", "default")
-        await expect(client, aiokatcp.FailReply, "cannot report the current gains", "gain", "post", "0")
+        # A gain per channel on input 0; read back once in force, each value
+        # as katgpucbf writes it (Python's repr of the complex64's parts).
+        rng = np.random.default_rng()
+        vals = (rng.normal(size=CHANNELS) + 1j * rng.normal(size=CHANNELS)) * 10.0 ** rng.integers(-6, 6, CHANNELS)
+        reply, _ = await client.request("gain", "post", "0", *[f"{v.real!r}{v.imag:+}j" for v in vals.tolist()])
+        check(reply == [], "?gain post 0 with %d values: ok" % CHANNELS)
+        want = [f"{v.real}{v.imag:+}j" for v in vals.astype(np.complex64).tolist()]
+        got = await gains_in_force(client, "0", want)
+        check(got == want, "?gain post 0 reads the %d gains back as katgpucbf writes them (%s ...)"
+              % (CHANNELS, got[:2]))
+        check([complex(v) for v in got] == vals.astype(np.complex64).tolist(),
+              "and each reads back as the float32 the engine holds")
+        check(await gains_in_force(client, "1", ["0.75+0.0j"]) == ["0.75+0.0j"],
+              "?gain post 1: one value for every channel (gain-all's)")
+        # default: the YAML's gains (0.1) on both inputs.
+        reply, _ = await client.request("gain-all", "post", "default")
+        check(text(reply[0]) == "node=post", "?gain-all post default ok (%s)" % reply)
+        want = ["0.10000000149011612+0.0j"]
+        check(await gains_in_force(client, "0", want) == want and
+              await gains_in_force(client, "1", want) == want,
+              "?gain-all default restores the configured gain on both inputs")
+        rc, rep, _ = e.request({"request": "gain", "node": "post", "pol": 1})
+        check(rc == 0 and rep["pol1"] == [np.float32(0.1), 0.0] and "pol0" not in rep,
+              "the same reading over ZeroMQ: pol1 [re, im] (%s)" % rep)
+        await expect(client, aiokatcp.FailReply, "0 or 1", "gain", "post", "2")
         await expect(client, aiokatcp.FailReply, "not a finite", "gain", "post", "0", "1+nanj")
         await expect(client, aiokatcp.FailReply, "not a finite", "gain", "post", "0", "abc")
 

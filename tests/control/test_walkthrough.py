@@ -67,10 +67,18 @@ def run(e, h5):
     check(rc == 0, "cbf-ctl gain --pol 1 0.008 0.006")
     rc, out, err = e.ctl("gain", "1", "2", "3")
     check(rc == 1 and "3 values" in err, "cbf-ctl gain with 3 values refused: %s" % err.strip())
+    rc, out, err = e.ctl("gain")
+    check(rc == 0 and out.startswith("pol0: ") and "\npol1: " in out, "cbf-ctl gain: %s" % out.replace("\n", ", "))
+    rc, out, err = e.ctl("gain", "default")
+    check(rc == 0 and "pending:" in out, "cbf-ctl gain default: %s" % out.replace("\n", ", "))
+    rc, out, err = e.ctl("gain", "--cancel")
+    check(rc == 0 and "replaced:" in out, "cbf-ctl gain --cancel: %s" % out.replace("\n", ", "))
     rc, out, err = e.ctl("delays", "2.5e-9", "1e-12", "0.3", "0.1")
     check(rc == 0 and "coarse_delay: 4" in out, "cbf-ctl delays: %s" % out.replace("\n", ", "))
     rc, out, err = e.ctl("delays", "1", "0", "0", "0")
     check(rc == 1 and "2^24 samples" in err, "a 1 s delay refused: %s" % err.strip())
+    rc, out, err = e.ctl("delays", "--cancel")
+    check(rc == 0 and "replaced:" in out, "cbf-ctl delays --cancel: %s" % out.replace("\n", ", "))
 
     m = sensors_until(e, lambda m: m["nodes"]["pfb"]["gauges"].get("rms_dbfs_pol0") is not None,
                       "digitiser power")

@@ -79,6 +79,10 @@ typedef struct cbf_reply cbf_reply;
 int cbf_reply_int(cbf_reply *r, const char *key, int64_t v);
 int cbf_reply_float(cbf_reply *r, const char *key, double v);
 int cbf_reply_string(cbf_reply *r, const char *key, const char *v);
+/* A list of n numbers (JSON array; katcp: one argument per value where the
+ * front end writes a request's own form, else key=[...]). Non-finite
+ * values are null. */
+int cbf_reply_float_list(cbf_reply *r, const char *key, const double *v, size_t n);
 
 /* An endpoint as the engine YAML and cbf-ctl write it: a port number alone
  * ("5555") is tcp://127.0.0.1:5555; anything else is a ZeroMQ endpoint. */
