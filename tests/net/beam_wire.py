@@ -17,7 +17,9 @@ end both ways:
    beam_ants, leaving out two heaps; the receiver (stream beam, one address
    per beam) -> filesink must hold exactly what was sent (data, timestamps,
    beam_ants per heap), the two left-out heaps flagged missing, zero, and
-   counted in flags_missing.
+   counted in flags_missing. The receiver's beams also go on through a
+   sender to spead2: every heap that came, as it came (beam_ants too), and
+   not the lost ones.
 3. A sender with a destination count other than the beam count is refused.
 
 usage: beam_wire.py CBF_RUN
@@ -61,6 +63,22 @@ def spead2_stream(port):
     return s
 
 
+def collect(stream, cnts):
+    """A beam stream's data heaps as {timestamp: (frequency, beam_ants,
+    bf_raw)} and its item group (the descriptors), to the sender's stop;
+    every heap counter appended to cnts."""
+    timer = threading.Timer(20, stream.stop)
+    timer.start()
+    ig, got = spead2.ItemGroup(), {}
+    for heap in stream:
+        cnts.append(heap.cnt)
+        if "bf_raw" in ig.update(heap):
+            got[ig["timestamp"].value] = (ig["frequency"].value, ig["beam_ants"].value,
+                                          ig["bf_raw"].value.copy())
+    timer.cancel()
+    return got, ig
+
+
 def run_sender(cbf_run, tmp, name, doc):
     """cbf-run of doc to its end: its log."""
     yml = os.path.join(tmp, name + ".yaml")
@@ -97,16 +115,7 @@ def cbf_to_spead2(cbf_run, tmp):
         fail(f"file's beam_ants {ants[..., 0].tolist()} is not 4, with 3 in batches 2 and 5")
     cnts = []
     for beam, s in enumerate(streams):
-        timer = threading.Timer(20, s.stop)
-        timer.start()
-        ig = spead2.ItemGroup()
-        got = {}
-        for heap in s:
-            cnts.append(heap.cnt)
-            if "bf_raw" in ig.update(heap):
-                got[ig["timestamp"].value] = (ig["frequency"].value, ig["beam_ants"].value,
-                                              ig["bf_raw"].value.copy())
-        timer.cancel()
+        got, ig = collect(s, cnts)
         for name, ident in (("timestamp", 0x1600), ("frequency", 0x4103), ("beam_ants", 0x5004),
                             ("bf_raw", 0x5000)):
             if name not in ig or ig[name].id != ident:
@@ -140,13 +149,7 @@ def no_antenna_batch(cbf_run, tmp):
                      "send": {"plugin": "sender", "params": {"destinations": f"127.0.0.1:{port}"}}},
            "edges": ["fsim.out -> beams.in", "beams.out -> send.in"]}
     log = run_sender(cbf_run, tmp, "none", doc)
-    timer = threading.Timer(20, s.stop)
-    timer.start()
-    ig, ts = spead2.ItemGroup(), []
-    for heap in s:
-        if "bf_raw" in ig.update(heap):
-            ts.append(ig["timestamp"].value)
-    timer.cancel()
+    ts = list(collect(s, [])[0])
     batches = sorted(t // (SPECTRA * 2 * CHANNELS) for t in ts)   # fsim: 2 x channels between spectra
     if len(ts) != 2 * BATCHES - 2 or 1 in batches or 6 in batches:
         fail(f"heaps of batches {batches} sent; expected all but 1 and 6")
@@ -165,14 +168,20 @@ def spead2_to_cbf(cbf_run, tmp):
     ants = rng.integers(1, ANTS + 1, size=(BUFFERS, BATCHES, 2))
     lost = {(1, 1, 1), (2, 3, 0)}   # (buffer, batch, beam) never sent
     h5 = os.path.join(tmp, "rx.h5")
+    # The received beams also go on through a sender (a relay), to spead2:
+    # the sender reads the network form's flags and beam_ants.
+    relay = [free_port(), free_port()]
+    relayed = [spead2_stream(p) for p in relay]
     doc = {"engine": {"gpu": "none"},
            "nodes": {"recv": {"plugin": "receiver", "params": {
                          "stream": "beam", "address": ",".join(f"127.0.0.1:{p}" for p in ports),
                          "antennas": ANTS, "channels": CHANNELS, "spectra_per_heap": SPECTRA,
                          "samples_between_spectra": spb, "batches": BATCHES, "stops": 2,
                          "idle_timeout": 10}},
-                     "sink": {"plugin": "filesink", "params": {"path": h5}}},
-           "edges": ["recv.beams -> sink.in"]}
+                     "sink": {"plugin": "filesink", "params": {"path": h5}},
+                     "send": {"plugin": "sender", "params": {
+                         "destinations": ",".join(f"127.0.0.1:{p}" for p in relay)}}},
+           "edges": ["recv.beams -> sink.in", "recv.beams -> send.in"]}
     yml = os.path.join(tmp, "rx.yaml")
     write_yaml(yml, doc)
     rx = subprocess.Popen([cbf_run, yml], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -234,8 +243,20 @@ def spead2_to_cbf(cbf_run, tmp):
     if counter(log, "flags_missing") != len(lost) or counter(log, "heaps_bad") != 0:
         fail(f"flags_missing {counter(log, 'flags_missing')} (expected {len(lost)}), heaps_bad "
              f"{counter(log, 'heaps_bad')}: {log}")
+    for beam, stream in enumerate(relayed):
+        got_relay = collect(stream, [])[0]
+        want = {t0 + (i * BATCHES + bt) * step: (i, bt) for i in range(BUFFERS) for bt in range(BATCHES)
+                if (i, bt, beam) not in lost}
+        if sorted(got_relay) != sorted(want):
+            fail(f"relayed beam {beam}: heaps at {sorted(got_relay)}, expected {sorted(want)}")
+        for t, (freq, n, raw) in got_relay.items():
+            i, bt = want[t]
+            if freq != 0 or n != ants[i, bt, beam] or not np.array_equal(raw, data[i, bt, beam]):
+                fail(f"relayed beam {beam}, timestamp {t}: frequency {freq}, beam_ants {n} (sent "
+                     f"{ants[i, bt, beam]}), bf_raw equal: {np.array_equal(raw, data[i, bt, beam])}")
     print(f"ok: spead2 -> cbf: {BUFFERS * BATCHES * 2 - len(lost)} heaps recorded as sent, beam_ants "
-          f"per heap kept, {len(lost)} left out flagged, zero and counted")
+          f"per heap kept, {len(lost)} left out flagged, zero and counted; relayed by cbf's sender "
+          f"as received, without the lost ones")
 
 
 def refused(cbf_run, tmp):
