@@ -209,9 +209,11 @@ static int filesink_open_beam(filesink *s, input *in, cbf_error *err)
     in->beam_row[0] = in->beam.batches;
     in->beam_row[1] = in->beam.n_beams;
     in->beam_row[2] = in->beam.per_heap ? in->beam.ranges : 1;
-    if (!(in->beam_words = malloc(in->beam_row[0] * in->beam_row[1] * in->beam_row[2] * sizeof(uint32_t))))
+    const size_t words = (size_t)(in->beam_row[0] * in->beam_row[1] * in->beam_row[2]);
+    if (!(in->beam_words = malloc(words * sizeof(uint32_t))))
         return cbf_error_set(err, CBF_ENOMEM, "out of memory");
-    if ((in->beam_ants = h5u_create_rows(in->group, "beam_ants", H5T_NATIVE_UINT32, 3, in->beam_row)) < 0)
+    in->beam_ants = h5u_create_rows(in->group, "beam_ants", H5T_NATIVE_UINT32, 3, in->beam_row);
+    if (in->beam_ants < 0)
         return cbf_error_set(err, CBF_EIO, "%s: cannot create /%s/beam_ants", s->path, in->group_name);
     return 0;
 }

@@ -5,14 +5,15 @@
  * apart by the least significant bit of digitiser_id) into cbf.adc.packed
  * chunks; "feng" (F-engine heaps of n_ants antennas) into cbf.xeng.batch
  * chunks; "beam" (katgpucbf's beam heaps, beam b on address b) into
- * cbf.beam.batch chunks of the network form (contracts/beam.h). Each data packet's items say where its heap goes, and its payload
- * is copied once, straight to its place (window.h): heaps are not gathered
- * first, so their packets may come in any order and on any thread.
- * Descriptors, stream stops and packets that do not say where they go pass
- * through a heap assembler. Chunks are kept open in a window of
- * `chunks_in_flight` so reordered packets still land, and a chunk leaves
- * with a presence flag per heap (digitiser) or per batch and antenna
- * (feng). Everything dropped is counted: malformed packets by reason,
+ * cbf.beam.batch chunks of the network form (contracts/beam.h). Each data
+ * packet's items say where its heap goes, and its payload is copied once,
+ * straight to its place (window.h): heaps are not gathered first, so their
+ * packets may come in any order and on any thread. Descriptors, stream
+ * stops and packets that do not say where they go pass through a heap
+ * assembler. Chunks are kept open in a window of `chunks_in_flight` so
+ * reordered packets still land, and a chunk leaves with a presence flag per
+ * heap (digitiser), per batch and antenna (feng) or per batch and beam
+ * (beam). Everything dropped is counted: malformed packets by reason,
  * incomplete heaps, late and duplicate packets, heaps whose items do not
  * fit the stream. */
 #include <cbf/cbf.h>
@@ -85,18 +86,22 @@ static const cbf_param_decl rx_params[] = {
     {.name = CBF_ATTR_ADC_SAMPLE_RATE, .type = CBF_PARAM_FLOAT, .def = "1712e6", .has_range = 1,
      .min = 1, .max = 1e12, .doc = "digitiser sample rate in Hz"},
     {.name = "channels", .type = CBF_PARAM_INT, .def = "1024", .has_range = 1, .min = 1,
-     .max = 1 << 20, .doc = "feng: channels this X-engine takes (from first_channel); beam: the channels of every X-engine received"},
+     .max = 1 << 20,
+     .doc = "feng: channels this X-engine takes (from first_channel); beam: the channels of all "
+            "the X-engines received"},
     {.name = CBF_ATTR_FIRST_CHANNEL, .type = CBF_PARAM_INT, .def = "0", .has_range = 1, .min = 0,
      .max = 1 << 24, .doc = "feng, beam: first channel taken"},
     {.name = "channels_per_heap", .type = CBF_PARAM_INT, .def = "0", .has_range = 1, .min = 0,
-     .max = 1 << 20, .doc = "feng: channels in one F-engine heap; beam: in one X-engine's beam heap; 0 = channels"},
+     .max = 1 << 20,
+     .doc = "feng: channels in one F-engine heap; beam: in one X-engine's beam heap; 0 = channels"},
     {.name = CBF_ATTR_SPECTRA_PER_HEAP, .type = CBF_PARAM_INT, .def = "256", .has_range = 1,
      .min = 1, .max = 1 << 16, .doc = "feng, beam: spectra per heap"},
     {.name = CBF_ATTR_SAMPLES_BETWEEN_SPECTRA, .type = CBF_PARAM_INT, .def = "0", .has_range = 1,
      .min = 0, .max = 1 << 30,
      .doc = "feng, beam: digitiser samples from one spectrum to the next; 0 = 2 x total_channels"},
     {.name = "total_channels", .type = CBF_PARAM_INT, .def = "0", .has_range = 1, .min = 0,
-     .max = 1 << 24, .doc = "feng, beam: channels of the whole band (attribute for consumers); 0 = channels"},
+     .max = 1 << 24,
+     .doc = "feng, beam: channels of the whole band (attribute for consumers); 0 = channels"},
     {.name = "batches", .type = CBF_PARAM_INT, .def = "4", .has_range = 1, .min = 1, .max = 4096,
      .doc = "feng, beam: batches (heap times) per chunk"},
     {.name = "chunks_in_flight", .type = CBF_PARAM_INT, .def = "2", .has_range = 1, .min = 1,
@@ -241,9 +246,6 @@ static const cbf_spead_item *rx_item(const cbf_spead_item *items, int n, uint16_
     return NULL;
 }
 
-/* Where a heap goes, from its items (a packet's or an assembled heap's):
- * 0 with *idx and *piece set; 1 when an item the stream needs is absent;
- * -1 when they do not fit the stream (heaps_bad). */
 /* The data item of the stream's heaps. */
 static uint16_t rx_data_id(const receiver *r)
 {
@@ -259,7 +261,9 @@ static int rx_locate(const receiver *r, int address, const cbf_spead_item *items
                      size_t *piece, uint32_t *note)
 {
     const cbf_spead_item *ts = rx_item(items, n, 0x1600),
-                         *id = rx_item(items, n, r->beam ? CBF_BEAM_ITEM_BEAM_ANTS : r->feng ? 0x4101 : 0x3101),
+                         *id = rx_item(items, n, r->beam   ? CBF_BEAM_ITEM_BEAM_ANTS
+                                                 : r->feng ? 0x4101
+                                                           : 0x3101),
                          *freq = r->feng || r->beam ? rx_item(items, n, 0x4103) : NULL;
     if (!ts || !id || ((r->feng || r->beam) && !freq))
         return 1;
@@ -788,7 +792,9 @@ static int receiver_init(cbf_node *node, cbf_error *err)
      * (batch, antenna) of `ranges` pieces, one per channel range. */
     r->win.n_flags = r->n_flags;
     r->win.per_flag = r->feng || r->beam ? r->ranges : 1;
-    r->win.piece_bytes = r->feng ? r->cph * r->spectra * 4 : r->beam ? r->cph * r->spectra * 2 : r->heap_bytes;
+    r->win.piece_bytes = r->feng   ? r->cph * r->spectra * 4
+                         : r->beam ? r->cph * r->spectra * 2
+                                   : r->heap_bytes;
     r->win.chunk_step = r->chunk_step;
     /* Timestamps count ADC samples in both streams. */
     double ahead = cbf_params_float(p, "max_ahead") * cbf_params_float(p, CBF_ATTR_ADC_SAMPLE_RATE);

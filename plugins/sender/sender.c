@@ -223,7 +223,8 @@ static void sender_pace(sender *s, size_t bytes, double rate)
 static uint64_t sender_cnt(const sender *s, uint64_t seq)
 {
     if (s->kind == S_BEAM)
-        return ((1ull << 47) | (seq * s->n_slots + s->first_channel / s->per_heap)) & CBF_SPEAD_ADDR_MASK;
+        return ((1ull << 47) | (seq * s->n_slots + s->first_channel / s->per_heap)) &
+               CBF_SPEAD_ADDR_MASK;
     if (s->kind == S_XENG)
         return (seq / s->n_ranges * s->n_slots + s->first_channel / s->per_heap +
                 seq % s->n_ranges) & CBF_SPEAD_ADDR_MASK;
@@ -308,10 +309,13 @@ static int sender_send_descriptors(sender *s, cbf_error *err)
         size_t shape[3] = {s->per_heap, s->d.shape[1], 2};
         cbf_spead_descriptor_array(&d[n++], 0x1800, "xeng_raw", "Integrated baseline correlation products", "<i4", 3, shape);
     } else {
-        cbf_spead_descriptor_u48(&d[n++], 0x4103, "frequency", "Value of the first channel in collections stored here");
-        cbf_spead_descriptor_u48(&d[n++], CBF_BEAM_ITEM_BEAM_ANTS, "beam_ants", "Count of antennas included in the beam sum");
+        cbf_spead_descriptor_u48(&d[n++], 0x4103, "frequency",
+                                 "Value of the first channel in collections stored here");
+        cbf_spead_descriptor_u48(&d[n++], CBF_BEAM_ITEM_BEAM_ANTS, "beam_ants",
+                                 "Count of antennas included in the beam sum");
         size_t shape[3] = {s->beam.channels, s->beam.spectra, 2};
-        cbf_spead_descriptor_array(&d[n++], CBF_BEAM_ITEM_BF_RAW, "bf_raw", "Beamformer output for frequency-domain beam", "|i1", 3, shape);
+        cbf_spead_descriptor_array(&d[n++], CBF_BEAM_ITEM_BF_RAW, "bf_raw",
+                                   "Beamformer output for frequency-domain beam", "|i1", 3, shape);
     }
     uint8_t raw[4][640];
     cbf_spead_item_out items[4];
@@ -576,7 +580,8 @@ static bool sender_heap_present(const sender *s, const cbf_buffer *b, size_t k)
     }
     uint64_t ants;
     if (s->kind == S_BEAM)
-        return cbf_beam_heap(&s->beam, b->present, b->aux, k / s->beam.n_beams, k % s->beam.n_beams, &ants);
+        return cbf_beam_heap(&s->beam, b->present, b->aux, k / s->beam.n_beams,
+                             k % s->beam.n_beams, &ants);
     return s->kind == S_FENG ? b->present[k / s->n_ranges] != 0 : s->cur_has_antenna;
 }
 
@@ -589,7 +594,8 @@ static int lane_send_beam(lane *l, const cbf_buffer *b, const uint8_t *data, siz
     const uint64_t step = (uint64_t)(s->beam.spectra * s->spb), ts = (uint64_t)b->timestamp + bt * step;
     uint64_t ants;
     cbf_beam_heap(&s->beam, b->present, b->aux, bt, beam, &ants);
-    const uint64_t cnt = ((ts / step * s->beam.n_beams + beam) * s->n_slots + s->first_channel / s->per_heap) &
+    const uint64_t slot = s->first_channel / s->per_heap;
+    const uint64_t cnt = ((ts / step * s->beam.n_beams + beam) * s->n_slots + slot) &
                          CBF_SPEAD_ADDR_MASK & ~(1ull << 47);
     cbf_spead_item_out items[] = {
         {.id = 0x1600, .immediate = true, .value = ts},
