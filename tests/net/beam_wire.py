@@ -14,12 +14,12 @@ end both ways:
 2. spead2 -> cbf: a spead2 sender built as katgpucbf's bsend builds its
    streams (one item group, descriptors then data heaps with repeated item
    pointers, a substream per beam) sends random beam heaps with random
-   beam_ants, leaving out two heaps; the receiver (stream beam, one address
-   per beam) -> filesink must hold exactly what was sent (data, timestamps,
-   beam_ants per heap), the two left-out heaps flagged missing, zero, and
-   counted in flags_missing. The receiver's beams also go on through a
-   sender to spead2: every heap that came, as it came (beam_ants too), and
-   not the lost ones.
+   beam_ants, leaving out two heaps and claiming 5 of 4 antennas in a third;
+   the receiver (stream beam, one address per beam) -> filesink must hold
+   exactly what was sent (data, timestamps, beam_ants per heap), the three
+   flagged missing, zero, and counted in flags_missing (the third also in
+   heaps_bad). The receiver's beams also go on through a sender to spead2:
+   every heap that came, as it came (beam_ants too), and not the others.
 3. A sender with a destination count other than the beam count is refused.
 
 usage: beam_wire.py CBF_RUN
@@ -167,6 +167,7 @@ def spead2_to_cbf(cbf_run, tmp):
     data = rng.integers(-127, 128, size=(BUFFERS, BATCHES, 2, CHANNELS, SPECTRA, 2), dtype=np.int8)
     ants = rng.integers(1, ANTS + 1, size=(BUFFERS, BATCHES, 2))
     lost = {(1, 1, 1), (2, 3, 0)}   # (buffer, batch, beam) never sent
+    bad = (3, 2, 1)                 # sent claiming more antennas than the array has
     h5 = os.path.join(tmp, "rx.h5")
     # The received beams also go on through a sender (a relay), to spead2:
     # the sender reads the network form's flags and beam_ants.
@@ -213,7 +214,7 @@ def spead2_to_cbf(cbf_run, tmp):
                     continue
                 ig["frequency"].value = 0
                 ig["timestamp"].value = t0 + (i * BATCHES + bt) * step
-                ig["beam_ants"].value = int(ants[i, bt, beam])
+                ig["beam_ants"].value = ANTS + 1 if (i, bt, beam) == bad else int(ants[i, bt, beam])
                 ig["bf_raw"].value = data[i, bt, beam]
                 heap = ig.get_heap(descriptors="none", data="all")
                 heap.repeat_pointers = True
@@ -229,6 +230,7 @@ def spead2_to_cbf(cbf_run, tmp):
     if not np.array_equal(ts, t0 + np.arange(BUFFERS) * BATCHES * step):
         fail(f"chunk timestamps {ts.tolist()}")
     want_present = np.ones((BUFFERS, BATCHES, 2), np.uint8)
+    lost.add(bad)   # refused by the receiver: as good as lost
     for i, bt, beam in lost:
         want_present[i, bt, beam] = 0
         data[i, bt, beam] = 0
@@ -243,8 +245,8 @@ def spead2_to_cbf(cbf_run, tmp):
                   for k in ("type", "present_axis"))
     if kind != "cbf.beam.batch" or axis != "batch_beam":
         fail(f"group type {kind}, present_axis {axis}")
-    if counter(log, "flags_missing") != len(lost) or counter(log, "heaps_bad") != 0:
-        fail(f"flags_missing {counter(log, 'flags_missing')} (expected {len(lost)}), heaps_bad "
+    if counter(log, "flags_missing") != len(lost) or counter(log, "heaps_bad") != 1:
+        fail(f"flags_missing {counter(log, 'flags_missing')} (expected {len(lost)}), heaps_bad (1) "
              f"{counter(log, 'heaps_bad')}: {log}")
     for beam, stream in enumerate(relayed):
         got_relay = collect(stream, [])[0]
@@ -258,8 +260,8 @@ def spead2_to_cbf(cbf_run, tmp):
                 fail(f"relayed beam {beam}, timestamp {t}: frequency {freq}, beam_ants {n} (sent "
                      f"{ants[i, bt, beam]}), bf_raw equal: {np.array_equal(raw, data[i, bt, beam])}")
     print(f"ok: spead2 -> cbf: {BUFFERS * BATCHES * 2 - len(lost)} heaps recorded as sent, beam_ants "
-          f"per heap kept, {len(lost)} left out flagged, zero and counted; relayed by cbf's sender "
-          f"as received, without the lost ones")
+          f"per heap kept, 2 left out and 1 with beam_ants beyond the array flagged, zero and counted; "
+          f"relayed by cbf's sender as received, without the lost ones")
 
 
 def refused(cbf_run, tmp):
