@@ -1,8 +1,10 @@
 """The whole array as separate cbf-run processes over loopback multicast,
-wired by pipelines/array-*.yaml: 2 X-engines of 512 channels each, 4
-F-engines (one per antenna), and the digitiser process (4 antennas, a
-group per polarisation). Receivers start first, each stage only once the
-previous one's sockets are bound; every wait is bounded.
+wired by pipelines/array-*.yaml: 2 XB-engines of 512 channels each (each
+also beamforms and sends 2 beams, a group per beam), the beam receiver
+that records both engines' beams, 4 F-engines (one per antenna), and the
+digitiser process (4 antennas, a group per polarisation). Receivers start
+first, each stage only once the previous one's sockets are bound; every
+wait is bounded.
 
 Used by scripts/run-array (by hand) and tests/net/array.py (checked
 against the single-process array)."""
@@ -10,7 +12,7 @@ import os
 import subprocess
 import time
 
-ANTENNAS, XENGINES, CHANNELS_PER_X = 4, 2, 512
+ANTENNAS, XENGINES, CHANNELS_PER_X, BEAMS = 4, 2, 512, 2
 
 
 def _bound_udp_ports():
@@ -34,10 +36,12 @@ def _wait_bound(ports, procs, timeout=60):
 
 
 def run_array(cbf_run, pipelines, out_dir, length, dump, base_port, extra_sets=(), timeout=240):
-    """Runs the array to its end. Returns the X-engine files; raises
-    ArrayError naming the process that failed (its log is in out_dir)."""
+    """Runs the array to its end. Returns the X-engine files and the beam
+    file; raises ArrayError naming the process that failed (its log is in
+    out_dir)."""
     dig = [f"239.10.1.{i}:{base_port + i}" for i in range(2 * ANTENNAS)]
     xg = [f"239.10.2.{x}:{base_port + 2 * ANTENNAS + x}" for x in range(XENGINES)]
+    bg = [f"239.10.3.{b}:{base_port + 2 * ANTENNAS + XENGINES + b}" for b in range(BEAMS)]
     procs = []
 
     def spawn(name, yaml_name, sets):
@@ -48,12 +52,16 @@ def run_array(cbf_run, pipelines, out_dir, length, dump, base_port, extra_sets=(
         procs.append((name, subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT), log))
 
     files = [os.path.join(out_dir, f"xeng{x}.h5") for x in range(XENGINES)]
+    beams = os.path.join(out_dir, "beams.h5")
     try:
+        spawn("beams", "array-beams.yaml", [f"recv.address={','.join(bg)}", "recv.idle_timeout=60",
+                                            f"recv.stops={XENGINES * BEAMS}", f"sink.path={beams}"])
+        _wait_bound([base_port + 2 * ANTENNAS + XENGINES + b for b in range(BEAMS)], procs)
         for x in range(XENGINES):
             spawn(f"xeng{x}", "array-xeng.yaml",
                   [f"recv.address={xg[x]}", f"recv.first_channel={CHANNELS_PER_X * x}", "recv.idle_timeout=60",
                    f"corr.heap_accumulation_threshold={dump}", f"recv.stops={ANTENNAS}",
-                   f"sink.path={files[x]}", "sink.overwrite=true"])
+                   f"sink.path={files[x]}", "sink.overwrite=true", f"bsend.destinations={','.join(bg)}"])
         _wait_bound([base_port + 2 * ANTENNAS + x for x in range(XENGINES)], procs)
         for a in range(ANTENNAS):
             spawn(f"feng{a}", "array-feng.yaml",
@@ -75,4 +83,4 @@ def run_array(cbf_run, pipelines, out_dir, length, dump, base_port, extra_sets=(
                 p.kill()
                 p.wait()
             log.close()
-    return files
+    return files, beams

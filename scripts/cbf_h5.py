@@ -16,7 +16,7 @@ KIND = {
     "cbf.xeng.batch": "X-engine input: channelised voltages of every antenna",
     "cbf.xeng.accum": "X-engine correlator accumulators (int64, before the dump)",
     "cbf.xeng.vis": "X-engine visibilities (correlation products)",
-    "cbf.beam.batch": "tied-array beams (beamformer output)",
+    "cbf.beam.batch": "tied-array beams (beamformer output, or a beam stream received)",
     "cbf.feng.gains": "F-engine gain tables, each from the timestamp it took effect",
     "cbf.feng.delays": "F-engine delay models, each from the timestamp it took effect",
 }

@@ -22,6 +22,7 @@
 
 #include "h5util.h"
 #include "meaning.h"
+#include "stage/contracts/beam.h"
 #include "stage/contracts/common.h"
 
 static const cbf_param_decl filesink_params[] = {
@@ -76,6 +77,11 @@ typedef struct input {
     size_t payload;       /* bytes of a buffer's payload */
     int expand_ci4;
     uint8_t *host;        /* staging: device copies and CI4 expansion */
+    bool is_beam;         /* a beam stream: dataset beam_ants, one word per heap */
+    cbf_beam_batch beam;
+    hid_t beam_ants;
+    hsize_t beam_row[3];
+    uint32_t *beam_words;
     uint64_t max, written, dropped, missing_total;
     atomic_bool capturing; /* set by `capture` requests, read between buffers */
     pthread_t thread;
@@ -190,6 +196,28 @@ static int filesink_write_attrs(filesink *s, input *in, cbf_node *peer, int inde
     return rc ? -1 : 0;
 }
 
+/* A beam stream's heaps each carry beam_ants (katgpucbf's 0x5004): kept
+ * as dataset beam_ants [buffers][batch][beam][range], whichever form of the
+ * stream came (contracts/beam.h), so a file from the beamformer and one
+ * from the network read the same. */
+static int filesink_open_beam(filesink *s, input *in, cbf_error *err)
+{
+    const cbf_port_desc *d = &in->desc;
+    if (!d->type || strcmp(d->type, CBF_TYPE_BEAM_BATCH) || cbf_beam_batch_of(d, &in->beam))
+        return 0;
+    in->is_beam = true;
+    in->beam_row[0] = in->beam.batches;
+    in->beam_row[1] = in->beam.n_beams;
+    in->beam_row[2] = in->beam.per_heap ? in->beam.ranges : 1;
+    const size_t words = (size_t)(in->beam_row[0] * in->beam_row[1] * in->beam_row[2]);
+    if (!(in->beam_words = malloc(words * sizeof(uint32_t))))
+        return cbf_error_set(err, CBF_ENOMEM, "out of memory");
+    in->beam_ants = h5u_create_rows(in->group, "beam_ants", H5T_NATIVE_UINT32, 3, in->beam_row);
+    if (in->beam_ants < 0)
+        return cbf_error_set(err, CBF_EIO, "%s: cannot create /%s/beam_ants", s->path, in->group_name);
+    return 0;
+}
+
 static int filesink_open_input(filesink *s, input *in, int index, cbf_error *err)
 {
     const cbf_port_desc *d = cbf_port_get_desc(in->port);
@@ -235,7 +263,7 @@ static int filesink_open_input(filesink *s, input *in, int index, cbf_error *err
         filesink_write_attrs(s, in, peer, index) < 0)
         return cbf_error_set(err, CBF_EIO, "%s: cannot create group /%s", s->path,
                              in->group_name);
-    return 0;
+    return filesink_open_beam(s, in, err);
 }
 
 static void filesink_close_id(hid_t *id, herr_t (*fn)(hid_t))
@@ -265,11 +293,12 @@ static void filesink_fini(cbf_node *node)
                          (unsigned long long)in->missing_total);
         }
         hid_t *ds[] = {&in->data, &in->ts, &in->seq, &in->present, &in->saturated,
-                       &in->missing, &in->aux};
+                       &in->missing, &in->aux, &in->beam_ants};
         for (size_t j = 0; j < sizeof ds / sizeof ds[0]; j++)
             filesink_close_id(ds[j], H5Dclose);
         filesink_close_id(&in->group, H5Gclose);
         free(in->host);
+        free(in->beam_words);
     }
     filesink_close_id(&s->file, H5Fclose);
     pthread_mutex_unlock(&filesink_h5_lock);
@@ -424,6 +453,10 @@ static int filesink_write_buffer(filesink *s, input *in, cbf_buffer *b)
         rc |= h5u_append(in->present, H5T_NATIVE_UINT8, 1, &np, n, b->present);
     if (na)
         rc |= h5u_append(in->aux, H5T_NATIVE_UINT8, 1, &na, n, b->aux);
+    if (in->is_beam) {
+        cbf_beam_ants_table(&in->beam, b->present, b->aux, in->beam_words);
+        rc |= h5u_append(in->beam_ants, H5T_NATIVE_UINT32, 3, in->beam_row, n, in->beam_words);
+    }
     if (rc == 0 && filesink_now_s() - s->last_flush > FLUSH_PERIOD) {
         rc |= H5Fflush(s->file, H5F_SCOPE_LOCAL) < 0;
         s->last_flush = filesink_now_s();

@@ -4,14 +4,16 @@
  * Streams: "digitiser" (MeerKAT digitiser heaps, two polarisations told
  * apart by the least significant bit of digitiser_id) into cbf.adc.packed
  * chunks; "feng" (F-engine heaps of n_ants antennas) into cbf.xeng.batch
- * chunks. Each data packet's items say where its heap goes, and its payload
- * is copied once, straight to its place (window.h): heaps are not gathered
- * first, so their packets may come in any order and on any thread.
- * Descriptors, stream stops and packets that do not say where they go pass
- * through a heap assembler. Chunks are kept open in a window of
- * `chunks_in_flight` so reordered packets still land, and a chunk leaves
- * with a presence flag per heap (digitiser) or per batch and antenna
- * (feng). Everything dropped is counted: malformed packets by reason,
+ * chunks; "beam" (katgpucbf's beam heaps, beam b on address b) into
+ * cbf.beam.batch chunks of the network form (contracts/beam.h). Each data
+ * packet's items say where its heap goes, and its payload is copied once,
+ * straight to its place (window.h): heaps are not gathered first, so their
+ * packets may come in any order and on any thread. Descriptors, stream
+ * stops and packets that do not say where they go pass through a heap
+ * assembler. Chunks are kept open in a window of `chunks_in_flight` so
+ * reordered packets still land, and a chunk leaves with a presence flag per
+ * heap (digitiser), per batch and antenna (feng) or per batch and beam
+ * (beam). Everything dropped is counted: malformed packets by reason,
  * incomplete heaps, late and duplicate packets, heaps whose items do not
  * fit the stream. */
 #include <cbf/cbf.h>
@@ -27,6 +29,7 @@
 
 #include "spead.h"
 #include "stage/contracts/adc.h"
+#include "stage/contracts/beam.h"
 #include "stage/contracts/feng.h"
 #include "stage/contracts/xeng.h"
 #include "stage/flow.h"
@@ -71,8 +74,8 @@ static const cbf_param_decl rx_params[] = {
      .doc = "chunk memory: pinned (page-locked, for fast uploads) or host; auto = pinned when "
             "the engine uses the GPU"},
     {.name = "pcap", .type = CBF_PARAM_STRING, .def = "", .doc = "capture file for source: pcap"},
-    {.name = "stream", .type = CBF_PARAM_CHOICE, .def = "digitiser", .choices = "digitiser|feng",
-     .doc = "what the heaps are"},
+    {.name = "stream", .type = CBF_PARAM_CHOICE, .def = "digitiser", .choices = "digitiser|feng|beam",
+     .doc = "what the heaps are; beam: one address per beam, beam b on address b"},
     {.name = "antennas", .type = CBF_PARAM_INT, .def = "1", .has_range = 1, .min = 1, .max = 4096,
      .doc = "antennas in a chunk"},
     {.name = "bits", .type = CBF_PARAM_INT, .def = "10", .has_range = 1, .min = 2, .max = 16,
@@ -83,20 +86,24 @@ static const cbf_param_decl rx_params[] = {
     {.name = CBF_ATTR_ADC_SAMPLE_RATE, .type = CBF_PARAM_FLOAT, .def = "1712e6", .has_range = 1,
      .min = 1, .max = 1e12, .doc = "digitiser sample rate in Hz"},
     {.name = "channels", .type = CBF_PARAM_INT, .def = "1024", .has_range = 1, .min = 1,
-     .max = 1 << 20, .doc = "feng: channels this X-engine takes (from first_channel)"},
+     .max = 1 << 20,
+     .doc = "feng: channels this X-engine takes (from first_channel); beam: the channels of all "
+            "the X-engines received"},
     {.name = CBF_ATTR_FIRST_CHANNEL, .type = CBF_PARAM_INT, .def = "0", .has_range = 1, .min = 0,
-     .max = 1 << 24, .doc = "feng: first channel taken"},
+     .max = 1 << 24, .doc = "feng, beam: first channel taken"},
     {.name = "channels_per_heap", .type = CBF_PARAM_INT, .def = "0", .has_range = 1, .min = 0,
-     .max = 1 << 20, .doc = "feng: channels in one F-engine heap; 0 = channels"},
+     .max = 1 << 20,
+     .doc = "feng: channels in one F-engine heap; beam: in one X-engine's beam heap; 0 = channels"},
     {.name = CBF_ATTR_SPECTRA_PER_HEAP, .type = CBF_PARAM_INT, .def = "256", .has_range = 1,
-     .min = 1, .max = 1 << 16, .doc = "feng: spectra per heap"},
+     .min = 1, .max = 1 << 16, .doc = "feng, beam: spectra per heap"},
     {.name = CBF_ATTR_SAMPLES_BETWEEN_SPECTRA, .type = CBF_PARAM_INT, .def = "0", .has_range = 1,
      .min = 0, .max = 1 << 30,
-     .doc = "feng: digitiser samples from one spectrum to the next; 0 = 2 x total_channels"},
+     .doc = "feng, beam: digitiser samples from one spectrum to the next; 0 = 2 x total_channels"},
     {.name = "total_channels", .type = CBF_PARAM_INT, .def = "0", .has_range = 1, .min = 0,
-     .max = 1 << 24, .doc = "feng: channels of the whole band (attribute for consumers); 0 = channels"},
+     .max = 1 << 24,
+     .doc = "feng, beam: channels of the whole band (attribute for consumers); 0 = channels"},
     {.name = "batches", .type = CBF_PARAM_INT, .def = "4", .has_range = 1, .min = 1, .max = 4096,
-     .doc = "feng: batches (heap times) per chunk"},
+     .doc = "feng, beam: batches (heap times) per chunk"},
     {.name = "chunks_in_flight", .type = CBF_PARAM_INT, .def = "2", .has_range = 1, .min = 1,
      .max = 64, .doc = "chunks open at once: the reordering window in time"},
     {.name = "max_ahead", .type = CBF_PARAM_FLOAT, .def = "0.1", .has_range = 1, .min = 0, .max = 3600,
@@ -126,6 +133,8 @@ static const cbf_port_decl rx_ports[] = {
      .doc = "stream digitiser: packed sample chunks"},
     {.name = "batches", .dir = CBF_PORT_OUT, .type = CBF_TYPE_XENG_BATCH, .optional = 1,
      .doc = "stream feng: X-engine input chunks"},
+    {.name = "beams", .dir = CBF_PORT_OUT, .type = CBF_TYPE_BEAM_BATCH, .optional = 1,
+     .doc = "stream beam: beam chunks, flags per (batch, beam), beam_ants per heap in aux"},
 };
 
 /* The codec's 13 reasons are shown as four counters (a node has at most
@@ -187,7 +196,8 @@ struct receiver {
     cbf_node *node;
     cbf_port *out;
     cbf_port_desc d;
-    bool feng;
+    bool feng, beam;               /* stream feng, beam (else digitiser) */
+    size_t n_beams;                /* beam: one per address */
     /* shape */
     int antennas, bits;
     size_t spc, heap_bytes, heaps;                 /* digitiser */
@@ -236,18 +246,32 @@ static const cbf_spead_item *rx_item(const cbf_spead_item *items, int n, uint16_
     return NULL;
 }
 
-/* Where a heap goes, from its items (a packet's or an assembled heap's):
- * 0 with *idx and *piece set; 1 when an item the stream needs is absent;
- * -1 when they do not fit the stream (heaps_bad). */
-static int rx_locate(const receiver *r, const cbf_spead_item *items, int n, int64_t *idx, size_t *piece)
+/* The data item of the stream's heaps. */
+static uint16_t rx_data_id(const receiver *r)
 {
-    const cbf_spead_item *ts = rx_item(items, n, 0x1600), *id = rx_item(items, n, r->feng ? 0x4101 : 0x3101),
-                         *freq = r->feng ? rx_item(items, n, 0x4103) : NULL;
-    if (!ts || !id || (r->feng && !freq))
+    return r->beam ? CBF_BEAM_ITEM_BF_RAW : r->feng ? 0x4300 : 0x3300;
+}
+
+/* Where a heap goes, from its items (a packet's or an assembled heap's)
+ * and, in a beam stream, the address it came to (its beam): 0 with *idx,
+ * *piece and *note (the heap's aux word: a digitiser's clip count, a
+ * beam's beam_ants) set; 1 when an item the stream needs is absent; -1
+ * when they do not fit the stream (heaps_bad). */
+static int rx_locate(const receiver *r, int address, const cbf_spead_item *items, int n, int64_t *idx,
+                     size_t *piece, uint32_t *note)
+{
+    const cbf_spead_item *ts = rx_item(items, n, 0x1600),
+                         *id = rx_item(items, n, r->beam   ? CBF_BEAM_ITEM_BEAM_ANTS
+                                                 : r->feng ? 0x4101
+                                                           : 0x3101),
+                         *freq = r->feng || r->beam ? rx_item(items, n, 0x4103) : NULL;
+    if (!ts || !id || ((r->feng || r->beam) && !freq))
         return 1;
     if (!ts->immediate || !id->immediate || (freq && !freq->immediate))
         return -1;
-    if (!r->feng) {
+    if (!r->feng && !r->beam) {
+        const cbf_spead_item *status = rx_item(items, n, 0x3102);
+        *note = status && status->immediate ? cbf_adc_status_clipped(status->value) : 0;
         if (ts->value % HEAP_SAMPLES || (r->antennas > 1 && (id->value >> 1) >= (uint64_t)r->antennas))
             return -1;
         /* 2 x antenna + pol. One antenna per engine (MeerKAT's F-engines):
@@ -258,14 +282,19 @@ static int rx_locate(const receiver *r, const cbf_spead_item *items, int n, int6
         return 0;
     }
     uint64_t step = (uint64_t)r->spectra * r->spb, f = freq->value;
-    if (ts->value % step || id->value >= (uint64_t)r->antennas || f < r->first || f >= r->first + r->channels ||
-        (f - r->first) % r->cph)
+    /* feng: id is the feng_id (< antennas); beam: beam_ants (<= antennas). */
+    if (ts->value % step || id->value >= (uint64_t)r->antennas + r->beam || f < r->first ||
+        f >= r->first + r->channels || (f - r->first) % r->cph)
         return -1;
     uint64_t batch = ts->value / step;
     *idx = (int64_t)(batch / r->batches);
-    /* [batch][antenna][channel][spectrum][pol]: flag (batch, antenna), one piece per channel range. */
-    size_t flag = (size_t)(batch % r->batches) * (size_t)r->antennas + (size_t)id->value;
+    /* feng [batch][antenna][channel][spectrum][pol]: flag (batch, antenna);
+     * beam [batch][beam][channel][spectrum]: flag (batch, beam); one piece
+     * per channel range (an X-engine's channels in a beam stream). */
+    size_t flag = (size_t)(batch % r->batches) * (r->beam ? r->n_beams : (size_t)r->antennas) +
+                  (r->beam ? (size_t)address : (size_t)id->value);
     *piece = flag * r->ranges + (size_t)(f - r->first) / r->cph;
+    *note = r->beam ? (uint32_t)id->value : 0;
     return 0;
 }
 
@@ -297,11 +326,9 @@ static void rx_on_heap(const cbf_spead_heap *h, void *user)
         atomic_fetch_add(&r->descriptors, 1);
         return;
     }
-    const cbf_spead_item *data = cbf_spead_heap_find(h, r->feng ? 0x4300 : 0x3300);
-    const cbf_spead_item *status = r->feng ? NULL : cbf_spead_heap_find(h, 0x3102);
-    rx_place p = {.first = true,
-                  .note = status && status->immediate ? cbf_adc_status_clipped(status->value) : 0};
-    if (rx_locate(r, h->items, h->n_items, &p.idx, &p.piece) || !data ||
+    const cbf_spead_item *data = cbf_spead_heap_find(h, rx_data_id(r));
+    rx_place p = {.first = true};
+    if (rx_locate(r, w->address, h->items, h->n_items, &p.idx, &p.piece, &p.note) || !data ||
         cbf_spead_heap_item_bytes(h, data, &p.data, &p.len) || p.len != r->win.piece_bytes) {
         cbf_counter_add(r->c_bad_heaps, 1);
         return;
@@ -329,13 +356,11 @@ static int rx_place_packet(worker *w, const cbf_spead_packet *pkt, size_t len)
     rx_place p = {.offset = pkt->heap_offset, .data = pkt->payload, .len = pkt->payload_len,
                   .first = pkt->heap_offset == 0};
     rx_seen *seen = rx_seen_slot(w, pkt->heap_cnt);
-    const cbf_spead_item *data = rx_item(pkt->items, pkt->n_items, r->feng ? 0x4300 : 0x3300);
-    /* A digitiser's clip count rides in the heap's digitiser_status; a
-     * packet without it says 0 (only the heap's first packet sets it). */
-    const cbf_spead_item *status = r->feng ? NULL : rx_item(pkt->items, pkt->n_items, 0x3102);
-    if (status && status->immediate)
-        p.note = cbf_adc_status_clipped(status->value);
-    int rc = rx_locate(r, pkt->items, pkt->n_items, &p.idx, &p.piece);
+    const cbf_spead_item *data = rx_item(pkt->items, pkt->n_items, rx_data_id(r));
+    /* A digitiser's clip count rides in the heap's digitiser_status, a
+     * beam's beam_ants in its own item; only the heap's first packet sets
+     * the note. */
+    int rc = rx_locate(r, w->address, pkt->items, pkt->n_items, &p.idx, &p.piece, &p.note);
     if (rc < 0) {
         cbf_counter_add(r->c_bad_heaps, p.first);
         return -1;
@@ -557,7 +582,7 @@ static int rx_set_desc(receiver *r, const cbf_params *p, cbf_error *err)
     cbf_port_desc *d = &r->d;
     double rate = cbf_params_float(p, CBF_ATTR_ADC_SAMPLE_RATE);
     r->antennas = (int)cbf_params_int(p, "antennas");
-    if (!r->feng) {
+    if (!r->feng && !r->beam) {
         r->bits = (int)cbf_params_int(p, "bits");
         r->spc = (size_t)cbf_params_int(p, CBF_ATTR_SAMPLES_PER_CHUNK);
         if (r->spc % HEAP_SAMPLES)
@@ -595,14 +620,22 @@ static int rx_set_desc(receiver *r, const cbf_params *p, cbf_error *err)
                                  cbf_params_where(p, "channels_per_heap"), r->channels, r->cph);
         r->ranges = r->channels / r->cph;
         r->chunk_step = (int64_t)(r->batches * r->spectra * r->spb);
-        const cbf_xeng_batch b = {
-            .dtype = CBF_DTYPE_CI8,
-            .batches = r->batches,
-            .n_ants = (size_t)r->antennas,
-            .channels = r->channels,
-            .spectra = r->spectra,
-        };
-        cbf_xeng_batch_desc(d, &b, CBF_MEM_HOST);
+        if (r->beam) {
+            /* aux: beam_ants per heap, u32[batch][beam][range]. */
+            const cbf_beam_batch b = {r->batches, r->n_beams, r->channels, r->spectra,
+                                      (size_t)r->antennas, true, r->ranges};
+            const cbf_port_desc no_attrs = {0};
+            cbf_beam_batch_desc(d, &b, CBF_MEM_HOST, &no_attrs);
+        } else {
+            const cbf_xeng_batch b = {
+                .dtype = CBF_DTYPE_CI8,
+                .batches = r->batches,
+                .n_ants = (size_t)r->antennas,
+                .channels = r->channels,
+                .spectra = r->spectra,
+            };
+            cbf_xeng_batch_desc(d, &b, CBF_MEM_HOST);
+        }
         r->n_flags = d->n_present;
         cbf_port_desc_set_attr(d, CBF_ATTR_CHANNELS, (double)total);
         cbf_port_desc_set_attr(d, CBF_ATTR_FIRST_CHANNEL, (double)r->first);
@@ -639,7 +672,7 @@ static void receiver_fini(cbf_node *node)
 
 static int rx_open_workers(receiver *r, const cbf_params *p, const cbf_net_choice *choice, cbf_error *err)
 {
-    size_t heap = r->feng ? r->cph * r->spectra * 4 : r->heap_bytes;
+    size_t heap = r->feng || r->beam ? r->win.piece_bytes : r->heap_bytes;
     cbf_spead_assembler_config ac = {
         .max_heap_size = heap > 65536 ? heap : 65536,   /* room for descriptor heaps too */
         .window = (int)cbf_params_int(p, "heap_window"), .on_heap = rx_on_heap,
@@ -672,7 +705,7 @@ static int rx_open_workers(receiver *r, const cbf_params *p, const cbf_net_choic
                                  cbf_params_where(p, "threads_per_address"), MAX_SOCKETS);
     }
     const char *how = cbf_params_string(p, "spread");
-    bool spread = !strcmp(how, "packet") || (!strcmp(how, "auto") && !r->feng);
+    bool spread = !strcmp(how, "packet") || (!strcmp(how, "auto") && !r->feng && !r->beam);
     for (int e = 0; e < n_eps; e++) {
         for (int k = 0; k < per; k++) {
             worker *w = &r->workers[r->n_workers];
@@ -716,17 +749,32 @@ static int receiver_init(cbf_node *node, cbf_error *err)
     cbf_node_set_state(node, r);
     r->node = node;
     const cbf_params *p = cbf_node_params(node);
-    r->feng = !strcmp(cbf_params_string(p, "stream"), "feng");
-    r->out = cbf_node_port(node, r->feng ? "batches" : "out", 0);
+    const char *stream = cbf_params_string(p, "stream");
+    r->feng = !strcmp(stream, "feng");
+    r->beam = !strcmp(stream, "beam");
+    const char *port = r->beam ? "beams" : r->feng ? "batches" : "out";
+    r->out = cbf_node_port(node, port, 0);
     if (!r->out)
         return cbf_error_set(err, CBF_ECONFIG, "%s: stream %s sends on port '%s', which is not wired",
-                             cbf_params_where(p, "stream"), r->feng ? "feng" : "digitiser",
-                             r->feng ? "batches" : "out");
+                             cbf_params_where(p, "stream"), stream, port);
     r->pcap = !strcmp(cbf_params_string(p, "source"), "pcap");
     r->pcap_path = cbf_params_string(p, "pcap");
     if (r->pcap && !r->pcap_path[0])
         return cbf_error_set(err, CBF_ECONFIG, "%s: source is pcap but no pcap file is given",
                              cbf_params_where(p, "pcap"));
+    if (r->beam) {
+        /* A beam heap does not name its beam: the address it came to does. */
+        cbf_udp_endpoint eps[MAX_SOCKETS];
+        int n = r->pcap ? 0 : cbf_udp_parse_endpoints(cbf_params_string(p, "address"),
+                                                      cbf_params_where(p, "address"), eps, MAX_SOCKETS, err);
+        if (n < 0)
+            return n;
+        if (n == 0)
+            return cbf_error_set(err, CBF_ECONFIG, "%s: stream beam tells beams apart by the address "
+                                 "they come to, which a pcap does not keep",
+                                 cbf_params_where(p, "source"));
+        r->n_beams = (size_t)n;
+    }
     r->stops_needed = (int)cbf_params_int(p, "stops");
     r->idle_timeout = cbf_params_float(p, "idle_timeout");
     r->drop_rate = cbf_params_float(p, "drop_rate");
@@ -743,14 +791,16 @@ static int receiver_init(cbf_node *node, cbf_error *err)
     /* Digitiser: piece = flag = input x heaps + heap; F-engine: flag =
      * (batch, antenna) of `ranges` pieces, one per channel range. */
     r->win.n_flags = r->n_flags;
-    r->win.per_flag = r->feng ? r->ranges : 1;
-    r->win.piece_bytes = r->feng ? r->cph * r->spectra * 4 : r->heap_bytes;
+    r->win.per_flag = r->feng || r->beam ? r->ranges : 1;
+    r->win.piece_bytes = r->feng   ? r->cph * r->spectra * 4
+                         : r->beam ? r->cph * r->spectra * 2
+                                   : r->heap_bytes;
     r->win.chunk_step = r->chunk_step;
     /* Timestamps count ADC samples in both streams. */
     double ahead = cbf_params_float(p, "max_ahead") * cbf_params_float(p, CBF_ATTR_ADC_SAMPLE_RATE);
     r->win.max_ahead = (int64_t)(ahead / (double)r->chunk_step) + 1;
     r->win.resync_ns = (uint64_t)(cbf_params_float(p, "resync_after") * 1e9);
-    r->win.piece_notes = !r->feng;
+    r->win.piece_notes = !r->feng;   /* clip counts; beam_ants */
     if ((rc = cbf_stage_out_open(node, r->out, &r->d, count, &r->win.pool, err)) ||
         (rc = rx_window_init(&r->win, n_ring, err)))
         return rc;
@@ -766,7 +816,7 @@ static int receiver_init(cbf_node *node, cbf_error *err)
         *slots[i] = cbf_node_counter(node, names[i]);
     for (int i = 0; i < N_GROUPS; i++)
         r->c_malformed[i] = cbf_node_counter(node, rx_group_names[i]);
-    if (!r->feng) {
+    if (!r->feng && !r->beam) {
         r->win.c_notes = cbf_node_counter(node, "digitiser_clipped_samples");
         cbf_counter_warn_on_rise(r->win.c_notes);
     }

@@ -7,9 +7,12 @@
  * and channel range; flagged batches are not sent), complex int32
  * [channel][baseline_product] is the X-engine stream (one heap per dump and
  * channel range, paced over the dump interval, labelled with its absolute
- * first channel; dumps with no antenna present are not sent). Channel range
- * r goes to destination r mod n, which is how X-engines subscribe to
- * "their" group.
+ * first channel; dumps with no antenna present are not sent), complex
+ * int8 [batch][beam][channel][spectrum] is the beam stream (katgpucbf's
+ * tied-array-channelised-voltage: one heap per batch and beam, to that
+ * beam's destination, with the batch's beam_ants; batches with no antenna
+ * are not sent). Channel range r goes to destination r mod n, which is how
+ * X-engines subscribe to "their" group.
  *
  * With `threads` T, each buffer's heaps, in the order one thread sends
  * them, are cut into T consecutive runs, one per thread, each thread with
@@ -27,6 +30,7 @@
 
 #include "spead.h"
 #include "stage/contracts/adc.h"
+#include "stage/contracts/beam.h"
 #include "stage/contracts/feng.h"
 #include "stage/contracts/xeng.h"
 #include "stage/netopt.h"
@@ -39,7 +43,8 @@
 
 static const cbf_param_decl sender_params[] = {
     {.name = "destinations", .type = CBF_PARAM_STRING,
-     .doc = "comma-separated a.b.c.d:port; channel range (or input) r goes to entry r mod n"},
+     .doc = "comma-separated a.b.c.d:port; channel range (or input) r goes to entry r mod n; beam "
+            "stream: one per beam, beam b to entry b"},
     CBF_STAGE_NET_PARAMS("send"),
     {.name = "interface", .type = CBF_PARAM_STRING, .def = "127.0.0.1",
      .doc = "IPv4 address of the interface packets leave from; several, comma-separated, share "
@@ -83,11 +88,11 @@ static const cbf_request_decl sender_requests[] = {
 
 static const cbf_port_decl sender_ports[] = {
     {.name = "in", .dir = CBF_PORT_IN,
-     .type = CBF_TYPE_ADC_PACKED "|" CBF_TYPE_FENG_SPECTRA "|" CBF_TYPE_XENG_VIS,
-     .doc = "digitiser, F-engine or X-engine stream (host memory or copied to it)"},
+     .type = CBF_TYPE_ADC_PACKED "|" CBF_TYPE_FENG_SPECTRA "|" CBF_TYPE_XENG_VIS "|" CBF_TYPE_BEAM_BATCH,
+     .doc = "digitiser, F-engine, X-engine or beam stream (host memory or copied to it)"},
 };
 
-typedef enum { S_DIG, S_FENG, S_XENG } stream_kind;
+typedef enum { S_DIG, S_FENG, S_XENG, S_BEAM } stream_kind;
 
 typedef struct sender sender;
 
@@ -138,9 +143,10 @@ struct sender {
     size_t heap_bytes;
     size_t spectra, spb;         /* feng: spectra per heap, samples between spectra */
     uint64_t feng_id;
-    double dump_s;               /* xeng: seconds per dump, for pacing */
-    size_t first_channel;        /* xeng: absolute first channel of the input */
-    uint64_t n_slots;            /* xeng: channel ranges of per_heap in the whole band */
+    double dump_s;               /* xeng, beam: seconds a buffer covers, for pacing */
+    size_t first_channel;        /* xeng, beam: absolute first channel of the input */
+    uint64_t n_slots;            /* xeng, beam: channel ranges of per_heap in the whole band */
+    cbf_beam_batch beam;         /* beam: the input's layout */
     uint8_t *host;               /* staging copy of device buffers */
     uint64_t heap_cnt;           /* counter sequence of the next heap, over all lanes */
     double last_desc;
@@ -208,9 +214,17 @@ static void sender_pace(sender *s, size_t bytes, double rate)
  * X-engine in row seq / n_ranges, i.e. counter
  * row x n_slots + (first_channel / per_heap) + seq mod n_ranges. X-engines
  * own disjoint channel ranges, so no two of them ever use the same counter
- * and a receiver can merge their streams. */
+ * and a receiver can merge their streams.
+ * Beam heaps take theirs from their place, not from a running count:
+ * (batch x beams + beam) x n_slots + slot, batch = timestamp / batch step
+ * (sender_beam_cnt), so X-engines that start at different times still
+ * never share one; descriptors and stops count in the upper half of the
+ * counter space (bit 47) beside them. */
 static uint64_t sender_cnt(const sender *s, uint64_t seq)
 {
+    if (s->kind == S_BEAM)
+        return ((1ull << 47) | (seq * s->n_slots + s->first_channel / s->per_heap)) &
+               CBF_SPEAD_ADDR_MASK;
     if (s->kind == S_XENG)
         return (seq / s->n_ranges * s->n_slots + s->first_channel / s->per_heap +
                 seq % s->n_ranges) & CBF_SPEAD_ADDR_MASK;
@@ -218,15 +232,17 @@ static uint64_t sender_cnt(const sender *s, uint64_t seq)
     return ((seq << 12) | id) & CBF_SPEAD_ADDR_MASK;
 }
 
-static int lane_send_heap(lane *l, const cbf_spead_item_out *items, int n, int dest, bool repeat,
-                          double rate, cbf_error *err)
+/* Heap counter `cnt` (sender_cnt of the lane's next sequence unless the
+ * stream numbers heaps by place). */
+static int lane_send_heap_cnt(lane *l, uint64_t cnt, const cbf_spead_item_out *items, int n, int dest,
+                              bool repeat, double rate, cbf_error *err)
 {
     sender *s = l->s;
     /* Whole heaps round robin over the interfaces: a heap's packets stay
      * in order on one path. */
-    cbf_net_tx *q = l->q[l->cnt % (uint64_t)s->n_if];
+    cbf_net_tx *q = l->q[l->cnt++ % (uint64_t)s->n_if];
     cbf_spead_encoder e;
-    int rc = cbf_spead_encoder_init(&e, sender_cnt(s, l->cnt++), items, n, s->packet_size, repeat, err);
+    int rc = cbf_spead_encoder_init(&e, cnt, items, n, s->packet_size, repeat, err);
     if (rc)
         return rc;
     for (size_t k = cbf_spead_encoder_count(&e); k > 0; k--) {
@@ -248,6 +264,12 @@ static int lane_send_heap(lane *l, const cbf_spead_item_out *items, int n, int d
     }
     l->heaps++;
     return 0;
+}
+
+static int lane_send_heap(lane *l, const cbf_spead_item_out *items, int n, int dest, bool repeat,
+                          double rate, cbf_error *err)
+{
+    return lane_send_heap_cnt(l, sender_cnt(l->s, l->cnt), items, n, dest, repeat, rate, err);
 }
 
 /* The lane's counts onto the node's counters. */
@@ -281,11 +303,19 @@ static int sender_send_descriptors(sender *s, cbf_error *err)
         else
             cbf_spead_descriptor_array(&d[n++], 0x4300, "feng_raw", "Channelised complex data, 4-bit (real high nibble)",
                        "|u1", 3, shape);
-    } else {
+    } else if (s->kind == S_XENG) {
         cbf_spead_descriptor_u48(&d[n++], 0x4103, "frequency",
                                  "First channel in the heap, counted from channel 0 of the band");
         size_t shape[3] = {s->per_heap, s->d.shape[1], 2};
         cbf_spead_descriptor_array(&d[n++], 0x1800, "xeng_raw", "Integrated baseline correlation products", "<i4", 3, shape);
+    } else {
+        cbf_spead_descriptor_u48(&d[n++], 0x4103, "frequency",
+                                 "Value of the first channel in collections stored here");
+        cbf_spead_descriptor_u48(&d[n++], CBF_BEAM_ITEM_BEAM_ANTS, "beam_ants",
+                                 "Count of antennas included in the beam sum");
+        size_t shape[3] = {s->beam.channels, s->beam.spectra, 2};
+        cbf_spead_descriptor_array(&d[n++], CBF_BEAM_ITEM_BF_RAW, "bf_raw",
+                                   "Beamformer output for frequency-domain beam", "|i1", 3, shape);
     }
     uint8_t raw[4][640];
     cbf_spead_item_out items[4];
@@ -310,12 +340,13 @@ static int sender_send_descriptors(sender *s, cbf_error *err)
  * counters name: the input's first channel (a receiver's first_channel;
  * 0 when absent) and the band's channels (attribute `channels`; the
  * receiver's total_channels). Counters are unique across X-engines only
- * when every range starts on a heap boundary of one band. */
-static int sender_xeng_band(sender *s, const cbf_params *p, cbf_error *err)
+ * when every range starts on a heap boundary of one band. The input holds
+ * `chans` channels. */
+static int sender_xeng_band(sender *s, const cbf_params *p, size_t chans, cbf_error *err)
 {
     const cbf_port_desc *d = &s->d;
     double v;
-    size_t chans = d->shape[0], band = chans;
+    size_t band = chans;
     s->first_channel = cbf_port_desc_get_attr(d, CBF_ATTR_FIRST_CHANNEL, &v) ? 0 : (size_t)v;
     if (!cbf_port_desc_get_attr(d, CBF_ATTR_CHANNELS, &v))
         band = (size_t)v;
@@ -332,6 +363,30 @@ static int sender_xeng_band(sender *s, const cbf_params *p, cbf_error *err)
                              s->first_channel);
     s->n_slots = band / s->per_heap;
     return 0;
+}
+
+/* Beam stream: a heap holds all the input's channels of one batch of one
+ * beam (katgpucbf's n_channels_per_substream), and beam b goes to
+ * destination b, so there is one destination per beam. */
+static int sender_classify_beam(sender *s, const cbf_params *p, cbf_error *err)
+{
+    const cbf_port_desc *d = &s->d;
+    double v, rate;
+    s->kind = S_BEAM;
+    if ((size_t)s->n_dest != s->beam.n_beams)
+        return cbf_error_set(err, CBF_ECONFIG, "%s: %d destinations for %zu beams: list one per beam",
+                             cbf_params_where(p, "destinations"), s->n_dest, s->beam.n_beams);
+    s->spb = !cbf_port_desc_get_attr(d, CBF_ATTR_SAMPLES_BETWEEN_SPECTRA, &v) && v > 0 ? (size_t)v : 0;
+    if (!s->spb && d->timestamp_step > 0)
+        s->spb = (size_t)d->timestamp_step / (s->beam.batches * s->beam.spectra);
+    if (!s->spb)
+        return cbf_error_set(err, CBF_ECONFIG, "beam input lacks " CBF_ATTR_SAMPLES_BETWEEN_SPECTRA);
+    if (!cbf_port_desc_get_attr(d, CBF_ATTR_ADC_SAMPLE_RATE, &rate) && rate > 0)
+        s->dump_s = (double)(s->beam.batches * s->beam.spectra * s->spb) / rate;
+    s->per_heap = s->beam.channels;
+    s->n_ranges = 1;
+    s->heap_bytes = cbf_beam_heap_bytes(&s->beam);
+    return sender_xeng_band(s, p, s->beam.channels, err);
 }
 
 static int sender_classify(sender *s, const cbf_params *p, cbf_error *err)
@@ -355,6 +410,8 @@ static int sender_classify(sender *s, const cbf_params *p, cbf_error *err)
         return 0;
     }
     size_t chans;
+    if (cbf_beam_batch_of(d, &s->beam) == 0)
+        return sender_classify_beam(s, p, err);
     if ((d->dtype == CBF_DTYPE_CI8 || d->dtype == CBF_DTYPE_CI4) && d->ndim == 4) {
         s->kind = S_FENG;
         s->n_outer = d->shape[0];
@@ -378,7 +435,7 @@ static int sender_classify(sender *s, const cbf_params *p, cbf_error *err)
             s->dump_s = (double)d->timestamp_step / rate;
     } else {
         return cbf_error_set(err, CBF_ECONFIG,
-                             "input is %s with %d axes: not a digitiser, F-engine or X-engine stream",
+                             "input is %s with %d axes: not a digitiser, F-engine, X-engine or beam stream",
                              cbf_dtype_name(d->dtype), d->ndim);
     }
     s->per_heap = (size_t)cbf_params_int(p, "channels_per_heap");
@@ -388,7 +445,7 @@ static int sender_classify(sender *s, const cbf_params *p, cbf_error *err)
         return cbf_error_set(err, CBF_ECONFIG, "%s: %zu channels do not split into heaps of %zu",
                              cbf_params_where(p, "channels_per_heap"), chans, s->per_heap);
     s->n_ranges = chans / s->per_heap;
-    return s->kind == S_XENG ? sender_xeng_band(s, p, err) : 0;
+    return s->kind == S_XENG ? sender_xeng_band(s, p, chans, err) : 0;
 }
 
 static int sender_open_interfaces(sender *s, const cbf_params *p, cbf_error *err)
@@ -493,11 +550,14 @@ static int sender_init(cbf_node *node, cbf_error *err)
 
 /* A buffer's heaps in the order one thread sends them: digitiser heap h of
  * input `in` is k = h x inputs + in; F-engine range r of batch bt is
- * k = bt x ranges + r; X-engine range r is k = r. */
+ * k = bt x ranges + r; X-engine range r is k = r; beam b of batch bt is
+ * k = bt x beams + b. */
 static size_t sender_n_heaps(const sender *s)
 {
     if (s->kind == S_DIG)
         return s->d.shape[2] / s->heap_bytes * 2 * s->n_outer;
+    if (s->kind == S_BEAM)
+        return s->beam.batches * s->beam.n_beams;
     return s->kind == S_FENG ? s->n_outer * s->n_ranges : s->n_ranges;
 }
 
@@ -519,7 +579,32 @@ static bool sender_heap_present(const sender *s, const cbf_buffer *b, size_t k)
         size_t inputs = 2 * s->n_outer, heaps = s->d.shape[2] / s->heap_bytes;
         return b->present[k % inputs * heaps + k / inputs];
     }
+    uint64_t ants;
+    if (s->kind == S_BEAM)
+        return cbf_beam_heap(&s->beam, b->present, b->aux, k / s->beam.n_beams,
+                             k % s->beam.n_beams, &ants);
     return s->kind == S_FENG ? b->present[k / s->n_ranges] != 0 : s->cur_has_antenna;
+}
+
+/* Beam heap k = bt x beams + b (present), to beam b's destination, its
+ * counter from its place (sender_cnt). */
+static int lane_send_beam(lane *l, const cbf_buffer *b, const uint8_t *data, size_t k, cbf_error *err)
+{
+    const sender *s = l->s;
+    const size_t bt = k / s->beam.n_beams, beam = k % s->beam.n_beams;
+    const uint64_t step = (uint64_t)(s->beam.spectra * s->spb), ts = (uint64_t)b->timestamp + bt * step;
+    uint64_t ants;
+    cbf_beam_heap(&s->beam, b->present, b->aux, bt, beam, &ants);
+    const uint64_t slot = s->first_channel / s->per_heap;
+    const uint64_t cnt = ((ts / step * s->beam.n_beams + beam) * s->n_slots + slot) &
+                         CBF_SPEAD_ADDR_MASK & ~(1ull << 47);
+    cbf_spead_item_out items[] = {
+        {.id = 0x1600, .immediate = true, .value = ts},
+        {.id = 0x4103, .immediate = true, .value = s->first_channel},
+        {.id = CBF_BEAM_ITEM_BEAM_ANTS, .immediate = true, .value = ants},
+        {.id = CBF_BEAM_ITEM_BF_RAW, .data = data + k * s->heap_bytes, .len = s->heap_bytes},
+    };
+    return lane_send_heap_cnt(l, cnt, items, 4, (int)beam, true, s->cur_rate, err);
 }
 
 /* Heap k of the buffer (present). Every packet repeats the heap's item
@@ -546,6 +631,8 @@ static int lane_send_one(lane *l, const cbf_buffer *b, const uint8_t *data, size
         };
         return lane_send_heap(l, items, 4, (int)(in % (size_t)s->n_dest), true, s->rate, err);
     }
+    if (s->kind == S_BEAM)
+        return lane_send_beam(l, b, data, k, err);
     size_t r = k % s->n_ranges;
     if (s->kind == S_FENG) {
         size_t esize = s->d.dtype == CBF_DTYPE_CI8 ? 2 : 1;
@@ -628,10 +715,11 @@ static int sender_send_buffer(sender *s, const cbf_buffer *b, const uint8_t *dat
         /* A dump's heaps start a row of counters: heap r carries range r's slot. */
         s->heap_cnt = (s->heap_cnt + s->n_ranges - 1) / s->n_ranges * s->n_ranges;
     }
-    if (s->kind == S_XENG && s->rate <= 0 && s->dump_s > 0)
-        /* Spread a dump's packets over 90% of the dump interval, so the
-         * switches see a steady rate rather than a burst per dump. */
-        s->cur_rate = (double)(s->per_heap * s->d.shape[1] * 8 * s->n_ranges) / (0.9 * s->dump_s);
+    if ((s->kind == S_XENG || s->kind == S_BEAM) && s->rate <= 0 && s->dump_s > 0)
+        /* Spread a dump's (or a beam buffer's) packets over 90% of the
+         * time it covers, so the switches see a steady rate rather than a
+         * burst per buffer. */
+        s->cur_rate = (double)cbf_port_desc_bytes(&s->d) / (0.9 * s->dump_s);
     uint64_t cnt = s->heap_cnt;
     for (int t = 0; t < s->n_lanes; t++) {
         lane *l = &s->lanes[t];
