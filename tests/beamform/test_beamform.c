@@ -372,6 +372,19 @@ static void test_spectrum_span(void **st)
         bcase_run(&k, use_gpu);
         memcpy(new_run, k.out, out_n);
         const int split = 1 + (int)(rnd() % (unsigned)(T - 1));
+        /* a span alone writes that span and nothing else */
+        const int a0 = split / 2, a1 = split + (T - split) / 2;
+        memset(k.out, 0x55, out_n);
+        k.job.spectrum_begin = a0;
+        k.job.spectrum_end = a1;
+        bcase_run(&k, use_gpu);
+        for (size_t v = 0; v < out_n / 2; v++) {
+            const int t = (int)(v % (size_t)T);
+            const int8_t sentinel[2] = {0x55, 0x55};
+            if (memcmp(k.out + 2 * v, t >= a0 && t < a1 ? new_run + 2 * v : sentinel, 2))
+                fail_msg("shape %zu, span [%d, %d): spectrum %d %s", i, a0, a1, t,
+                         t >= a0 && t < a1 ? "differs from the whole run" : "was written");
+        }
         memset(k.out, 0x55, out_n);
         k.job.spectrum_begin = split;
         k.job.spectrum_end = T;
