@@ -33,6 +33,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "beam_rng.h"
 #include "dither.h"
 #include "stage/contracts/xeng.h"
 
@@ -45,15 +46,6 @@ enum { A = 5, B = 3, C = 8, T = 32, NB = 2, BUFS = 4 };
 /* the timestamp of spectrum i (counted across heaps) of buffer k */
 #define TS(k, i) (TS0 + (k) * BUF_SAMPLES + (int64_t)(i) * SBS)
 
-static uint64_t rng_state;
-static uint64_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
-static double unif(void) { return (double)(rnd() >> 11) * 0x1p-53; }
 
 /* The beams' values, as a reference tracks them. */
 typedef struct beams {

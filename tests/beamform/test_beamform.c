@@ -20,19 +20,10 @@
 
 #include "beam_run.h"
 #include "beamform.h"
+#include "beam_rng.h"
 #include "dither.h"
 
 static int use_gpu;
-static uint64_t rng_state;
-
-static uint64_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
-static double unif(void) { return (double)(rnd() >> 11) * 0x1p-53; }
 /* about N(0, sd), rounded and clipped to [-127, 127] */
 static int8_t sample(double sd)
 {
