@@ -2,7 +2,8 @@
  * (help, watchdog, halt, log-level, version-list) and plugin requests:
  * `?NAME [node=NODE] [key=value ...]` through the path the ZeroMQ plane
  * uses (cbf_rt_request_call), and katgpucbf's positional forms of
- * capture-start, capture-stop, gain, gain-all and delays. */
+ * capture-start, capture-stop, gain, gain-all, delays, beam-weights,
+ * beam-delays and beam-quant-gains. */
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -390,6 +391,64 @@ static void kc_gain_reply(kc_req *r, cbf_reply *reply)
     cbf_katcp_reply_end(r);
 }
 
+/* katgpucbf's beam forms: ?beam-weights stream weight..., ?beam-delays
+ * stream delay:phase..., ?beam-quant-gains stream gain, as the
+ * beamformer's requests with beam=stream (NODE/BEAM when several nodes
+ * form beams); the numbers travel as the list or value of the generic form. */
+static bool kc_beam_form(const cbf_katcp_msg *m, bool generic)
+{
+    return !generic && (!strcmp(m->name, "beam-weights") || !strcmp(m->name, "beam-delays") ||
+                        !strcmp(m->name, "beam-quant-gains"));
+}
+
+static int kc_beam_positional(const cbf_katcp_msg *m, cbf_text_kv *tv, size_t *nt, const char **node,
+                              char **owned, cbf_error *err)
+{
+    const bool delays = !strcmp(m->name, "beam-delays"), gain = !strcmp(m->name, "beam-quant-gains");
+    if (m->n_args < 2 || (gain && m->n_args != 2))
+        return cbf_error_set(err, CBF_EINVAL, "?%s stream %s", m->name,
+                             gain ? "gain (one value)" : delays ? "delay:phase... (one per antenna)"
+                                                               : "weight... (one per antenna)");
+    const size_t head = strlen(m->args[0]) + 1, cap = head + (m->n_args - 1) * 52 + 3;
+    char *buf = malloc(cap);
+    if (!buf)
+        return cbf_error_set(err, CBF_ENOMEM, "out of memory");
+    memcpy(buf, m->args[0], head);
+    char *beam = buf, *slash = strchr(buf, '/');
+    if (slash) {
+        *slash = '\0';
+        *node = buf;
+        beam = slash + 1;
+    }
+    char *list = buf + head;
+    size_t l = 0, room = cap - head;
+    if (!gain)
+        list[l++] = '[';
+    for (size_t i = 1; i < m->n_args; i++) {
+        const char *a = m->args[i];
+        char *end, *e2 = NULL;
+        double v = strtod(a, &end), ph = 0;
+        if (delays && end != a && *end == ':') {
+            ph = strtod(end + 1, &e2);
+            end = e2 == end + 1 ? end : e2;
+        }
+        if (end == a || *end || (delays && !e2) || !isfinite(v) || !isfinite(ph)) {
+            free(buf);
+            return cbf_error_set(err, CBF_EINVAL, "%s value %zu: '%s' is not %s", m->name, i, a,
+                                 delays ? "delay:phase (two finite numbers, such as 1e-9:0.5)"
+                                        : "a finite number");
+        }
+        l += (size_t)snprintf(list + l, room - l, "%s%.17g", i > 1 ? ", " : "", v);
+        if (delays)
+            l += (size_t)snprintf(list + l, room - l, ", %.17g", ph);
+    }
+    snprintf(list + l, room - l, "%s", gain ? "" : "]");
+    *owned = buf;
+    tv[(*nt)++] = (cbf_text_kv){"beam", beam, NULL};
+    tv[(*nt)++] = (cbf_text_kv){gain ? "gain" : delays ? "delays" : "weights", list, NULL};
+    return CBF_OK;
+}
+
 static void kc_plugin(kc_req *r)
 {
     const cbf_katcp_msg *m = r->m;
@@ -407,11 +466,13 @@ static void kc_plugin(kc_req *r)
     bool generic = true;
     for (size_t i = 0; i < m->n_args && !rc; i++)
         generic &= strchr(m->args[i], '=') != NULL;
+    const bool beam = kc_beam_form(m, generic);
     bool positional = !strcmp(m->name, "capture-start") || !strcmp(m->name, "capture-stop") ||
                       !strcmp(m->name, "gain-all") ||
-                      (!strcmp(m->name, "gain") && (!generic || !m->n_args));
+                      (!strcmp(m->name, "gain") && (!generic || !m->n_args)) || beam;
     if (!rc && positional) {
-        rc = kc_positional(m, tv, &nt, &node, &owned, &err);
+        rc = beam ? kc_beam_positional(m, tv, &nt, &node, &owned, &err)
+                  : kc_positional(m, tv, &nt, &node, &owned, &err);
     } else {
         for (size_t i = 0; i < m->n_args && !rc; i++) {
             char *eq = strchr(m->args[i], '=');

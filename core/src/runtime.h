@@ -20,6 +20,9 @@
 #define CBF_MAX_COUNTERS CBF_MAX_NODE_COUNTERS
 #define CBF_MAX_GAUGES 16
 #define CBF_COUNTER_NAME_MAX 32
+/* Texts are named per beam with katgpucbf's stream names
+ * ("tied-array-channelised-voltage.0x.quantiser-gain"). */
+#define CBF_TEXT_NAME_MAX 128
 
 /* ---- clock ---- */
 CBF_RT_HIDDEN uint64_t cbf_rt_now_ns(void);
@@ -100,7 +103,7 @@ struct cbf_gauge {
 };
 
 struct cbf_text {
-    char name[CBF_COUNTER_NAME_MAX];
+    char name[CBF_TEXT_NAME_MAX];
     pthread_mutex_t *mu;          /* its node's sensor_mu */
     char *value;                  /* NULL until set; under the node's sensor_mu */
     cbf_status status;

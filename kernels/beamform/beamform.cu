@@ -1,6 +1,6 @@
 /* beamform.cu: the beamformer on the GPU, bound by memory bandwidth for
  * the few beams MeerKAT forms (katgpucbf's design, doc/xbgpu.design.b.rst):
- * one thread per (batch, channel, spectrum) keeps one accumulator per beam
+ * one thread per (batch, channel, spectrum of the job's span) keeps one accumulator per beam
  * of a group of NB; per block of antennas the block first makes the
  * coefficients W(b, a, c) of its channel in shared memory (amortised over
  * its spectra), then every thread reads each antenna's input word (both
@@ -21,17 +21,17 @@
 
 template <int NB>
 __global__ void __launch_bounds__(BF_MAX_BLOCK)
-bf_kernel(cbf_beam_job job, size_t batch0)
+bf_kernel(cbf_beam_job job, size_t batch0, int t0, int t1)
 {
     __shared__ bf_cplx s_w[BF_BLOCK_ANTS][NB];
     __shared__ unsigned s_sat[NB];
     const int A = job.shape.n_ants, B = job.shape.n_beams, C = job.shape.channels,
               T = job.shape.spectra_per_heap;
     const int tid = threadIdx.x;
-    const int t = blockIdx.x * blockDim.x + tid;
+    const int t = t0 + (int)(blockIdx.x * blockDim.x) + tid;
     const int c = blockIdx.y;
     const size_t n = batch0 + blockIdx.z;
-    const bool valid = t < T;
+    const bool valid = t < t1;
     const char4 *in = (const char4 *)job.in + (n * A * C + c) * (size_t)T + t;
     const uint8_t *present = job.present + n * A;
     const size_t ant_stride = (size_t)C * T;
@@ -109,18 +109,20 @@ extern "C" int cbf_beam_cuda_run(const cbf_beam_job *job, void *stream, char *ms
     int rc = cbf_beam_job_check(job, msg, msglen);
     if (rc || !job->batches)
         return rc;
-    const int T = job->shape.spectra_per_heap;
+    int t0, t1;
+    cbf_beam_job_span(job, &t0, &t1);
+    const int span = t1 - t0;
     /* whole warps (the saturation count is a warp vote) */
-    const int block = T >= BF_MAX_BLOCK ? BF_MAX_BLOCK : (T + 31) / 32 * 32;
+    const int block = span >= BF_MAX_BLOCK ? BF_MAX_BLOCK : (span + 31) / 32 * 32;
     cudaStream_t st = (cudaStream_t)stream;
     for (size_t b0 = 0; b0 < job->batches; b0 += 65535) {
         const size_t nz = job->batches - b0 < 65535 ? job->batches - b0 : 65535;
-        const dim3 grid((unsigned)((T + block - 1) / block), (unsigned)job->shape.channels,
+        const dim3 grid((unsigned)((span + block - 1) / block), (unsigned)job->shape.channels,
                         (unsigned)nz);
         if (job->shape.n_beams <= 8)
-            bf_kernel<8><<<grid, block, 0, st>>>(*job, b0);
+            bf_kernel<8><<<grid, block, 0, st>>>(*job, b0, t0, t1);
         else
-            bf_kernel<16><<<grid, block, 0, st>>>(*job, b0);
+            bf_kernel<16><<<grid, block, 0, st>>>(*job, b0, t0, t1);
         CBF_KERN_CUDA_TRY("beamformer", cudaGetLastError());
     }
     return 0;

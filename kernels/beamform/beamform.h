@@ -92,7 +92,16 @@ typedef struct cbf_beam_job {
     uint64_t first_spectrum;    /* absolute index of batch 0's first spectrum */
     uint64_t first_channel;     /* absolute channel of local channel 0 */
     uint64_t total_channels;    /* channels of the whole band */
+    /* Spectra [spectrum_begin, spectrum_end) of every heap, the rest of
+     * out (and raw) left as it was; 0, 0: the whole heap. A change of
+     * coefficients inside a heap runs the heap as two jobs, each with its
+     * coefficients: every value is a function of its own spectrum alone
+     * (dither included), so the parts equal the whole run's bytes. */
+    int spectrum_begin, spectrum_end;
 } cbf_beam_job;
+
+/* The spectra a job covers in each heap, [*t0, *t1). */
+void cbf_beam_job_span(const cbf_beam_job *job, int *t0, int *t1);
 
 int cbf_beam_job_check(const cbf_beam_job *job, char *msg, size_t msglen);
 

@@ -15,6 +15,8 @@ int cbf_beam_cpu(const cbf_beam_job *job, char *msg, size_t msglen)
     const cbf_beam_shape *s = &job->shape;
     const size_t A = (size_t)s->n_ants, B = (size_t)s->n_beams, C = (size_t)s->channels,
                  T = (size_t)s->spectra_per_heap;
+    int t0, t1;
+    cbf_beam_job_span(job, &t0, &t1);
     bf_cplx *w = malloc(A * B * sizeof *w);
     bf_cplx *acc = malloc(B * T * sizeof *acc);
     if (!w || !acc) {
@@ -33,7 +35,7 @@ int cbf_beam_cpu(const cbf_beam_job *job, char *msg, size_t msglen)
             memset(acc, 0, B * T * sizeof *acc);
             for (size_t a = 0; a < A; a++) {
                 const int8_t *x = in + (a * C + c) * T * 4;
-                for (size_t t = 0; t < T; t++)
+                for (size_t t = (size_t)t0; t < (size_t)t1; t++)
                     for (size_t b = 0; b < B; b++) {
                         const int p = job->pol[b] ? 2 : 0;
                         bf_mad(&acc[b * T + t], w[b * A + a], x[t * 4 + p], x[t * 4 + p + 1]);
@@ -42,7 +44,7 @@ int cbf_beam_cpu(const cbf_beam_job *job, char *msg, size_t msglen)
             const uint64_t chan = job->first_channel + c;
             for (size_t b = 0; b < B; b++) {
                 uint64_t sat = 0;
-                for (size_t t = 0; t < T; t++) {
+                for (size_t t = (size_t)t0; t < (size_t)t1; t++) {
                     const bf_cplx v = acc[b * T + t];
                     const size_t o = (b * C + c) * T + t;
                     if (job->raw) {

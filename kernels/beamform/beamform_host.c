@@ -76,5 +76,17 @@ int cbf_beam_job_check(const cbf_beam_job *job, char *msg, size_t msglen)
                              (unsigned long long)job->first_channel,
                              (unsigned long long)job->first_channel + (unsigned)job->shape.channels,
                              (unsigned long long)job->total_channels);
+    int t0, t1;
+    cbf_beam_job_span(job, &t0, &t1);
+    if (t0 < 0 || t0 >= t1 || t1 > job->shape.spectra_per_heap)
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL, "spectra [%d, %d) not inside a heap of %d",
+                             job->spectrum_begin, job->spectrum_end, job->shape.spectra_per_heap);
     return 0;
+}
+
+void cbf_beam_job_span(const cbf_beam_job *job, int *t0, int *t1)
+{
+    const int whole = !job->spectrum_begin && !job->spectrum_end;
+    *t0 = job->spectrum_begin;
+    *t1 = whole ? job->shape.spectra_per_heap : job->spectrum_end;
 }

@@ -6,8 +6,11 @@
  *
  * Coefficients follow katgpucbf (kernels/beamform/beamform.h): per beam a
  * polarisation and a quantisation gain, per beam and antenna a weight, a
- * delay (seconds) and a fringe offset (radians, at the band centre); they
- * are fixed at init (runtime requests come later). Antennas flagged missing
+ * delay (seconds) and a fringe offset (radians, at the band centre), from
+ * the YAML and then from requests (beamctl.c), each change from the
+ * spectrum its timestamp names on: a buffer runs as segments of constant
+ * coefficients, a change inside a heap splitting that heap between two
+ * kernel jobs (the kernel's span of spectra). Antennas flagged missing
  * in a batch are left out of that batch's sums; the output keeps the flags,
  * from which a heap's beam_ants is counted.
  *
@@ -21,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "beamctl.h"
 #include "beamform.h"
 #include "stage/contracts/beam.h"
 #include "stage/contracts/feng.h"
@@ -34,6 +38,9 @@ static const cbf_param_decl bf_params[] = {
     {.name = "beams", .type = CBF_PARAM_RECORDS, .def = "[{pol: 0}, {pol: 1}]",
      .choices = "pol,quant_gain=1",
      .doc = "one record per single-pol beam: input pol (0 or 1) and quantisation gain"},
+    {.name = "names", .type = CBF_PARAM_STRING, .def = "",
+     .doc = "beam names for requests and sensors, comma separated (katgpucbf's stream names); "
+            "empty: beam0, beam1, ..."},
     {.name = "weights", .type = CBF_PARAM_FLOAT_LIST, .def = "[]",
      .doc = "real weight per antenna: [] = 1, n_ants values for every beam, or beams x n_ants "
             "(beam-major)"},
@@ -64,7 +71,8 @@ typedef struct bf {
     int64_t sbs;                 /* digitiser samples between spectra */
     uint64_t first_channel, total_channels, key;
     int dither;
-    cbf_beam_coef *coef;         /* host [beam][antenna] */
+    bf_ctl ctl;                  /* names, values in force, pending changes, sensors */
+    cbf_beam_coef *coef;         /* host [beam][antenna], from ctl */
     uint8_t *pol;                /* host [beam] */
     uint64_t *sat;               /* host [beam] (pinned on the GPU path) */
     int gpu;
@@ -75,35 +83,13 @@ typedef struct bf {
     cbf_counter *c_batches, *c_missing, *c_sat;
 } bf;
 
-/* Value for (beam b, antenna a) of a per-antenna list: [] gives def,
- * n_ants values are shared by every beam, beams x n_ants are beam-major. */
-static double bf_list_at(const cbf_params *p, const char *name, size_t b, size_t a, size_t n_ants,
-                         double def)
+/* Per-beam pols from the parameters; the rest of each beam from bf_ctl,
+ * with the input's band (katgpucbf: channel spacing bandwidth / channels,
+ * centre channel channels / 2). */
+static int bf_beams(bf *s, cbf_node *node, const cbf_params *p, const cbf_port_desc *in,
+                    cbf_error *err)
 {
-    const size_t n = cbf_params_len(p, name);
-    if (!n)
-        return def;
-    return cbf_params_float_at(p, name, n == n_ants ? a : b * n_ants + a);
-}
-
-static int bf_check_list(const cbf_params *p, const char *name, size_t beams, size_t n_ants,
-                         cbf_error *err)
-{
-    const size_t n = cbf_params_len(p, name);
-    if (n && n != n_ants && n != beams * n_ants)
-        return cbf_error_set(err, CBF_ECONFIG,
-                             "%s: '%s' has %zu values; want 0, %zu (one per antenna) or %zu "
-                             "(beams x antennas)", cbf_params_where(p, name), name, n, n_ants,
-                             beams * n_ants);
-    return 0;
-}
-
-/* Per-beam pols and the coefficients from the parameters and the input's
- * band (katgpucbf: channel spacing bandwidth / channels, centre channel
- * channels / 2). */
-static int bf_coefficients(bf *s, const cbf_params *p, const cbf_port_desc *in, cbf_error *err)
-{
-    const size_t A = (size_t)s->shape.n_ants, B = (size_t)s->shape.n_beams;
+    const size_t B = (size_t)s->shape.n_beams;
     double ch, sbs, rate, bw, first = 0;
     int rc;
     if ((rc = cbf_stage_input_attr(in, CBF_ATTR_CHANNELS, &ch, err)) ||
@@ -116,27 +102,18 @@ static int bf_coefficients(bf *s, const cbf_params *p, const cbf_port_desc *in, 
     s->sbs = (int64_t)sbs;
     s->first_channel = (uint64_t)first;
     s->total_channels = (uint64_t)ch;
-    if ((rc = bf_check_list(p, "weights", B, A, err)) ||
-        (rc = bf_check_list(p, "delays", B, A, err)) ||
-        (rc = bf_check_list(p, "fringe_offsets", B, A, err)))
-        return rc;
     for (size_t b = 0; b < B; b++) {
         const double pol = cbf_params_field(p, "beams", b, "pol");
-        const double gain = cbf_params_field(p, "beams", b, "quant_gain");
         if (pol != 0 && pol != 1)
             return cbf_error_set(err, CBF_ECONFIG, "%s: beam %zu: pol %g is not 0 or 1",
                                  cbf_params_where(p, "beams"), b, pol);
         s->pol[b] = (uint8_t)pol;
-        for (size_t a = 0; a < A; a++)
-            if (cbf_beam_coef_set(&s->coef[b * A + a], bf_list_at(p, "weights", b, a, A, 1.0), gain,
-                                  bf_list_at(p, "delays", b, a, A, 0.0),
-                                  bf_list_at(p, "fringe_offsets", b, a, A, 0.0), spacing, first,
-                                  ch / 2))
-                return cbf_error_set(err, CBF_ECONFIG,
-                                     "beam %zu antenna %zu: weight, gain, delay or fringe offset "
-                                     "is not finite (or too large)", b, a);
     }
-    return 0;
+    if ((rc = bf_ctl_init(&s->ctl, node, p, s->shape.n_ants, s->shape.n_beams, s->sbs, spacing,
+                          first, ch / 2, err)))
+        return rc;
+    rc = bf_ctl_coef(&s->ctl, s->coef, err);
+    return rc < 0 ? rc : 0;
 }
 
 #ifdef CBF_HAVE_CUDA
@@ -183,6 +160,7 @@ static void bf_fini(cbf_node *node)
     cbf_stage_free(CBF_MEM_DEVICE, s->d_sat);
     cbf_stage_free(s->gpu ? CBF_MEM_PINNED : CBF_MEM_HOST, s->sat);
     cbf_stage_stream_destroy(s->stream);
+    bf_ctl_free(&s->ctl);
     free(s->coef);
     free(s->pol);
     free(s);
@@ -215,7 +193,7 @@ static int bf_init(cbf_node *node, cbf_error *err)
     s->pol = calloc(B, 1);
     if (!s->coef || !s->pol)
         return cbf_error_set(err, CBF_ENOMEM, "out of memory");
-    int rc = bf_coefficients(s, p, in, err);
+    int rc = bf_beams(s, node, p, in, err);
     if (rc)
         return rc;
     s->dither = cbf_params_bool(p, "dither");
@@ -247,50 +225,135 @@ static int bf_init(cbf_node *node, cbf_error *err)
     return 0;
 }
 
-/* Beamforms `in` into `out` and fills s->sat; on the GPU the counts are
- * on the host when this returns. */
+static int bf_kern(bf *s, const cbf_beam_job *job, cbf_error *err)
+{
+    char msg[CBF_STAGE_MSG];
+#ifdef CBF_HAVE_CUDA
+    if (s->gpu)
+        return cbf_stage_kern(cbf_beam_cuda_run(job, s->stream, msg, sizeof msg), msg, err);
+#else
+    (void)s;
+#endif
+    return cbf_stage_kern(cbf_beam_cpu(job, msg, sizeof msg), msg, err);
+}
+
+/* Batches [n, n + count) of base's, spectra [t0, t1) of each (0, 0: all). */
+static int bf_part(bf *s, const cbf_beam_job *base, size_t n, size_t count, int t0, int t1,
+                   cbf_error *err)
+{
+    cbf_beam_job j = *base;
+    j.in += n * cbf_beam_in_batch_bytes(&s->shape);
+    j.present += n * (size_t)s->shape.n_ants;
+    j.out += n * cbf_beam_out_batch_bytes(&s->shape);
+    j.batches = count;
+    j.first_spectrum += n * (uint64_t)s->shape.spectra_per_heap;
+    j.spectrum_begin = t0;
+    j.spectrum_end = t1;
+    return bf_kern(s, &j, err);
+}
+
+/* Spectra [s0, s1) of the buffer (counted across its batches) with the
+ * coefficients in force: a partial heap at each end, whole heaps between. */
+static int bf_segment(bf *s, const cbf_beam_job *base, size_t s0, size_t s1, cbf_error *err)
+{
+    const size_t T = (size_t)s->shape.spectra_per_heap;
+    size_t n0 = s0 / T, n1 = s1 / T;
+    const int t0 = (int)(s0 % T), t1 = (int)(s1 % T);
+    int rc;
+    if (n0 == n1)
+        return bf_part(s, base, n0, 1, t0, t1, err);
+    if (t0) {
+        if ((rc = bf_part(s, base, n0, 1, t0, (int)T, err)))
+            return rc;
+        n0++;
+    }
+    if (n1 > n0 && (rc = bf_part(s, base, n0, n1 - n0, 0, 0, err)))
+        return rc;
+    return t1 ? bf_part(s, base, n1, 1, 0, t1, err) : 0;
+}
+
+/* The coefficients changed: on the GPU, copied after the kernels already
+ * queued for this buffer have read the old ones (a host wait, once per
+ * change that falls inside a buffer). */
+static int bf_coef_changed(bf *s, int queued, cbf_error *err)
+{
+#ifdef CBF_HAVE_CUDA
+    if (!s->gpu)
+        return 0;
+    int rc;
+    if (queued && (rc = cbf_stage_stream_sync(s->stream, "beamformer", err)))
+        return rc;
+    return cbf_stage_copy(s->d_coef, CBF_MEM_DEVICE, s->coef, CBF_MEM_HOST,
+                          (size_t)s->shape.n_ants * (size_t)s->shape.n_beams * sizeof *s->coef,
+                          s->stream, "coefficients", err);
+#else
+    (void)s, (void)queued, (void)err;
+    return 0;
+#endif
+}
+
+/* Beamforms `in` into `out` and fills s->sat, in segments between the
+ * timestamps of changes: spectrum i of the buffer (timestamp ts + i x
+ * samples_between_spectra) uses every change at or before its timestamp.
+ * On the GPU the counts are on the host when this returns. */
 static int bf_compute(bf *s, cbf_buffer *in, cbf_buffer *out, cbf_error *err)
 {
     const size_t B = (size_t)s->shape.n_beams, A = (size_t)s->shape.n_ants;
-    if (in->timestamp < 0 || in->timestamp % s->sbs)
+    const int64_t ts = in->timestamp;
+    if (ts < 0 || ts % s->sbs)
         return cbf_error_set(err, CBF_EINVAL, "buffer %llu: timestamp %lld is not a whole spectrum",
-                             (unsigned long long)in->seq, (long long)in->timestamp);
+                             (unsigned long long)in->seq, (long long)ts);
     cbf_beam_job job = {s->shape, s->batches, in->data, in->present, s->coef, s->pol, out->data,
-                        NULL, s->sat, s->dither, s->key, (uint64_t)(in->timestamp / s->sbs),
-                        s->first_channel, s->total_channels};
+                        NULL, s->sat, s->dither, s->key, (uint64_t)(ts / s->sbs),
+                        s->first_channel, s->total_channels, 0, 0};
     memset(s->sat, 0, B * sizeof(uint64_t));
-    char msg[CBF_STAGE_MSG];
-    if (!s->gpu)
-        return cbf_stage_kern(cbf_beam_cpu(&job, msg, sizeof msg), msg, err);
-#ifdef CBF_HAVE_CUDA
     int rc;
-    if ((rc = cbf_buffer_wait_stream(in, s->stream, err)))
-        return rc;
-    if (in->kind != CBF_MEM_DEVICE) {
-        if ((rc = cbf_stage_copy(s->d_in, CBF_MEM_DEVICE, in->data, in->kind, s->in_bytes,
-                                 s->stream, "upload", err)))
+#ifdef CBF_HAVE_CUDA
+    if (s->gpu) {
+        if ((rc = cbf_buffer_wait_stream(in, s->stream, err)))
             return rc;
-        job.in = s->d_in;
+        if (in->kind != CBF_MEM_DEVICE) {
+            if ((rc = cbf_stage_copy(s->d_in, CBF_MEM_DEVICE, in->data, in->kind, s->in_bytes,
+                                     s->stream, "upload", err)))
+                return rc;
+            job.in = s->d_in;
+        }
+        job.present = s->d_present;
+        job.coef = s->d_coef;
+        job.pol = s->d_pol;
+        job.saturated = s->d_sat;
+        if ((rc = cbf_stage_copy(s->d_present, CBF_MEM_DEVICE, in->present, CBF_MEM_HOST,
+                                 s->batches * A, s->stream, "presence flags", err)) ||
+            (rc = cbf_stage_fill(s->d_sat, CBF_MEM_DEVICE, 0, B * sizeof(uint64_t), s->stream,
+                                 "clearing counts", err)))
+            return rc;
     }
-    job.present = s->d_present;
-    job.coef = s->d_coef;
-    job.pol = s->d_pol;
-    job.saturated = s->d_sat;
-    if ((rc = cbf_stage_copy(s->d_present, CBF_MEM_DEVICE, in->present, CBF_MEM_HOST,
-                             s->batches * A, s->stream, "presence flags", err)) ||
-        (rc = cbf_stage_fill(s->d_sat, CBF_MEM_DEVICE, 0, B * sizeof(uint64_t), s->stream,
-                             "clearing counts", err)) ||
-        (rc = cbf_stage_kern(cbf_beam_cuda_run(&job, s->stream, msg, sizeof msg), msg, err)) ||
-        (rc = cbf_stage_copy(s->sat, CBF_MEM_PINNED, s->d_sat, CBF_MEM_DEVICE,
-                             B * sizeof(uint64_t), s->stream, "saturation counts", err)) ||
-        (rc = cbf_buffer_record(out, s->stream, err)))
-        return rc;
-    /* the counts, and the presence flags' and the input's staging, are read */
-    return cbf_stage_stream_sync(s->stream, "beamformer", err);
 #else
     (void)A;
-    return cbf_error_set(err, CBF_ENOTSUP, "built without CUDA");
 #endif
+    const size_t S = s->batches * (size_t)s->shape.spectra_per_heap;
+    for (size_t s0 = 0, s1; s0 < S; s0 = s1) {
+        bf_ctl_apply(&s->ctl, ts + (int64_t)s0 * s->sbs);
+        const int64_t next = bf_ctl_next_change(&s->ctl);
+        /* the first spectrum at or after the next change (after s0: the
+         * changes up to s0's timestamp are in force) */
+        s1 = next < ts + (int64_t)S * s->sbs ? (size_t)((next - ts + s->sbs - 1) / s->sbs) : S;
+        if ((rc = bf_ctl_coef(&s->ctl, s->coef, err)) < 0 ||
+            (rc && (rc = bf_coef_changed(s, s0 > 0, err))) ||
+            (rc = bf_segment(s, &job, s0, s1, err)))
+            return rc;
+    }
+#ifdef CBF_HAVE_CUDA
+    if (s->gpu) {
+        if ((rc = cbf_stage_copy(s->sat, CBF_MEM_PINNED, s->d_sat, CBF_MEM_DEVICE,
+                                 B * sizeof(uint64_t), s->stream, "saturation counts", err)) ||
+            (rc = cbf_buffer_record(out, s->stream, err)))
+            return rc;
+        /* the counts, and the presence flags' and the input's staging, are read */
+        return cbf_stage_stream_sync(s->stream, "beamformer", err);
+    }
+#endif
+    return 0;
 }
 
 static int bf_buffer(void *user, cbf_buffer *in, cbf_error *err)
@@ -305,7 +368,9 @@ static int bf_buffer(void *user, cbf_buffer *in, cbf_error *err)
     int rc = cbf_pool_get(s->pool, &out);
     if (rc)
         return rc == CBF_ESTOPPED ? rc : cbf_error_set(err, rc, "no output buffer");
-    if ((rc = bf_compute(s, in, out, err))) {
+    rc = bf_compute(s, in, out, err);
+    bf_ctl_processed(&s->ctl, in->timestamp + (int64_t)(s->batches * (size_t)s->shape.spectra_per_heap) * s->sbs);
+    if (rc) {
         cbf_buffer_unref(out);
         return rc;
     }
@@ -324,6 +389,7 @@ static int bf_buffer(void *user, cbf_buffer *in, cbf_error *err)
     cbf_counter_add(s->c_batches, s->batches);
     cbf_counter_add(s->c_missing, out->missing);
     cbf_counter_add(s->c_sat, out->saturated);
+    bf_ctl_clips(&s->ctl, s->sat);
     return cbf_port_send(s->out, out);
 }
 
@@ -332,6 +398,13 @@ static int bf_run(cbf_node *node, cbf_error *err)
     bf *s = cbf_node_state(node);
     int rc = cbf_stage_input_loop(node, "in", bf_buffer, s, err);
     return rc == CBF_ESTOPPED ? 0 : rc;
+}
+
+/* On the node's thread, between buffers (cbf/control.h). */
+static int bf_request(cbf_node *node, const cbf_request *req, cbf_reply *reply, cbf_error *err)
+{
+    bf *s = cbf_node_state(node);
+    return bf_ctl_request(&s->ctl, req, reply, err);
 }
 
 static const cbf_plugin_desc bf_desc = {
@@ -346,6 +419,9 @@ static const cbf_plugin_desc bf_desc = {
     .init = bf_init,
     .run = bf_run,
     .fini = bf_fini,
+    .requests = bf_requests,
+    .n_requests = BF_N_REQUESTS,
+    .request = bf_request,
 };
 
 CBF_PLUGIN_DEFINE(bf_desc)

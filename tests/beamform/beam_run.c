@@ -41,9 +41,9 @@ int beam_run(int gpu, const cbf_beam_job *job, char *msg, size_t msglen)
         (rc = br_up(&d[1], job->present, n * A, msg, msglen)) ||
         (rc = br_up(&d[2], job->coef, A * B * sizeof *job->coef, msg, msglen)) ||
         (rc = br_up(&d[3], job->pol, B, msg, msglen)) ||
-        (rc = br_up(&d[4], NULL, out_b, msg, msglen)) ||
+        (rc = br_up(&d[4], job->out, out_b, msg, msglen)) ||
         (rc = br_up(&d[5], job->saturated, B * sizeof(uint64_t), msg, msglen)) ||
-        (job->raw && (rc = br_up(&d[6], NULL, raw_b, msg, msglen))))
+        (job->raw && (rc = br_up(&d[6], job->raw, raw_b, msg, msglen))))
         goto out;
     cbf_beam_job j = *job;
     j.in = d[0];

@@ -8,7 +8,8 @@
 #include "beamform.h"
 #include "../gpu_available.h"   /* cbf_test_gpu_available */
 
-/* job's pointers are host memory; out, raw and saturated are written back. */
+/* job's pointers are host memory; out, raw and saturated are written back
+ * (values outside the job's span of spectra kept as they were). */
 int beam_run(int gpu, const cbf_beam_job *job, char *msg, size_t msglen);
 
 #endif

@@ -20,19 +20,10 @@
 
 #include "beam_run.h"
 #include "beamform.h"
+#include "beam_rng.h"
 #include "dither.h"
 
 static int use_gpu;
-static uint64_t rng_state;
-
-static uint64_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
-static double unif(void) { return (double)(rnd() >> 11) * 0x1p-53; }
 /* about N(0, sd), rounded and clipped to [-127, 127] */
 static int8_t sample(double sd)
 {
@@ -342,6 +333,77 @@ static void test_dither_counter(void **st)
     bcase_free(&k);
 }
 
+/* A heap run as two jobs, spectra [0, k) with one set of coefficients and
+ * [k, T) with another (what the plugin does for a change inside a heap),
+ * equals the first set's whole run before k and the second's from k on,
+ * dither included; each job leaves the other's values alone. */
+static void test_spectrum_span(void **st)
+{
+    (void)st;
+    const int shapes[][5] = {{7, 5, 3, 96, 2}, {20, 12, 2, 64, 3}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        bcase k;
+        const int A = shapes[i][0], B = shapes[i][1], C = shapes[i][2], T = shapes[i][3];
+        bcase_make(&k, A, B, C, T, (size_t)shapes[i][4], 20);
+        const size_t out_n = k.batches * cbf_beam_out_batch_bytes(&k.s);
+        int8_t *old_run = malloc(out_n), *new_run = malloc(out_n);
+        bcase_job(&k, 1);
+        const uint64_t fs = k.job.first_spectrum;
+        bcase_run(&k, use_gpu);
+        memcpy(old_run, k.out, out_n);
+        cbf_beam_coef *old_coef = malloc((size_t)(A * B) * sizeof *old_coef);
+        memcpy(old_coef, k.coef, (size_t)(A * B) * sizeof *old_coef);
+        for (int j = 0; j < A * B; j++) {
+            k.weight[j] = 2 * unif() - 1;
+            k.delay[j] = (2 * unif() - 1) * 3e-9;
+        }
+        k.qgain[0] *= 2;
+        bcase_job(&k, 1);
+        k.job.first_spectrum = fs;
+        bcase_run(&k, use_gpu);
+        memcpy(new_run, k.out, out_n);
+        const int split = 1 + (int)(rnd() % (unsigned)(T - 1));
+        /* a span alone writes that span and nothing else */
+        const int a0 = split / 2, a1 = split + (T - split) / 2;
+        memset(k.out, 0x55, out_n);
+        k.job.spectrum_begin = a0;
+        k.job.spectrum_end = a1;
+        bcase_run(&k, use_gpu);
+        for (size_t v = 0; v < out_n / 2; v++) {
+            const int t = (int)(v % (size_t)T);
+            const int8_t sentinel[2] = {0x55, 0x55};
+            if (memcmp(k.out + 2 * v, t >= a0 && t < a1 ? new_run + 2 * v : sentinel, 2))
+                fail_msg("shape %zu, span [%d, %d): spectrum %d %s", i, a0, a1, t,
+                         t >= a0 && t < a1 ? "differs from the whole run" : "was written");
+        }
+        memset(k.out, 0x55, out_n);
+        k.job.spectrum_begin = split;
+        k.job.spectrum_end = T;
+        bcase_run(&k, use_gpu);
+        memcpy(k.coef, old_coef, (size_t)(A * B) * sizeof *old_coef);
+        k.job.spectrum_begin = 0;
+        k.job.spectrum_end = split;
+        bcase_run(&k, use_gpu);
+        for (size_t v = 0; v < out_n / 2; v++) {
+            const int t = (int)(v % (size_t)T);
+            const int8_t *want = (t < split ? old_run : new_run) + 2 * v;
+            if (memcmp(k.out + 2 * v, want, 2))
+                fail_msg("shape %zu, split at %d: spectrum %d differs from the %s coefficients' run", i,
+                         split, t, t < split ? "old" : "new");
+        }
+        char msg[128];
+        k.job.spectrum_begin = 5;
+        k.job.spectrum_end = 5;
+        assert_int_equal(cbf_beam_cpu(&k.job, msg, sizeof msg), CBF_KERN_EINVAL);
+        k.job.spectrum_end = T + 1;
+        assert_int_equal(cbf_beam_cpu(&k.job, msg, sizeof msg), CBF_KERN_EINVAL);
+        free(old_run);
+        free(new_run);
+        free(old_coef);
+        bcase_free(&k);
+    }
+}
+
 /* GPU only: the CUDA output equals the CPU's bit for bit, dither on. */
 static void test_cpu_gpu_identical(void **st)
 {
@@ -410,7 +472,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_bad_args),       cmocka_unit_test(test_dither_generator),
         cmocka_unit_test(test_reference),      cmocka_unit_test(test_saturation),
         cmocka_unit_test(test_one_antenna),    cmocka_unit_test(test_missing),
-        cmocka_unit_test(test_dither_counter), cmocka_unit_test(test_cpu_gpu_identical),
+        cmocka_unit_test(test_dither_counter), cmocka_unit_test(test_spectrum_span),
+        cmocka_unit_test(test_cpu_gpu_identical),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
