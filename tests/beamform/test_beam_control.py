@@ -137,11 +137,14 @@ async def session(e):
     await refused(client, "no beam 'nosuch'", "beam-quant-gains", "nosuch", "1")
     await refused(client, "one value", "beam-quant-gains", X, "1", "2")
     await refused(client, "already been processed", "beam-quant-gains", "beam=" + X, "gain=2", "at=0")
-    await refused(client, "cannot come before it", "beam-weights", X, "1", "1", "1", "1")
+    await refused(client, "give no weights", "beam-weights", "beam=" + X, "weights=[1,1,1,1]", "cancel=true")
     await refused(client, "out of range", "beam-weights", "beam=" + X, "weights=[1, .nan, 1, 1]")
     await asyncio.sleep(0.3)
     after = {n: await sensor(client, n) for n in before}
     check(after == before, "the refused requests changed no sensor")
+    reply, _ = await client.request("beam-weights", "beam=" + X, "cancel=true")
+    check(fields(reply).get("replaced") == "1" and fields(reply).get("pending") == "0",
+          "cancel drops the far-ahead change (%s)" % fields(reply))
 
     # Clipping: a huge gain saturates beam 0y; its count rises and warns.
     await client.request("beam-quant-gains", Y, "1e6")

@@ -272,7 +272,8 @@ async def katcp_names(e):
     try:
         _, informs = await client.request("sensor-list", r"/\.(rx|tx)\./")
         names = sorted(m.arguments[0].decode() for m in informs)
-        want = ["recv.rx.missing-unixtime", "recv.rx.timestamp", "recv.rx.unixtime", "send.tx.next-timestamp"]
+        want = ["recv.rx.missing-unixtime", "recv.rx.synchronised", "recv.rx.timestamp", "recv.rx.unixtime",
+                "send.tx.next-timestamp"]
         check(names == want, f"katcp sensors {names}")
         _, informs = await client.request("sensor-value", "recv.rx.unixtime")
         a = informs[0].arguments
