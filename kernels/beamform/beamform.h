@@ -22,7 +22,8 @@
  *
  * The CPU and CUDA versions do the same float32 operations in the same
  * order (beamform_math.h: rotation, fused multiply-adds over antennas in
- * ascending order, dither, rounding), so their outputs agree bit for bit.
+ * ascending order into four partial sums, one per real product, added at
+ * the end, dither, rounding), so their outputs agree bit for bit.
  *
  * Dither counter for beam b, absolute channel k = first_channel + c and
  * absolute spectrum s = first_spectrum + batch x spectra_per_heap + t:

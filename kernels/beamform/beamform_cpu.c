@@ -18,7 +18,7 @@ int cbf_beam_cpu(const cbf_beam_job *job, char *msg, size_t msglen)
     int t0, t1;
     cbf_beam_job_span(job, &t0, &t1);
     bf_cplx *w = malloc(A * B * sizeof *w);
-    bf_cplx *acc = malloc(B * T * sizeof *acc);
+    bf_acc *acc = malloc(B * T * sizeof *acc);
     if (!w || !acc) {
         free(w);
         free(acc);
@@ -45,7 +45,7 @@ int cbf_beam_cpu(const cbf_beam_job *job, char *msg, size_t msglen)
             for (size_t b = 0; b < B; b++) {
                 uint64_t sat = 0;
                 for (size_t t = (size_t)t0; t < (size_t)t1; t++) {
-                    const bf_cplx v = acc[b * T + t];
+                    const bf_cplx v = bf_acc_sum(acc[b * T + t]);
                     const size_t o = (b * C + c) * T + t;
                     if (job->raw) {
                         job->raw[(n * B * C * T + o) * 2] = v.re;

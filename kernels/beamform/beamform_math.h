@@ -69,13 +69,30 @@ BF_FN bf_cplx bf_weight(const cbf_beam_coef *k, int c, int present)
     return w;
 }
 
-/* acc += w x, as four fused multiply-adds in this order. */
-BF_FN void bf_mad(bf_cplx *acc, bf_cplx w, float xr, float xi)
+/* A sum over antennas, as four partial sums, one per real product of
+ * w x: keeping them apart gives the GPU four independent chains of fused
+ * multiply-adds per (beam, spectrum) instead of two, which is what keeps
+ * its FMA units busy at few beams; the CPU keeps the same four. */
+typedef struct bf_acc {
+    float rr, ri, ir, ii;
+} bf_acc;
+
+/* acc += w x, one fused multiply-add into each partial sum. */
+BF_FN void bf_mad(bf_acc *acc, bf_cplx w, float xr, float xi)
 {
-    acc->re = fmaf(w.re, xr, acc->re);
-    acc->re = fmaf(-w.im, xi, acc->re);
-    acc->im = fmaf(w.re, xi, acc->im);
-    acc->im = fmaf(w.im, xr, acc->im);
+    acc->rr = fmaf(w.re, xr, acc->rr);
+    acc->ri = fmaf(-w.im, xi, acc->ri);
+    acc->ir = fmaf(w.re, xi, acc->ir);
+    acc->ii = fmaf(w.im, xr, acc->ii);
+}
+
+/* The sum: re = rr + ri, im = ir + ii. */
+BF_FN bf_cplx bf_acc_sum(bf_acc acc)
+{
+    bf_cplx v;
+    v.re = BF_ADD(acc.rr, acc.ri);
+    v.im = BF_ADD(acc.ir, acc.ii);
+    return v;
 }
 
 /* Round half to even and clip to [-127, 127]; 1 when clipped. */
