@@ -278,10 +278,11 @@ static int parse(int argc, char **argv, opts *o)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help")) {
-            printf("usage: cbf-bench beam [--ants 64,256,1024] [--beams 8,64,256] [--reps N] [--gib G]"
-                   " [--no-dither]\n"
-                   "  times the beamformer for every (antennas, beams) pair against the copy rate and\n"
-                   "  the cuBLAS fp32 and fp16 GEMM rates, then beside the correlator (8 beams)\n");
+            printf("usage: cbf-bench beam [--ants 64,256,1024] [--beams 8,64,256] [--reps N]\n"
+                   "                      [--gib G] [--no-dither]\n"
+                   "Times the beamformer for every (antennas, beams) pair against the copy\n"
+                   "rate and the cuBLAS fp32 and fp16 GEMM rates, measured in the same run,\n"
+                   "then beside the correlator on the same input (the first beam count).\n");
             return 1;
         } else if (v && !strcmp(a, "--ants")) {
             if (parse_list(v, o->ants, &o->n_ants))
