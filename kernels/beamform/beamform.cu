@@ -2,13 +2,14 @@
  * the few beams MeerKAT forms (katgpucbf's design, doc/xbgpu.design.b.rst).
  *
  * A block takes one (batch, channel) and BF_THREADS x BF_SPT spectra of the
- * job's span (cbf_beam_job_span); each
- * thread keeps, for BF_SPT spectra, one accumulator per beam of a group of
- * NB. Per stage of BF_STAGE antennas the block makes the coefficients
- * W(b, a, c) of its channel in shared memory (amortised over its spectra);
- * then per BF_SUB antennas each thread loads its samples (both pols, one
- * 32-bit word per antenna and spectrum, coalesced across the warp),
- * converts them to float once, and adds them into every beam of the group.
+ * job's span (cbf_beam_job_span); each thread keeps, for BF_SPT spectra,
+ * four partial sums (bf_acc) per beam of a group of NB. Per stage of
+ * BF_STAGE antennas the block makes the coefficients W(b, a, c) of its
+ * channel in shared memory (amortised over its spectra). Each thread
+ * copies its own sample words (both pols, one 32-bit word per antenna and
+ * spectrum, coalesced across the warp) into shared memory BF_DEPTH - 1
+ * sub-blocks of BF_SUB antennas ahead (cp.async), then converts each
+ * sub-block to float once and adds it into every beam of the group.
  *
  * At 8 beams the sums cost 64 fp32 operations per 4-byte input word, about
  * the H100's ratio of fp32 rate to memory bandwidth, so the kernel is
