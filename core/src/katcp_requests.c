@@ -347,28 +347,14 @@ static void kc_delays(kc_req *r)
     cbf_katcp_reply(r, "ok", NULL);
 }
 
-/* Python's repr of v, as katgpucbf writes each part of a gain (a
- * complex64 widened to Python's complex): the fewest digits that read back
- * as v, fixed-point from 1e-4 up to 1e16 with at least one decimal, else
- * as 1e-05 or 1.5e+16; sign: '+' before a positive value. */
+/* Each part of a gain as katgpucbf writes it (a complex64 widened to
+ * Python's complex): Python's repr, with '+' before a positive imaginary part. */
 static void kc_python_float(char *out, size_t n, double v, bool sign)
 {
-    char e[40];
-    int p = 1;
-    for (; p < 17; p++) {
-        snprintf(e, sizeof e, "%.*e", p - 1, v);
-        if (strtod(e, NULL) == v)
-            break;
-    }
-    snprintf(e, sizeof e, "%.*e", p - 1, v);
-    const int x = atoi(strchr(e, 'e') + 1);
-    const char *plus = sign && !signbit(v) ? "+" : "";
-    if (x < -4 || x >= 16) {
-        snprintf(out, n, "%s%s", plus, e);
-        return;
-    }
-    const int dec = p - 1 - x;
-    snprintf(out, n, "%s%.*f%s", plus, dec > 0 ? dec : 0, v, dec > 0 ? "" : ".0");
+    const bool plus = sign && !signbit(v) && n > 1;
+    if (plus)
+        out[0] = '+';
+    cbf_format_repr(v, out + plus, n - plus);
 }
 
 /* katgpucbf's reply to ?gain: nothing when setting; when reading, the

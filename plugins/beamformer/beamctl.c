@@ -61,33 +61,6 @@ const cbf_request_decl bf_requests[BF_N_REQUESTS] = {
 
 /* ---- sensor text, as katgpucbf's Python writes it ---- */
 
-/* A double as Python's repr: the fewest digits that read back to it,
- * positional for exponents -4 to 15 (with ".0" on a whole number), else
- * d.ddde+XX. */
-static void bf_repr(double v, char *out, size_t n)
-{
-    char e[40];
-    if (!isfinite(v)) {
-        snprintf(out, n, "%s", isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
-        return;
-    }
-    int p = 1;
-    for (; p < 17; p++) {
-        snprintf(e, sizeof e, "%.*e", p - 1, v);
-        if (strtod(e, NULL) == v)
-            break;
-    }
-    snprintf(e, sizeof e, "%.*e", p - 1, v);
-    const int x = atoi(strchr(e, 'e') + 1);
-    if (x < -4 || x >= 16) {
-        snprintf(out, n, "%s", e);
-        return;
-    }
-    snprintf(out, n, "%.*f", p - 1 - x > 0 ? p - 1 - x : 0, v);
-    if (!strchr(out, '.'))
-        strncat(out, ".0", n - strlen(out) - 1);
-}
-
 /* open, then values ", "-separated, then close; NULL when out of memory. */
 static char *bf_join(const char *open, const double *v, size_t count, const char *close)
 {
@@ -98,7 +71,7 @@ static char *bf_join(const char *open, const double *v, size_t count, const char
     size_t l = (size_t)snprintf(s, cap, "%s", open);
     for (size_t i = 0; i < count; i++) {
         char r[40];
-        bf_repr(v[i], r, sizeof r);
+        cbf_format_repr(v[i], r, sizeof r);
         l += (size_t)snprintf(s + l, cap - l, "%s%s", i ? ", " : "", r);
     }
     snprintf(s + l, cap - l, "%s", close);

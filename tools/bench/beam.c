@@ -314,12 +314,9 @@ int cbf_bench_beam(int argc, char **argv)
     int rc = parse(argc, argv, &o);
     if (rc)
         return rc == 1 ? 0 : rc;
-    int dev = 0;
     struct cudaDeviceProp prop;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
-        fprintf(stderr, "cbf-bench beam: no CUDA GPU here\n");
+    if (cbf_bench_gpu("beam", &prop))
         return 1;
-    }
     cudaStream_t s, side;
     CK(cudaStreamCreate(&s));
     CK(cudaStreamCreate(&side));

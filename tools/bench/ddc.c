@@ -34,6 +34,8 @@
 #ifdef CBF_HAVE_CUDA
 #include <cuda_runtime.h>
 
+#include "gpu_time.h"
+
 #define MEERKAT_ANT_RATE (2 * 1712e6) /* samples/s of one L-band antenna, both pols */
 
 #define CK(call)                                                                     \
@@ -397,12 +399,9 @@ int cbf_bench_ddc(int argc, char **argv)
     int rc = parse(argc, argv, &o);
     if (rc)
         return rc == 1 ? 0 : rc;
-    int dev = 0;
     struct cudaDeviceProp prop;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
-        fprintf(stderr, "cbf-bench ddc: no CUDA GPU here\n");
+    if (cbf_bench_gpu("ddc", &prop))
         return 1;
-    }
     ctx c = {0};
     CK(cudaStreamCreate(&c.s));
     double copy_rate, fma_rate;

@@ -16,6 +16,8 @@
 #ifdef CBF_HAVE_CUDA
 #include <cuda_runtime.h>
 
+#include "gpu_time.h"
+
 #define MEERKAT_ANT_RATE (2 * 1712e6) /* samples/s of one L-band antenna, both pols */
 
 typedef struct opts {
@@ -23,44 +25,7 @@ typedef struct opts {
     size_t samples; /* per pol per run */
 } opts;
 
-#define CK(call)                                                                      \
-    do {                                                                              \
-        cudaError_t e_ = (call);                                                      \
-        if (e_ != cudaSuccess) {                                                      \
-            fprintf(stderr, "cbf-bench feng: %s: %s\n", #call, cudaGetErrorString(e_)); \
-            return 1;                                                                 \
-        }                                                                             \
-    } while (0)
-
-static int cmp_float(const void *a, const void *b)
-{
-    float x = *(const float *)a, y = *(const float *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Median milliseconds of reps runs of fn, after two warm-up runs. */
-typedef int (*step_fn)(void *ctx);
-static int time_ms(step_fn fn, void *ctx, cudaStream_t s, int reps, float *median)
-{
-    cudaEvent_t a, b;
-    float t[64];
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    for (int i = -2; i < reps; i++) {
-        CK(cudaEventRecord(a, s));
-        if (fn(ctx))
-            return 1;
-        CK(cudaEventRecord(b, s));
-        CK(cudaEventSynchronize(b));
-        if (i >= 0)
-            CK(cudaEventElapsedTime(&t[i], a, b));
-    }
-    qsort(t, (size_t)reps, sizeof(float), cmp_float);
-    *median = t[reps / 2];
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    return 0;
-}
+#define CK(call) CBF_BENCH_CK("feng", call)
 
 typedef struct chain {
     cudaStream_t stream;
@@ -177,10 +142,10 @@ static int bench_one(const opts *o, int channels, double copy_rate, chain *c)
         return 1;
     free(g);
     float t_pfb, t_fft, t_post, t_chain;
-    if (time_ms(do_pfb, c, c->stream, o->reps, &t_pfb) ||
-        time_ms(do_fft, c, c->stream, o->reps, &t_fft) ||
-        time_ms(do_post, c, c->stream, o->reps, &t_post) ||
-        time_ms(do_chain, c, c->stream, o->reps, &t_chain))
+    if (cbf_bench_time_ms(do_pfb, c, c->stream, o->reps, &t_pfb) ||
+        cbf_bench_time_ms(do_fft, c, c->stream, o->reps, &t_fft) ||
+        cbf_bench_time_ms(do_post, c, c->stream, o->reps, &t_post) ||
+        cbf_bench_time_ms(do_chain, c, c->stream, o->reps, &t_chain))
         return 1;
     uint64_t power[2], sat[2];
     if (report("power", cbf_pfb_cuda_power(c->pfb, c->stream, power, msg, sizeof msg), msg) ||
@@ -246,12 +211,9 @@ int cbf_bench_feng(int argc, char **argv)
     int rc = parse(argc, argv, &o);
     if (rc)
         return rc == 1 ? 0 : rc;
-    int dev = 0;
     struct cudaDeviceProp prop;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
-        fprintf(stderr, "cbf-bench feng: no CUDA GPU here\n");
+    if (cbf_bench_gpu("feng", &prop))
         return 1;
-    }
     chain c = {0};
     CK(cudaStreamCreate(&c.stream));
     c.copy_bytes = (size_t)1 << 32;
@@ -259,7 +221,7 @@ int cbf_bench_feng(int argc, char **argv)
     CK(cudaMalloc(&c.dst, c.copy_bytes));
     CK(cudaMemset(c.src, 0x5a, c.copy_bytes));
     float t_copy;
-    if (time_ms(do_copy, &c, c.stream, 10, &t_copy))
+    if (cbf_bench_time_ms(do_copy, &c, c.stream, 10, &t_copy))
         return 1;
     double copy_rate = 2.0 * (double)c.copy_bytes / (t_copy * 1e-3);
     cudaFree(c.src);

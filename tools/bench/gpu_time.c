@@ -14,6 +14,14 @@ static int cmp_float(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+int cbf_bench_gpu(const char *area, struct cudaDeviceProp *prop)
+{
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(prop, dev) != cudaSuccess)
+        return fprintf(stderr, "cbf-bench %s: no CUDA GPU here\n", area), 1;
+    return 0;
+}
+
 int cbf_bench_time_ms(cbf_bench_step fn, void *ctx, cudaStream_t s, int reps, float *median)
 {
     cudaEvent_t a, b;

@@ -21,6 +21,10 @@
 
 typedef int (*cbf_bench_step)(void *ctx);
 
+/* The current GPU's properties; 0, or 1 after printing "cbf-bench <area>:
+ * no CUDA GPU here". */
+int cbf_bench_gpu(const char *area, struct cudaDeviceProp *prop);
+
 /* Median milliseconds of reps runs of fn (1..64) on stream s, after two
  * warm-ups; 0, or 1 after printing why. */
 int cbf_bench_time_ms(cbf_bench_step fn, void *ctx, cudaStream_t s, int reps, float *median);

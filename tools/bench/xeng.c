@@ -148,12 +148,9 @@ int cbf_bench_xeng(int argc, char **argv)
     int rc = parse(argc, argv, &o);
     if (rc)
         return rc == 1 ? 0 : rc;
-    int dev = 0;
     struct cudaDeviceProp prop;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
-        fprintf(stderr, "cbf-bench xeng: no CUDA GPU here\n");
+    if (cbf_bench_gpu("xeng", &prop))
         return 1;
-    }
     cudaStream_t s;
     CK(cudaStreamCreate(&s));
     double int8_ops, copy_bps;

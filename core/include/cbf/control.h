@@ -84,6 +84,12 @@ int cbf_reply_string(cbf_reply *r, const char *key, const char *v);
  * values are null. */
 int cbf_reply_float_list(cbf_reply *r, const char *key, const double *v, size_t n);
 
+/* v as Python's repr writes it, which is how katgpucbf's sensors and
+ * replies show numbers: the fewest digits that read back to v, positional
+ * for exponents -4 to 15 (a whole number gets ".0"), else d.ddde+XX; nan,
+ * inf, -inf. */
+void cbf_format_repr(double v, char *out, size_t n);
+
 /* An endpoint as the engine YAML and cbf-ctl write it: a port number alone
  * ("5555") is tcp://127.0.0.1:5555; anything else is a ZeroMQ endpoint. */
 void cbf_control_endpoint(const char *text, char *out, size_t n);
