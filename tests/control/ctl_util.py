@@ -6,6 +6,7 @@ import json
 import os
 import queue
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -19,6 +20,15 @@ CBF_CTL = os.path.join(BUILD, "tools", "cbf-ctl")
 def fail(msg):
     print("FAIL: " + msg)
     sys.exit(1)
+
+
+def free_port(kind=socket.SOCK_STREAM):
+    """A loopback port the system has free now (TCP by default)."""
+    s = socket.socket(socket.AF_INET, kind)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
 
 
 def check(cond, msg):

@@ -25,7 +25,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ctl_util import CBF_RUN, Engine, check, fail  # noqa: E402
+from ctl_util import CBF_RUN, Engine, check, fail, free_port  # noqa: E402
 
 try:
     from prometheus_client.parser import text_string_to_metric_families
@@ -75,13 +75,6 @@ FINITE = ("dsim", "pfb", "post", "sink")
 PLUGINS = {"dsim": "dsim", "pfb": "pfb", "post": "fft_post", "sink": "discard",
            "recv": "receiver", "idle": "discard"}
 
-
-def free_port(kind):
-    s = socket.socket(socket.AF_INET, kind)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def scrape(url):

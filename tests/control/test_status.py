@@ -26,7 +26,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ctl_util import CBF_RUN, Engine, check, fail  # noqa: E402
+from ctl_util import CBF_RUN, Engine, check, fail, free_port  # noqa: E402
 
 try:
     import aiokatcp
@@ -90,13 +90,6 @@ edges:
   - recv.out -> sink.in
 """
 
-
-def free_port(kind=socket.SOCK_STREAM):
-    s = socket.socket(socket.AF_INET, kind)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def zmq_sensors(e):
@@ -224,6 +217,10 @@ def lossy_read_only_engine(tmp):
     e = Engine(LOSSY_YAML % (prom, CHUNK, RATE, udp, udp, CHUNK), os.path.join(tmp, "lossy.yaml"))
     e.prom = prom
     try:
+        # packets flow first (a receiver that has none yet also sends empty,
+        # flagged chunks), so the error below is the loss's
+        wait_for("the receiver gets packets",
+                 lambda: zmq_sensors(e)["nodes"]["recv"]["counters"]["packets"] > 0)
         m = wait_for("receiver losing packets: rx.synchronised in error",
                      lambda: (lambda m: m if status_of(m, "recv", "rx.synchronised")[0] == "error"
                               else None)(zmq_sensors(e)))

@@ -65,7 +65,9 @@ static int do_corr(void *p)
     return 0;
 }
 
-/* Both on the correlator's stream, one after the other. */
+/* Correlator and beamformer on the same input: on the correlator's stream
+ * one after the other (side NULL), or the beamformer on a side stream forked
+ * from and joined back to the correlator's. */
 typedef struct both_ctx {
     corr_ctx *c;
     beam_ctx *b;

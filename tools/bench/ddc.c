@@ -64,43 +64,16 @@ typedef struct ctx {
     double probe_flops;
 } ctx;
 
-static int cmp_float(const void *a, const void *b)
+static int do_copy(void *p)
 {
-    float x = *(const float *)a, y = *(const float *)b;
-    return x < y ? -1 : x > y;
-}
-
-typedef int (*step_fn)(ctx *c);
-static int time_ms(step_fn fn, ctx *c, int reps, float *median)
-{
-    cudaEvent_t a, b;
-    float t[64];
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    for (int i = -2; i < reps; i++) {
-        CK(cudaEventRecord(a, c->s));
-        if (fn(c))
-            return 1;
-        CK(cudaEventRecord(b, c->s));
-        CK(cudaEventSynchronize(b));
-        if (i >= 0)
-            CK(cudaEventElapsedTime(&t[i], a, b));
-    }
-    qsort(t, (size_t)reps, sizeof(float), cmp_float);
-    *median = t[reps / 2];
-    CK(cudaEventDestroy(a));
-    CK(cudaEventDestroy(b));
-    return 0;
-}
-
-static int do_copy(ctx *c)
-{
+    ctx *c = p;
     CK(cudaMemcpyAsync(c->dst, c->src, c->copy_bytes, cudaMemcpyDeviceToDevice, c->s));
     return 0;
 }
 
-static int do_probe(ctx *c)
+static int do_probe(void *p)
 {
+    ctx *c = p;
     char msg[256];
     if (cbf_ddc_cuda_fma_probe(c->probe_blocks, 4096, c->probe_out, c->s, &c->probe_flops, msg,
                                sizeof msg)) {
@@ -110,8 +83,9 @@ static int do_probe(ctx *c)
     return 0;
 }
 
-static int do_ddc(ctx *c)
+static int do_ddc(void *p)
 {
+    ctx *c = p;
     char msg[256];
     if (cbf_ddc_cuda_run(c->plan, &c->job, c->s, msg, sizeof msg)) {
         fprintf(stderr, "cbf-bench ddc: %s\n", msg);
@@ -154,7 +128,7 @@ static int bench_one(const opts *o, int S, int W, int C, const uint8_t *const d_
     c->job = (cbf_ddc_job){{d_in[0], d_in[1]}, in_samples, (1ull << 42) + 17, 0, outputs, d_out,
                            outputs};
     float ms;
-    if (time_ms(do_ddc, c, o->reps, &ms))
+    if (cbf_bench_time_ms(do_ddc, c, c->s, o->reps, &ms))
         return 1;
     const double samples = 2.0 * (double)outputs * S, rate = samples / (ms * 1e-3);
     const double mem_bound = copy_rate / (o->bits / 8.0 + 8.0 / S);
@@ -237,14 +211,14 @@ static int ceilings(ctx *c, double *copy_rate, double *fma_rate, const struct cu
     CK(cudaMalloc(&c->src, c->copy_bytes));
     CK(cudaMalloc(&c->dst, c->copy_bytes));
     CK(cudaMemset(c->src, 0x5a, c->copy_bytes));
-    if (time_ms(do_copy, c, 10, &t))
+    if (cbf_bench_time_ms(do_copy, c, c->s, 10, &t))
         return 1;
     *copy_rate = 2.0 * (double)c->copy_bytes / (t * 1e-3);
     CK(cudaFree(c->src));
     CK(cudaFree(c->dst));
     c->probe_blocks = p->multiProcessorCount * 8;
     CK(cudaMalloc((void **)&c->probe_out, sizeof(float) * 256 * (size_t)c->probe_blocks));
-    if (time_ms(do_probe, c, 10, &t))
+    if (cbf_bench_time_ms(do_probe, c, c->s, 10, &t))
         return 1;
     *fma_rate = c->probe_flops / (t * 1e-3);
     CK(cudaFree(c->probe_out));
@@ -267,32 +241,37 @@ static int chain_fail(const char *msg)
     fprintf(stderr, "cbf-bench ddc: chain: %s\n", msg);
     return 1;
 }
-static int do_c_ddc(ctx *c)
+static int do_c_ddc(void *p)
 {
+    ctx *c = p;
     char msg[256];
     chain_ctx *k = (chain_ctx *)c->src;
     return cbf_ddc_cuda_run(k->ddc, &k->dj, k->s, msg, sizeof msg) ? chain_fail(msg) : 0;
 }
-static int do_c_pfb(ctx *c)
+static int do_c_pfb(void *p)
 {
+    ctx *c = p;
     char msg[256];
     chain_ctx *k = (chain_ctx *)c->src;
     return cbf_pfb_cuda_run_complex(k->pfb, &k->pj, k->s, msg, sizeof msg) ? chain_fail(msg) : 0;
 }
-static int do_c_fft(ctx *c)
+static int do_c_fft(void *p)
 {
+    ctx *c = p;
     char msg[256];
     chain_ctx *k = (chain_ctx *)c->src;
     return cbf_fft_post_cuda_fft(k->post, &k->pa, msg, sizeof msg) ? chain_fail(msg) : 0;
 }
-static int do_c_post(ctx *c)
+static int do_c_post(void *p)
 {
+    ctx *c = p;
     char msg[256];
     chain_ctx *k = (chain_ctx *)c->src;
     return cbf_fft_post_cuda_post(k->post, &k->pa, msg, sizeof msg) ? chain_fail(msg) : 0;
 }
-static int do_c_all(ctx *c)
+static int do_c_all(void *p)
 {
+    ctx *c = p;
     return do_c_ddc(c) || do_c_pfb(c) || do_c_fft(c) || do_c_post(c);
 }
 
@@ -340,9 +319,9 @@ static int chain_one(const opts *o, int S, int N, const uint8_t *const d_in[2], 
     void *saved = c->src;
     c->src = &k;
     float t[5];
-    step_fn fns[5] = {do_c_ddc, do_c_pfb, do_c_fft, do_c_post, do_c_all};
+    cbf_bench_step fns[5] = {do_c_ddc, do_c_pfb, do_c_fft, do_c_post, do_c_all};
     for (int i = 0; i < 5; i++)
-        if (time_ms(fns[i], c, o->reps, &t[i]))
+        if (cbf_bench_time_ms(fns[i], c, c->s, o->reps, &t[i]))
             return 1;
     c->src = saved;
     const double samples = 2.0 * (double)spectra * step * S, rate = samples / (t[4] * 1e-3);
