@@ -1,266 +1,331 @@
-/* beamform.cu: the beamformer on the GPU, bound by memory bandwidth for
- * the few beams MeerKAT forms (katgpucbf's design, doc/xbgpu.design.b.rst).
+/* beamform.cu: the beamformer on the GPU's int8 tensor cores.
  *
- * A block takes one (batch, channel) and BF_THREADS x BF_SPT spectra of the
- * job's span (cbf_beam_job_span); each thread keeps, for BF_SPT spectra,
- * four partial sums (bf_acc) per beam of a group of NB. Per stage of
- * BF_STAGE antennas the block makes the coefficients W(b, a, c) of its
- * channel in shared memory (amortised over its spectra). Each thread
- * copies its own sample words (both pols, one 32-bit word per antenna and
- * spectrum, coalesced across the warp) into shared memory BF_DEPTH - 1
- * sub-blocks of BF_SUB antennas ahead (cp.async), then converts each
- * sub-block to float once and adds it into every beam of the group.
+ * For one channel the beams are a matrix product: the spectra x (antenna,
+ * pol, re/im) bytes of the input, as they lie in memory, times a
+ * (antenna, pol, re/im) x (beam, re/im) matrix of coefficients, zero at the
+ * other pol's bytes. The coefficients are integers (beamform_math.h:
+ * W x 2^e_b rounded, 23 bits with sign) split into three int8 digits, so a
+ * warp's mma.sync m16n8k32 (s8 x s8 -> s32) sums are exact and the result
+ * equals the CPU's bit for bit. At 8 beams a sample byte meets 24 digit
+ * products, yet the tensor cores run them in about a quarter of the time
+ * the input takes to read: the kernel is bound by memory bandwidth, which
+ * is what katgpucbf's design (doc/xbgpu.design.b.rst) asks of it, and the
+ * CUDA cores are left with loads, coefficients and the output.
  *
- * At 8 beams the sums cost 64 fp32 operations per 4-byte input word, about
- * the H100's ratio of fp32 rate to memory bandwidth, so the kernel is
- * written to issue little besides the fused multiply-adds: the int8 to
- * float conversions are per antenna, not per beam; a beam's polarisation is
- * a uniform branch per BF_SUB antennas, not a select per sample; every
- * coefficient read from shared memory serves BF_SPT spectra. More than NB
- * beams run as groups over the same input (read again per group, mostly
- * from L1 and L2); from 64 beams on, the sum is a complex matrix product
- * (beams x antennas by antennas x spectra) that tensor cores would run
- * faster in fp16, at fp16's cost in coefficient precision and without the
- * CPU's bit-exact match. The arithmetic is beamform_math.h's, in the same
- * order per beam (antennas ascending), so the result equals the CPU's bit
- * for bit. */
-#include <cuda_pipeline.h>
+ * Block: one (batch, channel), BF_WARPS warps of BF_WSPEC spectra each
+ * (four m16 tiles). Per pass over a group of BF_GROUP beams (two n8 tiles:
+ * re and im of 4 beams each) and per stage of BF_STAGE antennas, the block
+ * makes that channel's coefficient digits in shared memory; each warp then
+ * runs k-steps of 8 antennas (32 bytes per spectrum), loading its sample
+ * words straight into mma A-fragment registers with 16-byte loads (the
+ * next k-step's while this one's products run). A thread's A rows are
+ * spectra 4g + i and 32 + 4g + i of tile i (g = lane / 4): mma leaves row
+ * order to the caller, and that one makes each load 4 consecutive
+ * spectra of one antenna. More beams: more passes over the same input
+ * (from L2). Without 16-byte alignment (spectra_per_heap not a multiple of
+ * 4) the same kernel loads word by word. */
 #include <cuda_runtime.h>
 
 #include "beamform.h"
 #include "beamform_math.h"
 #include "cuda_check.h"
 
-#define BF_THREADS 128   /* threads per block (whole warps: the saturation count is a warp vote) */
-#ifndef BF_SPT
-#define BF_SPT 1         /* spectra per thread: each coefficient read serves this many */
+#define BF_WARPS 8
+#define BF_THREADS (32 * BF_WARPS)
+#define BF_MT 2                           /* m16 tiles per warp */
+#define BF_WSPEC (16 * BF_MT)             /* spectra per warp */
+#define BF_BSPEC (BF_WARPS * BF_WSPEC)    /* spectra per block */
+#define BF_GROUP 8                        /* beams per pass: 2 n8 tiles of (re, im) x 4 beams */
+#define BF_STAGE 64                       /* antennas whose coefficients are in shared memory */
+#define BF_KS (BF_STAGE / 8)              /* k-steps per stage */
+#ifndef BF_NBUF
+#define BF_NBUF 3                         /* k-steps of samples in registers: loads run 2 ahead */
 #endif
-#ifndef BF_SUB
-#define BF_SUB 8         /* antennas whose samples a thread holds in registers at once */
-#endif
-#ifndef BF_DEPTH
-#define BF_DEPTH 4       /* sub-blocks of samples in flight per thread (cp.async) */
-#endif
-#define BF_STAGE 64      /* antennas whose coefficients are in shared memory at once */
 
-/* One thread's samples of BF_SUB antennas for BF_SPT spectra, as floats:
- * [spectrum][antenna], pol 0 and pol 1. */
-typedef struct bf_samples {
-    float r0[BF_SPT][BF_SUB], i0[BF_SPT][BF_SUB], r1[BF_SPT][BF_SUB], i1[BF_SPT][BF_SUB];
-} bf_samples;
+/* A k-step's samples: x[i] is tile i's A fragment, {antenna a, spectra t
+ * and t + 1; antenna a + 4, the same spectra} with t = tw + 16 i + 2 g (rows
+ * g and g + 8; g = lane / 4, a = 8 ks + lane % 4), two 8-byte loads that
+ * land in the fragment's registers as they are; and the presence flags of
+ * the two antennas, applied when the words are used (bf_mask), so no load
+ * waits for another. */
+typedef struct bf_frag {
+    uint4 x[BF_MT];
+    unsigned char lo, hi;
+} bf_frag;
 
-/* acc[s][j] += W(j, a) x(s, a) for the antennas of one sub-block, in
- * ascending order; w: the stage's coefficients [beam][antenna] from the
- * sub-block's first antenna (16-byte aligned), read two antennas at a
- * time; FULL: all BF_SUB antennas (no guards), else the first `na`
- * (uniform across the block). */
-template <bool P1, int NB, bool FULL>
-static __device__ __forceinline__ void bf_beam(bf_acc (&acc)[BF_SPT][NB], int j, const bf_samples &x,
-                                               const float2 *w, int na)
+/* The coefficient fragments of one stage: for k-step kk, n-tile nt and the
+ * lane that reads them, the B-fragment pairs (antenna a, antenna a + 4) of
+ * digits 0 and 1 in one 16-byte word and of digit 2 in an 8-byte one:
+ * each lane reads its own consecutive words, free of bank conflicts, into
+ * the register pairs the mma takes. */
+typedef struct bf_coefs {
+    uint4 d01[BF_KS][2][32];
+    uint2 d2[BF_KS][2][32];
+} bf_coefs;
+
+static __device__ __forceinline__ void bf_mma(int (&c)[4], uint4 a, unsigned b0, unsigned b1)
 {
-#pragma unroll
-    for (int a = 0; a < BF_SUB; a += 2) {
-        if (!FULL && a >= na)
-            break;
-        const float4 w2 = *(const float4 *)&w[a];
-        const bf_cplx w0 = {w2.x, w2.y}, w1 = {w2.z, w2.w};
-#pragma unroll
-        for (int s = 0; s < BF_SPT; s++)
-            bf_mad(&acc[s][j], w0, P1 ? x.r1[s][a] : x.r0[s][a], P1 ? x.i1[s][a] : x.i0[s][a]);
-        if (!FULL && a + 1 >= na)
-            break;
-#pragma unroll
-        for (int s = 0; s < BF_SPT; s++)
-            bf_mad(&acc[s][j], w1, P1 ? x.r1[s][a + 1] : x.r0[s][a + 1],
-                   P1 ? x.i1[s][a + 1] : x.i0[s][a + 1]);
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+                 : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+}
+
+/* Where the next k-step's loads read, advanced step by step (no
+ * multiplies per step): p is antenna a's word at the thread's first
+ * spectrum, a = 8 ks + tig, pres the batch's presence flags. */
+typedef struct bf_cursor {
+    const unsigned *p;
+    const uint8_t *pres;
+    int a;
+} bf_cursor;
+
+static __device__ __forceinline__ void bf_advance(bf_cursor &k, int A, int nks, size_t kstride,
+                                                  ptrdiff_t next_batch)
+{
+    k.p += kstride;
+    k.a += 8;
+    if (k.a >= 8 * nks) {
+        k.a -= 8 * nks;
+        k.p += next_batch;
+        k.pres += A;
     }
 }
 
-template <int NB, bool FULL>
-static __device__ __forceinline__ void bf_sub(bf_acc (&acc)[BF_SPT][NB], const bf_samples &x,
-                                              const float2 (*w)[BF_STAGE], int st, int nb,
-                                              unsigned polmask, int na)
+/* Starts a k-step's loads (bf_frag). Antennas past A and spectra past the
+ * heap read as zero. */
+template <bool VEC>
+static __device__ __forceinline__ void bf_load(bf_frag &f, const bf_cursor &k, int A, int T,
+                                               size_t ant_stride, int tt)
 {
+    const bool ok_lo = k.a < A, ok_hi = k.a + 4 < A;
+    f.lo = ok_lo ? k.pres[k.a] : 0;
+    f.hi = ok_hi ? k.pres[k.a + 4] : 0;
+    const unsigned *q = k.p + 4 * ant_stride;
 #pragma unroll
-    for (int j = 0; j < NB; j++) {
-        if (j >= nb)
-            break;
-        if ((polmask >> j) & 1u)
-            bf_beam<true, NB, FULL>(acc, j, x, &w[j][st], na);
-        else
-            bf_beam<false, NB, FULL>(acc, j, x, &w[j][st], na);
+    for (int i = 0; i < BF_MT; i++) {
+        const int t = tt + 16 * i;
+        uint2 lo = make_uint2(0, 0), hi = make_uint2(0, 0);
+        if (VEC) {
+            if (ok_lo && t < T)
+                lo = __ldg((const uint2 *)(k.p + 16 * i));
+            if (ok_hi && t < T)
+                hi = __ldg((const uint2 *)(q + 16 * i));
+        } else {
+            lo.x = ok_lo && t < T ? __ldg(k.p + 16 * i) : 0u;
+            lo.y = ok_lo && t + 1 < T ? __ldg(k.p + 16 * i + 1) : 0u;
+            hi.x = ok_hi && t < T ? __ldg(q + 16 * i) : 0u;
+            hi.y = ok_hi && t + 1 < T ? __ldg(q + 16 * i + 1) : 0u;
+        }
+        f.x[i] = make_uint4(lo.x, lo.y, hi.x, hi.y);
     }
 }
 
-/* Byte k of w as a float, exactly: 2^23 + (byte + 128) as the float's bits
- * (one byte permute), less 2^23 + 128 (one add); full-rate integer and
- * float instructions instead of quarter-rate conversions. */
-template <int K>
-static __device__ __forceinline__ float bf_byte(unsigned w_flipped)
+/* An antenna missing from its batch adds nothing: its words as zeros. */
+static __device__ __forceinline__ void bf_mask(bf_frag &f)
 {
-    return __int_as_float((int)__byte_perm(w_flipped, 0x4B000000u, K | 0x7540)) - 8388736.0f;
-}
-
-/* Starts copying this thread's sample words of antennas a0 .. a0 + n - 1
- * (src: antenna a0's word of its first spectrum) into its places of one
- * shared sub-block slot (words of spectra it does
- * not have, and of antennas past n, are not copied and never read as
- * data: a thread past the span computes on whatever is there and stores
- * nothing). */
-static __device__ __forceinline__ void bf_copy(char4 (*slot)[BF_THREADS * BF_SPT], const char4 *src,
-                                               size_t ant_stride, const bool (&valid)[BF_SPT], int tid,
-                                               int n)
-{
-    if (n == BF_SUB) {
 #pragma unroll
-        for (int k = 0; k < BF_SUB; k++, src += ant_stride)
-#pragma unroll
-            for (int s = 0; s < BF_SPT; s++)
-                if (valid[s])
-                    __pipeline_memcpy_async(&slot[k][s * BF_THREADS + tid], src + s * BF_THREADS,
-                                            sizeof(char4));
-        return;
+    for (int i = 0; i < BF_MT; i++) {
+        if (!f.lo)
+            f.x[i].x = f.x[i].y = 0u;
+        if (!f.hi)
+            f.x[i].z = f.x[i].w = 0u;
     }
-    for (int k = 0; k < n; k++, src += ant_stride)
-#pragma unroll
-        for (int s = 0; s < BF_SPT; s++)
-            if (valid[s])
-                __pipeline_memcpy_async(&slot[k][s * BF_THREADS + tid], src + s * BF_THREADS,
-                                        sizeof(char4));
 }
 
-template <int NB>
-__global__ void __launch_bounds__(BF_THREADS)
-bf_kernel(cbf_beam_job job, size_t batch0, int t0, int t1)
+/* Makes the coefficient digits of (antenna a0 + k, beam bg + j) for the
+ * stage: the re and im output columns against the input word's bytes (pol
+ * 0 re, im, pol 1 re, im), each as three digit words, stored where the
+ * reading lanes find them (bf_coefs). */
+static __device__ __forceinline__ void bf_coef_make(bf_coefs &sc, int k, int j, bf_cplx w, float scale,
+                                                    int pol)
 {
-    __shared__ __align__(16) float2 s_w[NB][BF_STAGE];
-    __shared__ unsigned s_sat[NB];
-    __shared__ char4 s_x[BF_DEPTH][BF_SUB][BF_THREADS * BF_SPT];
+    const int32_t qr = bf_fixed(w.re, scale), qi = bf_fixed(w.im, scale);
+    int8_t r[3], ni[3], i[3];
+    bf_digits(qr, r);
+    bf_digits(-qi, ni);
+    bf_digits(qi, i);
+    const int sh = pol ? 16 : 0;
+    const int kk = k / 8, half = (k % 8) / 4, tig = k % 4, nt = j / 4;
+#pragma unroll
+    for (int part = 0; part < 2; part++) {
+        /* re = qr xr - qi xi; im = qi xr + qr xi; column n = 2 (j % 4) + part
+         * is read by lanes 4 n + tig */
+        const int lane = 4 * (2 * (j % 4) + part) + tig;
+        unsigned wd[3];
+#pragma unroll
+        for (int d = 0; d < 3; d++)
+            wd[d] = part == 0 ? ((unsigned)(uint8_t)r[d] | (unsigned)(uint8_t)ni[d] << 8) << sh
+                              : ((unsigned)(uint8_t)i[d] | (unsigned)(uint8_t)r[d] << 8) << sh;
+        unsigned *d01 = (unsigned *)&sc.d01[kk][nt][lane], *d2 = (unsigned *)&sc.d2[kk][nt][lane];
+        d01[half] = wd[0];
+        d01[2 + half] = wd[1];
+        d2[half] = wd[2];
+    }
+}
+
+/* Block: spectra [BF_BSPEC x blockIdx.x, + BF_BSPEC) of channel blockIdx.y
+ * in batches [batch0 + bpb x blockIdx.z, + bpb). Per group of beams the
+ * block walks its batches' k-steps as one sequence, loads running BF_NBUF
+ * steps ahead across batch ends; coefficients do not depend on the batch
+ * (presence is applied to the samples), so with one stage of antennas they
+ * are made once for all the block's batches. */
+template <bool VEC>
+__global__ void __launch_bounds__(BF_THREADS, 2)
+bf_kernel(cbf_beam_job job, size_t batch0, int bpb, int t0, int t1, int block0)
+{
+    __shared__ __align__(16) bf_coefs s_c;
+    __shared__ float s_scale[BF_GROUP], s_inv[BF_GROUP];
+    __shared__ unsigned s_gmax[BF_GROUP], s_sat[BF_GROUP];
     const int A = job.shape.n_ants, B = job.shape.n_beams, C = job.shape.channels,
               T = job.shape.spectra_per_heap;
-    const int tid = threadIdx.x;
+    const int tid = threadIdx.x, lane = tid & 31, g = lane >> 2, tig = lane & 3;
     const int c = blockIdx.y;
-    const size_t n = batch0 + blockIdx.z;
-    int t[BF_SPT];
-    bool valid[BF_SPT];
-#pragma unroll
-    for (int s = 0; s < BF_SPT; s++) {
-        t[s] = t0 + (int)blockIdx.x * (BF_THREADS * BF_SPT) + s * BF_THREADS + tid;
-        valid[s] = t[s] < t1;
-    }
-    const char4 *in = (const char4 *)job.in + (n * A * C + c) * (size_t)T;
-    const uint8_t *present = job.present + n * A;
-    const size_t ant_stride = (size_t)C * T;
-    if (tid < NB)
+    const size_t nb0 = batch0 + (size_t)blockIdx.z * bpb;   /* the block's first batch */
+    const int nbat = (int)min((size_t)bpb, job.batches - nb0);
+    const int tw = (block0 + (int)blockIdx.x) * BF_BSPEC + (tid >> 5) * BF_WSPEC;
+    const int tt = tw + 2 * g;                 /* this thread's first spectrum */
+    const size_t ant_stride = (size_t)C * T;   /* words between antennas */
+    const size_t kstride = 8 * ant_stride;     /* words between k-steps */
+    const int nks = (A + 7) / 8, steps = nbat * nks;
+    /* from a batch's last k-step to the next batch's first */
+    const ptrdiff_t next_batch = (ptrdiff_t)A * (ptrdiff_t)ant_stride - (ptrdiff_t)nks * (ptrdiff_t)kstride;
+    const bf_cursor start = {(const unsigned *)job.in + (nb0 * A * C + c) * (size_t)T +
+                                 (size_t)tig * ant_stride + tt,
+                             job.present + nb0 * A, tig};
+    const bool one_stage = A <= BF_STAGE;
+    /* the dither counter steps by this from spectrum to spectrum */
+    const uint64_t ctr_step = job.total_channels * (uint64_t)B;
+    if (tid < BF_GROUP)
         s_sat[tid] = 0;
-    for (int bg = 0; bg < B; bg += NB) {
-        const int nb = min(NB, B - bg);
-        unsigned polmask = 0;
+    for (int bg = 0; bg < B; bg += BF_GROUP) {
+        /* the first k-steps' samples, in flight while the scales and the
+         * first coefficients are made */
+        bf_frag x[BF_NBUF];
+        bf_cursor ld = start;
 #pragma unroll
-        for (int j = 0; j < NB; j++)
-            if (j < nb && job.pol[bg + j])
-                polmask |= 1u << j;
-        bf_acc acc[BF_SPT][NB];
-#pragma unroll
-        for (int s = 0; s < BF_SPT; s++)
-#pragma unroll
-            for (int j = 0; j < NB; j++)
-                acc[s][j].rr = acc[s][j].ri = acc[s][j].ir = acc[s][j].ii = 0.0f;
-        /* Sub-blocks of BF_SUB antennas in ascending order. Each thread
-         * copies its own samples of the next BF_DEPTH - 1 sub-blocks into
-         * shared memory asynchronously (cp.async), so its loads run well
-         * ahead of its arithmetic without holding registers, and, as it
-         * reads back only what it copied itself, it waits for its own
-         * copies only (no block barrier). */
-        const int n_sub = (A + BF_SUB - 1) / BF_SUB;
-        /* where the next copy reads (antenna `pre` x BF_SUB, spectrum t[0]) and
-         * which slot it fills; counters, not products, keep the integer
-         * work per sub-block small */
-        const char4 *next = in + t[0];
-        const size_t sub_stride = ant_stride * BF_SUB;
-        int pre = 0, pre_slot = 0, slot = 0, st = 0;
-        for (; pre < BF_DEPTH - 1; pre++) {
-            if (pre < n_sub) {
-                bf_copy(s_x[pre_slot], next, ant_stride, valid, tid, min(BF_SUB, A - pre * BF_SUB));
-                next += sub_stride;
-            }
-            __pipeline_commit();
-            pre_slot++;
+        for (int u = 0; u < BF_NBUF; u++) {
+            if (u < steps)
+                bf_load<VEC>(x[u], ld, A, T, ant_stride, tt);
+            bf_advance(ld, A, nks, kstride, next_batch);
         }
-        for (int g = 0; g < n_sub; g++, pre++) {
-            const int a = g * BF_SUB, nsub = min(BF_SUB, A - a);
-            if (pre < n_sub) {
-                bf_copy(s_x[pre_slot], next, ant_stride, valid, tid, min(BF_SUB, A - pre * BF_SUB));
-                next += sub_stride;
-            }
-            __pipeline_commit();
-            pre_slot = pre_slot + 1 == BF_DEPTH ? 0 : pre_slot + 1;
-            if (st == 0) {
-                /* the stage's coefficients (after every thread is done with the last's) */
-                const int na = min(BF_STAGE, A - a);
-                __syncthreads();
-                for (int i = tid; i < na * nb; i += BF_THREADS) {
-                    const int k = i / nb, j = i % nb;
-                    const bf_cplx wv = bf_weight(&job.coef[(size_t)(bg + j) * A + a + k], c, present[a + k]);
-                    s_w[j][k] = make_float2(wv.re, wv.im);
-                }
-                __syncthreads();
-            }
-            __pipeline_wait_prior(BF_DEPTH - 1);
-            bf_samples x;
-            const char4(*sx)[BF_THREADS * BF_SPT] = s_x[slot];
-#pragma unroll
-            for (int k = 0; k < BF_SUB; k++)
-#pragma unroll
-                for (int s = 0; s < BF_SPT; s++) {
-                    const unsigned v = *(const unsigned *)&sx[k][s * BF_THREADS + tid] ^ 0x80808080u;
-                    x.r0[s][k] = bf_byte<0>(v);
-                    x.i0[s][k] = bf_byte<1>(v);
-                    x.r1[s][k] = bf_byte<2>(v);
-                    x.i1[s][k] = bf_byte<3>(v);
-                }
-            if (nsub == BF_SUB)
-                bf_sub<NB, true>(acc, x, s_w, st, nb, polmask, BF_SUB);
-            else
-                bf_sub<NB, false>(acc, x, s_w, st, nb, polmask, nsub);
-            slot = slot + 1 == BF_DEPTH ? 0 : slot + 1;
-            st = st + BF_SUB == BF_STAGE ? 0 : st + BF_SUB;
+        /* the group's scales, from the largest |gain| of each beam */
+        if (tid < BF_GROUP)
+            s_gmax[tid] = 0;
+        __syncthreads();
+        for (int j = 0; j < BF_GROUP && bg + j < B; j++) {
+            float m = 0.0f;
+            for (int a = tid; a < A; a += BF_THREADS)
+                m = fmaxf(m, fabsf(job.coef[(size_t)(bg + j) * A + a].gain));
+            const unsigned wm = __reduce_max_sync(0xffffffffu, __float_as_uint(m));
+            if (lane == 0)
+                atomicMax(&s_gmax[j], wm);
         }
         __syncthreads();
+        if (tid < BF_GROUP) {
+            const int e = bf_beam_exp(__uint_as_float(s_gmax[tid]));
+            s_scale[tid] = ldexpf(1.0f, e);
+            s_inv[tid] = ldexpf(1.0f, -e);
+        }
+        int acc[BF_MT][2][3][4];
 #pragma unroll
-        for (int j = 0; j < NB; j++) {
-            if (j >= nb)
-                break;
-            int sat = 0;
+        for (int i = 0; i < BF_MT; i++)
 #pragma unroll
-            for (int s = 0; s < BF_SPT; s++) {
-                if (!valid[s])
+            for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+                for (int d = 0; d < 3; d++)
+#pragma unroll
+                    for (int k = 0; k < 4; k++)
+                        acc[i][nt][d][k] = 0;
+        int ks = 0, nrel = 0;   /* the step being summed: k-step ks of batch nrel */
+        /* unrolled by BF_NBUF so every buffer keeps its registers: a copy
+         * between buffers would wait for the load in flight */
+        for (int s0 = 0; s0 < steps; s0 += BF_NBUF) {
+#pragma unroll
+            for (int u = 0; u < BF_NBUF; u++) {
+                if (s0 + u >= steps)
+                    break;
+                const int kk = ks % BF_KS;
+                if (kk == 0 && (!one_stage || nrel == 0)) {
+                    /* this stage's coefficient digits, once every warp is done with the last's */
+                    const int a0 = ks * 8;
+                    __syncthreads();
+                    for (int idx = tid; idx < BF_STAGE * BF_GROUP; idx += BF_THREADS) {
+                        const int k = idx / BF_GROUP, j = idx % BF_GROUP, a = a0 + k, b = bg + j;
+                        const bool on = a < A && b < B;
+                        const bf_cplx w = on ? bf_weight(&job.coef[(size_t)b * A + a], c, 1)
+                                             : bf_cplx{0.0f, 0.0f};
+                        bf_coef_make(s_c, k, j, w, s_scale[j], on ? job.pol[b] : 0);
+                    }
+                    __syncthreads();
+                }
+                bf_mask(x[u]);
+#pragma unroll
+                for (int nt = 0; nt < 2; nt++) {
+                    const uint4 w01 = s_c.d01[kk][nt][lane];
+                    const uint2 w2 = s_c.d2[kk][nt][lane];
+#pragma unroll
+                    for (int i = 0; i < BF_MT; i++) {
+                        bf_mma(acc[i][nt][0], x[u].x[i], w01.x, w01.y);
+                        bf_mma(acc[i][nt][1], x[u].x[i], w01.z, w01.w);
+                        bf_mma(acc[i][nt][2], x[u].x[i], w2.x, w2.y);
+                    }
+                }
+                /* the buffer is free again: the step BF_NBUF on */
+                if (s0 + u + BF_NBUF < steps)
+                    bf_load<VEC>(x[u], ld, A, T, ant_stride, tt);
+                bf_advance(ld, A, nks, kstride, next_batch);
+                if (++ks < nks)
                     continue;
-                const size_t o = ((n * B + bg + j) * C + c) * (size_t)T + t[s];
-                const bf_cplx v = bf_acc_sum(acc[s][j]);
-                if (job.raw) {
-                    job.raw[o * 2] = v.re;
-                    job.raw[o * 2 + 1] = v.im;
+                /* the batch's last k-step: its beams out. Tile i, n-tile nt
+                 * holds beam bg + 4 nt + tig, (re, im) in acc[..][0, 1] at
+                 * spectrum tt + 16 i and [2, 3] at the next */
+                const size_t n = nb0 + nrel;
+                ks = 0;
+                nrel++;
+#pragma unroll
+                for (int nt = 0; nt < 2; nt++) {
+                    const int j = nt * 4 + tig, b = bg + j;
+                    unsigned sat = 0;
+                    const uint64_t ctr0 =
+                        ((job.first_spectrum + n * T + tt) * job.total_channels + job.first_channel + c) *
+                            (uint64_t)B + (uint64_t)b;
+                    char2 *out = (char2 *)job.out + ((n * B + b) * C + c) * (size_t)T;
+#pragma unroll
+                    for (int i = 0; i < BF_MT; i++)
+#pragma unroll
+                        for (int h = 0; h < 2; h++) {
+                            int(&q)[3][4] = acc[i][nt];
+                            const int t = tt + 16 * i + h;
+                            const int64_t sr = 65536ll * q[0][2 * h] + 256ll * q[1][2 * h] + q[2][2 * h];
+                            const int64_t si =
+                                65536ll * q[0][2 * h + 1] + 256ll * q[1][2 * h + 1] + q[2][2 * h + 1];
+#pragma unroll
+                            for (int d = 0; d < 3; d++)
+                                q[d][2 * h] = q[d][2 * h + 1] = 0;
+                            if (b >= B || t < t0 || t >= t1)
+                                continue;
+                            const bf_cplx v = {bf_unfix(sr, s_inv[j]), bf_unfix(si, s_inv[j])};
+                            if (job.raw)
+                                ((float2 *)job.raw)[((n * B + b) * C + c) * (size_t)T + t] =
+                                    make_float2(v.re, v.im);
+                            int8_t o[2];
+                            sat += (unsigned)bf_output(v, job.dither, job.dither_key,
+                                                       ctr0 + (uint64_t)(16 * i + h) * ctr_step, o);
+                            out[t] = make_char2(o[0], o[1]);
+                        }
+                    if (sat)
+                        atomicAdd(&s_sat[j], sat);
                 }
-                const uint64_t spec = job.first_spectrum + n * T + t[s];
-                const uint64_t ctr = (spec * job.total_channels + job.first_channel + c) * (uint64_t)B +
-                                     (uint64_t)(bg + j);
-                int8_t q[2];
-                sat += bf_output(v, job.dither, job.dither_key, ctr, q);
-                ((char2 *)job.out)[o] = make_char2(q[0], q[1]);
             }
-            const unsigned m = __reduce_add_sync(0xffffffffu, (unsigned)sat);
-            if ((tid & 31) == 0 && m)
-                atomicAdd(&s_sat[j], m);
         }
         __syncthreads();
-        if (tid < nb) {
-            if (s_sat[tid])
+        if (tid < BF_GROUP) {
+            if (s_sat[tid] && bg + tid < B)
                 atomicAdd((unsigned long long *)&job.saturated[bg + tid],
                           (unsigned long long)s_sat[tid]);
             s_sat[tid] = 0;
         }
-        __syncthreads();
     }
 }
 
@@ -271,15 +336,28 @@ extern "C" int cbf_beam_cuda_run(const cbf_beam_job *job, void *stream, char *ms
         return rc;
     int t0, t1;   /* the job's span of spectra in every heap */
     cbf_beam_job_span(job, &t0, &t1);
+    /* 8-byte loads need every antenna's run of spectra 8-byte aligned */
+    const bool vec = job->shape.spectra_per_heap % 2 == 0 && (uintptr_t)job->in % 8 == 0;
+    const int block0 = t0 / BF_BSPEC, blocks = (t1 - 1) / BF_BSPEC + 1 - block0;
+    /* Batches per block: as many as keep about 8 blocks per SM in the grid
+     * (each block's coefficients serve all its batches). */
+    int dev, sms;
+    CBF_KERN_CUDA_TRY("beamformer", cudaGetDevice(&dev));
+    CBF_KERN_CUDA_TRY("beamformer", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const size_t xy = (size_t)blocks * (size_t)job->shape.channels, want = (size_t)sms * 8;
+    const size_t zs = xy >= want ? 1 : (want + xy - 1) / xy;
+    size_t bpb = (job->batches + zs - 1) / zs;
+    if (bpb > 64)
+        bpb = 64;
     cudaStream_t st = (cudaStream_t)stream;
-    for (size_t b0 = 0; b0 < job->batches; b0 += 65535) {
-        const size_t nz = job->batches - b0 < 65535 ? job->batches - b0 : 65535;
-        const dim3 grid((unsigned)((t1 - t0 + BF_THREADS * BF_SPT - 1) / (BF_THREADS * BF_SPT)),
-                        (unsigned)job->shape.channels, (unsigned)nz);
-        if (job->shape.n_beams <= 8)
-            bf_kernel<8><<<grid, BF_THREADS, 0, st>>>(*job, b0, t0, t1);
+    const size_t per_launch = bpb * 65535;
+    for (size_t b0 = 0; b0 < job->batches; b0 += per_launch) {
+        const size_t nb = job->batches - b0 < per_launch ? job->batches - b0 : per_launch;
+        const dim3 grid((unsigned)blocks, (unsigned)job->shape.channels, (unsigned)((nb + bpb - 1) / bpb));
+        if (vec)
+            bf_kernel<true><<<grid, BF_THREADS, 0, st>>>(*job, b0, (int)bpb, t0, t1, block0);
         else
-            bf_kernel<16><<<grid, BF_THREADS, 0, st>>>(*job, b0, t0, t1);
+            bf_kernel<false><<<grid, BF_THREADS, 0, st>>>(*job, b0, (int)bpb, t0, t1, block0);
         CBF_KERN_CUDA_TRY("beamformer", cudaGetLastError());
     }
     return 0;

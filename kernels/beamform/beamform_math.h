@@ -1,6 +1,7 @@
-/* beamform_math.h: the float32 steps the CPU and CUDA beamformers share,
- * written once so both do the same IEEE operations in the same order and
- * agree bit for bit. Every product that meets an add is an explicit fmaf or
+/* beamform_math.h: the steps the CPU and CUDA beamformers share, written
+ * once so both do the same IEEE operations in the same order and agree bit
+ * for bit: coefficients in float32, made integers, exact integer sums,
+ * then back to float32 for dither and rounding. Every product that meets an add is an explicit fmaf or
  * an explicitly rounded multiply: nvcc would otherwise fuse `a * b + c` on
  * its own and the C compiler would not. */
 #ifndef CBF_KERNEL_BEAMFORM_MATH_H
@@ -69,30 +70,50 @@ BF_FN bf_cplx bf_weight(const cbf_beam_coef *k, int c, int present)
     return w;
 }
 
-/* A sum over antennas, as four partial sums, one per real product of
- * w x: keeping them apart gives the GPU four independent chains of fused
- * multiply-adds per (beam, spectrum) instead of two, which is what keeps
- * its FMA units busy at few beams; the CPU keeps the same four. */
-typedef struct bf_acc {
-    float rr, ri, ir, ii;
-} bf_acc;
-
-/* acc += w x, one fused multiply-add into each partial sum. */
-BF_FN void bf_mad(bf_acc *acc, bf_cplx w, float xr, float xi)
+/* The coefficients as integers: beam b's W(b, a, c) times 2^e_b, rounded
+ * to nearest (ties to even), e_b = 22 - E with max over antennas of
+ * |gain(b, a)| = f 2^E, f in [0.5, 1). Each part is then at most 2^22 + 1 in
+ * size (|W| <= |gain| up to the polynomial's 2e-9), within 2^-(e_b + 1) <=
+ * 2^-22 max|gain| of W, and the sum over antennas of integer coefficient
+ * times integer sample is exact in any order: the CPU and GPU (tensor
+ * cores, which add in an order of their own) agree bit for bit. A power of
+ * two keeps integers integers: a weight of 1 is 2^21 exactly.
+ * e_b is clamped to [-100, 100] so 2^e_b and 2^-e_b are normal floats
+ * (gains are refused above 1e30, so only the upper clamp can act, for
+ * gains below 2^-78, whose beams round to 0 anyway). */
+BF_FN int bf_beam_exp(float max_gain)
 {
-    acc->rr = fmaf(w.re, xr, acc->rr);
-    acc->ri = fmaf(-w.im, xi, acc->ri);
-    acc->ir = fmaf(w.re, xi, acc->ir);
-    acc->ii = fmaf(w.im, xr, acc->ii);
+    if (!(max_gain > 0.0f))
+        return 0;
+    int E;
+    (void)frexpf(max_gain, &E);
+    const int e = 22 - E;
+    return e < -100 ? -100 : e > 100 ? 100 : e;
 }
 
-/* The sum: re = rr + ri, im = ir + ii. */
-BF_FN bf_cplx bf_acc_sum(bf_acc acc)
+/* round(v x scale) for scale = 2^e_b (an exact multiply, one rounding). */
+BF_FN int32_t bf_fixed(float v, float scale)
 {
-    bf_cplx v;
-    v.re = BF_ADD(acc.rr, acc.ri);
-    v.im = BF_ADD(acc.ir, acc.ii);
-    return v;
+    return (int32_t)rintf(BF_MUL(v, scale));
+}
+
+/* q (|q| <= 2^22 + 1) as three int8 digits, q = 65536 d[0] + 256 d[1] + d[2]
+ * (d[0] within [-65, 65]): the tensor cores multiply int8 by int8. */
+BF_FN void bf_digits(int32_t q, int8_t d[3])
+{
+    const int32_t lo = (int32_t)(int8_t)(uint8_t)((uint32_t)q & 0xffu);
+    const int32_t q1 = (q - lo) / 256;
+    const int32_t mid = (int32_t)(int8_t)(uint8_t)((uint32_t)q1 & 0xffu);
+    d[0] = (int8_t)((q1 - mid) / 256);
+    d[1] = (int8_t)mid;
+    d[2] = (int8_t)lo;
+}
+
+/* An exact integer sum back to a beam value: one rounding to float32, then
+ * the exact multiply by 2^-e_b. */
+BF_FN float bf_unfix(int64_t sum, float inv_scale)
+{
+    return BF_MUL(BF_I64_TO_F(sum), inv_scale);
 }
 
 /* Round half to even and clip to [-127, 127]; 1 when clipped. */

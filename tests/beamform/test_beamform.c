@@ -127,7 +127,9 @@ static void check_reference(bcase *k)
         for (int b = 0; b < B; b++)
             for (int c = 0; c < C; c++)
                 for (int t = 0; t < T; t++) {
-                    double re = 0, im = 0, mag = 0;
+                    double re = 0, im = 0, mag = 0, xsum = 0, gmax = 0;
+                    for (int a = 0; a < A; a++)
+                        gmax = fmax(gmax, fabs(k->weight[b * A + a] * k->qgain[b]));
                     for (int a = 0; a < A; a++) {
                         if (!k->present[n * (size_t)A + (size_t)a])
                             continue;
@@ -140,11 +142,13 @@ static void check_reference(bcase *k)
                         re += g * (cos(ph) * x[0] - sin(ph) * x[1]);
                         im += g * (cos(ph) * x[1] + sin(ph) * x[0]);
                         mag += fabs(g) * (fabs((double)x[0]) + fabs((double)x[1]));
+                        xsum += fabs((double)x[0]) + fabs((double)x[1]);
                     }
-                    /* 2A fused multiply-adds per part, each within half an ulp of the
-                     * running sum (<= mag); the coefficient within 16 ulps (conversion,
-                     * polynomial, rotation by the gain). */
-                    const double tol = (2.0 * A + 16.0) * 0x1p-24 * mag + 1e-30;
+                    /* The coefficient within 16 float32 ulps of the maths (conversion,
+                     * polynomial, rotation by the gain), then made an integer in units of
+                     * 2^-e_b <= 2^-21 max|gain| (beamform_math.h): within half a unit; the
+                     * integer sum exact, rounded once to float32 (half an ulp of <= mag). */
+                    const double tol = 0x1p-22 * gmax * (1 + 0x1p-20) * xsum + 17.0 * 0x1p-24 * mag + 1e-30;
                     const size_t o = ((n * (size_t)B + (size_t)b) * (size_t)C + (size_t)c) * (size_t)T + (size_t)t;
                     const float *r = &k->raw[o * 2];
                     if (fabs(r[0] - re) > tol || fabs(r[1] - im) > tol)
