@@ -30,9 +30,13 @@
 #include "beamform_math.h"
 #include "cuda_check.h"
 
-#define BF_WARPS 8
+#ifndef BF_WARPS
+#define BF_WARPS 8                        /* warps per block */
+#endif
 #define BF_THREADS (32 * BF_WARPS)
+#ifndef BF_MT
 #define BF_MT 2                           /* m16 tiles per warp */
+#endif
 #define BF_WSPEC (16 * BF_MT)             /* spectra per warp */
 #define BF_BSPEC (BF_WARPS * BF_WSPEC)    /* spectra per block */
 #define BF_GROUP 8                        /* beams per pass: 2 n8 tiles of (re, im) x 4 beams */
