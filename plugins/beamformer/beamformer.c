@@ -21,11 +21,13 @@
  * recorded after that copy. The output then waits in flight until its
  * event has passed (normally while the next buffer's work runs) and goes
  * out with its counts summed into `saturated`, the counters and the clip
- * sensors. Coefficients are chosen when a buffer is queued, and a change
- * inside a buffer copies the new ones on the same stream after the kernels
- * that read the old ones: stream order keeps the change exact to the
- * spectrum without a host wait. The CPU path goes through the same flight
- * (its outputs are complete when pushed). */
+ * sensors (not at once, as the correlator's dumps go: a buffer's metadata
+ * is complete when it is sent, and `saturated` is the GPU's count).
+ * Coefficients are chosen when a buffer is queued, and a change inside a
+ * buffer copies the new ones on the same stream after the kernels that
+ * read the old ones: stream order keeps the change exact to the spectrum
+ * without a host wait. The CPU path goes through the same flight (its
+ * outputs are complete when pushed). */
 #include <cbf/cbf.h>
 
 #include <math.h>
