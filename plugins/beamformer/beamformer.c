@@ -14,10 +14,20 @@
  * in a batch are left out of that batch's sums; the output keeps the flags,
  * from which a heap's beam_ants is counted.
  *
- * On the GPU the input (uploaded when it is host memory) is beamformed into
- * device memory and the per-beam saturation counts come back to the host
- * before the buffer is sent: one host wait per buffer, which keeps this
- * first version simple (the correlator's overlap of buffers is for later). */
+ * On the GPU the host never waits per buffer: host input is uploaded on a
+ * stream of its own into two device slots in turn (stage/flight.h), the
+ * kernels write device memory, the per-beam saturation counts are copied
+ * into the output's aux (pinned) behind them, and the buffer's event is
+ * recorded after that copy. The output then waits in flight until its
+ * event has passed (normally while the next buffer's work runs) and goes
+ * out with its counts summed into `saturated`, the counters and the clip
+ * sensors (not at once, as the correlator's dumps go: a buffer's metadata
+ * is complete when it is sent, and `saturated` is the GPU's count).
+ * Coefficients are chosen when a buffer is queued, and a change inside a
+ * buffer copies the new ones on the same stream after the kernels that
+ * read the old ones: stream order keeps the change exact to the spectrum
+ * without a host wait. The CPU path goes through the same flight (its
+ * outputs are complete when pushed). */
 #include <cbf/cbf.h>
 
 #include <math.h>
@@ -29,10 +39,15 @@
 #include "stage/contracts/beam.h"
 #include "stage/contracts/feng.h"
 #include "stage/contracts/xeng.h"
+#include "stage/flight.h"
 #include "stage/flow.h"
 #include "stage/gpu.h"
 #include "stage/input.h"
 #include "stage/kern.h"
+
+/* Output buffers queued at most (stage/flight.h): one running on the GPU
+ * while the next is queued behind it. */
+#define BF_IN_FLIGHT 2
 
 static const cbf_param_decl bf_params[] = {
     {.name = "beams", .type = CBF_PARAM_RECORDS, .def = "[{pol: 0}, {pol: 1}]",
@@ -74,10 +89,17 @@ typedef struct bf {
     bf_ctl ctl;                  /* names, values in force, pending changes, sensors */
     cbf_beam_coef *coef;         /* host [beam][antenna], from ctl */
     uint8_t *pol;                /* host [beam] */
-    uint64_t *sat;               /* host [beam] (pinned on the GPU path) */
+    uint64_t *sat;               /* host [beam]: counts out of (CPU) or back from aux (an
+                                    aux is not always 8-byte aligned: a harness's extras) */
+    /* Outputs whose work is queued, with their inputs, sent once complete:
+     * on the GPU the next buffer is queued before the oldest is waited for. */
+    cbf_stage_flight flight;
     int gpu;
-    void *stream;
-    uint8_t *d_in, *d_present, *d_pol;
+    void *stream;                /* everything but host input's uploads, in order */
+    cbf_stage_upload up;         /* host input on the GPU */
+    /* Read by the kernels in stream order: each is rewritten on `stream`
+     * after the kernels that read it last, so one copy of each suffices. */
+    uint8_t *d_present, *d_pol;
     cbf_beam_coef *d_coef;
     uint64_t *d_sat;
     cbf_counter *c_batches, *c_missing, *c_sat;
@@ -117,8 +139,8 @@ static int bf_beams(bf *s, cbf_node *node, const cbf_params *p, const cbf_port_d
 }
 
 #ifdef CBF_HAVE_CUDA
-/* Stream, device copies of the coefficients, counts and (for host input)
- * an input buffer. */
+/* Stream, device copies of the coefficients, flags and counts, and (for
+ * host input) the upload slots. */
 static int bf_gpu_setup(bf *s, cbf_mem_kind in_mem, cbf_error *err)
 {
     const size_t A = (size_t)s->shape.n_ants, B = (size_t)s->shape.n_beams;
@@ -136,8 +158,7 @@ static int bf_gpu_setup(bf *s, cbf_mem_kind in_mem, cbf_error *err)
         (rc = cbf_stage_copy(s->d_pol, CBF_MEM_DEVICE, s->pol, CBF_MEM_HOST, B, NULL, "pols",
                              err)))
         return rc;
-    if (in_mem != CBF_MEM_DEVICE &&
-        (rc = cbf_stage_alloc(CBF_MEM_DEVICE, s->in_bytes, (void **)&s->d_in, "input", err)))
+    if (in_mem != CBF_MEM_DEVICE && (rc = cbf_stage_upload_init(&s->up, s->in_bytes, err)))
         return rc;
     cbf_log_info("beamformer on the GPU: %d beams, %d antennas, %s input", s->shape.n_beams,
                  s->shape.n_ants, cbf_mem_kind_name(in_mem));
@@ -150,19 +171,20 @@ static void bf_fini(cbf_node *node)
     bf *s = cbf_node_state(node);
     if (!s)
         return;
+    cbf_stage_flight_fini(&s->flight);
     cbf_error ignored;
-    if (s->stream)
+    if (s->stream) /* after an error: nothing may still read what is freed below */
         cbf_stage_stream_sync(s->stream, "stream", &ignored);
-    cbf_stage_free(CBF_MEM_DEVICE, s->d_in);
+    cbf_stage_upload_fini(&s->up);
     cbf_stage_free(CBF_MEM_DEVICE, s->d_present);
     cbf_stage_free(CBF_MEM_DEVICE, s->d_pol);
     cbf_stage_free(CBF_MEM_DEVICE, s->d_coef);
     cbf_stage_free(CBF_MEM_DEVICE, s->d_sat);
-    cbf_stage_free(s->gpu ? CBF_MEM_PINNED : CBF_MEM_HOST, s->sat);
     cbf_stage_stream_destroy(s->stream);
     bf_ctl_free(&s->ctl);
     free(s->coef);
     free(s->pol);
+    free(s->sat);
     free(s);
     cbf_node_set_state(node, NULL);
 }
@@ -191,7 +213,8 @@ static int bf_init(cbf_node *node, cbf_error *err)
     s->out_bytes = s->batches * cbf_beam_out_batch_bytes(&s->shape);
     s->coef = calloc(B * xb.n_ants, sizeof *s->coef);
     s->pol = calloc(B, 1);
-    if (!s->coef || !s->pol)
+    s->sat = calloc(B, sizeof *s->sat);
+    if (!s->coef || !s->pol || !s->sat)
         return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     int rc = bf_beams(s, node, p, in, err);
     if (rc)
@@ -199,8 +222,7 @@ static int bf_init(cbf_node *node, cbf_error *err)
     s->dither = cbf_params_bool(p, "dither");
     s->key = (uint64_t)cbf_params_int(p, "dither_key");
     s->gpu = cbf_node_use_gpu(node);
-    if ((rc = cbf_stage_alloc(s->gpu ? CBF_MEM_PINNED : CBF_MEM_HOST, B * sizeof(uint64_t),
-                              (void **)&s->sat, "saturation counts", err)))
+    if ((rc = cbf_stage_flight_init(&s->flight, BF_IN_FLIGHT, err)))
         return rc;
 #ifdef CBF_HAVE_CUDA
     if (s->gpu && (rc = bf_gpu_setup(s, in->mem, err)))
@@ -272,33 +294,49 @@ static int bf_segment(bf *s, const cbf_beam_job *base, size_t s0, size_t s1, cbf
     return t1 ? bf_part(s, base, n1, 1, 0, t1, err) : 0;
 }
 
-/* The coefficients changed: on the GPU, copied after the kernels already
- * queued for this buffer have read the old ones (a host wait, once per
- * change that falls inside a buffer). */
-static int bf_coef_changed(bf *s, int queued, cbf_error *err)
+/* The coefficients changed: on the GPU the new ones are copied on the
+ * stream, so the kernels queued before read the old ones and those after
+ * the new (the source is pageable host memory, which CUDA stages when the
+ * copy is queued: s->coef may change again at once). */
+static int bf_coef_changed(bf *s, cbf_error *err)
 {
-#ifdef CBF_HAVE_CUDA
     if (!s->gpu)
         return 0;
-    int rc;
-    if (queued && (rc = cbf_stage_stream_sync(s->stream, "beamformer", err)))
-        return rc;
     return cbf_stage_copy(s->d_coef, CBF_MEM_DEVICE, s->coef, CBF_MEM_HOST,
                           (size_t)s->shape.n_ants * (size_t)s->shape.n_beams * sizeof *s->coef,
                           s->stream, "coefficients", err);
-#else
-    (void)s, (void)queued, (void)err;
-    return 0;
-#endif
 }
 
-/* Beamforms `in` into `out` and fills s->sat, in segments between the
- * timestamps of changes: spectrum i of the buffer (timestamp ts + i x
- * samples_between_spectra) uses every change at or before its timestamp.
- * On the GPU the counts are on the host when this returns. */
-static int bf_compute(bf *s, cbf_buffer *in, cbf_buffer *out, cbf_error *err)
+/* On the GPU: the input where the kernels read it (uploading host input),
+ * its flags, and the counts cleared, all queued on the stream. */
+static int bf_gpu_input(bf *s, cbf_buffer *in, cbf_beam_job *job, cbf_error *err)
 {
     const size_t B = (size_t)s->shape.n_beams, A = (size_t)s->shape.n_ants;
+    int rc;
+    if (in->kind == CBF_MEM_DEVICE)
+        rc = cbf_buffer_wait_stream(in, s->stream, err);
+    else
+        rc = cbf_stage_upload_put(&s->up, in, s->stream, &job->in, err);
+    if (rc || (rc = cbf_stage_copy(s->d_present, CBF_MEM_DEVICE, in->present, CBF_MEM_HOST,
+                                   s->batches * A, s->stream, "presence flags", err)) ||
+        (rc = cbf_stage_fill(s->d_sat, CBF_MEM_DEVICE, 0, B * sizeof(uint64_t), s->stream,
+                             "clearing counts", err)))
+        return rc;
+    job->present = s->d_present;
+    job->coef = s->d_coef;
+    job->pol = s->d_pol;
+    job->saturated = s->d_sat;
+    return 0;
+}
+
+/* Beamforms `in` into `out`, its per-beam counts into out->aux, in
+ * segments between the timestamps of changes: spectrum i of the buffer
+ * (timestamp ts + i x samples_between_spectra) uses every change at or
+ * before its timestamp. On the GPU it is all queued on the stream, out's
+ * event recorded after the counts' copy. */
+static int bf_compute(bf *s, cbf_buffer *in, cbf_buffer *out, cbf_error *err)
+{
+    const size_t B = (size_t)s->shape.n_beams;
     const int64_t ts = in->timestamp;
     if (ts < 0 || ts % s->sbs)
         return cbf_error_set(err, CBF_EINVAL, "buffer %llu: timestamp %lld is not a whole spectrum",
@@ -308,29 +346,8 @@ static int bf_compute(bf *s, cbf_buffer *in, cbf_buffer *out, cbf_error *err)
                         s->first_channel, s->total_channels, 0, 0};
     memset(s->sat, 0, B * sizeof(uint64_t));
     int rc;
-#ifdef CBF_HAVE_CUDA
-    if (s->gpu) {
-        if ((rc = cbf_buffer_wait_stream(in, s->stream, err)))
-            return rc;
-        if (in->kind != CBF_MEM_DEVICE) {
-            if ((rc = cbf_stage_copy(s->d_in, CBF_MEM_DEVICE, in->data, in->kind, s->in_bytes,
-                                     s->stream, "upload", err)))
-                return rc;
-            job.in = s->d_in;
-        }
-        job.present = s->d_present;
-        job.coef = s->d_coef;
-        job.pol = s->d_pol;
-        job.saturated = s->d_sat;
-        if ((rc = cbf_stage_copy(s->d_present, CBF_MEM_DEVICE, in->present, CBF_MEM_HOST,
-                                 s->batches * A, s->stream, "presence flags", err)) ||
-            (rc = cbf_stage_fill(s->d_sat, CBF_MEM_DEVICE, 0, B * sizeof(uint64_t), s->stream,
-                                 "clearing counts", err)))
-            return rc;
-    }
-#else
-    (void)A;
-#endif
+    if (s->gpu && (rc = bf_gpu_input(s, in, &job, err)))
+        return rc;
     const size_t S = s->batches * (size_t)s->shape.spectra_per_heap;
     for (size_t s0 = 0, s1; s0 < S; s0 = s1) {
         bf_ctl_apply(&s->ctl, ts + (int64_t)s0 * s->sbs);
@@ -339,21 +356,46 @@ static int bf_compute(bf *s, cbf_buffer *in, cbf_buffer *out, cbf_error *err)
          * changes up to s0's timestamp are in force) */
         s1 = next < ts + (int64_t)S * s->sbs ? (size_t)((next - ts + s->sbs - 1) / s->sbs) : S;
         if ((rc = bf_ctl_coef(&s->ctl, s->coef, err)) < 0 ||
-            (rc && (rc = bf_coef_changed(s, s0 > 0, err))) ||
+            (rc && (rc = bf_coef_changed(s, err))) ||
             (rc = bf_segment(s, &job, s0, s1, err)))
             return rc;
     }
-#ifdef CBF_HAVE_CUDA
-    if (s->gpu) {
-        if ((rc = cbf_stage_copy(s->sat, CBF_MEM_PINNED, s->d_sat, CBF_MEM_DEVICE,
-                                 B * sizeof(uint64_t), s->stream, "saturation counts", err)) ||
-            (rc = cbf_buffer_record(out, s->stream, err)))
-            return rc;
-        /* the counts, and the presence flags' and the input's staging, are read */
-        return cbf_stage_stream_sync(s->stream, "beamformer", err);
+    if (!s->gpu) {
+        memcpy(out->aux, s->sat, B * sizeof(uint64_t));
+        return 0;
     }
-#endif
-    return 0;
+    if (in->kind != CBF_MEM_DEVICE && (rc = cbf_stage_upload_read(&s->up, s->stream, err)))
+        return rc;
+    if ((rc = cbf_stage_copy(out->aux, CBF_MEM_PINNED, s->d_sat, CBF_MEM_DEVICE,
+                             B * sizeof(uint64_t), s->stream, "saturation counts", err)))
+        return rc;
+    return cbf_buffer_record(out, s->stream, err);
+}
+
+/* A landed output (stage/flight.h): its counts are in aux; the rest of its
+ * metadata, the counters and the clip sensors follow, and it goes out. */
+static int bf_land(void *user, cbf_buffer *in, cbf_buffer *out, cbf_error *err)
+{
+    (void)err;
+    bf *s = user;
+    const size_t B = (size_t)s->shape.n_beams, n_flags = s->batches * (size_t)s->shape.n_ants;
+    uint64_t *sat = s->sat;
+    memcpy(sat, out->aux, B * sizeof(uint64_t));
+    out->timestamp = in->timestamp;
+    out->seq = in->seq;
+    out->n_present = n_flags;
+    memcpy(out->present, in->present, n_flags);
+    out->missing = 0;
+    for (size_t i = 0; i < n_flags; i++)
+        out->missing += !in->present[i];
+    out->saturated = 0;
+    for (size_t b = 0; b < B; b++)
+        out->saturated += sat[b];
+    cbf_counter_add(s->c_batches, s->batches);
+    cbf_counter_add(s->c_missing, out->missing);
+    cbf_counter_add(s->c_sat, out->saturated);
+    bf_ctl_clips(&s->ctl, sat);
+    return cbf_port_send(s->out, out);
 }
 
 static int bf_buffer(void *user, cbf_buffer *in, cbf_error *err)
@@ -369,34 +411,30 @@ static int bf_buffer(void *user, cbf_buffer *in, cbf_error *err)
     if (rc)
         return rc == CBF_ESTOPPED ? rc : cbf_error_set(err, rc, "no output buffer");
     rc = bf_compute(s, in, out, err);
+    /* the coefficients of every spectrum up to here are chosen */
     bf_ctl_processed(&s->ctl, in->timestamp + (int64_t)(s->batches * (size_t)s->shape.spectra_per_heap) * s->sbs);
+    if (!rc)
+        rc = cbf_stage_flight_push(&s->flight, in, out, err);
     if (rc) {
+        /* work queued before the failure may still touch in and out */
+        cbf_error ignored;
+        if (s->up.stream)
+            cbf_stage_stream_sync(s->up.stream, "upload", &ignored);
+        if (s->gpu)
+            cbf_stage_stream_sync(s->stream, "stream", &ignored);
         cbf_buffer_unref(out);
         return rc;
     }
-    const size_t B = (size_t)s->shape.n_beams, n_flags = s->batches * (size_t)s->shape.n_ants;
-    out->timestamp = in->timestamp;
-    out->seq = in->seq;
-    out->n_present = n_flags;
-    memcpy(out->present, in->present, n_flags);
-    out->missing = 0;
-    for (size_t i = 0; i < n_flags; i++)
-        out->missing += !in->present[i];
-    out->saturated = 0;
-    for (size_t b = 0; b < B; b++)
-        out->saturated += s->sat[b];
-    memcpy(out->aux, s->sat, B * sizeof(uint64_t));
-    cbf_counter_add(s->c_batches, s->batches);
-    cbf_counter_add(s->c_missing, out->missing);
-    cbf_counter_add(s->c_sat, out->saturated);
-    bf_ctl_clips(&s->ctl, s->sat);
-    return cbf_port_send(s->out, out);
+    return cbf_stage_flight_land(&s->flight, BF_IN_FLIGHT - 1, bf_land, s, err);
 }
 
 static int bf_run(cbf_node *node, cbf_error *err)
 {
     bf *s = cbf_node_state(node);
     int rc = cbf_stage_input_loop(node, "in", bf_buffer, s, err);
+    /* the end of the stream: every output goes; stopping or an error: fini drops them */
+    if (!rc)
+        rc = cbf_stage_flight_land(&s->flight, 0, bf_land, s, err);
     return rc == CBF_ESTOPPED ? 0 : rc;
 }
 

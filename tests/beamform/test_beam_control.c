@@ -16,7 +16,15 @@
  * garbage, is left out of the reference's sums and counted in
  * `missing_heaps`. The GPU runs the same segments through the same code
  * with the CUDA kernel, whose spans test_beamform --gpu holds to the CPU's
- * bytes; test_beam_control.py covers the sensors and the katcp forms. */
+ * bytes; test_beam_control.py covers the sensors and the katcp forms.
+ *
+ * --deferred runs the same with CBF_FLIGHT_DEFER=1 (stage/flight.h): the
+ * node holds each output back until the next buffer is queued, as on a GPU
+ * that is behind, so the requests are handled while a buffer is queued
+ * and unsent (`at` -1 and "already processed" must follow what is queued,
+ * not what is sent), and the last output goes out only when the stream
+ * ends; every buffer's `saturated` must still be the sum of its per-beam
+ * counts and the node's counters the totals. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -312,6 +320,7 @@ static void test_timed_changes(void **st)
     }
     int applied = 0;
     size_t total = 0, off = 0, tell = 0;
+    uint64_t sat_total = 0;
     for (int k = 0; k < BUFS; k++) {
         cbf_buffer *out;
         assert_int_equal(cbf_harness_pull(h, "out", &out), 0);
@@ -363,6 +372,12 @@ static void test_timed_changes(void **st)
             }
         if (!off)
             assert_memory_equal(out->aux, sat, sizeof sat);
+        uint64_t aux[B], aux_sum = 0;
+        memcpy(aux, out->aux, sizeof aux);
+        for (int b = 0; b < B; b++)
+            aux_sum += aux[b];
+        assert_int_equal(out->saturated, aux_sum);
+        sat_total += aux_sum;
         cbf_buffer_unref(out);
     }
     assert_int_equal(applied, n_changes);
@@ -374,6 +389,11 @@ static void test_timed_changes(void **st)
     uint64_t missing;
     assert_int_equal(cbf_harness_counter(h, "missing_heaps", &missing), 0);
     assert_int_equal(missing, 1);
+    uint64_t counted, batches;
+    assert_int_equal(cbf_harness_counter(h, "saturated", &counted), 0);
+    assert_int_equal(counted, sat_total);
+    assert_int_equal(cbf_harness_counter(h, "batches", &batches), 0);
+    assert_int_equal(batches, (uint64_t)BUFS * NB);
     cbf_buffer *extra;
     assert_int_equal(cbf_harness_pull(h, "out", &extra), CBF_EOS);
     assert_int_equal(cbf_harness_free(h, &err), 0);
@@ -408,12 +428,17 @@ static void test_bad_names(void **st)
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "--deferred"))
+        setenv("CBF_FLIGHT_DEFER", "1", 1);
+    else if (argc > 1)
+        return fprintf(stderr, "usage: test_beam_control [--deferred]\n"), 2;
     const char *env = getenv("CBF_TEST_STATE");
     uint64_t s0 = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
     rng_state = s0 ? s0 : 1;
-    printf("test_beam_control: inputs from state %" PRIu64 " (CBF_TEST_STATE repeats them)\n", s0);
+    printf("test_beam_control%s: inputs from state %" PRIu64 " (CBF_TEST_STATE repeats them)\n",
+           argc > 1 ? " --deferred" : "", s0);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_timed_changes),
         cmocka_unit_test(test_bad_names),

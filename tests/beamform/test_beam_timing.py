@@ -9,10 +9,14 @@ heap. A run without them is the baseline: each beam's bytes must equal the
 baseline's up to the spectrum its first change names and differ from
 there on (the first differing spectrum is the change's, exactly). With
 --gpu the same requests on `gpu: required` must give the CPU run's bytes
-exactly (exit 77 without a GPU). test_beam_control.c holds the values to
-the float64 reference.
+exactly (exit 77 without a GPU). With --deferred the CPU runs hold each
+output back until the next buffer is queued (CBF_FLIGHT_DEFER=1,
+plugins/stage/flight.h), as the GPU path does when the GPU is behind: the
+changes must stay exact to the spectrum with a buffer in flight, and the
+last buffer must still reach the file. test_beam_control.c holds the
+values to the float64 reference.
 
-usage: test_beam_timing.py [--gpu] (CBF_BUILD_ROOT in the environment)"""
+usage: test_beam_timing.py [--gpu | --deferred] (CBF_BUILD_ROOT in the environment)"""
 import os
 import subprocess
 import sys
@@ -114,6 +118,8 @@ def gpu_usable(tmp):
 
 def main():
     gpu = "--gpu" in sys.argv[1:]
+    if "--deferred" in sys.argv[1:]:
+        os.environ["CBF_FLIGHT_DEFER"] = "1"
     tmp = tempfile.mkdtemp(prefix="cbf-beam-timing-")
     if gpu and not gpu_usable(tmp):
         print("SKIP: no usable GPU")
