@@ -60,6 +60,14 @@ def _joined_groups(pid):
     return groups
 
 
+def _die_with_parent():
+    """In the child before exec: SIGKILL when the launching process dies,
+    however it dies (prctl PR_SET_PDEATHSIG; kept across `ip netns exec`'s
+    exec), so no engine outlives a killed run."""
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+
+
 def role(name):
     return name.rstrip("0123456789")
 
@@ -108,7 +116,8 @@ class Array:
 
     def _launch(self, name):
         log = open(self.log(name), "a")
-        self.procs[name] = (subprocess.Popen(self.args[name], stdout=log, stderr=subprocess.STDOUT), log)
+        self.procs[name] = (subprocess.Popen(self.args[name], stdout=log, stderr=subprocess.STDOUT,
+                                             preexec_fn=_die_with_parent), log)
 
     def _wait_listening(self, names, timeout=60):
         deadline = time.monotonic() + timeout

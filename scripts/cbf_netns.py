@@ -95,13 +95,15 @@ def unavailable():
 
 
 def exit_on_signals():
-    """SIGTERM and SIGHUP raise SystemExit (SIGINT already raises
-    KeyboardInterrupt), so `with Hosts(...)` cleans up when meson's timeout
-    or a closed terminal ends the run."""
+    """SIGTERM and SIGHUP raise SystemExit and SIGINT KeyboardInterrupt
+    (even where the shell started us with it ignored, as it does a
+    background job), so `with Hosts(...)` cleans up when Ctrl-C, meson's
+    timeout or a closed terminal ends the run."""
     def handler(signum, frame):
         raise SystemExit(128 + signum)
     for s in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(s, handler)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 class Hosts:
