@@ -12,7 +12,7 @@ equal the single-process XB-engine's bit for bit (tests/net/array.py's
 check).
 
 Run 2: a continuous digitiser paced by the wall clock (dsim `realtime`,
-engine `sync_time`, at ADC_RATE samples/s so that 9 processes keep up on
+engine `sync_time`, at ADC_RATE samples/s so that 8 processes keep up on
 2 cores). Once both X-engines have made a dump with every antenna,
 F-engine KILLED gets SIGKILL (it sends nothing more, not even a stream
 stop); once both have made a dump with its antenna flagged, it is started
@@ -80,7 +80,7 @@ INTERVAL = DUMP * BATCH   # samples per dump
 CHUNK = 1048576           # digitiser samples per chunk
 PFB_WINDOW = 16 * 2048    # samples a spectrum's window reads (taps x step)
 # Run 2's ADC rate: 1 MHz makes a dump 2.1 s, longer than an F-engine's
-# restart, and the 9 processes' load about half a core.
+# restart, and the 8 processes' load about half a core.
 ADC_RATE = 1e6
 TONE = ADC_RATE * 300 / 2048        # channel 300, as the pipelines' tone at 1712 MHz
 KILLED = 2
@@ -211,7 +211,7 @@ def run2(cbf_run, cbf_ctl, net, tmp):
         if len(full) == 0:
             fail(f"X-engine {x}: no dump with every antenna ({len(ts)} dumps)")
         firsts.append(int(ts[full[0]]))
-    start = min(firsts) - INTERVAL
+    start = max(0, min(firsts) - INTERVAL)
     end = max(int(ts[-1]) for ts, _, _ in got) + 2 * INTERVAL
     length = -(-(end - start) // CHUNK) * CHUNK
     ref_path = os.path.join(tmp, "ref2.h5")
