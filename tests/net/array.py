@@ -63,6 +63,32 @@ def check_beams(got, ref):
     return n
 
 
+def check(cbf_run, tmp, files, beams, length=LENGTH, dump=DUMP, what="8 processes (scripts/cbf_array.py)"):
+    """The array's X-engine files and beam file against the single-process
+    XB-engine on the same dsim input (run here, into tmp); fails on the
+    first difference. tests/net/multihost.py checks its hosts with it."""
+    ref_path = os.path.join(tmp, "ref.h5")
+    subprocess.run([cbf_run, os.path.join(PIPE, "xbeng.yaml"), "--quiet", "--set", f"dsim.length={length}",
+                    "--set", f"corr.heap_accumulation_threshold={dump}", "--set", f"sink.path={ref_path}"],
+                   check=True, timeout=240)
+    ref_file = h5py.File(ref_path)
+    ref = ref_file["reduce"]
+    ref_vis, ref_ts = ref["data"][()], ref["timestamp"][()]    # [dump][channel][bl x 4][2]
+    for x, path in enumerate(files):
+        got = h5py.File(path)["reduce"]
+        vis, ts = got["data"][()], got["timestamp"][()]
+        if len(ts) == 0 or not np.array_equal(ts, ref_ts):
+            fail(f"X-engine {x}: dump timestamps {ts} != {ref_ts}")
+        if not got["present"][()].all():
+            fail(f"X-engine {x}: flagged antennas {np.argwhere(got['present'][()] == 0)}")
+        if not np.array_equal(vis, ref_vis[:, 512 * x:512 * (x + 1)]):
+            fail(f"X-engine {x}: visibilities differ from the single-process array")
+    n_beam = check_beams(h5py.File(beams)["recv"], ref_file["beams"])
+    print(f"ok: 4 F-engines, 2 XB-engines and a beam receiver in {what}: "
+          f"{len(ref_ts)} dumps x 1024 channels and {n_beam} batches x 2 beams identical to the "
+          f"single-process XB-engine")
+
+
 def main():
     cbf_run = sys.argv[1]
     # Distinct group ports per run so parallel test runs cannot cross.
@@ -73,26 +99,7 @@ def main():
         except ArrayError as e:
             log = str(e).split("see ")[-1]
             fail(f"{e}: {open(log).read()[-3000:] if os.path.exists(log) else ''}")
-        ref_path = os.path.join(tmp, "ref.h5")
-        subprocess.run([cbf_run, os.path.join(PIPE, "xbeng.yaml"), "--quiet", "--set", f"dsim.length={LENGTH}",
-                        "--set", f"corr.heap_accumulation_threshold={DUMP}", "--set", f"sink.path={ref_path}"],
-                       check=True, timeout=240)
-        ref_file = h5py.File(ref_path)
-        ref = ref_file["reduce"]
-        ref_vis, ref_ts = ref["data"][()], ref["timestamp"][()]    # [dump][channel][bl x 4][2]
-        for x, path in enumerate(files):
-            got = h5py.File(path)["reduce"]
-            vis, ts = got["data"][()], got["timestamp"][()]
-            if len(ts) == 0 or not np.array_equal(ts, ref_ts):
-                fail(f"X-engine {x}: dump timestamps {ts} != {ref_ts}")
-            if not got["present"][()].all():
-                fail(f"X-engine {x}: flagged antennas {np.argwhere(got['present'][()] == 0)}")
-            if not np.array_equal(vis, ref_vis[:, 512 * x:512 * (x + 1)]):
-                fail(f"X-engine {x}: visibilities differ from the single-process array")
-        n_beam = check_beams(h5py.File(beams)["recv"], ref_file["beams"])
-        print(f"ok: 4 F-engines, 2 XB-engines and a beam receiver in 8 processes (scripts/cbf_array.py): "
-              f"{len(ref_ts)} dumps x 1024 channels and {n_beam} batches x 2 beams identical to the "
-              f"single-process XB-engine")
+        check(cbf_run, tmp, files, beams)
     return 0
 
 
