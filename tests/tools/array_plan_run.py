@@ -28,7 +28,7 @@ ROOT = os.environ.get("CBF_SOURCE_ROOT", os.path.join(os.path.dirname(__file__),
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from cbf_array import ArrayError, _wait_bound  # noqa: E402
 
-LENGTH, DUMP = 4194304, 4
+LENGTH, DUMP = 8388608, 4
 
 DESCRIPTION = """\
 array:
@@ -89,7 +89,7 @@ def run_plan(cbf_run, plan):
 
 
 def main():
-    cbf_array, cbf_run = sys.argv[1], sys.argv[2]
+    cbf_array, cbf_run = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     base = 30000 + (os.getpid() % 1000) * 24   # apart from tests/net/array.py's 20000-52000 steps of 16
     with tempfile.TemporaryDirectory() as tmp:
         desc = os.path.join(tmp, "loop4.yaml")

@@ -9,6 +9,7 @@
  * at least the GPUs needed. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "array.h"
 
@@ -41,15 +42,15 @@ int array_figures(const array_desc *d, FILE *f, cbf_error *err)
     double nic = d->size_nics_per_host * d->size_nic_gbps / d->size_gpus_per_host * fill;  /* per GPU */
     double dig = 2 * array_dig_gbps_per_pol(d), fout = array_feng_gbps_per_antenna(d);
     double beam = array_beam_gbps(d);
-    fprintf(f, "array %s: %d antennas, %d channels, %.0f Msample/s x 2 pols of %d bits, %d beams\n",
-            d->name, d->antennas, d->channels, d->adc_sample_rate / 1e6, d->bits, d->beams);
-    fprintf(f, "host: %d GPUs, %d NICs of %g Gb/s; budget %s (%s); fill %g\n", d->size_gpus_per_host,
-            d->size_nics_per_host, d->size_nic_gbps, b->path, b->gpu, fill);
-    fprintf(f, "per GPU at fill: NIC %.1f Gb/s each way, PCIe %.2f GB/s in, %.2f GB/s out\n", nic,
+    const char *bname = strrchr(b->path, '/') ? strrchr(b->path, '/') + 1 : b->path;
+    fprintf(f, "array %s: %d antennas, %d channels, 2 pols x %.0f Msample/s, %d-bit, %d beams\n", d->name,
+            d->antennas, d->channels, d->adc_sample_rate / 1e6, d->bits, d->beams);
+    fprintf(f, "host: %d GPUs, %d NICs x %g Gb/s; budget %s (%s); fill %g\n", d->size_gpus_per_host,
+            d->size_nics_per_host, d->size_nic_gbps, bname, b->gpu, fill);
+    fprintf(f, "per GPU at fill: NIC %.1f Gb/s each way; PCIe %.2f GB/s in, %.2f GB/s out\n", nic,
             b->pcie_h2d_gbs * fill, b->pcie_d2h_gbs * fill);
-    fprintf(f, "per antenna: digitiser %.2f Gb/s, F-engine output %.2f Gb/s, %.3f Gsample/s, PCIe %.3f GB/s "
-            "in, %.3f GB/s out\n", dig, fout, sps / 1e9, sps * d->bits / 8 / 1e9, sps / 1e9);
-
+    fprintf(f, "per antenna: digitiser %.2f Gb/s in, F-engine %.2f Gb/s out; %.3f Gsample/s;\n"
+               "  PCIe %.3f GB/s in, %.3f GB/s out\n", dig, fout, sps / 1e9, sps * d->bits / 8 / 1e9, sps / 1e9);
     double fa[N_LIMITS] = {nic / dig, nic / fout, b->pcie_h2d_gbs * fill / (sps * d->bits / 8 / 1e9),
                            b->pcie_d2h_gbs * fill / (sps / 1e9), b->feng_gsps * fill / (sps / 1e9)};
     limits_line(f, "F-engine antennas per GPU", fa);
@@ -59,9 +60,8 @@ int array_figures(const array_desc *d, FILE *f, cbf_error *err)
                              limit_names[fk]);
     int f_gpus = (int)ceil(A / per_gpu);
     int f_hosts = (f_gpus + d->size_gpus_per_host - 1) / d->size_gpus_per_host;
-    fprintf(f, "F-engines: %d antennas per GPU (%s binds): %d GPUs in %d hosts\n", per_gpu,
-            limit_names[fk], f_gpus, f_hosts);
-
+    fprintf(f, "  -> %d antennas per GPU (%s binds): %d GPUs in %d hosts\n", per_gpu, limit_names[fk],
+            f_gpus, f_hosts);
     double corr = array_corr_tops_needed(d, d->channels), bf = array_beam_tflops_needed(d, d->channels);
     double xg[N_LIMITS] = {A * fout / nic, d->beams * beam / nic,
                            A * sps / 1e9 / (b->pcie_h2d_gbs * fill),
@@ -72,18 +72,18 @@ int array_figures(const array_desc *d, FILE *f, cbf_error *err)
     while (d->channels % x)
         x++;
     int x_hosts = (x + d->size_gpus_per_host - 1) / d->size_gpus_per_host;
-    fprintf(f, "X-engines: %d GPUs needed (%s binds), %d X-engines of %d channels (the next divisor), "
-            "one per GPU, in %d hosts; each takes %.2f Gb/s\n", need, limit_names[xk], x, d->channels / x,
-            x_hosts, A * fout / x);
-    fprintf(f, "GPU work: correlator %.1f Tops/s (budget %.0f per GPU at N = %d), beamformer %.2f TFLOP/s\n",
+    fprintf(f, "  -> %d (%s binds); %d X-engines of %d channels (the next count that divides\n"
+               "     the channels), one per GPU, in %d hosts; each receives %.2f Gb/s\n",
+            need, limit_names[xk], x, d->channels / x, x_hosts, A * fout / x);
+    fprintf(f, "GPU work: correlator %.1f Tops/s in all (%.0f per GPU at N = %d); beamformer %.2f TFLOP/s\n",
             corr, array_corr_tops(b, A), d->antennas, bf);
-
     int hosts = f_hosts + x_hosts, nics = hosts * d->size_nics_per_host;
     int groups = 2 * d->antennas + x + d->beams;
     double traffic = A * dig + A * fout + d->beams * beam;
-    fprintf(f, "totals: %d hosts, %d GPUs, %d NICs; switch ports %d (NICs) + %d (one per digitiser); "
-            "multicast groups %d (%d digitiser, %d F-engine, %d beam); %.2f Tb/s through the switch\n",
-            hosts, f_gpus + x, nics, nics, d->antennas, groups, 2 * d->antennas, x, d->beams, traffic / 1e3);
-    fprintf(f, "first bottleneck: F-engine %s, X-engine %s\n", limit_names[fk], limit_names[xk]);
+    fprintf(f, "totals: %d hosts, %d GPUs, %d NICs; switch ports: %d NICs + %d digitisers = %d;\n"
+               "  multicast groups: %d digitiser + %d F-engine + %d beam = %d; %.2f Tb/s into the switch\n",
+            hosts, f_gpus + x, nics, nics, d->antennas, nics + d->antennas, 2 * d->antennas, x, d->beams, groups,
+            traffic / 1e3);
+    fprintf(f, "first bottleneck: F-engines %s, X-engines %s\n", limit_names[fk], limit_names[xk]);
     return 0;
 }
