@@ -14,7 +14,10 @@
 #include "array.h"
 
 #define N_LIMITS 5
-static const char *const limit_names[N_LIMITS] = {"NIC in", "NIC out", "PCIe in", "PCIe out", "GPU"};
+/* The F-engine's last limit is cbf-bench's measured whole-engine rate
+ * (feng_gsps), the X-engine's the correlator and beamformer kernels. */
+static const char *const f_names[N_LIMITS] = {"NIC in", "NIC out", "PCIe in", "PCIe out", "engine"};
+static const char *const x_names[N_LIMITS] = {"NIC in", "NIC out", "PCIe in", "PCIe out", "GPU"};
 
 static int argbest(const double *v, int want_max)
 {
@@ -25,11 +28,11 @@ static int argbest(const double *v, int want_max)
     return k;
 }
 
-static void limits_line(FILE *f, const char *what, const double *v)
+static void limits_line(FILE *f, const char *what, const char *const *names, const double *v)
 {
     fprintf(f, "%s:", what);
     for (int i = 0; i < N_LIMITS; i++)
-        fprintf(f, " %s %.2f%s", limit_names[i], v[i], i + 1 < N_LIMITS ? "," : "\n");
+        fprintf(f, " %s %.2f%s", names[i], v[i], i + 1 < N_LIMITS ? "," : "\n");
 }
 
 int array_figures(const array_desc *d, FILE *f, cbf_error *err)
@@ -53,28 +56,28 @@ int array_figures(const array_desc *d, FILE *f, cbf_error *err)
                "  PCIe %.3f GB/s in, %.3f GB/s out\n", dig, fout, sps / 1e9, sps * d->bits / 8 / 1e9, sps / 1e9);
     double fa[N_LIMITS] = {nic / dig, nic / fout, b->pcie_h2d_gbs * fill / (sps * d->bits / 8 / 1e9),
                            b->pcie_d2h_gbs * fill / (sps / 1e9), b->feng_gsps * fill / (sps / 1e9)};
-    limits_line(f, "F-engine antennas per GPU", fa);
+    limits_line(f, "F-engine antennas per GPU", f_names, fa);
     int fk = argbest(fa, 0), per_gpu = (int)floor(fa[fk]);
     if (per_gpu < 1)
         return cbf_error_set(err, CBF_EINVAL, "%s: one antenna does not fit one GPU's %s", d->path,
-                             limit_names[fk]);
+                             f_names[fk]);
     int f_gpus = (int)ceil(A / per_gpu);
     int f_hosts = (f_gpus + d->size_gpus_per_host - 1) / d->size_gpus_per_host;
-    fprintf(f, "  -> %d antennas per GPU (%s binds): %d GPUs in %d hosts\n", per_gpu, limit_names[fk],
+    fprintf(f, "  -> %d antennas per GPU (%s binds): %d GPUs in %d hosts\n", per_gpu, f_names[fk],
             f_gpus, f_hosts);
     double corr = array_corr_tops_needed(d, d->channels), bf = array_beam_tflops_needed(d, d->channels);
     double xg[N_LIMITS] = {A * fout / nic, d->beams * beam / nic,
                            A * sps / 1e9 / (b->pcie_h2d_gbs * fill),
                            d->beams * d->adc_sample_rate / 1e9 / (b->pcie_d2h_gbs * fill),
                            (corr / array_corr_tops(b, A) + bf / b->beam_tflops) / fill};
-    limits_line(f, "X-engine GPUs needed", xg);
+    limits_line(f, "X-engine GPUs needed", x_names, xg);
     int xk = argbest(xg, 1), need = (int)ceil(xg[xk]), x = need < 1 ? 1 : need;
     while (d->channels % x)
         x++;
     int x_hosts = (x + d->size_gpus_per_host - 1) / d->size_gpus_per_host;
     fprintf(f, "  -> %d (%s binds); %d X-engines of %d channels (the next count that divides\n"
                "     the channels), one per GPU, in %d hosts; each receives %.2f Gb/s\n",
-            need, limit_names[xk], x, d->channels / x, x_hosts, A * fout / x);
+            need, x_names[xk], x, d->channels / x, x_hosts, A * fout / x);
     fprintf(f, "GPU work: correlator %.1f Tops/s in all (%.0f per GPU at N = %d); beamformer %.2f TFLOP/s\n",
             corr, array_corr_tops(b, A), d->antennas, bf);
     int hosts = f_hosts + x_hosts, nics = hosts * d->size_nics_per_host;
@@ -84,6 +87,6 @@ int array_figures(const array_desc *d, FILE *f, cbf_error *err)
                "  multicast groups: %d digitiser + %d F-engine + %d beam = %d; %.2f Tb/s into the switch\n",
             hosts, f_gpus + x, nics, nics, d->antennas, nics + d->antennas, 2 * d->antennas, x, d->beams, groups,
             traffic / 1e3);
-    fprintf(f, "first bottleneck: F-engines %s, X-engines %s\n", limit_names[fk], limit_names[xk]);
+    fprintf(f, "first bottleneck: F-engines %s, X-engines %s\n", f_names[fk], x_names[xk]);
     return 0;
 }
