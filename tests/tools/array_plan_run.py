@@ -12,6 +12,7 @@ pipelines/array-*.yaml and scripts/cbf_array.py's overrides do.
 
 usage: array_plan_run.py CBF_ARRAY CBF_RUN
 """
+import contextlib
 import os
 import subprocess
 import sys
@@ -61,30 +62,34 @@ def fail(msg):
     sys.exit(1)
 
 
+def _kill(p):
+    if p.poll() is None:
+        p.kill()
+        p.wait()
+
+
 def run_plan(cbf_run, plan):
     rows = [line.rstrip("\n").split("\t") for line in open(os.path.join(plan, "processes.tsv"))
             if not line.startswith("#")]
     procs = []
-    try:
-        for i, (order, name, host, gpu, yaml, ports) in enumerate(rows):
-            log = open(os.path.join(plan, name + ".log"), "w")
-            procs.append((name, subprocess.Popen([cbf_run, yaml, "--quiet"], cwd=plan, stdout=log,
-                                                 stderr=subprocess.STDOUT), log))
-            # Start the next stage only once this one's sockets are bound.
-            if i + 1 == len(rows) or rows[i + 1][0] != order:
-                want = [int(p) for r in rows if r[0] == order and r[5] != "-" for p in r[5].split(",")]
-                _wait_bound(want, procs)
-        for name, p, _ in procs:
-            if p.wait(timeout=400):
-                fail(f"{name} exited {p.returncode}: {open(os.path.join(plan, name + '.log')).read()[-2000:]}")
-    except (ArrayError, subprocess.TimeoutExpired) as e:
-        fail(f"the plan did not run: {e}")
-    finally:
-        for _, p, log in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-            log.close()
+    # Every log is closed and every process still running is killed on the
+    # way out, however the run ends (ExitStack undoes in reverse order).
+    with contextlib.ExitStack() as stack:
+        try:
+            for i, (order, name, host, gpu, yaml, ports) in enumerate(rows):
+                log = stack.enter_context(open(os.path.join(plan, name + ".log"), "w"))
+                p = subprocess.Popen([cbf_run, yaml, "--quiet"], cwd=plan, stdout=log, stderr=subprocess.STDOUT)
+                stack.callback(_kill, p)
+                procs.append((name, p, log))
+                # Start the next stage only once this one's sockets are bound.
+                if i + 1 == len(rows) or rows[i + 1][0] != order:
+                    want = [int(x) for r in rows if r[0] == order and r[5] != "-" for x in r[5].split(",")]
+                    _wait_bound(want, procs)
+            for name, p, _ in procs:
+                if p.wait(timeout=400):
+                    fail(f"{name} exited {p.returncode}: {open(os.path.join(plan, name + '.log')).read()[-2000:]}")
+        except (ArrayError, subprocess.TimeoutExpired) as e:
+            fail(f"the plan did not run: {e}")
     return [r[1] for r in rows]
 
 
