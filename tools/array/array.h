@@ -68,7 +68,7 @@ typedef struct array_desc {
     int n_hosts;
     array_budget budget;
     int has_budget;
-    char where_xengines[ARRAY_WHERE], where_antennas[ARRAY_WHERE];
+    char where_xengines[ARRAY_WHERE];
 } array_desc;
 
 /* Loads and checks the description (and the budget it names). CBF_ECONFIG

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <libgen.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,12 +86,17 @@ static void where(const ld *L, const yaml_node_t *n, char *buf)
     snprintf(buf, CBF_WHERE_MAX, "%s:%zu:%zu", L->path, n->start_mark.line + 1, n->start_mark.column + 1);
 }
 
-static int fail(const ld *L, const yaml_node_t *n, const char *fmt, const char *a, const char *b)
+static int fail(const ld *L, const yaml_node_t *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* CBF_ECONFIG at node n's place. */
+static int fail(const ld *L, const yaml_node_t *n, const char *fmt, ...)
 {
-    char at[CBF_WHERE_MAX];
+    char at[CBF_WHERE_MAX], msg[CBF_ERROR_MSG_MAX];
     where(L, n, at);
-    char msg[CBF_ERROR_MSG_MAX];
-    snprintf(msg, sizeof msg, fmt, a, b);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
     return cbf_error_set(L->err, CBF_ECONFIG, "%s: %s", at, msg);
 }
 
@@ -133,7 +139,7 @@ static int section(ld *L, const yaml_node_t *m, const char *node, const char *ki
                    const cbf_param_decl *decls, int n_decls, cbf_params **out)
 {
     if (m->type != YAML_MAPPING_NODE)
-        return fail(L, m, "'%s' must be a mapping%s", node, "");
+        return fail(L, m, "'%s' must be a mapping", node);
     size_t n = (size_t)(m->data.mapping.pairs.top - m->data.mapping.pairs.start);
     cbf_kv *kv = calloc(n ? n : 1, sizeof *kv);
     if (!kv)
@@ -143,7 +149,7 @@ static int section(ld *L, const yaml_node_t *m, const char *node, const char *ki
         yaml_node_pair_t *pr = m->data.mapping.pairs.start + i;
         yaml_node_t *k = yaml_document_get_node(&L->doc, pr->key);
         if (!scalar(k)) {
-            rc = fail(L, k, "keys of '%s' must be plain scalars%s", node, "");
+            rc = fail(L, k, "keys of '%s' must be plain scalars", node);
             break;
         }
         kv[i].key = scalar(k);
@@ -219,7 +225,7 @@ static int host(ld *L, const yaml_node_pair_t *pr, array_host *h)
     yaml_node_t *k = yaml_document_get_node(&L->doc, pr->key);
     const char *name = scalar(k);
     if (!name || !name[0] || strlen(name) >= sizeof h->name || strpbrk(name, " /\t"))
-        return fail(L, k, "a host name must be a word of at most 63 characters%s%s", "", "");
+        return fail(L, k, "a host name must be a word of at most 63 characters");
     snprintf(h->name, sizeof h->name, "%s", name);
     yaml_node_t *m = yaml_document_get_node(&L->doc, pr->value);
     where(L, m, h->where);
@@ -321,7 +327,6 @@ static int read_array(ld *L, const yaml_node_t *m, array_desc *d)
     d->gain = cbf_params_float(p, "gain");
     d->fill = cbf_params_float(p, "fill");
     snprintf(d->where_xengines, ARRAY_WHERE, "%s", cbf_params_where(p, "xengines"));
-    snprintf(d->where_antennas, ARRAY_WHERE, "%s", cbf_params_where(p, "antennas"));
     const char *b = cbf_params_string(p, "budget");
     if (d->samples_per_chunk % 4096)
         rc = cbf_error_set(L->err, CBF_ECONFIG, "%s: array.samples_per_chunk: not a multiple of 4096",
@@ -346,8 +351,8 @@ static int read_rest(ld *L, const yaml_node_t *root, array_desc *d)
     cbf_params *p = NULL;
     const yaml_node_t *m = get(L, root, "multicast");
     if (!m)
-        return fail(L, root, "section 'multicast' is missing (first group:port of digitiser, feng%s%s)",
-                    d->beams ? ", beam" : "", "");
+        return fail(L, root, "section 'multicast' is missing (first group:port of digitiser, feng%s)",
+                    d->beams ? ", beam" : "");
     int rc = section(L, m, "multicast", "cbf-array", mcast_decls, N(mcast_decls), &p);
     if (!rc)
         rc = group(p, "digitiser", &d->dig, L->err);
@@ -390,10 +395,10 @@ static int read_rest(ld *L, const yaml_node_t *root, array_desc *d)
     }
     if (!rc && (m = get(L, root, "hosts"))) {
         if (m->type != YAML_MAPPING_NODE)
-            return fail(L, m, "'hosts' must be a mapping of host name to its settings%s%s", "", "");
+            return fail(L, m, "'hosts' must be a mapping of host name to its settings");
         for (yaml_node_pair_t *pr = m->data.mapping.pairs.start; pr < m->data.mapping.pairs.top && !rc; pr++) {
             if (d->n_hosts == ARRAY_MAX_HOSTS)
-                return fail(L, m, "more than %s hosts%s", "256", "");
+                return fail(L, m, "more than %d hosts", ARRAY_MAX_HOSTS);
             rc = host(L, pr, &d->hosts[d->n_hosts]);
             for (int i = 0; !rc && i < d->n_hosts; i++)
                 if (!strcmp(d->hosts[i].name, d->hosts[d->n_hosts].name))
@@ -415,7 +420,7 @@ int array_desc_load(const char *path, array_desc *d, cbf_error *err)
     if (!rc)
         rc = top_keys(&L, root);
     if (!rc && !(m = get(&L, root, "array")))
-        rc = fail(&L, root, "section 'array' is missing (antennas, channels, xengines, ...)%s%s", "", "");
+        rc = fail(&L, root, "section 'array' is missing (antennas, channels, xengines, ...)");
     if (!rc)
         rc = read_array(&L, m, d);
     if (!rc)

@@ -134,8 +134,11 @@ int array_plan_make(const array_desc *d, array_plan *p, cbf_error *err)
     for (int x = 0; !rc && x < d->xengines; x++) {
         slot t = s[(long)x * n / d->xengines];
         array_proc *q = add(p, PROC_XENG, x, "xeng%d");
-        *q = (array_proc){PROC_XENG, x, t.host, t.gpu, t.nic, x * cx, cx, ""};
-        snprintf(q->name, sizeof q->name, "xeng%d", x);
+        q->host = t.host;
+        q->gpu = t.gpu;
+        q->nic = t.nic;
+        q->first = x * cx;
+        q->count = cx;
     }
     n = slots_of(d, ROLE_FENG, s);
     rc = rc ? rc : need_role(d, n, "feng", "the F-engines", err);
