@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Every tool's --help is whole and readable on an 80-column terminal.
 
-For cbf-run, cbf-ctl, cbf-inspect, cbf-bench and each cbf-bench area the
+For cbf-run, cbf-ctl, cbf-inspect, cbf-array, cbf-bench and each cbf-bench area the
 build has: --help exits 0 and writes to standard output only (so it pipes
 into less or head), the text ends with a newline, no line is wider than 80
 columns (wider lines fold mid-word on a terminal of that width, which reads
@@ -48,6 +48,7 @@ def main(build):
     tools = {"cbf-run": [f"{build}/tools/cbf-run"],
              "cbf-ctl": [f"{build}/tools/cbf-ctl"],
              "cbf-inspect": [f"{build}/tools/cbf-inspect"],
+             "cbf-array": [f"{build}/tools/cbf-array"],
              "cbf-bench": [f"{build}/tools/bench/cbf-bench"]}
     r = subprocess.run(tools["cbf-bench"] + ["--help"], capture_output=True, text=True)
     areas = re.findall(r"^  (\w+) ", r.stdout, re.M)

@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""cbf-array on tests/tools/array/good.yaml and on copies of it with one
+thing broken at a time.
+
+- The good plan: exit 0, one pipeline per process (8 F-engines, 4
+  X-engines, a beam receiver), processes.tsv in start order, multicast.tsv
+  with every group once, and every pipeline loads as cbf-run loads it
+  (array_load: cbf_graph_load with the real plugins).
+- Each kind of bad description: exit 2 and one line naming the file, the
+  line and column of the offending key or value (found in the broken copy,
+  not written down here), and what is wrong; nothing written.
+- Over budget: a NIC (a host's nic_gbps lowered), a GPU (a budget whose
+  feng_gsps is below two antennas) and PCIe (pcie_h2d_gbs below them):
+  exit 1 naming the host, the NIC or GPU and the figure; nothing written.
+
+usage: check_array.py CBF_ARRAY ARRAY_LOAD DIR (DIR holds good.yaml)"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.environ.get("CBF_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
+BUDGET = os.path.join(ROOT, "pipelines", "plans", "budget-h100.yaml")
+
+# (what, old text, new text, token whose place the message must name, message regex)
+BAD = [
+    ("YAML syntax", "  beams: 2\n", "  beams: [2\n", "  heaps", r"YAML syntax error"),
+    ("unknown section", "hosts:\n", "host:\n", "host:", r"unknown section 'host' \(did you mean 'hosts'\?\)"),
+    ("missing section", "multicast:\n  digitiser: 239.20.0.0:7148\n  feng: 239.21.0.0:7148\n  beam: 239.22.0.0:7148\n",
+     "", "array:", r"section 'multicast' is missing"),
+    ("unknown key", "  antennas: 8", "  antenas: 8", "antenas", r"has no parameter 'antenas'; did you mean 'antennas'\?"),
+    ("wrong type", "  antennas: 8", "  antennas: eight", "eight", r"parameter 'antennas'"),
+    ("out of range", "  beams: 2", "  beams: 65", "65", r"parameter 'beams'"),
+    ("missing key", "  channels: 4096\n", "", "  name: test8", r"parameter 'channels' is required"),
+    ("bad group", "feng: 239.21.0.0:7148", "feng: 239.21.0.0", "239.21.0.0", r"multicast.feng: expected group:port"),
+    ("not multicast", "beam: 239.22.0.0:7148", "beam: 10.22.0.0:7148", "10.22.0.0", r"not an IPv4 multicast group"),
+    ("unknown role", "{roles: xeng, gpus: 2, interfaces: \"10.0.2.2", "{roles: xengine, gpus: 2, interfaces: \"10.0.2.2",
+     "xengine,", r"host 'x1': unknown role 'xengine' \(did you mean 'xeng'\?\)"),
+    ("bad interface", "10.0.1.2\"", "10.0.1.300\"", "\"10.0.0.2, 10.0.1.300\"", r"host 'f1': interfaces: '10.0.1.300'"),
+    ("host key typo", "  b0: {roles: beams, interfaces", "  b0: {roles: beams, interface", "interface:",
+     r"node 'b0': plugin 'cbf-array host' has no parameter 'interface'; did you mean 'interfaces'\?"),
+    ("host twice", "  b0: {roles: beams", "  x0: {roles: beams", "x0: {roles: beams", r"host 'x0' is given twice"),
+    ("xengines do not divide", "  xengines: 4", "  xengines: 3", "3", r"array.xengines: 3 does not divide the 4096"),
+    ("budget missing", "budget: BUDGET", "budget: nowhere.yaml", "nowhere.yaml", r"array.budget: .*cannot open budget"),
+]
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def place(text, token):
+    """line:column (1-based) of the first token in text."""
+    i = text.index(token)
+    line = text.count("\n", 0, i) + 1
+    col = i - (text.rfind("\n", 0, i) + 1) + 1
+    if token.startswith("  "):   # a whole line given: its key's column
+        col += len(token) - len(token.lstrip())
+    return f"{line}:{col}"
+
+
+def run(cbf_array, desc, out):
+    return subprocess.run([cbf_array, desc, "--out", out], capture_output=True, text=True)
+
+
+def good_plan(cbf_array, array_load, text, tmp):
+    desc = os.path.join(tmp, "good.yaml")
+    open(desc, "w").write(text)
+    out = os.path.join(tmp, "good")
+    r = run(cbf_array, desc, out)
+    if r.returncode:
+        fail(f"good.yaml: exit {r.returncode}: {r.stdout}{r.stderr}")
+    rows = [l.split("\t") for l in open(os.path.join(out, "processes.tsv")).read().splitlines()
+            if not l.startswith("#")]
+    names = [r[1] for r in rows]
+    want = ["beams"] + [f"xeng{x}" for x in range(4)] + [f"feng{a}" for a in range(8)]
+    if names != want or [r[0] for r in rows] != ["1"] + ["2"] * 4 + ["3"] * 8:
+        fail(f"processes.tsv: {rows}")
+    if [r[2] for r in rows[5:]] != ["f0"] * 4 + ["f1"] * 4 or [r[3] for r in rows[5:]] != list("00110011"):
+        fail(f"F-engines placed {[(r[2], r[3]) for r in rows[5:]]}, want 2 a GPU over f0 and f1")
+    groups = [l.split("\t")[1] for l in open(os.path.join(out, "multicast.tsv")).read().splitlines()
+              if not l.startswith("#")]
+    if len(groups) != 16 + 4 + 2 or len(set(groups)) != len(groups):
+        fail(f"multicast.tsv: {groups}")
+    files = sorted(os.path.join(out, n + ".yaml") for n in names)
+    r = subprocess.run([array_load] + files, capture_output=True, text=True)
+    if r.returncode:
+        fail(f"generated pipelines do not load: {r.stdout}{r.stderr}")
+    feng5 = open(os.path.join(out, "feng5.yaml")).read()
+    for want_text in ("address: 239.20.0.10:7158,239.20.0.11:7159", "interface: 10.0.0.2", "gpu_device: 0",
+                      "feng_id: 5", 'destinations: "239.21.0.0:7148,239.21.0.1:7149,239.21.0.2:7150,'
+                      '239.21.0.3:7151"'):
+        if want_text not in feng5:
+            fail(f"feng5.yaml lacks '{want_text}':\n{feng5}")
+    return len(names)
+
+
+def main():
+    cbf_array, array_load, src = sys.argv[1:4]
+    text = open(os.path.join(src, "good.yaml")).read()
+    text = re.sub(r"budget: .*", f"budget: {BUDGET}", text)
+    with tempfile.TemporaryDirectory() as tmp:
+        n = good_plan(cbf_array, array_load, text, tmp)
+        for what, old, new, token, msg in BAD:
+            old = old.replace("BUDGET", BUDGET)
+            if old not in text:
+                fail(f"{what}: '{old}' is not in good.yaml")
+            bad = text.replace(old, new, 1)
+            desc = os.path.join(tmp, "bad.yaml")
+            open(desc, "w").write(bad)
+            out = os.path.join(tmp, "bad-out")
+            r = run(cbf_array, desc, out)
+            where = f"{desc}:{place(bad, token)}: "
+            if what == "YAML syntax":   # libyaml names where it noticed, a line later
+                where = f"{desc}:"
+            if r.returncode != 2 or where not in r.stderr or not re.search(msg, r.stderr) or os.path.exists(out):
+                fail(f"{what}: want exit 2 and '{where}...{msg}', nothing written; got exit {r.returncode}: "
+                     f"{r.stderr.strip()}")
+            print(f"ok: {what}: {r.stderr.strip()}")
+        over = [
+            ("NIC", text.replace("\"10.0.0.2, 10.0.1.2\", nic_gbps: 100", "\"10.0.0.2, 10.0.1.2\", nic_gbps: 75"),
+             None, r"host 'f1': NIC 10.0.0.2 receives 70.33 Gb/s, more than 67.50 Gb/s"),
+            ("GPU", text, ("feng_gsps: 33.46", "feng_gsps: 7"),
+             r"host 'f0': GPU 0: its engines need 0.978 of the GPU, more than array.fill 0.9 "
+             r"\(F-engines 6.85 Gsample/s of feng_gsps 7 at .*budget.yaml:\d+:\d+"),
+            ("PCIe", text, ("pcie_h2d_gbs: 43.53", "pcie_h2d_gbs: 9"),
+             r"host 'f0': GPU 0: PCIe host to GPU 8.56 GB/s, more than 8.10 \(pcie_h2d_gbs 9 at"),
+        ]
+        for what, desc_text, budget_edit, msg in over:
+            if budget_edit:
+                b = open(BUDGET).read()
+                if budget_edit[0] not in b:
+                    fail(f"{what}: '{budget_edit[0]}' is not in {BUDGET}")
+                bpath = os.path.join(tmp, "budget.yaml")
+                open(bpath, "w").write(b.replace(*budget_edit))
+                desc_text = desc_text.replace(f"budget: {BUDGET}", f"budget: {bpath}")
+            desc = os.path.join(tmp, "over.yaml")
+            open(desc, "w").write(desc_text)
+            out = os.path.join(tmp, "over-out")
+            r = run(cbf_array, desc, out)
+            if r.returncode != 1 or not re.search(msg, r.stderr) or os.path.exists(out):
+                fail(f"over-budget {what}: want exit 1 and '{msg}', nothing written; got exit "
+                     f"{r.returncode}: {r.stdout}{r.stderr}")
+            print(f"ok: over-budget {what}: {r.stderr.strip()}")
+    print(f"ok: the good plan ({n} processes) loads; {len(BAD)} bad descriptions and 3 over-budget plans refused")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+/* array.h: cbf-array's model of an array description, a measured budget
+ * and the plan made from them (docs/scaling.md, "cbf-array").
+ *
+ * desc.c loads the description and the budget through libcbf's parameter
+ * validation, so a mistake is one line starting with file:line:column, as
+ * for a pipeline; plan.c places the engines, works out every stream's
+ * rate and checks each host against its NICs and each GPU against the
+ * budget; write.c writes the per-process pipelines and the tables. */
+#ifndef CBF_ARRAY_H
+#define CBF_ARRAY_H
+
+#include <stdio.h>
+
+#include "cbf/error.h"
+
+#define ARRAY_MAX_HOSTS 256
+#define ARRAY_MAX_IFS 8
+#define ARRAY_MAX_CORR 32
+#define ARRAY_WHERE 512
+
+enum { ROLE_DIGITISER = 1, ROLE_FENG = 2, ROLE_XENG = 4, ROLE_BEAMS = 8 };
+
+typedef struct array_host {
+    char name[64];
+    unsigned roles;
+    int gpus;                           /* 0: the engines run on the CPU */
+    char ifs[ARRAY_MAX_IFS][64];        /* interface addresses, one per NIC */
+    int n_ifs;
+    double nic_gbps;                    /* each NIC's line rate */
+    char where[ARRAY_WHERE];            /* of the host's mapping */
+} array_host;
+
+typedef struct array_group {
+    unsigned addr;                      /* IPv4, host order */
+    int port;
+} array_group;
+
+/* What cbf-bench measured on one kind of GPU host (docs/scaling.md,
+ * "Budget files"). */
+typedef struct array_budget {
+    char path[512];
+    char gpu[128];
+    double pcie_h2d_gbs, pcie_d2h_gbs;  /* GB/s, both directions at once */
+    double feng_gsps;                   /* F-engine Gsample/s of one GPU, the whole engine */
+    int n_corr;
+    double corr_ants[ARRAY_MAX_CORR], corr_tops[ARRAY_MAX_CORR];
+    double beam_tflops;
+    char where_pcie_h2d[ARRAY_WHERE], where_pcie_d2h[ARRAY_WHERE], where_feng[ARRAY_WHERE],
+        where_corr[ARRAY_WHERE], where_beam[ARRAY_WHERE];
+} array_budget;
+
+typedef struct array_desc {
+    char path[512];
+    char name[64];
+    int antennas, channels, bits, spectra_per_heap, xengines, beams, heaps_per_dump;
+    int samples_per_chunk;
+    double adc_sample_rate, gain, fill;
+    array_group dig, feng, beam;        /* first group of each stream */
+    /* simulate: dsim processes standing in for the digitisers (0: real ones) */
+    int digitisers;
+    long long length;
+    double noise, tone_hz, tone_amplitude, delay_step, sim_rate_gbps;
+    /* sizing (--figures): a host as the array would buy it */
+    int size_gpus_per_host, size_nics_per_host;
+    double size_nic_gbps;
+    int has_sizing;
+    array_host hosts[ARRAY_MAX_HOSTS];
+    int n_hosts;
+    array_budget budget;
+    int has_budget;
+    char where_xengines[ARRAY_WHERE];
+} array_desc;
+
+/* Loads and checks the description (and the budget it names). CBF_ECONFIG
+ * with "file:line:column: ..." for a bad one. */
+int array_desc_load(const char *path, array_desc *d, cbf_error *err);
+
+/* ---- rates (plan.c) ---- */
+/* Gb/s on the wire (UDP payload + SPEAD, UDP, IP and Ethernet headers). */
+double array_dig_gbps_per_pol(const array_desc *d);
+double array_feng_gbps_per_antenna(const array_desc *d);
+double array_beam_gbps(const array_desc *d);     /* one beam, the whole band */
+double array_corr_tops_needed(const array_desc *d, int channels);
+double array_beam_tflops_needed(const array_desc *d, int channels);
+/* The budget's correlator rate at n antennas: linear between measured
+ * sizes, the nearest one outside them. */
+double array_corr_tops(const array_budget *b, double n);
+
+/* ---- the plan (plan.c) ---- */
+enum { PROC_BEAMS, PROC_XENG, PROC_FENG, PROC_DIGITISER };   /* also the start order */
+
+typedef struct array_proc {
+    int kind;
+    int index;                          /* antenna, X-engine, digitiser */
+    int host, gpu, nic;                 /* gpu -1: none; nic -1: all of the host's */
+    int first, count;                   /* digitiser: antennas; X-engine: channels */
+    char name[32];
+} array_proc;
+
+typedef struct array_plan {
+    array_proc *procs;
+    int n_procs;
+} array_plan;
+
+/* Places the processes on the hosts; CBF_ECONFIG naming the description's
+ * place when it cannot (no host for a role, channels that do not divide). */
+int array_plan_make(const array_desc *d, array_plan *p, cbf_error *err);
+void array_plan_free(array_plan *p);
+/* Prints each host's NICs and GPUs against their budget to f (NULL: not
+ * printed); returns 0, or CBF_EINVAL with the first figure over budget in
+ * err, naming the host. */
+int array_plan_check(const array_desc *d, const array_plan *p, FILE *f, cbf_error *err);
+/* The sizing of docs/scaling.md: how many hosts, GPUs, NICs, switch ports
+ * and groups the array needs, and what binds first. */
+int array_figures(const array_desc *d, FILE *f, cbf_error *err);
+
+/* ---- output (write.c) ---- */
+void array_group_text(array_group g, int offset, char *buf, size_t n);
+int array_write(const array_desc *d, const array_plan *p, const char *dir, cbf_error *err);
+
+#endif

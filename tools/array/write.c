@@ -1,0 +1,274 @@
+/* write.c: the plan's folder: one pipeline per process, laid out as
+ * pipelines/array-*.yaml are (the same nodes and parameters, each value
+ * written out rather than given by --set), the start order, and the
+ * multicast plan. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "array.h"
+
+void array_group_text(array_group g, int offset, char *buf, size_t n)
+{
+    unsigned a = g.addr + (unsigned)offset;
+    snprintf(buf, n, "%u.%u.%u.%u:%d", a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255, g.port + offset);
+}
+
+/* count groups from first, comma-separated */
+static void groups(array_group g, int first, int count, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    for (int i = 0; i < count; i++) {
+        char one[32];
+        array_group_text(g, first + i, one, sizeof one);
+        size_t l = strlen(buf);
+        snprintf(buf + l, n - l, "%s%s", i ? "," : "", one);
+    }
+}
+
+static void interfaces(const array_host *h, int nic, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    for (int k = 0; k < h->n_ifs; k++)
+        if (nic < 0 || nic == k) {
+            size_t l = strlen(buf);
+            snprintf(buf + l, n - l, "%s%s", l ? "," : "", h->ifs[k]);
+        }
+}
+
+/* The shortest text that reads back as v: 0.04, not 0.040000000000000001. */
+static const char *num(double v, char *buf)
+{
+    snprintf(buf, 32, "%.15g", v);
+    if (strtod(buf, NULL) != v)
+        snprintf(buf, 32, "%.17g", v);
+    return buf;
+}
+
+static void engine(FILE *f, const array_desc *d, const array_proc *q, const char *gpu_none)
+{
+    const array_host *h = &d->hosts[q->host];
+    char n[32];
+    fprintf(f, "# Written by cbf-array from %s: process %s on host %s.\n", d->path, q->name, h->name);
+    fprintf(f, "engine:\n  name: %s-%s\n", d->name, q->name);
+    if (q->gpu >= 0)
+        fprintf(f, "  gpu: required\n  gpu_device: %d\n", q->gpu);
+    else
+        fprintf(f, "  gpu: %s\n", gpu_none);
+    if (d->adc_sample_rate != 1712e6)
+        fprintf(f, "  adc_sample_rate: %s\n", num(d->adc_sample_rate, n));
+    fprintf(f, "nodes:\n");
+}
+
+static void write_digitiser(FILE *f, const array_desc *d, const array_proc *q, const char *ifs)
+{
+    char dst[16384], n1[32], n2[32];
+    engine(f, d, q, "none");
+    fprintf(f, "  dsim:\n    plugin: dsim\n    params:\n      antennas: %d\n      bits: %d\n"
+               "      samples_per_chunk: %d\n      length: %lld\n      noise: %s\n      delays: [",
+            q->count, d->bits, d->samples_per_chunk, d->length, num(d->noise, n1));
+    for (int a = 0; a < q->count; a++)
+        fprintf(f, "%s%s", a ? ", " : "", num((q->first + a) * d->delay_step, n1));
+    fprintf(f, "]\n      tones: [{frequency: %s, amplitude: %s}]\n", num(d->tone_hz, n1),
+            num(d->tone_amplitude, n2));
+    groups(d->dig, 2 * q->first, 2 * q->count, dst, sizeof dst);
+    fprintf(f, "  send:\n    plugin: sender\n    params:\n      destinations: \"%s\"\n      interface: %s\n",
+            dst, ifs);
+    if (d->sim_rate_gbps > 0)
+        fprintf(f, "      rate_gbps: %s\n", num(d->sim_rate_gbps, dst));
+    fprintf(f, "edges:\n  - dsim.out -> send.in\n");
+}
+
+static void write_feng(FILE *f, const array_desc *d, const array_proc *q, const char *ifs)
+{
+    char src[64], dst[16384], n[32];
+    engine(f, d, q, "auto");
+    groups(d->dig, 2 * q->index, 2, src, sizeof src);
+    groups(d->feng, 0, d->xengines, dst, sizeof dst);
+    fprintf(f, "  recv:\n    plugin: receiver\n    params:\n      address: %s\n      interface: %s\n"
+               "      antennas: 1\n      bits: %d\n      samples_per_chunk: %d\n      stops: 2\n",
+            src, ifs, d->bits, d->samples_per_chunk);
+    fprintf(f, "  pfb: {plugin: pfb, params: {channels: %d, antenna: 0, spectra_per_buffer: %d}}\n",
+            d->channels, d->spectra_per_heap);
+    fprintf(f, "  post: {plugin: fft_post, params: {spectra_per_heap: %d, gain: [%s, 0.0], feng_id: %d}}\n",
+            d->spectra_per_heap, num(d->gain, n), q->index);
+    fprintf(f, "  send:\n    plugin: sender\n    params:\n      destinations: \"%s\"\n      interface: %s\n"
+               "      feng_id: %d\n", dst, ifs, q->index);
+    fprintf(f, "edges:\n  - recv.out -> pfb.in\n  - pfb.out -> post.in\n  - post.out -> send.in\n");
+}
+
+static void write_xeng(FILE *f, const array_desc *d, const array_proc *q, const char *ifs)
+{
+    char src[64], dst[4096], n[32];
+    engine(f, d, q, "auto");
+    groups(d->feng, q->index, 1, src, sizeof src);
+    fprintf(f, "  recv:\n    plugin: receiver\n    params:\n      address: %s\n      interface: %s\n"
+               "      stream: feng\n      antennas: %d\n      channels: %d\n      first_channel: %d\n"
+               "      total_channels: %d\n      spectra_per_heap: %d\n      batches: 1\n      stops: %d\n"
+               "      chunks_in_flight: 8\n      buffers: 10\n",
+            src, ifs, d->antennas, q->count, q->first, d->channels, d->spectra_per_heap, d->antennas);
+    if (d->heaps_per_dump)
+        fprintf(f, "  corr: {plugin: correlator, params: {heap_accumulation_threshold: %d}}\n", d->heaps_per_dump);
+    else
+        fprintf(f, "  corr: {plugin: correlator}\n");
+    fprintf(f, "  reduce: {plugin: reducer}\n");
+    if (d->beams) {
+        /* Every beam at the phase centre, weights 1 / N: a coherent beam
+         * keeps one antenna's level; steer with the beamformer's requests. */
+        fprintf(f, "  beams:\n    plugin: beamformer\n    params:\n      beams: [");
+        for (int b = 0; b < d->beams; b++)
+            fprintf(f, "%s{pol: %d}", b ? ", " : "", b % 2);
+        fprintf(f, "]\n      weights: [");
+        for (int a = 0; a < d->antennas; a++)
+            fprintf(f, "%s%s", a ? ", " : "", num(1.0 / d->antennas, n));
+        groups(d->beam, 0, d->beams, dst, sizeof dst);
+        fprintf(f, "]\n  bsend:\n    plugin: sender\n    params:\n      destinations: \"%s\"\n"
+                   "      interface: %s\n", dst, ifs);
+    }
+    fprintf(f, "  sink: {plugin: filesink, params: {path: %s.h5, overwrite: true}}\n", q->name);
+    fprintf(f, "edges:\n  - recv.batches -> corr.in\n  - corr.out -> reduce.in\n  - reduce.out -> sink.in\n");
+    if (d->beams)
+        fprintf(f, "  - recv.batches -> beams.in\n  - beams.out -> bsend.in\n");
+}
+
+static void write_beams(FILE *f, const array_desc *d, const array_proc *q, const char *ifs)
+{
+    char src[4096];
+    engine(f, d, q, "none");
+    groups(d->beam, 0, d->beams, src, sizeof src);
+    fprintf(f, "  recv:\n    plugin: receiver\n    params:\n      stream: beam\n      address: \"%s\"\n"
+               "      interface: %s\n      antennas: %d\n      channels: %d\n      channels_per_heap: %d\n"
+               "      total_channels: %d\n      spectra_per_heap: %d\n      batches: 1\n      stops: %d\n"
+               "      chunks_in_flight: 16\n      buffers: 18\n",
+            src, ifs, d->antennas, d->channels, d->channels / d->xengines, d->channels, d->spectra_per_heap,
+            d->xengines * d->beams);
+    fprintf(f, "  sink: {plugin: filesink, params: {path: beams.h5, overwrite: true}}\n");
+    fprintf(f, "edges:\n  - recv.beams -> sink.in\n");
+}
+
+/* The UDP ports a process receives on: what its senders wait for. */
+static void binds(const array_desc *d, const array_proc *q, char *buf, size_t n)
+{
+    array_group g = q->kind == PROC_FENG ? d->dig : q->kind == PROC_XENG ? d->feng : d->beam;
+    int first = q->kind == PROC_FENG ? 2 * q->index : q->kind == PROC_XENG ? q->index : 0;
+    int count = q->kind == PROC_FENG ? 2 : q->kind == PROC_XENG ? 1 : q->kind == PROC_BEAMS ? d->beams : 0;
+    buf[0] = '\0';
+    for (int i = 0; i < count; i++) {
+        size_t l = strlen(buf);
+        snprintf(buf + l, n - l, "%s%d", i ? "," : "", g.port + first + i);
+    }
+    if (!count)
+        snprintf(buf, n, "-");
+}
+
+/* Hosts of the processes of one kind whose index satisfies the filter. */
+static void hosts_of(const array_desc *d, const array_plan *p, int kind, int lo, int hi, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    for (int i = 0; i < p->n_procs; i++) {
+        const array_proc *q = &p->procs[i];
+        int idx = kind == PROC_DIGITISER ? q->first : q->index;
+        int last = kind == PROC_DIGITISER ? q->first + q->count - 1 : q->index;
+        if (q->kind != kind || last < lo || idx > hi)
+            continue;
+        const char *name = d->hosts[q->host].name;
+        char tok[80];
+        snprintf(tok, sizeof tok, ",%s,", name);
+        char padded[8192];
+        snprintf(padded, sizeof padded, ",%s,", buf);
+        if (strstr(padded, tok))
+            continue;
+        size_t l = strlen(buf);
+        snprintf(buf + l, n - l, "%s%s", l ? "," : "", name);
+    }
+    if (!buf[0])
+        snprintf(buf, n, "%s", kind == PROC_DIGITISER ? "(digitisers)" : "(none)");
+}
+
+static void write_multicast(FILE *f, const array_desc *d, const array_plan *p)
+{
+    char g[32], s[8192], r[8192];
+    fprintf(f, "# stream\tgroup:port\tsenders\treceivers\tGb/s\n");
+    for (int i = 0; i < 2 * d->antennas; i++) {
+        array_group_text(d->dig, i, g, sizeof g);
+        hosts_of(d, p, PROC_DIGITISER, i / 2, i / 2, s, sizeof s);
+        hosts_of(d, p, PROC_FENG, i / 2, i / 2, r, sizeof r);
+        fprintf(f, "digitiser %d pol %d\t%s\t%s\t%s\t%.2f\n", i / 2, i % 2, g, s, r, array_dig_gbps_per_pol(d));
+    }
+    for (int x = 0; x < d->xengines; x++) {
+        array_group_text(d->feng, x, g, sizeof g);
+        hosts_of(d, p, PROC_FENG, 0, d->antennas, s, sizeof s);
+        hosts_of(d, p, PROC_XENG, x, x, r, sizeof r);
+        fprintf(f, "feng to xeng %d\t%s\t%s\t%s\t%.2f\n", x, g, s, r,
+                d->antennas * array_feng_gbps_per_antenna(d) / d->xengines);
+    }
+    for (int b = 0; b < d->beams; b++) {
+        array_group_text(d->beam, b, g, sizeof g);
+        hosts_of(d, p, PROC_XENG, 0, d->xengines, s, sizeof s);
+        hosts_of(d, p, PROC_BEAMS, 0, 0, r, sizeof r);
+        fprintf(f, "beam %d\t%s\t%s\t%s\t%.2f\n", b, g, s, r, array_beam_gbps(d));
+    }
+}
+
+static FILE *open_in(const char *dir, const char *name, cbf_error *err)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        cbf_error_set(err, CBF_EIO, "%s: cannot write: %s", path, strerror(errno));
+    return f;
+}
+
+int array_write(const array_desc *d, const array_plan *p, const char *dir, cbf_error *err)
+{
+    if (mkdir(dir, 0777) && errno != EEXIST)
+        return cbf_error_set(err, CBF_EIO, "%s: cannot make the folder: %s", dir, strerror(errno));
+    FILE *order = open_in(dir, "processes.tsv", err);
+    if (!order)
+        return err->code;
+    fprintf(order, "# start in this order, each once the ports of the ones before are bound\n"
+                   "# order\tname\thost\tgpu\tpipeline\tudp ports it receives on\n");
+    static const int start[] = {PROC_BEAMS, PROC_XENG, PROC_FENG, PROC_DIGITISER};
+    for (int s = 0; s < 4; s++)
+        for (int i = 0; i < p->n_procs; i++) {
+            const array_proc *q = &p->procs[i];
+            if (q->kind != start[s])
+                continue;
+            char file[64], ifs[1024], ports[4096];
+            snprintf(file, sizeof file, "%s.yaml", q->name);
+            FILE *f = open_in(dir, file, err);
+            if (!f) {
+                fclose(order);
+                return err->code;
+            }
+            interfaces(&d->hosts[q->host], q->nic, ifs, sizeof ifs);
+            if (q->kind == PROC_DIGITISER)
+                write_digitiser(f, d, q, ifs);
+            else if (q->kind == PROC_FENG)
+                write_feng(f, d, q, ifs);
+            else if (q->kind == PROC_XENG)
+                write_xeng(f, d, q, ifs);
+            else
+                write_beams(f, d, q, ifs);
+            int bad = ferror(f) | fclose(f);
+            binds(d, q, ports, sizeof ports);
+            char gpu[16] = "-";
+            if (q->gpu >= 0)
+                snprintf(gpu, sizeof gpu, "%d", q->gpu);
+            fprintf(order, "%d\t%s\t%s\t%s\t%s\t%s\n", s + 1, q->name, d->hosts[q->host].name, gpu, file, ports);
+            if (bad) {
+                fclose(order);
+                return cbf_error_set(err, CBF_EIO, "%s/%s: write failed", dir, file);
+            }
+        }
+    int bad = ferror(order) | fclose(order);
+    FILE *m = open_in(dir, "multicast.tsv", err);
+    if (!m)
+        return err->code;
+    write_multicast(m, d, p);
+    bad |= ferror(m) | fclose(m);
+    return bad ? cbf_error_set(err, CBF_EIO, "%s: write failed", dir) : 0;
+}
