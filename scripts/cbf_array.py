@@ -60,6 +60,27 @@ def _joined_groups(pid):
     return groups
 
 
+def wait_bound(ports, procs, timeout=60):
+    """Waits until the UDP ports are bound by the processes procs
+    ((name, Popen, log) each, in this namespace), raising ArrayError when
+    one exits first or the time runs out."""
+    deadline = time.monotonic() + timeout
+    while True:
+        bound = set()
+        for name, p, _ in procs:
+            if p.poll() is not None:
+                raise ArrayError(f"{name} exited early (exit {p.returncode})")
+            try:
+                bound |= _bound_udp_ports(p.pid)
+            except FileNotFoundError:
+                pass
+        if set(ports) <= bound:
+            return
+        if time.monotonic() > deadline:
+            raise ArrayError(f"UDP ports {sorted(set(ports) - bound)} were never bound")
+        time.sleep(0.01)
+
+
 def _die_with_parent():
     """In the child before exec: SIGKILL when the launching process dies,
     however it dies (prctl PR_SET_PDEATHSIG; kept across `ip netns exec`'s

@@ -27,7 +27,7 @@ except ImportError as e:  # pragma: no cover
 
 ROOT = os.environ.get("CBF_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from cbf_array import ArrayError, _wait_bound  # noqa: E402
+from cbf_array import ArrayError, wait_bound  # noqa: E402
 
 LENGTH, DUMP = 8388608, 4
 
@@ -84,7 +84,7 @@ def run_plan(cbf_run, plan):
                 # Start the next stage only once this one's sockets are bound.
                 if i + 1 == len(rows) or rows[i + 1][0] != order:
                     want = [int(x) for r in rows if r[0] == order and r[5] != "-" for x in r[5].split(",")]
-                    _wait_bound(want, procs)
+                    wait_bound(want, procs)
             for name, p, _ in procs:
                 if p.wait(timeout=400):
                     fail(f"{name} exited {p.returncode}: {open(os.path.join(plan, name + '.log')).read()[-2000:]}")
