@@ -31,12 +31,19 @@ SRUN
 # cbf-run: records that it ran, in its working folder.
 printf '#!/bin/bash\necho "$PWD/$1" > ran\n' > "$tmp/bin/cbf-run"
 chmod +x "$tmp/bin/srun" "$tmp/bin/cbf-run"
-PATH=$tmp/bin:$PATH CBF_DATA_IFACE=lo CBF_OUT=$tmp/out CBF_STAGE_DELAY=0 bash "$sbatch" "$tmp/plan"
+# The interface rewrite reads addresses with iproute2's ip; a machine
+# without it (a bare container) checks the rest.
+iface=lo ifsed='s/^\( *interface: \).*/\1127.0.0.1/'
+if ! command -v ip > /dev/null; then
+    iface='' ifsed=''
+    echo "note: no ip command here: the interface rewrite is not checked"
+fi
+PATH=$tmp/bin:$PATH CBF_DATA_IFACE=$iface CBF_OUT=$tmp/out CBF_STAGE_DELAY=0 bash "$sbatch" "$tmp/plan"
 n=0
 while IFS=$'\t' read -r _ name _ gpu _; do
     p=$tmp/out/$name/pipeline.yaml
     [[ -f $tmp/out/$name/ran ]] || { echo "FAIL: $name did not run"; exit 1; }
-    diff <(sed -e 's/^  gpu_device: .*/  gpu_device: 0/' -e 's/^\( *interface: \).*/\1127.0.0.1/' \
+    diff <(sed -e 's/^  gpu_device: .*/  gpu_device: 0/' ${ifsed:+-e "$ifsed"} \
            "$tmp/plan/$name.yaml") "$p" || { echo "FAIL: $name's pipeline is not the plan's, rewritten"; exit 1; }
     if [[ $gpu != - ]]; then grep -q '^  gpu_device: 0$' "$p" || { echo "FAIL: $name: gpu_device"; exit 1; }; fi
     grep -q 'interface: 127.0.0.1$' "$p" || { echo "FAIL: $name: interface"; exit 1; }
