@@ -93,6 +93,16 @@ static array_proc *add(array_plan *p, int kind, int index, const char *fmt)
     return q;
 }
 
+/* q runs on slot t and covers [first, first + count) (channels or antennas). */
+static void place(array_proc *q, slot t, int first, int count)
+{
+    q->host = t.host;
+    q->gpu = t.gpu;
+    q->nic = t.nic;
+    q->first = first;
+    q->count = count;
+}
+
 static int need_role(const array_desc *d, int n_slots, const char *role, const char *why, cbf_error *err)
 {
     if (n_slots)
@@ -131,26 +141,12 @@ int array_plan_make(const array_desc *d, array_plan *p, cbf_error *err)
     int cx = d->channels / d->xengines;
     n = slots_of(d, ROLE_XENG, s);
     rc = rc ? rc : need_role(d, n, "xeng", "the X-engines", err);
-    for (int x = 0; !rc && x < d->xengines; x++) {
-        slot t = s[(long)x * n / d->xengines];
-        array_proc *q = add(p, PROC_XENG, x, "xeng%d");
-        q->host = t.host;
-        q->gpu = t.gpu;
-        q->nic = t.nic;
-        q->first = x * cx;
-        q->count = cx;
-    }
+    for (int x = 0; !rc && x < d->xengines; x++)
+        place(add(p, PROC_XENG, x, "xeng%d"), s[(long)x * n / d->xengines], x * cx, cx);
     n = slots_of(d, ROLE_FENG, s);
     rc = rc ? rc : need_role(d, n, "feng", "the F-engines", err);
-    for (int a = 0; !rc && a < d->antennas; a++) {
-        slot t = s[(long)a * n / d->antennas];
-        array_proc *q = add(p, PROC_FENG, a, "feng%d");
-        q->host = t.host;
-        q->gpu = t.gpu;
-        q->nic = t.nic;
-        q->first = a;
-        q->count = 1;
-    }
+    for (int a = 0; !rc && a < d->antennas; a++)
+        place(add(p, PROC_FENG, a, "feng%d"), s[(long)a * n / d->antennas], a, 1);
     if (d->digitisers) {
         n = 0;
         for (int h = 0; h < d->n_hosts; h++)
