@@ -8,22 +8,26 @@
  * warp's mma.sync m16n8k32 (s8 x s8 -> s32) sums are exact and the result
  * equals the CPU's bit for bit. At 8 beams a sample byte meets 24 digit
  * products, yet the tensor cores run them in about a quarter of the time
- * the input takes to read: the kernel is bound by memory bandwidth, which
- * is what katgpucbf's design (doc/xbgpu.design.b.rst) asks of it, and the
- * CUDA cores are left with loads, coefficients and the output.
+ * the input takes to read: the bound is memory bandwidth, as katgpucbf's
+ * design (doc/xbgpu.design.b.rst) has it, and what keeps the kernel from
+ * it is the CUDA cores' share (loads, coefficients, output; measured in
+ * docs/performance.md).
  *
- * Block: one (batch, channel), BF_WARPS warps of BF_WSPEC spectra each
- * (four m16 tiles). Per pass over a group of BF_GROUP beams (two n8 tiles:
- * re and im of 4 beams each) and per stage of BF_STAGE antennas, the block
- * makes that channel's coefficient digits in shared memory; each warp then
- * runs k-steps of 8 antennas (32 bytes per spectrum), loading its sample
- * words straight into mma A-fragment registers with 16-byte loads (the
- * next k-step's while this one's products run). A thread's A rows are
- * spectra 4g + i and 32 + 4g + i of tile i (g = lane / 4): mma leaves row
- * order to the caller, and that one makes each load 4 consecutive
- * spectra of one antenna. More beams: more passes over the same input
- * (from L2). Without 16-byte alignment (spectra_per_heap not a multiple of
- * 4) the same kernel loads word by word. */
+ * Block: one channel, BF_BSPEC spectra and a range of batches; BF_WARPS
+ * warps of BF_MT m16 tiles (16 spectra each). Per pass over a group of
+ * BF_GROUP beams (two n8 tiles: re and im of 4 beams each) and per stage
+ * of BF_STAGE antennas, the block makes that channel's coefficient digits
+ * in shared memory, laid out so each lane reads its B-fragment register
+ * pairs whole; each warp then runs k-steps of 8 antennas (32 bytes per
+ * spectrum), loading its sample words straight into A-fragment registers
+ * with 8-byte loads, BF_NBUF - 1 k-steps ahead. Rows g and g + 8 of tile i
+ * are spectra 16 i + 2 g and the next (g = lane / 4): mma leaves row order
+ * to the caller, and that order makes one load the two rows of an antenna.
+ * Presence is applied to the samples, so the coefficients serve every
+ * batch of the block. More beams: more passes over the same input (from
+ * L2). Without 8-byte alignment (spectra_per_heap odd) the same kernel
+ * loads word by word.
+ */
 #include <cuda_runtime.h>
 
 #include "beamform.h"

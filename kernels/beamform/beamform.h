@@ -20,10 +20,12 @@
  * [-127, 127]; a complex value counts once as saturated, per beam, when
  * either part was clipped.
  *
- * The CPU and CUDA versions do the same float32 operations in the same
- * order (beamform_math.h: rotation, fused multiply-adds over antennas in
- * ascending order into four partial sums, one per real product, added at
- * the end, dither, rounding), so their outputs agree bit for bit.
+ * In the sum each W is an integer, round(W x 2^e_b) with e_b = 22 - E
+ * for beam b's largest |g| = f 2^E, f in [0.5, 1) (beamform_math.h), and
+ * the sum over antennas of integer coefficient times sample is exact, then
+ * rounded once to float32 and scaled by 2^-e_b: the CPU (64-bit integers)
+ * and CUDA (int8 tensor cores, three digits per coefficient) versions give
+ * the same bytes.
  *
  * Dither counter for beam b, absolute channel k = first_channel + c and
  * absolute spectrum s = first_spectrum + batch x spectra_per_heap + t:
@@ -108,11 +110,11 @@ int cbf_beam_job_check(const cbf_beam_job *job, char *msg, size_t msglen);
 
 int cbf_beam_cpu(const cbf_beam_job *job, char *msg, size_t msglen);
 
-/* The CUDA beamformer: one thread per (batch, channel, spectrum), the
- * coefficients of up to 16 beams x 16 antennas made in shared memory per
- * block and channel, each input word (both pols of a sample) read once for
- * every 16 beams. Runs on a stream (cudaStream_t as void *), no host
- * synchronisation. */
+/* The CUDA beamformer: per (batch range, channel, 256 spectra) a block
+ * makes the channel's coefficient digits in shared memory and its warps
+ * sum 8 beams at a time on the int8 tensor cores, each input byte loaded
+ * once per 8 beams (beamform.cu). Runs on a stream (cudaStream_t as
+ * void *), no host synchronisation. */
 int cbf_beam_cuda_run(const cbf_beam_job *job, void *stream, char *msg, size_t msglen);
 
 #ifdef __cplusplus

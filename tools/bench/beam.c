@@ -6,9 +6,10 @@
  * written once (B beams x CI8), at the device-to-device copy rate.
  * Arithmetic: 8 real operations per complex multiply-accumulate, N x B per
  * channel and spectrum (coefficient generation and quantisation not
- * counted), against cuBLAS's fp32 SGEMM (CUDA cores, what this kernel
- * uses) and fp16 tensor-core GEMM (where a batched-over-beams kernel on
- * tensor cores could go).
+ * counted), against cuBLAS's fp32 SGEMM (what the same sums cost on CUDA
+ * cores) and fp16 tensor-core GEMM (the arithmetic rates the issue names;
+ * the kernel itself runs exact int8 digit products on the tensor cores,
+ * docs/performance.md says how many).
  *
  * Beside the correlator: the correlator alone on a call's batches, then
  * correlator and beamformer on the same input, one after the other on one
