@@ -1,9 +1,9 @@
 /* beamform_math.h: the steps the CPU and CUDA beamformers share, written
  * once so both do the same IEEE operations in the same order and agree bit
  * for bit: coefficients in float32, made integers, exact integer sums,
- * then back to float32 for dither and rounding. Every product that meets an add is an explicit fmaf or
- * an explicitly rounded multiply: nvcc would otherwise fuse `a * b + c` on
- * its own and the C compiler would not. */
+ * then back to float32 for dither and rounding. Every product that meets
+ * an add is an explicit fmaf or an explicitly rounded multiply: nvcc would
+ * otherwise fuse `a * b + c` on its own and the C compiler would not. */
 #ifndef CBF_KERNEL_BEAMFORM_MATH_H
 #define CBF_KERNEL_BEAMFORM_MATH_H
 
