@@ -60,25 +60,39 @@ def _joined_groups(pid):
     return groups
 
 
+def _poll(running, done, timeout, missing):
+    """Calls done() every 10 ms until it returns true. running() lists the
+    (name, Popen, hint) whose exit is a failure meanwhile; missing() says
+    what never happened when timeout seconds pass. ArrayError either way."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for name, p, hint in running():
+            if p.poll() is not None:
+                raise ArrayError(f"{name} exited early (exit {p.returncode}){hint}")
+        if done():
+            return
+        if time.monotonic() > deadline:
+            raise ArrayError(missing())
+        time.sleep(0.01)
+
+
 def wait_bound(ports, procs, timeout=60):
     """Waits until the UDP ports are bound by the processes procs
     ((name, Popen, log) each, in this namespace), raising ArrayError when
     one exits first or the time runs out."""
-    deadline = time.monotonic() + timeout
-    while True:
-        bound = set()
-        for name, p, _ in procs:
-            if p.poll() is not None:
-                raise ArrayError(f"{name} exited early (exit {p.returncode})")
+    bound = set()
+
+    def done():
+        bound.clear()
+        for _, p, _ in procs:
             try:
-                bound |= _bound_udp_ports(p.pid)
+                bound.update(_bound_udp_ports(p.pid))
             except FileNotFoundError:
                 pass
-        if set(ports) <= bound:
-            return
-        if time.monotonic() > deadline:
-            raise ArrayError(f"UDP ports {sorted(set(ports) - bound)} were never bound")
-        time.sleep(0.01)
+        return set(ports) <= bound
+
+    _poll(lambda: [(name, p, "") for name, p, _ in procs], done, timeout,
+          lambda: f"UDP ports {sorted(set(ports) - bound)} were never bound")
 
 
 def _die_with_parent():
@@ -141,23 +155,21 @@ class Array:
                                              preexec_fn=_die_with_parent), log)
 
     def _wait_listening(self, names, timeout=60):
-        deadline = time.monotonic() + timeout
         waiting = list(names)
-        while waiting:
+
+        def done():
             for name in list(waiting):
-                p = self.procs[name][0]
-                if p.poll() is not None:
-                    raise ArrayError(f"{name} exited early (exit {p.returncode}): see {self.log(name)}")
                 ports, groups = self.ready[name]
+                pid = self.procs[name][0].pid
                 try:
-                    if ports <= _bound_udp_ports(p.pid) and groups <= _joined_groups(p.pid):
+                    if ports <= _bound_udp_ports(pid) and groups <= _joined_groups(pid):
                         waiting.remove(name)
                 except OSError:
                     pass     # between fork and exec, or `ip netns exec` not yet in its namespace
-            if waiting and time.monotonic() > deadline:
-                raise ArrayError(f"{', '.join(waiting)} never bound and joined {[self.ready[n] for n in waiting]}")
-            if waiting:
-                time.sleep(0.01)
+            return not waiting
+
+        _poll(lambda: [(n, self.procs[n][0], f": see {self.log(n)}") for n in waiting], done, timeout,
+              lambda: f"{', '.join(waiting)} never bound and joined {[self.ready[n] for n in waiting]}")
 
     @staticmethod
     def _addrs(groups):
