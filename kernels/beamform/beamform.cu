@@ -33,6 +33,7 @@
 #include "beamform.h"
 #include "beamform_math.h"
 #include "cuda_check.h"
+#include "cbf_mma.h"
 
 #ifndef BF_WARPS
 #define BF_WARPS 8                        /* warps per block */
@@ -70,14 +71,6 @@ typedef struct bf_coefs {
     uint4 d01[BF_KS][2][32];
     uint2 d2[BF_KS][2][32];
 } bf_coefs;
-
-static __device__ __forceinline__ void bf_mma(int (&c)[4], uint4 a, unsigned b0, unsigned b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-                 : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
-}
 
 /* Where the next k-step's loads read, advanced step by step (no
  * multiplies per step): p is antenna a's word at the thread's first
@@ -274,9 +267,10 @@ bf_kernel(cbf_beam_job job, size_t batch0, int bpb, int t0, int t1, int block0)
                     const uint2 w2 = s_c.d2[kk][nt][lane];
 #pragma unroll
                     for (int i = 0; i < BF_MT; i++) {
-                        bf_mma(acc[i][nt][0], x[u].x[i], w01.x, w01.y);
-                        bf_mma(acc[i][nt][1], x[u].x[i], w01.z, w01.w);
-                        bf_mma(acc[i][nt][2], x[u].x[i], w2.x, w2.y);
+                        const uint4 a = x[u].x[i];
+                        cbf_mma_s8(acc[i][nt][0], a.x, a.y, a.z, a.w, w01.x, w01.y);
+                        cbf_mma_s8(acc[i][nt][1], a.x, a.y, a.z, a.w, w01.z, w01.w);
+                        cbf_mma_s8(acc[i][nt][2], a.x, a.y, a.z, a.w, w2.x, w2.y);
                     }
                 }
                 /* the buffer is free again: the step BF_NBUF on */

@@ -22,6 +22,7 @@
 #include "correlator_sm90.h"
 
 #include "cuda_check.h"
+#include "cbf_mma.h"
 
 #include <cuda_runtime.h>
 #include <stdlib.h>
@@ -53,14 +54,6 @@ template <int N> __device__ __forceinline__ void cp_wait()
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-__device__ __forceinline__ void mma(int c[4], unsigned a0, unsigned a1, unsigned a2,
-                                    unsigned a3, unsigned b0, unsigned b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
 
 
 /* Four CI4 bytes -> their sign-extended high (re) and low (im) nibbles. */
@@ -229,7 +222,7 @@ __global__ void __launch_bounds__(THREADS)
                 for (int mi = 0; mi < MF; mi++)
 #pragma unroll
                     for (int ni = 0; ni < NF; ni++)
-                        mma(acc[mi][ni], a[mi][0], a[mi][1], a[mi][2], a[mi][3], b[ni][0],
+                        cbf_mma_s8(acc[mi][ni], a[mi][0], a[mi][1], a[mi][2], a[mi][3], b[ni][0],
                             b[ni][1]);
             }
         }
