@@ -9,58 +9,54 @@
  * equals the CPU's bit for bit. At 8 beams a sample byte meets 24 digit
  * products, yet the tensor cores run them in about a quarter of the time
  * the input takes to read: the bound is memory bandwidth, as katgpucbf's
- * design (doc/xbgpu.design.b.rst) has it, and what keeps the kernel from
- * it is the CUDA cores' share (loads, coefficients, output; measured in
+ * design (doc/xbgpu.design.b.rst) has it, and what keeps a kernel from it
+ * is the CUDA cores' share (copies, coefficients, output; measured in
  * docs/performance.md).
  *
  * Block: one channel, BF_BSPEC spectra and a range of batches; BF_WARPS
- * warps of BF_MT m16 tiles (16 spectra each). Per pass over a group of
- * BF_GROUP beams (two n8 tiles: re and im of 4 beams each) and per stage
- * of BF_STAGE antennas, the block makes that channel's coefficient digits
- * in shared memory, laid out so each lane reads its B-fragment register
- * pairs whole; each warp then runs k-steps of 8 antennas (32 bytes per
- * spectrum), loading its sample words straight into A-fragment registers
- * with 8-byte loads, BF_NBUF - 1 k-steps ahead. Rows g and g + 8 of tile i
- * are spectra 16 i + 2 g and the next (g = lane / 4): mma leaves row order
- * to the caller, and that order makes one load the two rows of an antenna.
- * Presence is applied to the samples, so the coefficients serve every
- * batch of the block. More beams: more passes over the same input (from
- * L2). Without 8-byte alignment (spectra_per_heap odd) the same kernel
- * loads word by word.
+ * warps of BF_MT m16 tiles (16 spectra each). The block makes the
+ * channel's coefficient digits for a group of BF_GROUP beams (two n8
+ * tiles: re and im of 4 beams each) and a stage of BF_STAGE antennas in
+ * shared memory, laid out so each lane reads its B-fragment registers
+ * whole. Each warp streams its own spectra through its own ring of BF_NS
+ * shared-memory buffers with cp.async, BF_NS - 1 k-steps (8 antennas, its
+ * 32 spectra: 1 KB) ahead, so no block barrier paces the stream: an
+ * absent antenna or a spectrum past the heap is copied as zeros (source
+ * size 0), and the k-step reads its A fragments from the buffer
+ * (conflict-free 8-byte loads: rows padded to 8 words mod 32). Rows g and
+ * g + 8 of tile i are spectra 16 i + 2 g and the next (g = lane / 4): mma
+ * leaves row order to the caller, and that order puts a pair of spectra
+ * of one antenna in one load, and both spectra of an output pair in one
+ * lane, stored as one word. Presence is applied to the samples, so the
+ * coefficients serve every batch of the block. More beams: more passes
+ * over the same input (from L2). Without 16-byte alignment (spectra_per_heap
+ * not a multiple of 4) the same kernel copies word by word.
  */
 #include <cuda_runtime.h>
 
 #include "beamform.h"
 #include "beamform_math.h"
-#include "cuda_check.h"
+#include "cbf_async.h"
 #include "cbf_mma.h"
+#include "cuda_check.h"
 
 #ifndef BF_WARPS
 #define BF_WARPS 8                        /* warps per block */
 #endif
 #define BF_THREADS (32 * BF_WARPS)
-#ifndef BF_MT
 #define BF_MT 2                           /* m16 tiles per warp */
-#endif
-#define BF_WSPEC (16 * BF_MT)             /* spectra per warp */
+#define BF_WSPEC (16 * BF_MT)             /* spectra per warp: 32 */
 #define BF_BSPEC (BF_WARPS * BF_WSPEC)    /* spectra per block */
 #define BF_GROUP 8                        /* beams per pass: 2 n8 tiles of (re, im) x 4 beams */
 #define BF_STAGE 64                       /* antennas whose coefficients are in shared memory */
 #define BF_KS (BF_STAGE / 8)              /* k-steps per stage */
-#ifndef BF_NBUF
-#define BF_NBUF 3                         /* k-steps of samples in registers: loads run 2 ahead */
+#ifndef BF_NS
+#define BF_NS 4                           /* k-step buffers per warp: copies run BF_NS - 1 ahead */
 #endif
-
-/* A k-step's samples: x[i] is tile i's A fragment, {antenna a, spectra t
- * and t + 1; antenna a + 4, the same spectra} with t = tw + 16 i + 2 g (rows
- * g and g + 8; g = lane / 4, a = 8 ks + lane % 4), two 8-byte loads that
- * land in the fragment's registers as they are; and the presence flags of
- * the two antennas, applied when the words are used (bf_mask), so no load
- * waits for another. */
-typedef struct bf_frag {
-    uint4 x[BF_MT];
-    unsigned char lo, hi;
-} bf_frag;
+#ifndef BF_MINB
+#define BF_MINB 2                         /* blocks per SM the registers are budgeted for */
+#endif
+#define BF_ROW (BF_WSPEC + 8)             /* words per antenna row of a buffer (8 mod 32) */
 
 /* The coefficient fragments of one stage: for k-step kk, n-tile nt and the
  * lane that reads them, the B-fragment pairs (antenna a, antenna a + 4) of
@@ -72,66 +68,67 @@ typedef struct bf_coefs {
     uint2 d2[BF_KS][2][32];
 } bf_coefs;
 
-/* Where the next k-step's loads read, advanced step by step (no
- * multiplies per step): p is antenna a's word at the thread's first
- * spectrum, a = 8 ks + tig, pres the batch's presence flags. */
-typedef struct bf_cursor {
+/* One warp's k-step of samples: 8 antennas x its 32 spectra, words. */
+typedef unsigned bf_buf[8][BF_ROW];
+
+/* Dynamic shared memory: the coefficients, then each warp's ring. */
+struct bf_smem {
+    bf_coefs c;
+    bf_buf x[BF_WARPS][BF_NS];
+};
+
+/* The copy side of a warp's stream: the next k-step to copy (k-step ks of
+ * the block's batch n; p is antenna 8 ks + lane / 8's word at the lane's
+ * first spectrum), and how many are left. */
+typedef struct bf_feed {
     const unsigned *p;
-    const uint8_t *pres;
-    int a;
-} bf_cursor;
+    int ks, n, left;
+} bf_feed;
 
-static __device__ __forceinline__ void bf_advance(bf_cursor &k, int A, int nks, size_t kstride,
-                                                  ptrdiff_t next_batch)
-{
-    k.p += kstride;
-    k.a += 8;
-    if (k.a >= 8 * nks) {
-        k.a -= 8 * nks;
-        k.p += next_batch;
-        k.pres += A;
-    }
-}
-
-/* Starts a k-step's loads (bf_frag). Antennas past A and spectra past the
- * heap read as zero. */
+/* Copies the feed's k-step into buf and steps on. VEC: lane copies
+ * spectra 4 (lane % 8) .. + 3 of antennas lane / 8 and + 4, 16 bytes each;
+ * otherwise spectrum lane of all 8 antennas, 4 bytes each. A copy of an
+ * antenna past A, absent from its batch (absent: batches of the block with
+ * any antenna missing), or of spectra past the heap fills zeros. */
 template <bool VEC>
-static __device__ __forceinline__ void bf_load(bf_frag &f, const bf_cursor &k, int A, int T,
-                                               size_t ant_stride, int tt)
+static __device__ __forceinline__ void bf_copy(bf_buf &buf, bf_feed &f, int A, int nks, int T,
+                                               int tl /* the lane's first copied spectrum */,
+                                               size_t ant_stride, ptrdiff_t next_batch,
+                                               const uint8_t *present, unsigned long long absent)
 {
-    const bool ok_lo = k.a < A, ok_hi = k.a + 4 < A;
-    f.lo = ok_lo ? k.pres[k.a] : 0;
-    f.hi = ok_hi ? k.pres[k.a + 4] : 0;
-    const unsigned *q = k.p + 4 * ant_stride;
-#pragma unroll
-    for (int i = 0; i < BF_MT; i++) {
-        const int t = tt + 16 * i;
-        uint2 lo = make_uint2(0, 0), hi = make_uint2(0, 0);
+    const int lane = threadIdx.x & 31;
+    if (f.left > 0) {
+        const bool gaps = (absent >> f.n) & 1ull;
         if (VEC) {
-            if (ok_lo && t < T)
-                lo = __ldg((const uint2 *)(k.p + 16 * i));
-            if (ok_hi && t < T)
-                hi = __ldg((const uint2 *)(q + 16 * i));
-        } else {
-            lo.x = ok_lo && t < T ? __ldg(k.p + 16 * i) : 0u;
-            lo.y = ok_lo && t + 1 < T ? __ldg(k.p + 16 * i + 1) : 0u;
-            hi.x = ok_hi && t < T ? __ldg(q + 16 * i) : 0u;
-            hi.y = ok_hi && t + 1 < T ? __ldg(q + 16 * i + 1) : 0u;
-        }
-        f.x[i] = make_uint4(lo.x, lo.y, hi.x, hi.y);
-    }
-}
-
-/* An antenna missing from its batch adds nothing: its words as zeros. */
-static __device__ __forceinline__ void bf_mask(bf_frag &f)
-{
+            const int r = lane >> 3, col = 4 * (lane & 7);
+            const bool in_t = tl < T;
 #pragma unroll
-    for (int i = 0; i < BF_MT; i++) {
-        if (!f.lo)
-            f.x[i].x = f.x[i].y = 0u;
-        if (!f.hi)
-            f.x[i].z = f.x[i].w = 0u;
+            for (int h = 0; h < 2; h++) {
+                const int a = 8 * f.ks + r + 4 * h;
+                const bool ok = in_t && a < A && (!gaps || __ldg(&present[(size_t)f.n * A + a]));
+                const unsigned *src = f.p + (size_t)(4 * h) * ant_stride;
+                cbf_cp_async16(cbf_smem_addr(&buf[r + 4 * h][col]), ok ? src : f.p, ok ? 16 : 0);
+            }
+        } else {
+            const bool in_t = tl < T;
+#pragma unroll
+            for (int r = 0; r < 8; r++) {
+                const int a = 8 * f.ks + r;
+                const bool ok = in_t && a < A && (!gaps || __ldg(&present[(size_t)f.n * A + a]));
+                const unsigned *src = f.p + (size_t)r * ant_stride;
+                cbf_cp_async4(cbf_smem_addr(&buf[r][lane]), ok ? src : f.p, ok ? 4 : 0);
+            }
+        }
+        f.left--;
+        f.p += 8 * ant_stride;
+        if (++f.ks == nks) {
+            f.ks = 0;
+            f.n++;
+            f.p += next_batch;
+        }
     }
+    /* one group per k-step, empty or not, so the wait counts stay exact */
+    cbf_cp_commit();
 }
 
 /* Makes the coefficient digits of (antenna a0 + k, beam bg + j) for the
@@ -165,68 +162,138 @@ static __device__ __forceinline__ void bf_coef_make(bf_coefs &sc, int k, int j, 
     }
 }
 
-/* Block: spectra [BF_BSPEC x blockIdx.x, + BF_BSPEC) of channel blockIdx.y
- * in batches [batch0 + bpb x blockIdx.z, + bpb). Per group of beams the
- * block walks its batches' k-steps as one sequence, loads running BF_NBUF
- * steps ahead across batch ends; coefficients do not depend on the batch
- * (presence is applied to the samples), so with one stage of antennas they
- * are made once for all the block's batches. */
+/* The stage's coefficients for beams bg.. of channel c, antennas a0.. */
+static __device__ __forceinline__ void bf_stage_make(bf_coefs &sc, const cbf_beam_job &job, const float *s_scale,
+                                                     int bg, int a0, int c)
+{
+    const int A = job.shape.n_ants, B = job.shape.n_beams;
+    for (int idx = threadIdx.x; idx < BF_STAGE * BF_GROUP; idx += BF_THREADS) {
+        const int k = idx / BF_GROUP, j = idx % BF_GROUP, a = a0 + k, b = bg + j;
+        const bool on = a < A && b < B;
+        const bf_cplx w = on ? bf_weight(&job.coef[(size_t)b * A + a], c, 1) : bf_cplx{0.0f, 0.0f};
+        bf_coef_make(sc, k, j, w, s_scale[j], on ? job.pol[b] : 0);
+    }
+}
+
+/* 65536 d0 + 256 d1 + d2: the exact sum from its digit sums. */
+static __device__ __forceinline__ int64_t bf_join(int d0, int d1, int d2)
+{
+    return 65536ll * d0 + 256ll * d1 + d2;
+}
+
+/* The beam values of one lane's output pair (spectra t and t + 1, one
+ * beam) from tile accumulators q ([digit][re t, im t, re t+1, im t+1]);
+ * z is the dither state of spectrum t, dz its step per spectrum. Writes
+ * the pair as one word where both are inside [t0, t1) (VEC: the word is
+ * aligned), else one by one; returns the clipped count. */
 template <bool VEC>
-__global__ void __launch_bounds__(BF_THREADS, 2)
+static __device__ __forceinline__ unsigned bf_emit(const int (&q)[3][4], float inv, const cbf_beam_job &job,
+                                                   uint64_t z, uint64_t dz, char2 *out, float2 *raw, int t,
+                                                   int t0, int t1)
+{
+    int8_t o[2][2];
+    int clip[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const bf_cplx v = {bf_unfix(bf_join(q[0][2 * h], q[1][2 * h], q[2][2 * h]), inv),
+                           bf_unfix(bf_join(q[0][2 * h + 1], q[1][2 * h + 1], q[2][2 * h + 1]), inv)};
+        if (raw && t + h >= t0 && t + h < t1)
+            raw[t + h] = make_float2(v.re, v.im);
+        clip[h] = bf_output_state(v, job.dither, z + (h ? dz : 0), o[h]);
+    }
+    if (VEC && t >= t0 && t + 1 < t1) {
+        *(char4 *)&out[t] = make_char4(o[0][0], o[0][1], o[1][0], o[1][1]);
+        return (unsigned)(clip[0] + clip[1]);
+    }
+    unsigned sat = 0;
+#pragma unroll
+    for (int h = 0; h < 2; h++)
+        if (t + h >= t0 && t + h < t1) {
+            out[t + h] = make_char2(o[h][0], o[h][1]);
+            sat += (unsigned)clip[h];
+        }
+    return sat;
+}
+
+/* Block: spectra [BF_BSPEC x blockIdx.x, + BF_BSPEC) of channel blockIdx.y
+ * in batches [batch0 + bpb x blockIdx.z, + bpb). Per group of beams each
+ * warp walks the block's batches' k-steps as one stream, copies running
+ * BF_NS - 1 steps ahead across batch ends; coefficients do not depend on
+ * the batch (presence is applied to the samples), so with one stage of
+ * antennas they are made once for all the block's batches. */
+template <bool VEC>
+__global__ void __launch_bounds__(BF_THREADS, BF_MINB)
 bf_kernel(cbf_beam_job job, size_t batch0, int bpb, int t0, int t1, int block0)
 {
-    __shared__ __align__(16) bf_coefs s_c;
+    extern __shared__ __align__(16) unsigned char bf_dyn[];
+    bf_smem &sm = *(bf_smem *)bf_dyn;
     __shared__ float s_scale[BF_GROUP], s_inv[BF_GROUP];
-    __shared__ unsigned s_gmax[BF_GROUP], s_sat[BF_GROUP];
+    __shared__ unsigned s_sat[BF_GROUP];
+    __shared__ unsigned long long s_absent;
     const int A = job.shape.n_ants, B = job.shape.n_beams, C = job.shape.channels,
               T = job.shape.spectra_per_heap;
-    const int tid = threadIdx.x, lane = tid & 31, g = lane >> 2, tig = lane & 3;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, tig = lane & 3;
     const int c = blockIdx.y;
-    const size_t nb0 = batch0 + (size_t)blockIdx.z * bpb;   /* the block's first batch */
+    const size_t nb0 = batch0 + (size_t)blockIdx.z * bpb; /* the block's first batch */
     const int nbat = (int)min((size_t)bpb, job.batches - nb0);
-    const int tw = (block0 + (int)blockIdx.x) * BF_BSPEC + (tid >> 5) * BF_WSPEC;
-    const int tt = tw + 2 * g;                 /* this thread's first spectrum */
+    const int tw = (block0 + (int)blockIdx.x) * BF_BSPEC + warp * BF_WSPEC; /* the warp's first spectrum */
+    const int tt = tw + 2 * g;                 /* this lane's first output spectrum */
     const size_t ant_stride = (size_t)C * T;   /* words between antennas */
-    const size_t kstride = 8 * ant_stride;     /* words between k-steps */
     const int nks = (A + 7) / 8, steps = nbat * nks;
     /* from a batch's last k-step to the next batch's first */
-    const ptrdiff_t next_batch = (ptrdiff_t)A * (ptrdiff_t)ant_stride - (ptrdiff_t)nks * (ptrdiff_t)kstride;
-    const bf_cursor start = {(const unsigned *)job.in + (nb0 * A * C + c) * (size_t)T +
-                                 (size_t)tig * ant_stride + tt,
-                             job.present + nb0 * A, tig};
+    const ptrdiff_t next_batch = (ptrdiff_t)A * (ptrdiff_t)ant_stride - (ptrdiff_t)nks * 8 * (ptrdiff_t)ant_stride;
+    const int tl = tw + (VEC ? 4 * (lane & 7) : lane); /* the lane's first copied spectrum */
+    const unsigned *p0 = (const unsigned *)job.in + (nb0 * A * C + c) * (size_t)T +
+                         (size_t)(VEC ? lane >> 3 : 0) * ant_stride + tl;
     const bool one_stage = A <= BF_STAGE;
-    /* the dither counter steps by this from spectrum to spectrum */
-    const uint64_t ctr_step = job.total_channels * (uint64_t)B;
+    bf_buf *ring = sm.x[warp];
+    /* dither states: dz per spectrum, from the lane's first value (batch
+     * nb0, spectrum tt, beam tig) */
+    const uint64_t dz = job.total_channels * (uint64_t)B * CBF_DITHER_GAMMA;
+    const uint64_t z00 = cbf_dither_state(
+        job.dither_key,
+        ((job.first_spectrum + nb0 * T + tt) * job.total_channels + job.first_channel + c) * (uint64_t)B + tig);
+
+    /* the block's batches that miss an antenna: only their copies look at
+     * the presence flags */
+    if (tid == 0)
+        s_absent = 0;
     if (tid < BF_GROUP)
         s_sat[tid] = 0;
+    __syncthreads();
+    {
+        unsigned long long m = 0;
+        for (int idx = tid; idx < nbat * A; idx += BF_THREADS)
+            if (!job.present[nb0 * A + idx])
+                m |= 1ull << (idx / A);
+        const unsigned lo = __reduce_or_sync(0xffffffffu, (unsigned)m),
+                       hi = __reduce_or_sync(0xffffffffu, (unsigned)(m >> 32));
+        if (lane == 0 && (lo | hi))
+            atomicOr(&s_absent, (unsigned long long)hi << 32 | lo);
+    }
+    __syncthreads();
+    const unsigned long long absent = s_absent;
+
     for (int bg = 0; bg < B; bg += BF_GROUP) {
-        /* the first k-steps' samples, in flight while the scales and the
+        /* the first k-steps' copies, in flight while the scales and the
          * first coefficients are made */
-        bf_frag x[BF_NBUF];
-        bf_cursor ld = start;
+        bf_feed f = {p0, 0, 0, steps};
 #pragma unroll
-        for (int u = 0; u < BF_NBUF; u++) {
-            if (u < steps)
-                bf_load<VEC>(x[u], ld, A, T, ant_stride, tt);
-            bf_advance(ld, A, nks, kstride, next_batch);
-        }
-        /* the group's scales, from the largest |gain| of each beam */
-        if (tid < BF_GROUP)
-            s_gmax[tid] = 0;
-        __syncthreads();
-        for (int j = 0; j < BF_GROUP && bg + j < B; j++) {
+        for (int u = 0; u < BF_NS - 1; u++)
+            bf_copy<VEC>(ring[u], f, A, nks, T, tl, ant_stride, next_batch, job.present + nb0 * A, absent);
+        /* the group's scales, from the largest |gain| of each beam (the last
+         * group's readers passed the barrier at its end) */
+        for (int j = warp; j < BF_GROUP; j += BF_WARPS) {
             float m = 0.0f;
-            for (int a = tid; a < A; a += BF_THREADS)
-                m = fmaxf(m, fabsf(job.coef[(size_t)(bg + j) * A + a].gain));
-            const unsigned wm = __reduce_max_sync(0xffffffffu, __float_as_uint(m));
-            if (lane == 0)
-                atomicMax(&s_gmax[j], wm);
-        }
-        __syncthreads();
-        if (tid < BF_GROUP) {
-            const int e = bf_beam_exp(__uint_as_float(s_gmax[tid]));
-            s_scale[tid] = ldexpf(1.0f, e);
-            s_inv[tid] = ldexpf(1.0f, -e);
+            if (bg + j < B)
+                for (int a = lane; a < A; a += 32)
+                    m = fmaxf(m, fabsf(job.coef[(size_t)(bg + j) * A + a].gain));
+            const float mx = __uint_as_float(__reduce_max_sync(0xffffffffu, __float_as_uint(m)));
+            if (lane == 0) {
+                const int e = bf_beam_exp(mx);
+                s_scale[j] = ldexpf(1.0f, e);
+                s_inv[j] = ldexpf(1.0f, -e);
+            }
         }
         int acc[BF_MT][2][3][4];
 #pragma unroll
@@ -238,97 +305,101 @@ bf_kernel(cbf_beam_job job, size_t batch0, int bpb, int t0, int t1, int block0)
 #pragma unroll
                     for (int k = 0; k < 4; k++)
                         acc[i][nt][d][k] = 0;
-        int ks = 0, nrel = 0;   /* the step being summed: k-step ks of batch nrel */
-        /* unrolled by BF_NBUF so every buffer keeps its registers: a copy
-         * between buffers would wait for the load in flight */
-        for (int s0 = 0; s0 < steps; s0 += BF_NBUF) {
+        unsigned sat[2] = {0u, 0u};
+        uint64_t zb = z00 + (uint64_t)bg * CBF_DITHER_GAMMA; /* batch nb0 + nrel */
+        int ks = 0, nrel = 0; /* the step being summed: k-step ks of batch nrel */
+        /* unrolled by BF_NS so every buffer index is a constant */
+        for (int s0 = 0; s0 < steps; s0 += BF_NS) {
 #pragma unroll
-            for (int u = 0; u < BF_NBUF; u++) {
+            for (int u = 0; u < BF_NS; u++) {
                 if (s0 + u >= steps)
                     break;
                 const int kk = ks % BF_KS;
-                if (kk == 0 && (!one_stage || nrel == 0)) {
+                if (kk == 0 && (!one_stage || s0 + u == 0)) {
                     /* this stage's coefficient digits, once every warp is done with the last's */
-                    const int a0 = ks * 8;
                     __syncthreads();
-                    for (int idx = tid; idx < BF_STAGE * BF_GROUP; idx += BF_THREADS) {
-                        const int k = idx / BF_GROUP, j = idx % BF_GROUP, a = a0 + k, b = bg + j;
-                        const bool on = a < A && b < B;
-                        const bf_cplx w = on ? bf_weight(&job.coef[(size_t)b * A + a], c, 1)
-                                             : bf_cplx{0.0f, 0.0f};
-                        bf_coef_make(s_c, k, j, w, s_scale[j], on ? job.pol[b] : 0);
-                    }
+                    bf_stage_make(sm.c, job, s_scale, bg, ks * 8, c);
                     __syncthreads();
                 }
-                bf_mask(x[u]);
+                /* this step's copies are done (this lane's), and every
+                 * lane's, and every lane is past reading the buffer the
+                 * next copy fills */
+                cbf_cp_wait<BF_NS - 2>();
+                __syncwarp();
+                bf_copy<VEC>(ring[(u + BF_NS - 1) % BF_NS], f, A, nks, T, tl, ant_stride, next_batch,
+                             job.present + nb0 * A, absent);
+                uint4 x[BF_MT];
+#pragma unroll
+                for (int i = 0; i < BF_MT; i++) {
+                    const uint2 lo = *(const uint2 *)&ring[u][tig][16 * i + 2 * g];
+                    const uint2 hi = *(const uint2 *)&ring[u][tig + 4][16 * i + 2 * g];
+                    x[i] = make_uint4(lo.x, lo.y, hi.x, hi.y);
+                }
 #pragma unroll
                 for (int nt = 0; nt < 2; nt++) {
-                    const uint4 w01 = s_c.d01[kk][nt][lane];
-                    const uint2 w2 = s_c.d2[kk][nt][lane];
+                    const uint4 w01 = sm.c.d01[kk][nt][lane];
+                    const uint2 w2 = sm.c.d2[kk][nt][lane];
 #pragma unroll
                     for (int i = 0; i < BF_MT; i++) {
-                        const uint4 a = x[u].x[i];
-                        cbf_mma_s8(acc[i][nt][0], a.x, a.y, a.z, a.w, w01.x, w01.y);
-                        cbf_mma_s8(acc[i][nt][1], a.x, a.y, a.z, a.w, w01.z, w01.w);
-                        cbf_mma_s8(acc[i][nt][2], a.x, a.y, a.z, a.w, w2.x, w2.y);
+                        cbf_mma_s8(acc[i][nt][0], x[i].x, x[i].y, x[i].z, x[i].w, w01.x, w01.y);
+                        cbf_mma_s8(acc[i][nt][1], x[i].x, x[i].y, x[i].z, x[i].w, w01.z, w01.w);
+                        cbf_mma_s8(acc[i][nt][2], x[i].x, x[i].y, x[i].z, x[i].w, w2.x, w2.y);
                     }
                 }
-                /* the buffer is free again: the step BF_NBUF on */
-                if (s0 + u + BF_NBUF < steps)
-                    bf_load<VEC>(x[u], ld, A, T, ant_stride, tt);
-                bf_advance(ld, A, nks, kstride, next_batch);
                 if (++ks < nks)
                     continue;
                 /* the batch's last k-step: its beams out. Tile i, n-tile nt
                  * holds beam bg + 4 nt + tig, (re, im) in acc[..][0, 1] at
                  * spectrum tt + 16 i and [2, 3] at the next */
                 const size_t n = nb0 + nrel;
-                ks = 0;
-                nrel++;
 #pragma unroll
                 for (int nt = 0; nt < 2; nt++) {
-                    const int j = nt * 4 + tig, b = bg + j;
-                    unsigned sat = 0;
-                    const uint64_t ctr0 =
-                        ((job.first_spectrum + n * T + tt) * job.total_channels + job.first_channel + c) *
-                            (uint64_t)B + (uint64_t)b;
-                    char2 *out = (char2 *)job.out + ((n * B + b) * C + c) * (size_t)T;
+                    const int j = 4 * nt + tig, b = bg + j;
+                    if (b < B) {
+                        const size_t row = ((n * B + b) * C + c) * (size_t)T;
+                        float2 *raw = job.raw ? (float2 *)job.raw + row : nullptr;
+#pragma unroll
+                        for (int i = 0; i < BF_MT; i++)
+                            sat[nt] += bf_emit<VEC>(acc[i][nt], s_inv[j], job,
+                                                    zb + (uint64_t)(4 * nt) * CBF_DITHER_GAMMA + (uint64_t)(16 * i) * dz,
+                                                    dz, (char2 *)job.out + row, raw, tt + 16 * i, t0, t1);
+                    }
 #pragma unroll
                     for (int i = 0; i < BF_MT; i++)
 #pragma unroll
-                        for (int h = 0; h < 2; h++) {
-                            int(&q)[3][4] = acc[i][nt];
-                            const int t = tt + 16 * i + h;
-                            const int64_t sr = 65536ll * q[0][2 * h] + 256ll * q[1][2 * h] + q[2][2 * h];
-                            const int64_t si =
-                                65536ll * q[0][2 * h + 1] + 256ll * q[1][2 * h + 1] + q[2][2 * h + 1];
+                        for (int d = 0; d < 3; d++)
 #pragma unroll
-                            for (int d = 0; d < 3; d++)
-                                q[d][2 * h] = q[d][2 * h + 1] = 0;
-                            if (b >= B || t < t0 || t >= t1)
-                                continue;
-                            const bf_cplx v = {bf_unfix(sr, s_inv[j]), bf_unfix(si, s_inv[j])};
-                            if (job.raw)
-                                ((float2 *)job.raw)[((n * B + b) * C + c) * (size_t)T + t] =
-                                    make_float2(v.re, v.im);
-                            int8_t o[2];
-                            sat += (unsigned)bf_output(v, job.dither, job.dither_key,
-                                                       ctr0 + (uint64_t)(16 * i + h) * ctr_step, o);
-                            out[t] = make_char2(o[0], o[1]);
-                        }
-                    if (sat)
-                        atomicAdd(&s_sat[j], sat);
+                            for (int k = 0; k < 4; k++)
+                                acc[i][nt][d][k] = 0;
                 }
+                ks = 0;
+                nrel++;
+                zb += (uint64_t)T * dz;
             }
         }
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++)
+            if (sat[nt])
+                atomicAdd(&s_sat[4 * nt + tig], sat[nt]);
         __syncthreads();
         if (tid < BF_GROUP) {
             if (s_sat[tid] && bg + tid < B)
-                atomicAdd((unsigned long long *)&job.saturated[bg + tid],
-                          (unsigned long long)s_sat[tid]);
+                atomicAdd((unsigned long long *)&job.saturated[bg + tid], (unsigned long long)s_sat[tid]);
             s_sat[tid] = 0;
         }
     }
+}
+
+template <bool VEC>
+static int bf_launch(const cbf_beam_job &job, dim3 grid, cudaStream_t st, size_t b0, int bpb, int t0, int t1,
+                     int block0, char *msg, size_t msglen)
+{
+    const int bytes = (int)sizeof(bf_smem);
+    CBF_KERN_CUDA_TRY("beamformer",
+                      cudaFuncSetAttribute(bf_kernel<VEC>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    bf_kernel<VEC><<<grid, BF_THREADS, bytes, st>>>(job, b0, bpb, t0, t1, block0);
+    CBF_KERN_CUDA_TRY("beamformer", cudaGetLastError());
+    return 0;
 }
 
 extern "C" int cbf_beam_cuda_run(const cbf_beam_job *job, void *stream, char *msg, size_t msglen)
@@ -338,11 +409,14 @@ extern "C" int cbf_beam_cuda_run(const cbf_beam_job *job, void *stream, char *ms
         return rc;
     int t0, t1;   /* the job's span of spectra in every heap */
     cbf_beam_job_span(job, &t0, &t1);
-    /* 8-byte loads need every antenna's run of spectra 8-byte aligned */
-    const bool vec = job->shape.spectra_per_heap % 2 == 0 && (uintptr_t)job->in % 8 == 0;
+    /* 16-byte copies need every antenna's run of spectra 16-byte aligned,
+     * and the paired output stores 4-byte alignment */
+    const bool vec = job->shape.spectra_per_heap % 4 == 0 && (uintptr_t)job->in % 16 == 0 &&
+                     (uintptr_t)job->out % 4 == 0;
     const int block0 = t0 / BF_BSPEC, blocks = (t1 - 1) / BF_BSPEC + 1 - block0;
     /* Batches per block: as many as keep about 8 blocks per SM in the grid
-     * (each block's coefficients serve all its batches). */
+     * (each block's coefficients serve all its batches); at most 64, the
+     * bits of the block's absent mask. */
     int dev, sms;
     CBF_KERN_CUDA_TRY("beamformer", cudaGetDevice(&dev));
     CBF_KERN_CUDA_TRY("beamformer", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -356,11 +430,10 @@ extern "C" int cbf_beam_cuda_run(const cbf_beam_job *job, void *stream, char *ms
     for (size_t b0 = 0; b0 < job->batches; b0 += per_launch) {
         const size_t nb = job->batches - b0 < per_launch ? job->batches - b0 : per_launch;
         const dim3 grid((unsigned)blocks, (unsigned)job->shape.channels, (unsigned)((nb + bpb - 1) / bpb));
-        if (vec)
-            bf_kernel<true><<<grid, BF_THREADS, 0, st>>>(*job, b0, (int)bpb, t0, t1, block0);
-        else
-            bf_kernel<false><<<grid, BF_THREADS, 0, st>>>(*job, b0, (int)bpb, t0, t1, block0);
-        CBF_KERN_CUDA_TRY("beamformer", cudaGetLastError());
+        rc = vec ? bf_launch<true>(*job, grid, st, b0, (int)bpb, t0, t1, block0, msg, msglen)
+                 : bf_launch<false>(*job, grid, st, b0, (int)bpb, t0, t1, block0, msg, msglen);
+        if (rc)
+            return rc;
     }
     return 0;
 }

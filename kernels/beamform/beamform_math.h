@@ -132,16 +132,23 @@ BF_FN int bf_quant(float v, int8_t *q)
     return 0;
 }
 
-/* One output value from its sum: dither (draw as beamform.h says), round,
- * clip; returns 1 when saturated. */
-BF_FN int bf_output(bf_cplx acc, int dither, uint64_t key, uint64_t counter, int8_t out[2])
+/* One output value from its sum: dither (draw as beamform.h says, from
+ * the dither state z of its counter: cbf_dither_state), round, clip;
+ * returns 1 when saturated. */
+BF_FN int bf_output_state(bf_cplx acc, int dither, uint64_t z, int8_t out[2])
 {
     if (dither) {
-        const uint64_t u = cbf_dither_u64(key, counter);
+        const uint64_t u = cbf_dither_mix(z);
         acc.re = BF_ADD(acc.re, cbf_dither_float((uint32_t)(u >> 32)));
         acc.im = BF_ADD(acc.im, cbf_dither_float((uint32_t)u));
     }
     return bf_quant(acc.re, &out[0]) | bf_quant(acc.im, &out[1]);
+}
+
+/* The same from the key and the value's counter. */
+BF_FN int bf_output(bf_cplx acc, int dither, uint64_t key, uint64_t counter, int8_t out[2])
+{
+    return bf_output_state(acc, dither, cbf_dither_state(key, counter), out);
 }
 
 #endif

@@ -40,13 +40,29 @@
 /* 2^-32 (1 - 2^-16), exact in float32. */
 #define CBF_DITHER_SCALE 0x1.fffep-33f
 
-/* SplitMix64 output `counter` of the stream started at `key`. */
-CBF_DITHER_FN uint64_t cbf_dither_u64(uint64_t key, uint64_t counter)
+/* SplitMix64's state step (the golden ratio x 2^64, odd). */
+#define CBF_DITHER_GAMMA 0x9e3779b97f4a7c15ull
+
+/* The state of output `counter` from `key`. It is linear in the counter,
+ * so a kernel drawing for counters c + k d can step the state by
+ * k d CBF_DITHER_GAMMA (mod 2^64) with adds instead of multiplying. */
+CBF_DITHER_FN uint64_t cbf_dither_state(uint64_t key, uint64_t counter)
 {
-    uint64_t z = key + (counter + 1u) * 0x9e3779b97f4a7c15ull;
+    return key + (counter + 1u) * CBF_DITHER_GAMMA;
+}
+
+/* SplitMix64's output function of a state. */
+CBF_DITHER_FN uint64_t cbf_dither_mix(uint64_t z)
+{
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
+}
+
+/* SplitMix64 output `counter` of the stream started at `key`. */
+CBF_DITHER_FN uint64_t cbf_dither_u64(uint64_t key, uint64_t counter)
+{
+    return cbf_dither_mix(cbf_dither_state(key, counter));
 }
 
 /* 32 random bits to a value in (-1/2, 1/2), mean 0. */
