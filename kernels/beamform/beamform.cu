@@ -77,57 +77,60 @@ struct bf_smem {
     bf_buf x[BF_WARPS][BF_NS];
 };
 
-/* The copy side of a warp's stream: the next k-step to copy (k-step ks of
- * the block's batch n; p is antenna 8 ks + lane / 8's word at the lane's
- * first spectrum), and how many are left. */
+/* The copy side of a warp's stream: the next k-step to copy, k-step ks
+ * of the block's batch n. The lane copies rows r (and r + 4: VEC) of it,
+ * antenna a = 8 ks + r: p is that row's word at the lane's first spectrum,
+ * pres its presence flag; gaps says whether batch n misses any antenna
+ * (only then are the flags read); left counts the k-steps still to copy. */
 typedef struct bf_feed {
     const unsigned *p;
-    int ks, n, left;
+    const uint8_t *pres;
+    int a, ks, n, left;
+    bool gaps;
 } bf_feed;
 
-/* Copies the feed's k-step into buf and steps on. VEC: lane copies
- * spectra 4 (lane % 8) .. + 3 of antennas lane / 8 and + 4, 16 bytes each;
- * otherwise spectrum lane of all 8 antennas, 4 bytes each. A copy of an
- * antenna past A, absent from its batch (absent: batches of the block with
- * any antenna missing), or of spectra past the heap fills zeros. */
+/* What every copy of a block shares. */
+typedef struct bf_plan {
+    size_t ant_stride;        /* words between antennas */
+    ptrdiff_t next_batch;     /* from a batch's last k-step (advanced) to the next batch's first */
+    int A, nks;
+    unsigned long long absent; /* the block's batches that miss an antenna */
+} bf_plan;
+
+/* Copies the feed's k-step into the buffer at shared address dst (the
+ * lane's first word there) and steps on. VEC: the lane copies spectra
+ * 4 (lane % 8) .. + 3 of rows r = lane / 8 and r + 4, 16 bytes each;
+ * otherwise its one spectrum of all 8 rows, 4 bytes each. A copy of an
+ * antenna past A or absent from its batch, or of spectra past the heap
+ * (in_t false), writes zeros. One commit group per call, empty or not, so
+ * the wait counts stay exact. */
 template <bool VEC>
-static __device__ __forceinline__ void bf_copy(bf_buf &buf, bf_feed &f, int A, int nks, int T,
-                                               int tl /* the lane's first copied spectrum */,
-                                               size_t ant_stride, ptrdiff_t next_batch,
-                                               const uint8_t *present, unsigned long long absent)
+static __device__ __forceinline__ void bf_copy(unsigned dst, bf_feed &f, const bf_plan &pl, bool in_t)
 {
-    const int lane = threadIdx.x & 31;
     if (f.left > 0) {
-        const bool gaps = (absent >> f.n) & 1ull;
-        if (VEC) {
-            const int r = lane >> 3, col = 4 * (lane & 7);
-            const bool in_t = tl < T;
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int a = 8 * f.ks + r + 4 * h;
-                const bool ok = in_t && a < A && (!gaps || __ldg(&present[(size_t)f.n * A + a]));
-                const unsigned *src = f.p + (size_t)(4 * h) * ant_stride;
-                cbf_cp_async16(cbf_smem_addr(&buf[r + 4 * h][col]), ok ? src : f.p, ok ? 16 : 0);
-            }
-        } else {
-            const bool in_t = tl < T;
-#pragma unroll
-            for (int r = 0; r < 8; r++) {
-                const int a = 8 * f.ks + r;
-                const bool ok = in_t && a < A && (!gaps || __ldg(&present[(size_t)f.n * A + a]));
-                const unsigned *src = f.p + (size_t)r * ant_stride;
-                cbf_cp_async4(cbf_smem_addr(&buf[r][lane]), ok ? src : f.p, ok ? 4 : 0);
-            }
+        for (int h = 0; h < (VEC ? 2 : 8); h++) {
+            const int r = VEC ? 4 * h : h; /* rows past the feed's */
+            const bool ok = in_t && f.a + r < pl.A && (!f.gaps || __ldg(f.pres + r));
+            const unsigned *src = f.p + (size_t)r * pl.ant_stride;
+            if (VEC)
+                cbf_cp_async16(dst + 4u * BF_ROW * 4u * h, ok ? src : f.p, ok ? 16 : 0);
+            else
+                cbf_cp_async4(dst + 4u * BF_ROW * r, ok ? src : f.p, ok ? 4 : 0);
         }
         f.left--;
-        f.p += 8 * ant_stride;
-        if (++f.ks == nks) {
+        f.p += 8 * pl.ant_stride;
+        f.pres += 8;
+        f.a += 8;
+        if (++f.ks == pl.nks) {
             f.ks = 0;
+            f.a -= 8 * pl.nks;
             f.n++;
-            f.p += next_batch;
+            f.p += pl.next_batch;
+            f.pres += pl.A - 8 * pl.nks;
+            f.gaps = f.n < 64 && ((pl.absent >> f.n) & 1ull);
         }
     }
-    /* one group per k-step, empty or not, so the wait counts stay exact */
     cbf_cp_commit();
 }
 
@@ -185,11 +188,11 @@ static __device__ __forceinline__ int64_t bf_join(int d0, int d1, int d2)
  * beam) from tile accumulators q ([digit][re t, im t, re t+1, im t+1]);
  * z is the dither state of spectrum t, dz its step per spectrum. Writes
  * the pair as one word where both are inside [t0, t1) (VEC: the word is
- * aligned), else one by one; returns the clipped count. */
-template <bool VEC>
-static __device__ __forceinline__ unsigned bf_emit(const int (&q)[3][4], float inv, const cbf_beam_job &job,
-                                                   uint64_t z, uint64_t dz, char2 *out, float2 *raw, int t,
-                                                   int t0, int t1)
+ * aligned), else one by one, and the sums to raw (RAW); returns the
+ * clipped count. */
+template <bool VEC, bool RAW>
+static __device__ __forceinline__ unsigned bf_emit(const int (&q)[3][4], float inv, int dither, uint64_t z,
+                                                   uint64_t dz, char2 *out, float2 *raw, int t, int t0, int t1)
 {
     int8_t o[2][2];
     int clip[2];
@@ -197,9 +200,9 @@ static __device__ __forceinline__ unsigned bf_emit(const int (&q)[3][4], float i
     for (int h = 0; h < 2; h++) {
         const bf_cplx v = {bf_unfix(bf_join(q[0][2 * h], q[1][2 * h], q[2][2 * h]), inv),
                            bf_unfix(bf_join(q[0][2 * h + 1], q[1][2 * h + 1], q[2][2 * h + 1]), inv)};
-        if (raw && t + h >= t0 && t + h < t1)
+        if (RAW && t + h >= t0 && t + h < t1)
             raw[t + h] = make_float2(v.re, v.im);
-        clip[h] = bf_output_state(v, job.dither, z + (h ? dz : 0), o[h]);
+        clip[h] = bf_output_state(v, dither, z + (h ? dz : 0), o[h]);
     }
     if (VEC && t >= t0 && t + 1 < t1) {
         *(char4 *)&out[t] = make_char4(o[0][0], o[0][1], o[1][0], o[1][1]);
@@ -218,10 +221,11 @@ static __device__ __forceinline__ unsigned bf_emit(const int (&q)[3][4], float i
 /* Block: spectra [BF_BSPEC x blockIdx.x, + BF_BSPEC) of channel blockIdx.y
  * in batches [batch0 + bpb x blockIdx.z, + bpb). Per group of beams each
  * warp walks the block's batches' k-steps as one stream, copies running
- * BF_NS - 1 steps ahead across batch ends; coefficients do not depend on
- * the batch (presence is applied to the samples), so with one stage of
- * antennas they are made once for all the block's batches. */
-template <bool VEC>
+ * BF_NS - 1 steps ahead across batch ends, the buffer slots rotating;
+ * coefficients do not depend on the batch (presence is applied to the
+ * samples), so with one stage of antennas they are made once for all the
+ * block's batches. */
+template <bool VEC, bool RAW>
 __global__ void __launch_bounds__(BF_THREADS, BF_MINB)
 bf_kernel(cbf_beam_job job, size_t batch0, int bpb, int t0, int t1, int block0)
 {
@@ -238,23 +242,26 @@ bf_kernel(cbf_beam_job job, size_t batch0, int bpb, int t0, int t1, int block0)
     const int nbat = (int)min((size_t)bpb, job.batches - nb0);
     const int tw = (block0 + (int)blockIdx.x) * BF_BSPEC + warp * BF_WSPEC; /* the warp's first spectrum */
     const int tt = tw + 2 * g;                 /* this lane's first output spectrum */
-    const size_t ant_stride = (size_t)C * T;   /* words between antennas */
-    const int nks = (A + 7) / 8, steps = nbat * nks;
-    /* from a batch's last k-step to the next batch's first */
-    const ptrdiff_t next_batch = (ptrdiff_t)A * (ptrdiff_t)ant_stride - (ptrdiff_t)nks * 8 * (ptrdiff_t)ant_stride;
-    const int tl = tw + (VEC ? 4 * (lane & 7) : lane); /* the lane's first copied spectrum */
-    const unsigned *p0 = (const unsigned *)job.in + (nb0 * A * C + c) * (size_t)T +
-                         (size_t)(VEC ? lane >> 3 : 0) * ant_stride + tl;
+    const int nks = (A + 7) / 8;
     const bool one_stage = A <= BF_STAGE;
-    bf_buf *ring = sm.x[warp];
+    /* the lane's copies: row r0 (and r0 + 4) from spectrum tl */
+    const int r0 = VEC ? lane >> 3 : 0, tl = tw + (VEC ? 4 * (lane & 7) : lane);
+    const size_t ant_stride = (size_t)C * T;
     /* dither states: dz per spectrum, from the lane's first value (batch
      * nb0, spectrum tt, beam tig) */
     const uint64_t dz = job.total_channels * (uint64_t)B * CBF_DITHER_GAMMA;
     const uint64_t z00 = cbf_dither_state(
         job.dither_key,
         ((job.first_spectrum + nb0 * T + tt) * job.total_channels + job.first_channel + c) * (uint64_t)B + tig);
+    /* shared addresses: the lane's first copied word in slot 0, its first
+     * A-fragment word (row tig, spectrum 2 g) in slot 0; slots follow
+     * each other */
+    const unsigned ring = cbf_smem_addr(&sm.x[warp][0][0][0]);
+    const unsigned cdst0 = ring + 4u * (r0 * BF_ROW + (tl - tw));
+    const unsigned *xsrc0 = &sm.x[warp][0][tig][2 * g];
+    const unsigned slot_bytes = sizeof(bf_buf);
 
-    /* the block's batches that miss an antenna: only their copies look at
+    /* the block's batches that miss an antenna: only their copies read
      * the presence flags */
     if (tid == 0)
         s_absent = 0;
@@ -272,15 +279,18 @@ bf_kernel(cbf_beam_job job, size_t batch0, int bpb, int t0, int t1, int block0)
             atomicOr(&s_absent, (unsigned long long)hi << 32 | lo);
     }
     __syncthreads();
-    const unsigned long long absent = s_absent;
+    const bf_plan pl = {ant_stride, (ptrdiff_t)A * (ptrdiff_t)ant_stride - (ptrdiff_t)nks * 8 * (ptrdiff_t)ant_stride,
+                        A, nks, s_absent};
+    const bool in_t = tl < T;
 
     for (int bg = 0; bg < B; bg += BF_GROUP) {
         /* the first k-steps' copies, in flight while the scales and the
          * first coefficients are made */
-        bf_feed f = {p0, 0, 0, steps};
+        bf_feed f = {(const unsigned *)job.in + (nb0 * A * C + c) * (size_t)T + (size_t)r0 * ant_stride + tl,
+                     job.present + nb0 * A + r0, r0, 0, 0, nbat * nks, (bool)(pl.absent & 1ull)};
 #pragma unroll
         for (int u = 0; u < BF_NS - 1; u++)
-            bf_copy<VEC>(ring[u], f, A, nks, T, tl, ant_stride, next_batch, job.present + nb0 * A, absent);
+            bf_copy<VEC>(cdst0 + u * slot_bytes, f, pl, in_t);
         /* the group's scales, from the largest |gain| of each beam (the last
          * group's readers passed the barrier at its end) */
         for (int j = warp; j < BF_GROUP; j += BF_WARPS) {
@@ -306,33 +316,29 @@ bf_kernel(cbf_beam_job job, size_t batch0, int bpb, int t0, int t1, int block0)
                     for (int k = 0; k < 4; k++)
                         acc[i][nt][d][k] = 0;
         unsigned sat[2] = {0u, 0u};
-        uint64_t zb = z00 + (uint64_t)bg * CBF_DITHER_GAMMA; /* batch nb0 + nrel */
-        int ks = 0, nrel = 0; /* the step being summed: k-step ks of batch nrel */
-        /* unrolled by BF_NS so every buffer index is a constant */
-        for (int s0 = 0; s0 < steps; s0 += BF_NS) {
-#pragma unroll
-            for (int u = 0; u < BF_NS; u++) {
-                if (s0 + u >= steps)
-                    break;
+        uint64_t zb = z00 + (uint64_t)bg * CBF_DITHER_GAMMA; /* batch nb0 + n */
+        int slot = 0, cslot = BF_NS - 1;                      /* summed, being filled */
+        for (int n = 0; n < nbat; n++) {
+            for (int ks = 0; ks < nks; ks++) {
                 const int kk = ks % BF_KS;
-                if (kk == 0 && (!one_stage || s0 + u == 0)) {
+                if (kk == 0 && (!one_stage || n == 0)) {
                     /* this stage's coefficient digits, once every warp is done with the last's */
                     __syncthreads();
                     bf_stage_make(sm.c, job, s_scale, bg, ks * 8, c);
                     __syncthreads();
                 }
                 /* this step's copies are done (this lane's), and every
-                 * lane's, and every lane is past reading the buffer the
-                 * next copy fills */
+                 * lane's, and every lane is past reading the slot the next
+                 * copy fills */
                 cbf_cp_wait<BF_NS - 2>();
                 __syncwarp();
-                bf_copy<VEC>(ring[(u + BF_NS - 1) % BF_NS], f, A, nks, T, tl, ant_stride, next_batch,
-                             job.present + nb0 * A, absent);
+                bf_copy<VEC>(cdst0 + cslot * slot_bytes, f, pl, in_t);
+                const unsigned *xs = xsrc0 + slot * (slot_bytes / 4);
                 uint4 x[BF_MT];
 #pragma unroll
                 for (int i = 0; i < BF_MT; i++) {
-                    const uint2 lo = *(const uint2 *)&ring[u][tig][16 * i + 2 * g];
-                    const uint2 hi = *(const uint2 *)&ring[u][tig + 4][16 * i + 2 * g];
+                    const uint2 lo = *(const uint2 *)(xs + 16 * i);
+                    const uint2 hi = *(const uint2 *)(xs + 4 * BF_ROW + 16 * i);
                     x[i] = make_uint4(lo.x, lo.y, hi.x, hi.y);
                 }
 #pragma unroll
@@ -346,36 +352,34 @@ bf_kernel(cbf_beam_job job, size_t batch0, int bpb, int t0, int t1, int block0)
                         cbf_mma_s8(acc[i][nt][2], x[i].x, x[i].y, x[i].z, x[i].w, w2.x, w2.y);
                     }
                 }
-                if (++ks < nks)
-                    continue;
-                /* the batch's last k-step: its beams out. Tile i, n-tile nt
-                 * holds beam bg + 4 nt + tig, (re, im) in acc[..][0, 1] at
-                 * spectrum tt + 16 i and [2, 3] at the next */
-                const size_t n = nb0 + nrel;
+                slot = slot == BF_NS - 1 ? 0 : slot + 1;
+                cslot = cslot == BF_NS - 1 ? 0 : cslot + 1;
+            }
+            /* the batch's beams out. Tile i, n-tile nt holds beam
+             * bg + 4 nt + tig, (re, im) in acc[..][0, 1] at spectrum
+             * tt + 16 i and [2, 3] at the next */
+            const size_t nn = nb0 + n;
 #pragma unroll
-                for (int nt = 0; nt < 2; nt++) {
-                    const int j = 4 * nt + tig, b = bg + j;
-                    if (b < B) {
-                        const size_t row = ((n * B + b) * C + c) * (size_t)T;
-                        float2 *raw = job.raw ? (float2 *)job.raw + row : nullptr;
-#pragma unroll
-                        for (int i = 0; i < BF_MT; i++)
-                            sat[nt] += bf_emit<VEC>(acc[i][nt], s_inv[j], job,
-                                                    zb + (uint64_t)(4 * nt) * CBF_DITHER_GAMMA + (uint64_t)(16 * i) * dz,
-                                                    dz, (char2 *)job.out + row, raw, tt + 16 * i, t0, t1);
-                    }
+            for (int nt = 0; nt < 2; nt++) {
+                const int j = 4 * nt + tig, b = bg + j;
+                if (b < B) {
+                    const size_t row = ((nn * B + b) * C + c) * (size_t)T;
 #pragma unroll
                     for (int i = 0; i < BF_MT; i++)
-#pragma unroll
-                        for (int d = 0; d < 3; d++)
-#pragma unroll
-                            for (int k = 0; k < 4; k++)
-                                acc[i][nt][d][k] = 0;
+                        sat[nt] += bf_emit<VEC, RAW>(
+                            acc[i][nt], s_inv[j], job.dither,
+                            zb + (uint64_t)(4 * nt) * CBF_DITHER_GAMMA + (uint64_t)(16 * i) * dz, dz,
+                            (char2 *)job.out + row, RAW ? (float2 *)job.raw + row : nullptr, tt + 16 * i, t0, t1);
                 }
-                ks = 0;
-                nrel++;
-                zb += (uint64_t)T * dz;
+#pragma unroll
+                for (int i = 0; i < BF_MT; i++)
+#pragma unroll
+                    for (int d = 0; d < 3; d++)
+#pragma unroll
+                        for (int k = 0; k < 4; k++)
+                            acc[i][nt][d][k] = 0;
             }
+            zb += (uint64_t)T * dz;
         }
 #pragma unroll
         for (int nt = 0; nt < 2; nt++)
@@ -390,14 +394,14 @@ bf_kernel(cbf_beam_job job, size_t batch0, int bpb, int t0, int t1, int block0)
     }
 }
 
-template <bool VEC>
+template <bool VEC, bool RAW>
 static int bf_launch(const cbf_beam_job &job, dim3 grid, cudaStream_t st, size_t b0, int bpb, int t0, int t1,
                      int block0, char *msg, size_t msglen)
 {
     const int bytes = (int)sizeof(bf_smem);
     CBF_KERN_CUDA_TRY("beamformer",
-                      cudaFuncSetAttribute(bf_kernel<VEC>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-    bf_kernel<VEC><<<grid, BF_THREADS, bytes, st>>>(job, b0, bpb, t0, t1, block0);
+                      cudaFuncSetAttribute(bf_kernel<VEC, RAW>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    bf_kernel<VEC, RAW><<<grid, BF_THREADS, bytes, st>>>(job, b0, bpb, t0, t1, block0);
     CBF_KERN_CUDA_TRY("beamformer", cudaGetLastError());
     return 0;
 }
@@ -430,8 +434,14 @@ extern "C" int cbf_beam_cuda_run(const cbf_beam_job *job, void *stream, char *ms
     for (size_t b0 = 0; b0 < job->batches; b0 += per_launch) {
         const size_t nb = job->batches - b0 < per_launch ? job->batches - b0 : per_launch;
         const dim3 grid((unsigned)blocks, (unsigned)job->shape.channels, (unsigned)((nb + bpb - 1) / bpb));
-        rc = vec ? bf_launch<true>(*job, grid, st, b0, (int)bpb, t0, t1, block0, msg, msglen)
-                 : bf_launch<false>(*job, grid, st, b0, (int)bpb, t0, t1, block0, msg, msglen);
+        /* the sums before rounding are for tests: their stores stay out
+         * of the kernel that runs in engines */
+        if (vec)
+            rc = job->raw ? bf_launch<true, true>(*job, grid, st, b0, (int)bpb, t0, t1, block0, msg, msglen)
+                          : bf_launch<true, false>(*job, grid, st, b0, (int)bpb, t0, t1, block0, msg, msglen);
+        else
+            rc = job->raw ? bf_launch<false, true>(*job, grid, st, b0, (int)bpb, t0, t1, block0, msg, msglen)
+                          : bf_launch<false, false>(*job, grid, st, b0, (int)bpb, t0, t1, block0, msg, msglen);
         if (rc)
             return rc;
     }

@@ -116,20 +116,13 @@ BF_FN float bf_unfix(int64_t sum, float inv_scale)
     return BF_MUL(BF_I64_TO_F(sum), inv_scale);
 }
 
-/* Round half to even and clip to [-127, 127]; 1 when clipped. */
+/* Round half to even and clip to [-127, 127]; 1 when clipped. Without
+ * branches: the GPU runs it for every output value. */
 BF_FN int bf_quant(float v, int8_t *q)
 {
     const float r = rintf(v);
-    if (r > 127.0f) {
-        *q = 127;
-        return 1;
-    }
-    if (r < -127.0f) {
-        *q = -127;
-        return 1;
-    }
-    *q = (int8_t)r;
-    return 0;
+    *q = (int8_t)(int)fminf(fmaxf(r, -127.0f), 127.0f);
+    return (r > 127.0f) | (r < -127.0f);
 }
 
 /* One output value from its sum: dither (draw as beamform.h says, from
