@@ -51,7 +51,7 @@
 #define BF_STAGE 64                       /* antennas whose coefficients are in shared memory */
 #define BF_KS (BF_STAGE / 8)              /* k-steps per stage */
 #ifndef BF_NS
-#define BF_NS 4                           /* k-step buffers per warp: copies run BF_NS - 1 ahead */
+#define BF_NS 6                           /* k-step buffers per warp: copies run BF_NS - 1 ahead */
 #endif
 #ifndef BF_MINB
 #define BF_MINB 2                         /* blocks per SM the registers are budgeted for */
@@ -178,6 +178,25 @@ static __device__ __forceinline__ void bf_stage_make(bf_coefs &sc, const cbf_bea
     }
 }
 
+/* The scales 2^e_b and 2^-e_b of beams bg.. from each beam's largest
+ * |gain|: warp j takes beam bg + j. */
+static __device__ __forceinline__ void bf_scales(const cbf_beam_job &job, int bg, float *s_scale, float *s_inv)
+{
+    const int A = job.shape.n_ants, B = job.shape.n_beams, lane = threadIdx.x & 31;
+    for (int j = threadIdx.x >> 5; j < BF_GROUP; j += BF_WARPS) {
+        float m = 0.0f;
+        if (bg + j < B)
+            for (int a = lane; a < A; a += 32)
+                m = fmaxf(m, fabsf(job.coef[(size_t)(bg + j) * A + a].gain));
+        const float mx = __uint_as_float(__reduce_max_sync(0xffffffffu, __float_as_uint(m)));
+        if (lane == 0) {
+            const int e = bf_beam_exp(mx);
+            s_scale[j] = ldexpf(1.0f, e);
+            s_inv[j] = ldexpf(1.0f, -e);
+        }
+    }
+}
+
 /* 65536 d0 + 256 d1 + d2: the exact sum from its digit sums. */
 static __device__ __forceinline__ int64_t bf_join(int d0, int d1, int d2)
 {
@@ -187,12 +206,13 @@ static __device__ __forceinline__ int64_t bf_join(int d0, int d1, int d2)
 /* The beam values of one lane's output pair (spectra t and t + 1, one
  * beam) from tile accumulators q ([digit][re t, im t, re t+1, im t+1]);
  * z is the dither state of spectrum t, dz its step per spectrum. Writes
- * the pair as one word where both are inside [t0, t1) (VEC: the word is
- * aligned), else one by one, and the sums to raw (RAW); returns the
- * clipped count. */
+ * the pair as one word where both lie inside [t0, t1) (whole; VEC: the
+ * word is aligned), else one by one, and the sums to raw (RAW); returns
+ * the clipped count. */
 template <bool VEC, bool RAW>
 static __device__ __forceinline__ unsigned bf_emit(const int (&q)[3][4], float inv, int dither, uint64_t z,
-                                                   uint64_t dz, char2 *out, float2 *raw, int t, int t0, int t1)
+                                                   uint64_t dz, char2 *out, float2 *raw, int t, bool whole,
+                                                   int t0, int t1)
 {
     int8_t o[2][2];
     int clip[2];
@@ -204,7 +224,7 @@ static __device__ __forceinline__ unsigned bf_emit(const int (&q)[3][4], float i
             raw[t + h] = make_float2(v.re, v.im);
         clip[h] = bf_output_state(v, dither, z + (h ? dz : 0), o[h]);
     }
-    if (VEC && t >= t0 && t + 1 < t1) {
+    if (VEC && whole) {
         *(char4 *)&out[t] = make_char4(o[0][0], o[0][1], o[1][0], o[1][1]);
         return (unsigned)(clip[0] + clip[1]);
     }
@@ -233,7 +253,7 @@ bf_kernel(cbf_beam_job job, size_t batch0, int bpb, int t0, int t1, int block0)
     bf_smem &sm = *(bf_smem *)bf_dyn;
     __shared__ float s_scale[BF_GROUP], s_inv[BF_GROUP];
     __shared__ unsigned s_sat[BF_GROUP];
-    __shared__ unsigned long long s_absent;
+    __shared__ unsigned long long s_absw[BF_WARPS];
     const int A = job.shape.n_ants, B = job.shape.n_beams, C = job.shape.channels,
               T = job.shape.spectra_per_heap;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, tig = lane & 3;
@@ -261,13 +281,10 @@ bf_kernel(cbf_beam_job job, size_t batch0, int bpb, int t0, int t1, int block0)
     const unsigned *xsrc0 = &sm.x[warp][0][tig][2 * g];
     const unsigned slot_bytes = sizeof(bf_buf);
 
-    /* the block's batches that miss an antenna: only their copies read
-     * the presence flags */
-    if (tid == 0)
-        s_absent = 0;
-    if (tid < BF_GROUP)
-        s_sat[tid] = 0;
-    __syncthreads();
+    /* Before the first barrier, both reads the block starts with: the
+     * presence flags (which of its batches miss an antenna: only their
+     * copies read the flags; each warp's part, ORed after the barrier)
+     * and the first group's gains (its scales). */
     {
         unsigned long long m = 0;
         for (int idx = tid; idx < nbat * A; idx += BF_THREADS)
@@ -275,36 +292,39 @@ bf_kernel(cbf_beam_job job, size_t batch0, int bpb, int t0, int t1, int block0)
                 m |= 1ull << (idx / A);
         const unsigned lo = __reduce_or_sync(0xffffffffu, (unsigned)m),
                        hi = __reduce_or_sync(0xffffffffu, (unsigned)(m >> 32));
-        if (lane == 0 && (lo | hi))
-            atomicOr(&s_absent, (unsigned long long)hi << 32 | lo);
+        if (lane == 0)
+            s_absw[warp] = (unsigned long long)hi << 32 | lo;
     }
+    bf_scales(job, 0, s_scale, s_inv);
+    if (tid < BF_GROUP)
+        s_sat[tid] = 0;
     __syncthreads();
+    unsigned long long absent = 0;
+#pragma unroll
+    for (int w = 0; w < BF_WARPS; w++)
+        absent |= s_absw[w];
     const bf_plan pl = {ant_stride, (ptrdiff_t)A * (ptrdiff_t)ant_stride - (ptrdiff_t)nks * 8 * (ptrdiff_t)ant_stride,
-                        A, nks, s_absent};
+                        A, nks, absent};
     const bool in_t = tl < T;
+    /* which of the lane's output pairs (spectra tt + 16 i and the next)
+     * lie wholly inside the job's span: those store one word, no checks */
+    unsigned whole = 0;
+#pragma unroll
+    for (int i = 0; i < BF_MT; i++)
+        whole |= (unsigned)(tt + 16 * i >= t0 && tt + 16 * i + 1 < t1) << i;
 
     for (int bg = 0; bg < B; bg += BF_GROUP) {
-        /* the first k-steps' copies, in flight while the scales and the
-         * first coefficients are made */
+        /* the first k-steps' copies, in flight while the first
+         * coefficients are made */
         bf_feed f = {(const unsigned *)job.in + (nb0 * A * C + c) * (size_t)T + (size_t)r0 * ant_stride + tl,
                      job.present + nb0 * A + r0, r0, 0, 0, nbat * nks, (bool)(pl.absent & 1ull)};
 #pragma unroll
         for (int u = 0; u < BF_NS - 1; u++)
             bf_copy<VEC>(cdst0 + u * slot_bytes, f, pl, in_t);
-        /* the group's scales, from the largest |gain| of each beam (the last
-         * group's readers passed the barrier at its end) */
-        for (int j = warp; j < BF_GROUP; j += BF_WARPS) {
-            float m = 0.0f;
-            if (bg + j < B)
-                for (int a = lane; a < A; a += 32)
-                    m = fmaxf(m, fabsf(job.coef[(size_t)(bg + j) * A + a].gain));
-            const float mx = __uint_as_float(__reduce_max_sync(0xffffffffu, __float_as_uint(m)));
-            if (lane == 0) {
-                const int e = bf_beam_exp(mx);
-                s_scale[j] = ldexpf(1.0f, e);
-                s_inv[j] = ldexpf(1.0f, -e);
-            }
-        }
+        /* a later group's scales (the last group's readers passed the
+         * barrier at its end; the first stage's barrier shows them) */
+        if (bg)
+            bf_scales(job, bg, s_scale, s_inv);
         int acc[BF_MT][2][3][4];
 #pragma unroll
         for (int i = 0; i < BF_MT; i++)
@@ -369,7 +389,8 @@ bf_kernel(cbf_beam_job job, size_t batch0, int bpb, int t0, int t1, int block0)
                         sat[nt] += bf_emit<VEC, RAW>(
                             acc[i][nt], s_inv[j], job.dither,
                             zb + (uint64_t)(4 * nt) * CBF_DITHER_GAMMA + (uint64_t)(16 * i) * dz, dz,
-                            (char2 *)job.out + row, RAW ? (float2 *)job.raw + row : nullptr, tt + 16 * i, t0, t1);
+                            (char2 *)job.out + row, RAW ? (float2 *)job.raw + row : nullptr, tt + 16 * i,
+                            (whole >> i) & 1u, t0, t1);
                 }
 #pragma unroll
                 for (int i = 0; i < BF_MT; i++)
