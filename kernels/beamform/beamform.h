@@ -112,9 +112,10 @@ int cbf_beam_cpu(const cbf_beam_job *job, char *msg, size_t msglen);
 
 /* The CUDA beamformer: per (batch range, channel, 256 spectra) a block
  * makes the channel's coefficient digits in shared memory and its warps
- * sum 8 beams at a time on the int8 tensor cores, each input byte loaded
- * once per 8 beams (beamform.cu). Runs on a stream (cudaStream_t as
- * void *), no host synchronisation. */
+ * sum 8 beams at a time on the int8 tensor cores, each input byte copied
+ * once per 8 beams through the warp's own shared-memory ring (cp.async,
+ * beamform.cu). Runs on a stream (cudaStream_t as void *), no host
+ * synchronisation. */
 int cbf_beam_cuda_run(const cbf_beam_job *job, void *stream, char *msg, size_t msglen);
 
 #ifdef __cplusplus
