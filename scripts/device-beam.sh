@@ -1,22 +1,31 @@
 #!/usr/bin/env bash
-# On the lent GPU machine (carrying .devdeps): the beamformer's GPU tests
-# (kernels against the float64 reference and bit for bit against the CPU,
-# the plugin and pipeline tests), the kernel test under compute-sanitizer,
-# then `cbf-bench beam` (BEAM_BENCH, default: the floors' cases and the
-# beside-the-correlator table). Logs go to $OUT (./out by hand).
-set -uo pipefail
+# On the lent GPU machine (carrying .devdeps): scripts/device-all.sh for the
+# beamformer (the tree built, the beamform test suite with the GPU, then
+# `cbf-bench beam $BEAM_BENCH`, default the floors' cases and the
+# beside-the-correlator table), the kernel test under compute-sanitizer,
+# and with BEAM_PROF=1 one launch of the kernel under Nsight Compute
+# (--set full, clocks left alone; case BEAM_PROF_ARGS, default N = 64,
+# B = 8): the details page and the per-SASS-instruction executions and
+# stall samples (source page, CSV). Logs go to $OUT (./out by hand).
 cd "$(dirname "$0")/.."
+export OUT=${OUT:-$PWD/out}
+ALL_TESTS="--suite beamform" ALL_BENCH="beam ${BEAM_BENCH:---ants 64,256,1024 --beams 8,64}" \
+    bash scripts/device-all.sh
+rc=$?
 source scripts/device-env.sh
-OUT=${OUT:-$PWD/out}
-mkdir -p "$OUT"
 B=build-device-all
-{
-    [ -f "$B/build.ninja" ] || meson setup "$B" -Dcuda=enabled -Dtest_python="$(command -v python3)" >/dev/null
-    ninja -C "$B"
-} >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; echo "== build FAILED"; exit 1; }
-echo "== build ok"
-meson test -C "$B" --suite beamform --num-processes 8 --print-errorlogs >"$OUT/tests.log" 2>&1
-echo "== beamform tests: exit $?"; grep -E "^ *[0-9]+/[0-9]+ " "$OUT/tests.log"
 timeout 300 compute-sanitizer --error-exitcode 9 "$B/tests/beamform/test_beamform" --gpu >"$OUT/memcheck.log" 2>&1
 echo "== compute-sanitizer test_beamform --gpu: exit $?"; tail -3 "$OUT/memcheck.log"
-"$B/tools/bench/cbf-bench" beam ${BEAM_BENCH:---ants 64,256,1024 --beams 8,64} | tee "$OUT/bench.md"
+if [ -n "${BEAM_PROF:-}" ]; then
+    ARGS=${BEAM_PROF_ARGS:---ants 64 --beams 8}
+    timeout 200 ncu --clock-control none --set full --import-source no -k regex:bf_kernel \
+        --launch-skip 3 --launch-count 1 -o "$OUT/bf" -f "$B/tools/bench/cbf-bench" beam $ARGS --reps 1 \
+        >"$OUT/ncu.log" 2>&1
+    echo "== ncu: exit $?"; tail -3 "$OUT/ncu.log"
+    if [ -f "$OUT/bf.ncu-rep" ]; then
+        ncu --import "$OUT/bf.ncu-rep" --page details >"$OUT/bf-details.txt" 2>&1
+        ncu --import "$OUT/bf.ncu-rep" --page source --csv --print-source sass >"$OUT/bf-sass.csv" 2>&1
+        rm -f "$OUT/bf.ncu-rep"
+    fi
+fi
+exit $rc
