@@ -1,7 +1,8 @@
 #!/bin/bash
 # On the GPU machine: the beamformer kernel's GPU tests, then cbf-bench beam for each
-# variant of its compile-time shape (VARIANTS="WARPSxNSxMINB ...": warps per block,
-# k-step buffers per warp, blocks per SM the registers are budgeted for), each built
+# variant of its compile-time shape (VARIANTS="WARPSxNSxMINBxFILL ...": warps per block,
+# k-step buffers per warp, blocks per SM the registers are budgeted for, blocks per
+# SM the grid aims for), each built
 # by recompiling beamform.cu with -D and relinking cbf-bench, with ptxas's register
 # and spill counts; then (VARIANT_NCU set) ncu's stall reasons for the last variant.
 cd "$(dirname "$0")/.." && source scripts/device-env.sh
@@ -12,11 +13,12 @@ CC=$(echo "$CMDS" | grep "beamform.cu.o -c")
 AR=$(echo "$CMDS" | grep "libcbf_kernel_beamform.a &&")
 LINK=$(echo "$CMDS" | tail -1)
 for v in $VARIANTS; do
-  IFS=x read -r warps ns minb <<<"$v"
-  eval "${CC/ -o / -Xptxas -v -DBF_WARPS=$warps -DBF_NS=$ns -DBF_MINB=$minb -o } 2>&1" |
+  IFS=x read -r warps ns minb fill <<<"$v"
+  fill=${fill:-8}
+  eval "${CC/ -o / -Xptxas -v -DBF_WARPS=$warps -DBF_NS=$ns -DBF_MINB=$minb -DBF_FILL=$fill -o } 2>&1" |
     grep -A3 "bf_kernelILb1ELb0" | grep -oE "[0-9]+ bytes spill stores|Used [0-9]+ registers" | tr '\n' ' '
   eval "$AR" && eval "$LINK" || { echo "build $v failed"; continue; }
-  echo; echo "== WARPS $warps NS $ns MINB $minb"
-  tools/bench/cbf-bench beam --ants 64,256,1024 --beams 8 --reps 5 | grep "^| [0-9]" | head -3
+  echo; echo "== WARPS $warps NS $ns MINB $minb FILL $fill"
+  tools/bench/cbf-bench beam --ants ${VARIANT_ANTS:-64,256,1024} --beams 8 --reps 5 | grep "^| [0-9]" | head -6
 done
 [ -n "${VARIANT_NCU:-}" ] && ncu --clock-control none -k regex:bf_kernel -c 1 --metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active.ratio tools/bench/cbf-bench beam --ants 64 --beams 8 --reps 1 2>&1 | grep -E "stalled" | sort -k3 -n -r | head -12

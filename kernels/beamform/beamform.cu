@@ -57,6 +57,9 @@
 #define BF_MINB 2                         /* blocks per SM the registers are budgeted for */
 #endif
 #define BF_ROW (BF_WSPEC + 8)             /* words per antenna row of a buffer (8 mod 32) */
+#ifndef BF_FILL
+#define BF_FILL 2                         /* blocks per SM the grid aims for (batches per block) */
+#endif
 
 /* The coefficient fragments of one stage: for k-step kk, n-tile nt and the
  * lane that reads them, the B-fragment pairs (antenna a, antenna a + 4) of
@@ -439,13 +442,13 @@ extern "C" int cbf_beam_cuda_run(const cbf_beam_job *job, void *stream, char *ms
     const bool vec = job->shape.spectra_per_heap % 4 == 0 && (uintptr_t)job->in % 16 == 0 &&
                      (uintptr_t)job->out % 4 == 0;
     const int block0 = t0 / BF_BSPEC, blocks = (t1 - 1) / BF_BSPEC + 1 - block0;
-    /* Batches per block: as many as keep about 8 blocks per SM in the grid
-     * (each block's coefficients serve all its batches); at most 64, the
-     * bits of the block's absent mask. */
+    /* Batches per block: as many as keep about BF_FILL blocks per SM in
+     * the grid (each block's coefficients serve all its batches); at most
+     * 64, the bits of the block's absent mask. */
     int dev, sms;
     CBF_KERN_CUDA_TRY("beamformer", cudaGetDevice(&dev));
     CBF_KERN_CUDA_TRY("beamformer", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    const size_t xy = (size_t)blocks * (size_t)job->shape.channels, want = (size_t)sms * 8;
+    const size_t xy = (size_t)blocks * (size_t)job->shape.channels, want = (size_t)sms * BF_FILL;
     const size_t zs = xy >= want ? 1 : (want + xy - 1) / xy;
     size_t bpb = (job->batches + zs - 1) / zs;
     if (bpb > 64)
