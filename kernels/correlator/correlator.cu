@@ -380,8 +380,11 @@ int cbf_corr_cuda_run(cbf_corr_cuda *p, const cbf_corr_job *job, void *stream, c
 
 const char *cbf_corr_cuda_kernel(const cbf_corr_cuda *p)
 {
-    return p->sm90 ? "wgmma 64x64" : p->ry == 64 ? "mma.sync 64x32"
-                                  : p->ry == 48 ? "mma.sync 48x48" : "mma.sync 32x32";
+#ifdef CBF_CORR_SM90
+    if (p->sm90)
+        return cbf_corr_sm90_kernel(p->shape.n_ants);
+#endif
+    return p->ry == 64 ? "mma.sync 64x32" : p->ry == 48 ? "mma.sync 48x48" : "mma.sync 32x32";
 }
 
 void cbf_corr_cuda_destroy(cbf_corr_cuda *p)
