@@ -528,7 +528,7 @@ __device__ __forceinline__ void small_seg(corr_unit &u, const CUtensorMap *map, 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const unsigned buf0 = u.sbase, ring = u.sbase + 2 * SM_BUF;
     const unsigned bar0 = ring + DEPTH * SM_RAW;
-    const int nbox = (u.n_ants + SM_BOX - 1) / SM_BOX;
+    const int nbox = (u.n_ants + SM_BOX - 1) / SM_BOX; /* rows past them: zeros, once */
     auto slot_of = [&](int st) { return ring + (unsigned)((g0 + st) % DEPTH) * SM_RAW; };
     auto bar_of = [&](int st) { return bar0 + 8u * (unsigned)((g0 + st) % DEPTH); };
     auto issue = [&](int st) {
@@ -543,40 +543,43 @@ __device__ __forceinline__ void small_seg(corr_unit &u, const CUtensorMap *map, 
         mbar_wait(bar_of(st), (unsigned)((g0 + st) / DEPTH) & 1u);
     };
 
-    /* Thread builds chunk bj (spectra 8 bj .. 8 bj + 7) of antennas bn,
-     * bn + 32 and bn + 64, as corr_run's build_b does (same lanes, same
-     * conflict-free loads). */
+    /* Thread builds chunk bj (spectra 8 bj .. 8 bj + 7) of both pols of
+     * antennas bn and bn + 32 and of pol bn / 16 of antenna 64 + bn % 16:
+     * the same share for every thread, straight-line code (antennas past
+     * the last are built from zeros). Lanes as corr_run's build_b: the
+     * quarter-warp's two antennas differ in bit 0, so its loads meet
+     * different banks through the copy's swizzle, and (sm_row) its stores
+     * too. */
     const int jlo = lane & 3, aodd = (lane >> 2) & 1, jhi = (lane >> 3) & 1;
     const int bn = 4 * warp + 2 * (lane >> 4) + aodd, bj = jlo + 4 * jhi;
-    unsigned rd[2];
+    const int an[3] = {bn, bn + 32, 64 + (bn & 15)}, p3 = bn >> 4;
+    unsigned rd[3][2], st[5];
 #pragma unroll
-    for (int e = 0; e < 2; e++)
-        rd[e] = (unsigned)(jhi * SM_HALF + bn * 128 + (((2 * jlo + e) ^ (bn & 7)) << 4));
+    for (int q = 0; q < 3; q++)
+#pragma unroll
+        for (int e = 0; e < 2; e++)
+            rd[q][e] = (unsigned)(jhi * SM_HALF + an[q] * 128 + (((2 * jlo + e) ^ (bn & 7)) << 4));
+#pragma unroll
+    for (int k = 0; k < 5; k++) { /* (antenna, pol) k: an[k / 2], pol k % 2; k = 4: p3 */
+        const int row = sm_row(an[k >> 1], k < 4 ? k & 1 : p3, 0);
+        st[k] = (unsigned)(row * 128 + ((bj ^ (row & 7)) << 4));
+    }
     auto build = [&](unsigned slot, unsigned buf) {
         uint4 rb[6];
 #pragma unroll
-        for (int q = 0; q < 3; q++)
-            if (bn + 32 * q < u.n_ants) {
-                rb[2 * q] = ld_shared16(slot + rd[0] + q * 32 * 128);
-                rb[2 * q + 1] = ld_shared16(slot + rd[1] + q * 32 * 128);
-            }
-#pragma unroll
         for (int q = 0; q < 3; q++) {
-            const int a = bn + 32 * q;
-            if (a >= u.n_ants)
-                continue;
-            const uint4 x0 = rb[2 * q], x1 = rb[2 * q + 1];
+            rb[2 * q] = ld_shared16(slot + rd[q][0]);
+            rb[2 * q + 1] = ld_shared16(slot + rd[q][1]);
+        }
 #pragma unroll
-            for (int p = 0; p < 2; p++) {
-                const unsigned sel = p ? 0x7632 : 0x5410;
-                const unsigned r0 = __byte_perm(x0.x, x0.y, sel), r1 = __byte_perm(x0.z, x0.w, sel);
-                const unsigned r2 = __byte_perm(x1.x, x1.y, sel), r3 = __byte_perm(x1.z, x1.w, sel);
-                const int row = sm_row(a, p, 0);
-                const unsigned at = buf + (unsigned)row * 128u + ((unsigned)(bj ^ (row & 7)) << 4);
-                st_shared16(at, r0, r1, r2, r3);
-                st_shared16(at + 8 * 128, cbf_corr_conj_perm(r0), cbf_corr_conj_perm(r1),
-                            cbf_corr_conj_perm(r2), cbf_corr_conj_perm(r3));
-            }
+        for (int k = 0; k < 5; k++) {
+            const uint4 x0 = rb[2 * (k >> 1)], x1 = rb[2 * (k >> 1) + 1];
+            const unsigned sel = (k < 4 ? k & 1 : p3) ? 0x7632 : 0x5410;
+            const unsigned r0 = __byte_perm(x0.x, x0.y, sel), r1 = __byte_perm(x0.z, x0.w, sel);
+            const unsigned r2 = __byte_perm(x1.x, x1.y, sel), r3 = __byte_perm(x1.z, x1.w, sel);
+            st_shared16(buf + st[k], r0, r1, r2, r3);
+            st_shared16(buf + st[k] + 8 * 128, cbf_corr_conj_perm(r0), cbf_corr_conj_perm(r1),
+                        cbf_corr_conj_perm(r2), cbf_corr_conj_perm(r3));
         }
     };
 
@@ -689,11 +692,17 @@ __global__ void __launch_bounds__(THREADS, 1)
             mbar_init(u.sbase + 2 * SM_BUF + DEPTH * SM_RAW + 8u * d, 1);
         mbar_init_fence();
     }
-    /* Rows of antennas past the last are never built: zeros, once. */
-    for (int i = tid; i < 2 * SM_ROW_ANTS * 4 * 8; i += THREADS) {
-        const int chunk = i & 7, row = (i >> 3) % (SM_ROW_ANTS * 4), b = i / (SM_ROW_ANTS * 32);
-        if (4 * (row >> 4) + 2 * ((row >> 1) & 1) + ((row >> 2) & 1) >= n_ants)
-            st_shared16(u.sbase + b * SM_BUF + row * 128 + chunk * 16, 0, 0, 0, 0);
+    /* Zeros, once: the ring's rows of antennas that no copy covers, and
+     * the operand rows of antennas 80..95 (A rows of the third set). */
+    const int copied = (n_ants + SM_BOX - 1) / SM_BOX * SM_BOX;
+    for (int i = tid; i < DEPTH * 2 * SM_ANTS * 8; i += THREADS) {
+        const int a = (i >> 3) % SM_ANTS, half = (i >> 3) / SM_ANTS;
+        if (a >= copied)
+            st_shared16(u.sbase + 2 * SM_BUF + half * SM_HALF + a * 128 + (i & 7) * 16, 0, 0, 0, 0);
+    }
+    for (int i = tid; i < 2 * (SM_ROW_ANTS - SM_ANTS) * 4 * 8; i += THREADS) {
+        const int b = i / ((SM_ROW_ANTS - SM_ANTS) * 32), row = SM_ANTS * 4 + (i >> 3) % ((SM_ROW_ANTS - SM_ANTS) * 4);
+        st_shared16(u.sbase + b * SM_BUF + row * 128 + (i & 7) * 16, 0, 0, 0, 0);
     }
     fence_async_smem();
     __syncthreads();
