@@ -69,15 +69,24 @@
 #ifdef CBF_SM90_DEVICE
 /* wgmma operand lists: accumulator registers %0 .. %(n - 1) as "+r"(d[i])
  * in groups of 32, then the A fragments or descriptor and B's descriptor. */
-#define CBF_REGS_0 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-#define CBF_REGS_1 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-#define CBF_REGS_2 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
-#define CBF_REGS_3 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+#define CBF_REGS_0 \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define CBF_REGS_1 \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define CBF_REGS_2 \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+#define CBF_REGS_3 \
+    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
 #define CBF_D8(i)                                                                              \
     "+r"(d[i]), "+r"(d[i + 1]), "+r"(d[i + 2]), "+r"(d[i + 3]), "+r"(d[i + 4]), "+r"(d[i + 5]), \
         "+r"(d[i + 6]), "+r"(d[i + 7])
 #define CBF_D32(i) CBF_D8(i), CBF_D8(i + 8), CBF_D8(i + 16), CBF_D8(i + 24)
-#define CBF_WGMMA_HEAD(n) "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned.m64n" #n "k32.s32.s8.s8 {"
+#define CBF_WGMMA_HEAD(n) \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned.m64n" #n "k32.s32.s8.s8 {"
 #define CBF_WGMMA_TAIL "p;\n}\n"
 
 /* D(64 x 256, s32) += A(64 x 32, s8, registers) B(256 x 32, s8, shared). */
@@ -504,8 +513,7 @@ __global__ void __launch_bounds__(THREADS, 1)
  * grid is whole waves; where its share crosses a channel it flushes and
  * goes on with the next (at most 1023 stages per flush, as above). */
 #define SM_ANTS 80                   /* antennas a block holds: the whole array */
-#define SM_BOX 8                     /* antennas per bulk copy */
-#define SM_HALF (SM_ANTS * 128)      /* 32 spectra of every antenna */
+#define SM_HALF (SM_ANTS * 128)      /* one bulk copy: 32 spectra of every antenna */
 #define SM_RAW (2 * SM_HALF)         /* one ring slot: a stage */
 #define SM_ROW_ANTS 96               /* rows for antennas 0..95: A's third set */
 #define SM_BUF (SM_ROW_ANTS * 4 * 128) /* the operand rows of one stage */
@@ -526,18 +534,17 @@ template <int WG>
 __device__ __forceinline__ void small_seg(corr_unit &u, const CUtensorMap *map, int g0)
 {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    /* Copies are issued by warpgroup 1, whose MMAs are the shorter. */
+    constexpr int ISSUER = THREADS / 2;
     const unsigned buf0 = u.sbase, ring = u.sbase + 2 * SM_BUF;
     const unsigned bar0 = ring + DEPTH * SM_RAW;
-    const int nbox = (u.n_ants + SM_BOX - 1) / SM_BOX; /* rows past them: zeros, once */
     auto slot_of = [&](int st) { return ring + (unsigned)((g0 + st) % DEPTH) * SM_RAW; };
     auto bar_of = [&](int st) { return bar0 + 8u * (unsigned)((g0 + st) % DEPTH); };
     auto issue = [&](int st) {
         const unsigned slot = slot_of(st), bar = bar_of(st);
-        mbar_expect_tx(bar, 2u * nbox * SM_BOX * 128);
+        mbar_expect_tx(bar, SM_RAW);
         for (int h = 0; h < 2; h++)
-            for (int b = 0; b < nbox; b++)
-                tma_load(slot + h * SM_HALF + b * SM_BOX * 128, map, u.r * TS * 4 + h * 128,
-                         u.chan, SM_BOX * b, u.batch, bar);
+            tma_load(slot + h * SM_HALF, map, u.r * TS * 4 + h * 128, u.chan, 0, u.batch, bar);
     };
     auto wait_stage = [&](int st) {
         mbar_wait(bar_of(st), (unsigned)((g0 + st) / DEPTH) & 1u);
@@ -589,7 +596,7 @@ __device__ __forceinline__ void small_seg(corr_unit &u, const CUtensorMap *map, 
     for (int i = 0; i < NACC; i++)
         acc[i] = 0;
     const int n = u.n;
-    if (tid == 0)
+    if (tid == ISSUER)
         for (int d = 0; d < DEPTH; d++) {
             if (d < n)
                 issue(d);
@@ -618,7 +625,7 @@ __device__ __forceinline__ void small_seg(corr_unit &u, const CUtensorMap *map, 
             }
         }
         wg_commit();
-        if (tid == 0) {
+        if (tid == ISSUER) {
             if (s + DEPTH < n)
                 issue(s + DEPTH);
             next_stage(u);
@@ -692,16 +699,11 @@ __global__ void __launch_bounds__(THREADS, 1)
             mbar_init(u.sbase + 2 * SM_BUF + DEPTH * SM_RAW + 8u * d, 1);
         mbar_init_fence();
     }
-    /* Zeros, once: the ring's rows of antennas that no copy covers, and
-     * the operand rows of antennas 80..95 (A rows of the third set). */
-    const int copied = (n_ants + SM_BOX - 1) / SM_BOX * SM_BOX;
-    for (int i = tid; i < DEPTH * 2 * SM_ANTS * 8; i += THREADS) {
-        const int a = (i >> 3) % SM_ANTS, half = (i >> 3) / SM_ANTS;
-        if (a >= copied)
-            st_shared16(u.sbase + 2 * SM_BUF + half * SM_HALF + a * 128 + (i & 7) * 16, 0, 0, 0, 0);
-    }
+    /* Operand rows of antennas 80..95 (A rows of the third set): zeros,
+     * once. */
     for (int i = tid; i < 2 * (SM_ROW_ANTS - SM_ANTS) * 4 * 8; i += THREADS) {
-        const int b = i / ((SM_ROW_ANTS - SM_ANTS) * 32), row = SM_ANTS * 4 + (i >> 3) % ((SM_ROW_ANTS - SM_ANTS) * 4);
+        const int rows = (SM_ROW_ANTS - SM_ANTS) * 4, b = i / (rows * 8);
+        const int row = SM_ANTS * 4 + (i >> 3) % rows;
         st_shared16(u.sbase + b * SM_BUF + row * 128 + (i & 7) * 16, 0, 0, 0, 0);
     }
     fence_async_smem();
@@ -866,7 +868,7 @@ cudaError_t cbf_corr_sm90_launch(const cbf_corr_job *job, const int2 *tiles, int
         const long long blocks = (total + len - 1) / len;
         if (blocks > 0x7FFFFFFFLL)
             return cudaErrorInvalidConfiguration;
-        if ((e = encode_map(&map, job, SM_BOX)) != cudaSuccess)
+        if ((e = encode_map(&map, job, SM_ANTS)) != cudaSuccess)
             return e;
         corr_wgmma_small<<<(unsigned)blocks, THREADS, SM_SMEM, stream>>>(
             map, (long long *)job->accum, s->n_ants, (int)steps, (long long)job->batch_begin,
