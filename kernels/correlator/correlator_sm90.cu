@@ -2,6 +2,9 @@
  * only; correlator.cu keeps the portable mma.sync kernel and picks this one
  * at run time). Same maths, output layout and order as correlator.cu.
  *
+ * Two kernels: for 64 < N <= 80, corr_wgmma_small (one block per channel;
+ * "Small arrays" below); otherwise corr_wgmma, described here.
+ *
  * One block = two warpgroups = one 64 x 64 antenna tile (a1 rows, a2
  * columns) of one channel, over one piece of the call's time range. As a
  * real int8 GEMM over k = (spectrum, re|im), in spectrum order:
