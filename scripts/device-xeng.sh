@@ -2,7 +2,13 @@
 # On the lent GPU machine (through the device tool, carrying .devdeps):
 # builds the X-engine targets with the nvcc there, runs the xeng kernel
 # tests on CPU and GPU (also under compute-sanitizer), then
-# `cbf-bench xeng`. Logs and the benchmark table go to $OUT (./out by hand).
+# `cbf-bench xeng`. Logs and the benchmark table go to $OUT (./out by hand),
+# at most 8 files (what the device tool brings back).
+# XENG_BENCH_ARGS: the 8-bit benchmark's options; XENG_NO_BENCH4: skip the
+# 4-bit (mma.sync) benchmark; XENG_NO_SANITIZE: skip memcheck;
+# XENG_NCU_ANTS=N: also profile the wgmma correlator at N antennas with
+# Nsight Compute (--set full, clocks left alone; details and per-SASS stall
+# samples), as scripts/device-xeng-prof.sh does for large N.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/device-env.sh
@@ -10,8 +16,8 @@ OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 B=build-device-xeng
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv \
-    >"$OUT/gpu.txt" 2>&1
-cat "$OUT/gpu.txt"
+    >"$OUT/info.txt" 2>&1
+cat "$OUT/info.txt"
 # Only the kernel libraries and the test are needed; cbf-bench is linked by
 # hand if the rest of the tree (libcbf, other areas) does not build there.
 {
@@ -30,8 +36,9 @@ if ! ninja -C "$B" tools/bench/cbf-bench >>"$OUT/build.log" 2>&1; then
 fi
 echo "== build ok"
 cuobjdump -sass "$B/kernels/correlator/libcbf_kernel_correlator.a" 2>/dev/null |
-    grep -oE "\b(IMMA|HMMA|IGMMA|HGMMA|STL|LDL)[.A-Z0-9]*" | sort | uniq -c >"$OUT/sass.txt"
-echo "== tensor instructions in SASS:"; cat "$OUT/sass.txt"
+    grep -oE "\b(IMMA|HMMA|IGMMA|HGMMA|STL|LDL)[.A-Z0-9]*" | sort | uniq -c >"$B/sass.txt"
+echo "== tensor instructions in SASS:"; cat "$B/sass.txt"
+cat "$B/sass.txt" >>"$OUT/info.txt"
 rc=0
 for mode in "" --gpu; do
     timeout 200 "$B/tests/xeng/test_xeng" $mode >"$OUT/test${mode:-_cpu}.log" 2>&1
@@ -49,10 +56,21 @@ fi
 {
     timeout ${XENG_BENCH_TIMEOUT:-180} "$BENCH" xeng ${XENG_BENCH_ARGS:---block 0,64}
     echo
-    timeout 60 "$BENCH" xeng --bits 4 --block 64 --ants 256,1024
-} >"$OUT/bench.md" 2>"$OUT/bench.err"
+    [ -n "${XENG_NO_BENCH4:-}" ] || timeout 60 "$BENCH" xeng --bits 4 --block 64 --ants 256,1024
+} >"$OUT/bench.md" 2>&1
 echo "== cbf-bench xeng: exit $?"
-cat "$OUT/bench.md" "$OUT/bench.err"
+cat "$OUT/bench.md"
+if [ -n "${XENG_NCU_ANTS:-}" ]; then
+    timeout ${XENG_NCU_TIMEOUT:-120} ncu --clock-control none --set full --import-source no \
+        -k regex:corr_wgmma --launch-skip 2 --launch-count 1 -o "$B/corr" -f \
+        "$BENCH" xeng --block 0 --ants "$XENG_NCU_ANTS" --reps 1 >"$B/ncu.log" 2>&1
+    echo "== ncu at N = $XENG_NCU_ANTS: exit $?"; tail -3 "$B/ncu.log"
+    if [ -f "$B/corr.ncu-rep" ]; then
+        ncu --import "$B/corr.ncu-rep" --page details >"$OUT/ncu-details.txt" 2>&1
+        ncu --import "$B/corr.ncu-rep" --page source --csv --print-source sass \
+            >"$OUT/ncu-sass.csv" 2>&1
+    fi
+fi
 if [ -n "${XENG_AFTER:-}" ]; then
     eval "$XENG_AFTER"
 fi

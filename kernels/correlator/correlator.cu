@@ -255,8 +255,9 @@ int cbf_corr_cuda_create(const cbf_corr_shape *shape, int block_ants, cbf_corr_c
                              shape->channels);
     }
     /* block_ants 0 on an H100/H200 (compute capability 9.0), for 8-bit
-     * input in whole 64-spectrum stages: the wgmma kernel with 64 x 64
-     * tiles. Anything else, or an explicit size: the mma.sync kernel. */
+     * input in whole 64-spectrum stages: the wgmma kernels (64 x 64 tiles,
+     * or one block per channel for 64 < N <= 80; correlator_sm90.cu).
+     * Anything else, or an explicit size: the mma.sync kernel. */
     int sm90 = 0;
 #ifdef CBF_CORR_SM90
     if (block_ants == 0 && cbf_corr_sm90_fits(shape)) {
@@ -380,8 +381,11 @@ int cbf_corr_cuda_run(cbf_corr_cuda *p, const cbf_corr_job *job, void *stream, c
 
 const char *cbf_corr_cuda_kernel(const cbf_corr_cuda *p)
 {
-    return p->sm90 ? "wgmma 64x64" : p->ry == 64 ? "mma.sync 64x32"
-                                  : p->ry == 48 ? "mma.sync 48x48" : "mma.sync 32x32";
+#ifdef CBF_CORR_SM90
+    if (p->sm90)
+        return cbf_corr_sm90_kernel(p->shape.n_ants);
+#endif
+    return p->ry == 64 ? "mma.sync 64x32" : p->ry == 48 ? "mma.sync 48x48" : "mma.sync 32x32";
 }
 
 void cbf_corr_cuda_destroy(cbf_corr_cuda *p)

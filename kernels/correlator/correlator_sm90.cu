@@ -2,6 +2,9 @@
  * only; correlator.cu keeps the portable mma.sync kernel and picks this one
  * at run time). Same maths, output layout and order as correlator.cu.
  *
+ * Two kernels: for 64 < N <= 80, corr_wgmma_small (one block per channel;
+ * "Small arrays" below); otherwise corr_wgmma, described here.
+ *
  * One block = two warpgroups = one 64 x 64 antenna tile (a1 rows, a2
  * columns) of one channel, over one piece of the call's time range. As a
  * real int8 GEMM over k = (spectrum, re|im), in spectrum order:
@@ -67,79 +70,74 @@
 #endif
 
 #ifdef CBF_SM90_DEVICE
+/* wgmma operand lists: accumulator registers %0 .. %(n - 1) as "+r"(d[i])
+ * in groups of 32, then the A fragments or descriptor and B's descriptor. */
+#define CBF_REGS_0 \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define CBF_REGS_1 \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define CBF_REGS_2 \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+#define CBF_REGS_3 \
+    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+#define CBF_D8(i)                                                                              \
+    "+r"(d[i]), "+r"(d[i + 1]), "+r"(d[i + 2]), "+r"(d[i + 3]), "+r"(d[i + 4]), "+r"(d[i + 5]), \
+        "+r"(d[i + 6]), "+r"(d[i + 7])
+#define CBF_D32(i) CBF_D8(i), CBF_D8(i + 8), CBF_D8(i + 16), CBF_D8(i + 24)
+#define CBF_WGMMA_HEAD(n) \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned.m64n" #n "k32.s32.s8.s8 {"
+#define CBF_WGMMA_TAIL "p;\n}\n"
+
 /* D(64 x 256, s32) += A(64 x 32, s8, registers) B(256 x 32, s8, shared). */
 __device__ __forceinline__ void wgmma_n256(int *d, const unsigned a[4], uint64_t desc)
 {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8 "
-                 "{"
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
-                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
-                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
-                 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"
-                 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,"
-                 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111,"
-                 "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-                 "}, {%128, %129, %130, %131}, %132, p;\n"
-                 "}\n"
-                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
-                   "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]),
-                   "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
-                   "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]),
-                   "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]),
-                   "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]),
-                   "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]),
-                   "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63]),
-                   "+r"(d[64]), "+r"(d[65]), "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]), "+r"(d[70]), "+r"(d[71]),
-                   "+r"(d[72]), "+r"(d[73]), "+r"(d[74]), "+r"(d[75]), "+r"(d[76]), "+r"(d[77]), "+r"(d[78]), "+r"(d[79]),
-                   "+r"(d[80]), "+r"(d[81]), "+r"(d[82]), "+r"(d[83]), "+r"(d[84]), "+r"(d[85]), "+r"(d[86]), "+r"(d[87]),
-                   "+r"(d[88]), "+r"(d[89]), "+r"(d[90]), "+r"(d[91]), "+r"(d[92]), "+r"(d[93]), "+r"(d[94]), "+r"(d[95]),
-                   "+r"(d[96]), "+r"(d[97]), "+r"(d[98]), "+r"(d[99]), "+r"(d[100]), "+r"(d[101]), "+r"(d[102]), "+r"(d[103]),
-                   "+r"(d[104]), "+r"(d[105]), "+r"(d[106]), "+r"(d[107]), "+r"(d[108]), "+r"(d[109]), "+r"(d[110]), "+r"(d[111]),
-                   "+r"(d[112]), "+r"(d[113]), "+r"(d[114]), "+r"(d[115]), "+r"(d[116]), "+r"(d[117]), "+r"(d[118]), "+r"(d[119]),
-                   "+r"(d[120]), "+r"(d[121]), "+r"(d[122]), "+r"(d[123]), "+r"(d[124]), "+r"(d[125]), "+r"(d[126]), "+r"(d[127])
+    asm volatile(CBF_WGMMA_HEAD(256) CBF_REGS_0 ", " CBF_REGS_1 ", " CBF_REGS_2 ", " CBF_REGS_3
+                 "}, {%128, %129, %130, %131}, %132, " CBF_WGMMA_TAIL
+                 : CBF_D32(0), CBF_D32(32), CBF_D32(64), CBF_D32(96)
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
 }
 
 /* D(64 x 128, s32) += A(64 x 32, s8, registers) B(128 x 32, s8, shared). */
 __device__ __forceinline__ void wgmma_n128(int *d, const unsigned a[4], uint64_t desc)
 {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 "
-                 "{"
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
-                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
-                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-                 "}, {%64, %65, %66, %67}, %68, p;\n"
-                 "}\n"
-                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
-                   "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]),
-                   "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
-                   "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]),
-                   "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]),
-                   "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]),
-                   "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]),
-                   "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
+    asm volatile(CBF_WGMMA_HEAD(128) CBF_REGS_0 ", " CBF_REGS_1
+                 "}, {%64, %65, %66, %67}, %68, " CBF_WGMMA_TAIL
+                 : CBF_D32(0), CBF_D32(32)
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
 }
 
 /* D(64 x 64, s32) += A(64 x 32, s8, registers) B(64 x 32, s8, shared). */
 __device__ __forceinline__ void wgmma_n64(int *d, const unsigned a[4], uint64_t desc)
 {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 "
-                 "{"
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-                 "}, {%32, %33, %34, %35}, %36, p;\n"
-                 "}\n"
-                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
-                   "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]),
-                   "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
-                   "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
+    asm volatile(CBF_WGMMA_HEAD(64) CBF_REGS_0 "}, {%32, %33, %34, %35}, %36, " CBF_WGMMA_TAIL
+                 : CBF_D32(0)
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+}
+
+/* The same with A in shared memory too (the small-array kernel). */
+__device__ __forceinline__ void wgmma_ss_n256(int *d, uint64_t adesc, uint64_t bdesc)
+{
+    asm volatile(CBF_WGMMA_HEAD(256) CBF_REGS_0 ", " CBF_REGS_1 ", " CBF_REGS_2 ", " CBF_REGS_3
+                 "}, %128, %129, " CBF_WGMMA_TAIL
+                 : CBF_D32(0), CBF_D32(32), CBF_D32(64), CBF_D32(96)
+                 : "l"(adesc), "l"(bdesc));
+}
+__device__ __forceinline__ void wgmma_ss_n192(int *d, uint64_t adesc, uint64_t bdesc)
+{
+    asm volatile(CBF_WGMMA_HEAD(192) CBF_REGS_0 ", " CBF_REGS_1 ", " CBF_REGS_2
+                 "}, %96, %97, " CBF_WGMMA_TAIL
+                 : CBF_D32(0), CBF_D32(32), CBF_D32(64)
+                 : "l"(adesc), "l"(bdesc));
+}
+__device__ __forceinline__ void wgmma_ss_n64(int *d, uint64_t adesc, uint64_t bdesc)
+{
+    asm volatile(CBF_WGMMA_HEAD(64) CBF_REGS_0 "}, %32, %33, " CBF_WGMMA_TAIL
+                 : CBF_D32(0)
+                 : "l"(adesc), "l"(bdesc));
 }
 
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -217,11 +215,12 @@ __device__ __forceinline__ void st_shared16(unsigned addr, unsigned a, unsigned 
                  : "memory");
 }
 
-/* K-major operand, 128-byte swizzle, 8-row groups 1024 bytes apart. */
-__device__ __forceinline__ uint64_t sw128_desc(unsigned saddr)
+/* K-major operand, 128-byte swizzle, 8-row groups sbo bytes apart (1024:
+ * contiguous rows). */
+__device__ __forceinline__ uint64_t sw128_desc(unsigned saddr, unsigned sbo = 1024)
 {
     return (uint64_t)((saddr & 0x3FFFFu) >> 4) | ((uint64_t)1 << 16) |
-           ((uint64_t)(1024 >> 4) << 32) | ((uint64_t)1 << 62);
+           ((uint64_t)(sbo >> 4) << 32) | ((uint64_t)1 << 62);
 }
 
 /* What one block works on. */
@@ -496,6 +495,244 @@ __global__ void __launch_bounds__(THREADS, 1)
 #endif
 }
 
+/* ---- Small arrays: 64 < N <= SM_ANTS, one block per channel ------------
+ *
+ * With 64 x 64 tiles, N = 80 takes three blocks per channel (the diagonal
+ * tile, the 16-antenna edge strip and its 16 x 16 corner), each of which
+ * copies and unpacks whole stages: two of them mostly padding, and the
+ * input read twice from L2. Here one block holds every antenna of its
+ * channel and builds each antenna's operand once per stage: rows (re, im)
+ * and (-im, re) for each (antenna, pol), in groups of 4 antennas (16 rows:
+ * 8 (re, im) rows, then their 8 (-im, re) rows; sm_row). The (re, im) rows
+ * of 32 antennas, read with 8-row groups 2048 bytes apart, are A (from
+ * shared memory: no A fragments in registers), and any run of whole groups
+ * is B: the accumulator's even 8-column groups are Re, odd ones Im. Work:
+ *   warpgroup 0: antennas 0..31 x 0..63 (n256) and x 64..79 (n64);
+ *   warpgroup 1: antennas 32..63 x 32..79 (n192) and 64..95 x 64..79 (n64)
+ * (products with a1 > a2 or past the last antenna are not stored): 160 and
+ * 128 accumulators, 576 of the 704 columns three tiles would multiply.
+ *
+ * Time: a block takes an equal share of the (channel, stage) range, so the
+ * grid is whole waves; where its share crosses a channel it flushes and
+ * goes on with the next (at most 1023 stages per flush, as above). */
+#define SM_ANTS 80                   /* antennas a block holds: the whole array */
+#define SM_HALF (SM_ANTS * 128)      /* one bulk copy: 32 spectra of every antenna */
+#define SM_RAW (2 * SM_HALF)         /* one ring slot: a stage */
+#define SM_ROW_ANTS 96               /* rows for antennas 0..95: A's third set */
+#define SM_BUF (SM_ROW_ANTS * 4 * 128) /* the operand rows of one stage */
+#define SM_SMEM (2 * SM_BUF + DEPTH * SM_RAW + 8 * DEPTH + 1024)
+
+#ifdef CBF_SM90_DEVICE
+/* Operand row of (antenna a, pol p), q = 0: (re, im), 1: (-im, re). Bit 0
+ * of a goes to bit 2 of the row, so the two neighbouring antennas that one
+ * quarter-warp stores meet different banks through the swizzle. */
+__device__ __forceinline__ int sm_row(int a, int p, int q)
+{
+    return 16 * (a >> 2) + 8 * q + 4 * (a & 1) + 2 * ((a >> 1) & 1) + p;
+}
+
+/* One segment (one channel, u.n stages) of warpgroup WG's work; g0: stages
+ * this block ran before (ring slot and mbarrier phase). */
+template <int WG>
+__device__ __forceinline__ void small_seg(corr_unit &u, const CUtensorMap *map, int g0)
+{
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    /* Copies are issued by warpgroup 1, whose MMAs are the shorter. */
+    constexpr int ISSUER = THREADS / 2;
+    const unsigned buf0 = u.sbase, ring = u.sbase + 2 * SM_BUF;
+    const unsigned bar0 = ring + DEPTH * SM_RAW;
+    auto slot_of = [&](int st) { return ring + (unsigned)((g0 + st) % DEPTH) * SM_RAW; };
+    auto bar_of = [&](int st) { return bar0 + 8u * (unsigned)((g0 + st) % DEPTH); };
+    auto issue = [&](int st) {
+        const unsigned slot = slot_of(st), bar = bar_of(st);
+        mbar_expect_tx(bar, SM_RAW);
+        for (int h = 0; h < 2; h++)
+            tma_load(slot + h * SM_HALF, map, u.r * TS * 4 + h * 128, u.chan, 0, u.batch, bar);
+    };
+    auto wait_stage = [&](int st) {
+        mbar_wait(bar_of(st), (unsigned)((g0 + st) / DEPTH) & 1u);
+    };
+
+    /* Thread builds chunk bj (spectra 8 bj .. 8 bj + 7) of both pols of
+     * antennas bn and bn + 32 and of pol bn / 16 of antenna 64 + bn % 16:
+     * the same share for every thread, straight-line code (antennas past
+     * the last are built from zeros). Lanes as corr_run's build_b: the
+     * quarter-warp's two antennas differ in bit 0, so its loads meet
+     * different banks through the copy's swizzle, and (sm_row) its stores
+     * too. */
+    const int jlo = lane & 3, aodd = (lane >> 2) & 1, jhi = (lane >> 3) & 1;
+    const int bn = 4 * warp + 2 * (lane >> 4) + aodd, bj = jlo + 4 * jhi;
+    const int an[3] = {bn, bn + 32, 64 + (bn & 15)}, p3 = bn >> 4;
+    unsigned rd[3][2], st[5];
+#pragma unroll
+    for (int q = 0; q < 3; q++)
+#pragma unroll
+        for (int e = 0; e < 2; e++)
+            rd[q][e] = (unsigned)(jhi * SM_HALF + an[q] * 128 + (((2 * jlo + e) ^ (bn & 7)) << 4));
+#pragma unroll
+    for (int k = 0; k < 5; k++) { /* (antenna, pol) k: an[k / 2], pol k % 2; k = 4: p3 */
+        const int row = sm_row(an[k >> 1], k < 4 ? k & 1 : p3, 0);
+        st[k] = (unsigned)(row * 128 + ((bj ^ (row & 7)) << 4));
+    }
+    auto build = [&](unsigned slot, unsigned buf) {
+        uint4 rb[6];
+#pragma unroll
+        for (int q = 0; q < 3; q++) {
+            rb[2 * q] = ld_shared16(slot + rd[q][0]);
+            rb[2 * q + 1] = ld_shared16(slot + rd[q][1]);
+        }
+#pragma unroll
+        for (int k = 0; k < 5; k++) {
+            const uint4 x0 = rb[2 * (k >> 1)], x1 = rb[2 * (k >> 1) + 1];
+            const unsigned sel = (k < 4 ? k & 1 : p3) ? 0x7632 : 0x5410;
+            const unsigned r0 = __byte_perm(x0.x, x0.y, sel), r1 = __byte_perm(x0.z, x0.w, sel);
+            const unsigned r2 = __byte_perm(x1.x, x1.y, sel), r3 = __byte_perm(x1.z, x1.w, sel);
+            st_shared16(buf + st[k], r0, r1, r2, r3);
+            st_shared16(buf + st[k] + 8 * 128, cbf_corr_conj_perm(r0), cbf_corr_conj_perm(r1),
+                        cbf_corr_conj_perm(r2), cbf_corr_conj_perm(r3));
+        }
+    };
+
+    constexpr int NACC = WG ? 128 : 160;
+    int acc[NACC];
+#pragma unroll
+    for (int i = 0; i < NACC; i++)
+        acc[i] = 0;
+    const int n = u.n;
+    if (tid == ISSUER)
+        for (int d = 0; d < DEPTH; d++) {
+            if (d < n)
+                issue(d);
+            next_stage(u);
+        }
+    wait_stage(0);
+    build(slot_of(0), buf0);
+    fence_async_smem();
+    __syncthreads();
+
+    for (int s = 0; s < n; s++) {
+        const unsigned buf = buf0 + (unsigned)(s & 1) * SM_BUF;
+#pragma unroll
+        for (int i = 0; i < NACC; i++)
+            keep(acc[i]);
+        wg_fence();
+#pragma unroll
+        for (int ks = 0; ks < 4; ks++) {
+            const unsigned k = buf + 32 * ks, g16 = 16 * 128; /* g16: 4 antennas' rows */
+            if constexpr (WG == 0) {
+                wgmma_ss_n256(acc, sw128_desc(k, 2048), sw128_desc(k));
+                wgmma_ss_n64(acc + 128, sw128_desc(k, 2048), sw128_desc(k + 16 * g16));
+            } else {
+                wgmma_ss_n192(acc, sw128_desc(k + 8 * g16, 2048), sw128_desc(k + 8 * g16));
+                wgmma_ss_n64(acc + 96, sw128_desc(k + 16 * g16, 2048), sw128_desc(k + 16 * g16));
+            }
+        }
+        wg_commit();
+        if (tid == ISSUER) {
+            if (s + DEPTH < n)
+                issue(s + DEPTH);
+            next_stage(u);
+        }
+        /* stage s + 1 into the other buffer (its readers, stage s - 1's
+         * MMAs, were waited for) while the tensor cores run stage s */
+        if (s + 1 < n) {
+            wait_stage(s + 1);
+            build(slot_of(s + 1), buf0 + (unsigned)((s + 1) & 1) * SM_BUF);
+        }
+        fence_async_smem();
+        wg_wait0();
+#pragma unroll
+        for (int i = 0; i < NACC; i++)
+            keep(acc[i]);
+        __syncthreads();
+    }
+
+    /* Accumulators: row 16 w + g is antenna a0 + 8 w + i(g), pol g % 2, row
+     * + 8 the antenna 4 higher; columns 8 j + 2 t, + 1 are antenna c0 +
+     * 4 (j / 2) + i(2 t), pols 0 and 1, Re for even j and Im for odd j
+     * (i inverts sm_row's order). */
+    const int w = warp & 3, g = lane >> 2, t = lane & 3;
+    const int a1b = 8 * w + (((g >> 2) & 1) | (((g >> 1) & 1) << 1)), p1 = g & 1;
+    const int it = (t >> 1) | ((t & 1) << 1);
+    auto flush = [&](const int *d, int a0, int c0, int pairs) {
+#pragma unroll
+        for (int jp = 0; jp < pairs; jp++) {
+            const int a2 = c0 + 4 * jp + it;
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                const int a1 = a0 + a1b + 4 * r;
+                if (a2 >= u.n_ants || a1 > a2)
+                    continue;
+                unsigned long long *o = reinterpret_cast<unsigned long long *>(
+                    u.out + (((size_t)a2 * (a2 + 1) / 2 + a1) * 4 + p1) * 2);
+#pragma unroll
+                for (int p2 = 0; p2 < 2; p2++) {
+                    atomicAdd(o + 4 * p2, (unsigned long long)(long long)d[8 * jp + 2 * r + p2]);
+                    atomicAdd(o + 4 * p2 + 1,
+                              (unsigned long long)(long long)d[8 * jp + 4 + 2 * r + p2]);
+                }
+            }
+        }
+    };
+    if constexpr (WG == 0) {
+        flush(acc, 0, 0, 16);
+        flush(acc + 128, 0, 64, 4);
+    } else {
+        flush(acc, 32, 32, 12);
+        flush(acc + 96, 64, 64, 4);
+    }
+}
+#endif
+
+__global__ void __launch_bounds__(THREADS, 1)
+    corr_wgmma_small(const __grid_constant__ CUtensorMap map, long long *__restrict__ accum,
+                     int n_ants, int steps, long long b_begin, long long niter, long long total,
+                     int len)
+{
+#ifdef CBF_SM90_DEVICE
+    extern __shared__ unsigned char smem_dyn[];
+    corr_unit u;
+    u.sbase = ((unsigned)__cvta_generic_to_shared(smem_dyn) + 1023u) & ~1023u;
+    u.tile = make_int2(0, 0);
+    u.n_ants = n_ants;
+    u.steps = steps;
+    const int tid = threadIdx.x;
+    if (tid == 0) {
+        for (int d = 0; d < DEPTH; d++)
+            mbar_init(u.sbase + 2 * SM_BUF + DEPTH * SM_RAW + 8u * d, 1);
+        mbar_init_fence();
+    }
+    /* Operand rows of antennas 80..95 (A rows of the third set): zeros,
+     * once. */
+    for (int i = tid; i < 2 * (SM_ROW_ANTS - SM_ANTS) * 4 * 8; i += THREADS) {
+        const int rows = (SM_ROW_ANTS - SM_ANTS) * 4, b = i / (rows * 8);
+        const int row = SM_ANTS * 4 + (i >> 3) % rows;
+        st_shared16(u.sbase + b * SM_BUF + row * 128 + (i & 7) * 16, 0, 0, 0, 0);
+    }
+    fence_async_smem();
+    __syncthreads();
+    const long long k1 = min(((long long)blockIdx.x + 1) * len, total);
+    int g0 = 0;
+    for (long long k = (long long)blockIdx.x * len; k < k1;) {
+        const long long chan = k / niter, st = k - chan * niter;
+        const long long e = min(k1, (chan + 1) * niter), q = st / steps;
+        u.chan = (int)chan;
+        u.n = (int)(e - k);
+        u.batch = (int)(b_begin + q);
+        u.r = (int)(st - q * steps);
+        u.out = accum + (size_t)chan * ((size_t)n_ants * (n_ants + 1) / 2) * 8;
+        if (tid >> 7)
+            small_seg<1>(u, &map, g0);
+        else
+            small_seg<0>(u, &map, g0);
+        g0 += (int)(e - k);
+        k = e;
+    }
+#else
+    __trap(); /* wgmma needs sm_90a */
+#endif
+}
+
 /* cuTensorMapEncodeTiled from the driver, found once (no libcuda link). */
 static PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder(void)
 {
@@ -532,8 +769,20 @@ cudaError_t cbf_corr_sm90_prepare(void)
         return cudaErrorNoKernelImageForDevice; /* sm_90a code runs on 9.0 alone */
     if (!tensor_map_encoder())
         return cudaErrorNotSupported; /* a driver without bulk tensor copies */
-    return cudaFuncSetAttribute(corr_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                SMEM_BYTES);
+    cudaError_t e2 = cudaFuncSetAttribute(corr_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          SMEM_BYTES);
+    if (e2 == cudaSuccess)
+        e2 = cudaFuncSetAttribute(corr_wgmma_small, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  SM_SMEM);
+    return e2;
+}
+
+/* The small-array kernel serves 64 < N <= SM_ANTS (N <= 64 is one tile). */
+static int small_array(int n_ants) { return n_ants > TILE && n_ants <= SM_ANTS; }
+
+const char *cbf_corr_sm90_kernel(int n_ants)
+{
+    return small_array(n_ants) ? "wgmma 80x80 (small)" : "wgmma 64x64";
 }
 
 /* Stages per piece: at most UNIT_MAX, and among the piece counts that allow,
@@ -561,31 +810,81 @@ static int pick_unit(long long niter, long long items, int sms)
     return (int)best_unit;
 }
 
+/* Blocks of the small-array kernel: whole waves of `sms`, each block an
+ * equal share (len stages, at most UNIT_MAX) of the channels x niter
+ * (channel, stage) range; among wave counts that allow, the fewest stages
+ * per SM, counting a few stages' worth per segment (pipeline start and
+ * flush) for the channels a share crosses. */
+static long long pick_share(long long niter, long long total, int sms)
+{
+    const double fixed = 4.0;
+    long long w = (total + (long long)sms * UNIT_MAX - 1) / ((long long)sms * UNIT_MAX);
+    long long best_len = 0;
+    double best = 0.0;
+    for (long long waves = w < 1 ? 1 : w, last = waves + 16; waves <= last; waves++) {
+        const long long len = (total + waves * sms - 1) / (waves * sms);
+        if (len > UNIT_MAX)
+            continue;
+        const long long blocks = (total + len - 1) / len, segs = 1 + (len + niter - 2) / niter;
+        const double cost = (double)((blocks + sms - 1) / sms) * ((double)len + fixed * segs);
+        if (!best_len || cost < best * 0.995) {
+            best = cost;
+            best_len = len;
+        }
+        if (len == 1)
+            break;
+    }
+    return best_len;
+}
+
+/* The input as a 4-D byte tensor: (spectrum bytes, channel, antenna,
+ * batch); a box is 32 spectra of one channel of box_ants antennas, 128-byte
+ * swizzle. Antennas past the last come back as zeros. */
+static cudaError_t encode_map(CUtensorMap *map, const cbf_corr_job *job, unsigned box_ants)
+{
+    const cbf_corr_shape *s = &job->shape;
+    const cuuint64_t row = (cuuint64_t)s->spectra_per_heap * 4;
+    const cuuint64_t dims[4] = {row, (cuuint64_t)s->channels, (cuuint64_t)s->n_ants,
+                                (cuuint64_t)job->batch_end};
+    const cuuint64_t strides[3] = {row, row * s->channels, row * s->channels * s->n_ants};
+    const cuuint32_t box[4] = {128, 1, box_ants, 1}, one[4] = {1, 1, 1, 1};
+    if (tensor_map_encoder()(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, (void *)job->in, dims,
+                             strides, box, one, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+        return cudaErrorInvalidValue;
+    return cudaSuccess;
+}
+
 cudaError_t cbf_corr_sm90_launch(const cbf_corr_job *job, const int2 *tiles, int ntiles, int sms,
                                  cudaStream_t stream)
 {
     const cbf_corr_shape *s = &job->shape;
     const long long steps = s->spectra_per_heap / TS;
     const long long niter = (long long)(job->batch_end - job->batch_begin) * steps;
+    if (job->batch_end > 0x7FFFFFFF || (uintptr_t)job->in % 16)
+        return cudaErrorInvalidConfiguration;
+    CUtensorMap map;
+    cudaError_t e;
+    if (small_array(s->n_ants)) {
+        const long long total = niter * s->channels, len = pick_share(niter, total, sms);
+        const long long blocks = (total + len - 1) / len;
+        if (blocks > 0x7FFFFFFFLL)
+            return cudaErrorInvalidConfiguration;
+        if ((e = encode_map(&map, job, SM_ANTS)) != cudaSuccess)
+            return e;
+        corr_wgmma_small<<<(unsigned)blocks, THREADS, SM_SMEM, stream>>>(
+            map, (long long *)job->accum, s->n_ants, (int)steps, (long long)job->batch_begin,
+            niter, total, (int)len);
+        return cudaGetLastError();
+    }
     const long long items = (long long)ntiles * s->channels;
     const int unit = pick_unit(niter, items, sms);
     const long long blocks = items * ((niter + unit - 1) / unit);
-    if (blocks > 0x7FFFFFFFLL || job->batch_end > 0x7FFFFFFF || (uintptr_t)job->in % 16)
+    if (blocks > 0x7FFFFFFFLL)
         return cudaErrorInvalidConfiguration;
-    /* The input as a 4-D byte tensor: (spectrum bytes, channel, antenna,
-     * batch); a box is 32 spectra of one channel of 64 antennas. Antennas
-     * past the last come back as zeros. */
-    const cuuint64_t row = (cuuint64_t)s->spectra_per_heap * 4;
-    const cuuint64_t dims[4] = {row, (cuuint64_t)s->channels, (cuuint64_t)s->n_ants,
-                                (cuuint64_t)job->batch_end};
-    const cuuint64_t strides[3] = {row, row * s->channels, row * s->channels * s->n_ants};
-    const cuuint32_t box[4] = {128, 1, TILE, 1}, one[4] = {1, 1, 1, 1};
-    CUtensorMap map;
-    if (tensor_map_encoder()(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, (void *)job->in, dims,
-                             strides, box, one, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
-        return cudaErrorInvalidValue;
+    if ((e = encode_map(&map, job, TILE)) != cudaSuccess)
+        return e;
     corr_wgmma<<<(unsigned)blocks, THREADS, SMEM_BYTES, stream>>>(
         map, (long long *)job->accum, tiles, ntiles, s->n_ants, s->channels, (int)steps,
         (long long)job->batch_begin, niter, unit);

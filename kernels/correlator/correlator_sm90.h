@@ -30,6 +30,11 @@ int cbf_corr_sm90_fits(const cbf_corr_shape *s);
  * shared-memory limit; cudaSuccess or the error. */
 cudaError_t cbf_corr_sm90_prepare(void);
 
+/* The kernel a plan of n_ants antennas runs, as cbf_corr_cuda_kernel says
+ * it: "wgmma 64x64", or "wgmma 80x80 (small)" for 64 < n_ants <= 80 (one
+ * block per channel). */
+const char *cbf_corr_sm90_kernel(int n_ants);
+
 /* tiles: device array of (a1 origin, a2 origin), a1 origin <= a2 origin,
  * both multiples of CBF_CORR_SM90_TILE; sms: the GPU's multiprocessors.
  * Adds into slice 0 of job->accum whatever job->slices says (the kernel

@@ -145,6 +145,23 @@ static void test_long_range(void **state)
     each_block(&s, 40, 3, 40);
 }
 
+/* The wgmma kernel's small-array path (64 < N <= 80: one block per
+ * channel; blocks take equal shares of the (channel, stage) range, which
+ * cross channels and batches): 5 channels of 192 spectra (3 stages per
+ * batch) over batches 1..29, 87 stages per channel in shares of 4 on an
+ * H100; then one channel of 256 spectra over 58 batches. */
+static void test_small_arrays(void **state)
+{
+    (void)state;
+    static const int ns[] = {65, 72, 79, 80};
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        cbf_corr_shape s = {ns[i], 5, 192, 8};
+        each_block(&s, 30, 1, 30);
+    }
+    cbf_corr_shape s = {80, 1, 256, 8};
+    each_block(&s, 60, 2, 60);
+}
+
 static void test_4bit(void **state)
 {
     (void)state;
@@ -413,7 +430,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_args),      cmocka_unit_test(test_dump_split),
         cmocka_unit_test(test_antenna_counts), cmocka_unit_test(test_large_n),
-        cmocka_unit_test(test_long_range),
+        cmocka_unit_test(test_long_range),    cmocka_unit_test(test_small_arrays),
         cmocka_unit_test(test_4bit),
         cmocka_unit_test(test_many_channels), cmocka_unit_test(test_reducer),
         cmocka_unit_test(test_saturation),    cmocka_unit_test(test_dumps),
