@@ -22,6 +22,7 @@
 #include "correlator_sm90.h"
 
 #include "cuda_check.h"
+#include "cbf_async.h"
 #include "cbf_mma.h"
 
 #include <cuda_runtime.h>
@@ -42,19 +43,6 @@ struct cbf_corr_cuda {
 };
 
 #define CUDA_TRY(call) CBF_KERN_CUDA_TRY("correlator", call)
-
-__device__ __forceinline__ void cp_async16(unsigned dst, const void *src, int bytes)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(bytes));
-}
-__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> __device__ __forceinline__ void cp_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-
-
 
 /* Four CI4 bytes -> their sign-extended high (re) and low (im) nibbles. */
 __device__ __forceinline__ void expand4(unsigned x, unsigned &re, unsigned &im)
@@ -136,7 +124,7 @@ __global__ void __launch_bounds__(THREADS)
         if (it < niter) {
             const size_t b = lo + (size_t)(it / steps);
             const int t0 = (int)(it % steps) * TT;
-            const unsigned base = (unsigned)__cvta_generic_to_shared(smem[buf]);
+            const unsigned base = cbf_smem_addr(smem[buf]);
             for (int i = threadIdx.x; i < ROWS * S::CHUNKS; i += THREADS) {
                 const int row = i / S::CHUNKS, c = i % S::CHUNKS;
                 const int ant = row < RY ? tile.x + row : tile.y + row - RY;
@@ -145,10 +133,10 @@ __global__ void __launch_bounds__(THREADS)
                     ok ? in + ((((size_t)b * n_ants + ant) * channels + chan) * spectra + t0) * SB +
                              c * 16
                        : in;
-                cp_async16(base + row * S::ROWB + S::swz(row, c) * 16, src, ok ? 16 : 0);
+                cbf_cp_async16(base + row * S::ROWB + S::swz(row, c) * 16, src, ok ? 16 : 0);
             }
         }
-        cp_commit(); /* empty groups keep the wait_group count uniform */
+        cbf_cp_commit(); /* empty groups keep the wait_group count uniform */
     };
 
     int acc[MF][NF][4];
@@ -191,7 +179,7 @@ __global__ void __launch_bounds__(THREADS)
         load(s, s);
     int since = 0;
     for (long long it = 0; it < niter; it++) {
-        cp_wait<NSTAGE - 2>();
+        cbf_cp_wait<NSTAGE - 2>();
         __syncthreads(); /* stage it is in; everyone is done with stage it - 1 */
         load(it + NSTAGE - 1, (int)((it + NSTAGE - 1) % NSTAGE));
         const unsigned char *st = smem[it % NSTAGE];
@@ -234,7 +222,7 @@ __global__ void __launch_bounds__(THREADS)
     }
     if (active && since)
         flush();
-    cp_wait<0>();
+    cbf_cp_wait<0>();
 #else
     __trap(); /* mma.sync s8 and cp.async need compute capability 8.0 */
 #endif
