@@ -49,7 +49,7 @@ sed 's/gpu: auto/gpu: required/' pipelines/feng-wide-narrow.yaml >"$OUT/fwn.yaml
 echo "== feng-wide-narrow.yaml on the GPU: exit $?"
 grep -E "wrote|drained|error" "$OUT/pipeline.log"
 rm -f "$OUT"/*.h5 "$OUT/one.log" "$OUT/fwn.yaml"
-"$B/tools/bench/cbf-bench" ddc --decimation 8 --ratio 8 --per-thread 8 ${NARROW_BENCH_ARGS:-} \
+"$B/tools/bench/cbf-bench" ddc --decimation 8 --ratio 8 --per-thread 0,8 ${NARROW_BENCH_ARGS:-} \
     >"$OUT/bench.md" 2>"$OUT/bench.err"
 echo "== cbf-bench ddc: exit $?"
 cat "$OUT/bench.md" "$OUT/bench.err"

@@ -190,12 +190,12 @@ static void compare(const ddc_case *c, const float *out, const char *what)
     printf("# %s: worst error %.3f of bound, relative rms %.2e\n", what, worst, sqrt(num / den));
 }
 
-static void random_case(ddc_case *c, int bits, int S, int W, uint64_t t0)
+static void random_case_n(ddc_case *c, int bits, int S, int W, uint64_t t0, size_t outputs)
 {
     memset(c, 0, sizeof(*c));
     c->cfg = (cbf_ddc_config){bits, S, S * W, (uint32_t)rng()};
     case_taps(c);
-    c->outputs = 200 + rng() % 300;
+    c->outputs = outputs;
     c->start = rng() % 37; /* any bit alignment */
     c->n_in = c->start + cbf_ddc_in_samples(&c->cfg, c->outputs) + rng() % 5;
     c->t0 = t0;
@@ -206,6 +206,11 @@ static void random_case(ddc_case *c, int bits, int S, int W, uint64_t t0)
             c->x[p][i] = lo + (int32_t)(rng() % (uint64_t)span);
     }
     case_pack(c);
+}
+
+static void random_case(ddc_case *c, int bits, int S, int W, uint64_t t0)
+{
+    random_case_n(c, bits, S, W, t0, 200 + rng() % 300);
 }
 
 static void every_width_against_reference(void **state)
@@ -223,6 +228,36 @@ static void every_width_against_reference(void **state)
         compare(&c, c.out, what);
         case_free(&c);
     }
+}
+
+/* The tensor-core kernel's shapes (even bits up to 10, S a multiple of 8,
+ * every W), over several blocks and a partial last one, any start
+ * alignment: with --gpu and the default per_thread the plan must run it. */
+static void tensor_core_shapes_against_reference(void **state)
+{
+    (void)state;
+    static const int dec[] = {8, 16, 24, 32};
+    for (int bits = 2; bits <= 10; bits += 2)
+        for (int d = 0; d < 4; d++) {
+            ddc_case c;
+            const int S = dec[d], W = 4 * (1 + (int)(rng() % 4));
+            random_case_n(&c, bits, S, W, rng() >> (rng() % 64), 100 + rng() % (6000 / (size_t)S));
+#ifdef CBF_HAVE_CUDA
+            if (use_gpu && !per_thread) {
+                cbf_ddc_cuda *plan;
+                char msg[256];
+                assert_int_equal(cbf_ddc_cuda_create(&c.cfg, c.z, 0, &plan, msg, sizeof msg), 0);
+                assert_true(cbf_ddc_cuda_tensor(plan));
+                cbf_ddc_cuda_destroy(plan);
+            }
+#endif
+            assert_int_equal(run(&c, c.start, c.outputs, c.t0, c.out), 0);
+            char what[96];
+            snprintf(what, sizeof what, "%d bits, S %d, taps %d, %zu outputs from %zu", bits, S,
+                     S * W, c.outputs, c.start);
+            compare(&c, c.out, what);
+            case_free(&c);
+        }
 }
 
 /* Beyond 2^40 samples (about 10 minutes at 1712 Msample/s) and up to 2^62
@@ -409,6 +444,7 @@ int main(int argc, char **argv)
            use_gpu ? "GPU" : "CPU");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_width_against_reference),
+        cmocka_unit_test(tensor_core_shapes_against_reference),
         cmocka_unit_test(mixer_phase_at_large_timestamps),
         cmocka_unit_test(chunking_changes_nothing),
         cmocka_unit_test(tone_lands_in_its_bin),
