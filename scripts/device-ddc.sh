@@ -25,6 +25,13 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total 
     >"$OUT/gpu.txt" 2>&1
 cat "$OUT/gpu.txt" >>"$SUM"
 TARGETS="tests/ddc/test_ddc tests/ddc/test_narrowband tools/bench/cbf-bench"
+# DDC_PIPE=1 adds the plugin and engine tests on the GPU (ddc plugin
+# against the kernel, one engine with wide and narrow outputs).
+PIPE_TARGETS="tools/cbf-run plugins/dsim/cbf_dsim.so plugins/filesink/cbf_filesink.so
+ plugins/ddc/cbf_ddc.so plugins/pfb/cbf_pfb.so plugins/fft_post/cbf_fft_post.so
+ plugins/upload/cbf_upload.so tests/ddc/test_ddc_plugin tests/ddc/test_wide_narrow
+ tests/ddc/cbf_test_gap.so"
+[ -n "${DDC_PIPE:-}" ] && TARGETS="$TARGETS $PIPE_TARGETS"
 { meson setup "$B" >/dev/null && ninja -C "$B" $TARGETS; } >"$OUT/build.log" 2>&1 ||
     { tail -40 "$OUT/build.log"; exit 1; }
 say "== build ok (${SECONDS}s)"
@@ -46,6 +53,11 @@ for mode in ${DDC_MODES:-0 4 8 16}; do
 done
 grep -E "^# .*S (8|16|32), taps" "$T" | sort -t' ' -k5 -gr | head -3 >>"$SUM"
 left 60 "test_narrowband" && run "test_narrowband --gpu" "$B/tests/ddc/test_narrowband" --gpu
+if [ -n "${DDC_PIPE:-}" ]; then
+    export CBF_PLUGIN_PATH="$PWD/$B/plugins" CBF_BUILD_ROOT="$PWD/$B"
+    left 80 "test_ddc_plugin" && run "test_ddc_plugin --gpu" "$B/tests/ddc/test_ddc_plugin" --gpu
+    left 70 "test_wide_narrow" && run "test_wide_narrow --gpu" "$B/tests/ddc/test_wide_narrow" --gpu
+fi
 if command -v compute-sanitizer >/dev/null; then
     for mode in 0 16; do
         left 50 "memcheck $mode" || break

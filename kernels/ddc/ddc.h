@@ -85,7 +85,7 @@ int cbf_ddc_cpu(const cbf_ddc_config *cfg, const float *z, const cbf_ddc_job *jo
 
 /* CUDA: a plan holds the weights on the device. per_thread 0 (the
  * default) takes the tensor-core kernel where it applies (even bits up to
- * 10, decimation a multiple of 8: the MeerKAT settings) and the FMA kernel
+ * 10, decimation a power of two from 8: the MeerKAT settings) and the FMA kernel
  * with C = CBF_DDC_DEFAULT_PER_THREAD elsewhere; 4, 8 or 16 ask for the FMA
  * kernel with that C, the outputs one thread computes. The tensor-core
  * kernel holds z as two float16 halves (about 2^-22 relative), so its

@@ -230,18 +230,19 @@ static void every_width_against_reference(void **state)
     }
 }
 
-/* The tensor-core kernel's shapes (even bits up to 10, S a multiple of 8,
- * every W), over several blocks and a partial last one, any start
+/* The tensor-core kernel's shapes (even bits up to 10, S a power of two
+ * from 8, every W), over several blocks and a partial last one, any start
  * alignment: with --gpu and the default per_thread the plan must run it. */
 static void tensor_core_shapes_against_reference(void **state)
 {
     (void)state;
-    static const int dec[] = {8, 16, 24, 32};
+    static const int dec[] = {8, 16, 32, 64};
     for (int bits = 2; bits <= 10; bits += 2)
         for (int d = 0; d < 4; d++) {
             ddc_case c;
             const int S = dec[d], W = 4 * (1 + (int)(rng() % 4));
-            random_case_n(&c, bits, S, W, rng() >> (rng() % 64), 100 + rng() % (6000 / (size_t)S));
+            random_case_n(&c, bits, S, W, rng() >> (rng() % 64),
+                          100 + rng() % (24000 / (size_t)S));
 #ifdef CBF_HAVE_CUDA
             if (use_gpu && !per_thread) {
                 cbf_ddc_cuda *plan;
