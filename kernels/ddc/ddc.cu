@@ -221,7 +221,7 @@ __device__ __forceinline__ void tc_mma(float c[4], const uint32_t a[4], uint32_t
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-template <int BITS, int NT>
+template <int BITS, int NT, bool SWAP>
 __global__ void __launch_bounds__(TC_THREADS) ddc_tc_kernel(
     const uint32_t *__restrict__ in0, const uint32_t *__restrict__ in1, long long start, int S,
     int ksteps, int groups, int swz_shift, int swz_mask, const uint4 *__restrict__ bfrag,
@@ -281,9 +281,15 @@ __global__ void __launch_bounds__(TC_THREADS) ddc_tc_kernel(
             const __half2 x = __hsub2(*(const __half2 *)&u, bias);
             h[p] = *(const uint32_t *)&x;
         }
-        const int c0 = 2 * g, c1 = 2 * g + 1;
-        *(uint4 *)(xs + 16 * (c0 ^ ((c0 >> swz_shift) & swz_mask))) = make_uint4(h[0], h[1], h[2], h[3]);
-        *(uint4 *)(xs + 16 * (c1 ^ ((c1 >> swz_shift) & swz_mask))) = make_uint4(h[4], h[5], h[6], h[7]);
+        /* Chunks 2 g and 2 g + 1 land on p and p ^ 1 (swz_shift >= 3). With
+         * S >= 32 the swizzle leaves 8 lanes' chunks 2 g on 4 bank groups;
+         * lanes 4-7 of each 8 storing their odd chunk first spreads them
+         * over 8 (SWAP). */
+        const int p = (2 * g) ^ ((2 * g >> swz_shift) & swz_mask);
+        const uint4 lo = make_uint4(h[0], h[1], h[2], h[3]), hi = make_uint4(h[4], h[5], h[6], h[7]);
+        const int f = SWAP ? (threadIdx.x >> 2) & 1 : 0;
+        *(uint4 *)(xs + 16 * (p ^ f)) = f ? hi : lo;
+        *(uint4 *)(xs + 16 * (p ^ f ^ 1)) = f ? lo : hi;
     }
     __syncthreads();
 
@@ -335,13 +341,12 @@ typedef void (*tc_fn)(const uint32_t *, const uint32_t *, long long, int, int, i
  * power of two from 8 (ldmatrix rows on 16-byte boundaries; the swizzle). */
 static tc_fn tc_pick(int bits, int S)
 {
-#define TC_ROW(b) {ddc_tc_kernel<b, 1>, ddc_tc_kernel<b, 2>, ddc_tc_kernel<b, 4>}
+#define TC_ROW(b) {ddc_tc_kernel<b, 4, false>, ddc_tc_kernel<b, 2, false>, ddc_tc_kernel<b, 1, true>}
     static const tc_fn table[5][3] = {TC_ROW(2), TC_ROW(4), TC_ROW(6), TC_ROW(8), TC_ROW(10)};
 #undef TC_ROW
     if (bits % 2 || bits > 10 || S < 8 || (S & (S - 1)))
         return NULL;
-    const int nt = tc_shape_of(S, 16 * S).nt;
-    return table[bits / 2 - 1][nt == 1 ? 0 : nt == 2 ? 1 : 2];
+    return table[bits / 2 - 1][S == 8 ? 0 : S == 16 ? 1 : 2];
 }
 
 /* B fragments for mma m16n8k16 (col-major B): lane l holds column n = l / 4,
