@@ -225,8 +225,8 @@ template <int BITS, int NT, bool SWAP>
 __global__ void __launch_bounds__(TC_THREADS) ddc_tc_kernel(
     const uint32_t *__restrict__ in0, const uint32_t *__restrict__ in1, long long start, int S,
     int ksteps, int groups, int swz_shift, int swz_mask, const uint4 *__restrict__ bfrag,
-    float scale, uint32_t phase0, uint32_t out_step, long long outputs, long long last_word,
-    float2 *__restrict__ out, long long pol_stride)
+    float scale, uint32_t phase0, uint32_t out_step, long long outputs, int lead,
+    long long last_word, float2 *__restrict__ out, long long pol_stride)
 {
     static_assert(BITS % 2 == 0 && BITS <= 10, "16 samples in whole words, exact in float16");
     extern __shared__ uint4 smem[];
@@ -236,12 +236,19 @@ __global__ void __launch_bounds__(TC_THREADS) ddc_tc_kernel(
         smem[i] = bfrag[i];
     const int M = 4 * 64 * NT; /* outputs per block */
 
-    /* Decode. Group g holds samples first + 16 g ...: BITS / 2 words from
+    /* Output m is the block's output v = m + lead: an output's place in its
+     * row (v % 4) then follows the absolute output grid, not the job, so the
+     * tensor cores sum its products in the same order however the stream is
+     * cut into jobs, and outputs are the same bits for any chunking. Row r
+     * of block b starts at sample start + (4 (64 NT b + r) - lead) S, before
+     * the job's first sample in block 0 (those rows feed no output).
+     *
+     * Decode. Group g holds samples first + 16 g ...: BITS / 2 words from
      * bit (first + 16 g) BITS, i.e. from word word0 + g BITS / 2 shifted
      * left by the block's (uniform) bit offset rel. */
     const int pol = blockIdx.y;
     const uint32_t *w = pol ? in1 : in0;
-    const long long first = start + (long long)blockIdx.x * M * S;
+    const long long first = start + ((long long)blockIdx.x * M - lead) * S;
     const long long word0 = (first * BITS) >> 5;
     const int rel = (int)((first * BITS) & 31);
     /* Sign flip and the float16 exponent of 1024 in one XOR: 1024 + (v +
@@ -249,23 +256,24 @@ __global__ void __launch_bounds__(TC_THREADS) ddc_tc_kernel(
     constexpr uint32_t FLIP = (0x6400u | 1u << (BITS - 1)) * 0x10001u;
     constexpr uint32_t MASK = (1u << BITS) - 1;
     const __half2 bias = __float2half2_rn(1024.0f + (float)(1 << (BITS - 1)));
-    /* Loads from one base with constant offsets, clamped to the buffer's
-     * last word only in the groups that reach it (the last block's): the
-     * decode's integer work, not the FMA or memory, is what is left to
-     * bound the kernel. */
+    /* Loads from one base with constant offsets, clamped to the buffer
+     * [w, w + last_word] only in the groups that reach past it (the first
+     * and last blocks'): the decode's integer work is what bounds the
+     * kernel. Indices are relative to word0: [wlo, lim] is the buffer. */
     const uint32_t *wb = w + word0;
     const int lim = (int)min(last_word - word0, (long long)INT_MAX);
+    const int wlo = (int)max(-word0, -(long long)INT_MAX);
     for (int g = threadIdx.x; g < groups; g += TC_THREADS) {
         uint32_t raw[BITS / 2 + 1], a[BITS / 2];
         const int wi = g * (BITS / 2);
-        if (wi + BITS / 2 <= lim) {
+        if (wi >= wlo && wi + BITS / 2 <= lim) {
 #pragma unroll
             for (int k = 0; k <= BITS / 2; k++)
                 raw[k] = __ldg(wb + wi + k);
         } else {
 #pragma unroll
             for (int k = 0; k <= BITS / 2; k++)
-                raw[k] = __ldg(wb + min(wi + k, lim));
+                raw[k] = __ldg(wb + max(wlo, min(wi + k, lim)));
         }
 #pragma unroll
         for (int k = 0; k <= BITS / 2; k++)
@@ -325,16 +333,17 @@ __global__ void __launch_bounds__(TC_THREADS) ddc_tc_kernel(
     for (int i = 0; i < NT; i++)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            const long long m = base + ((warp * NT + i) * 16 + (lane >> 2) + 8 * h) * 4 + (lane & 3);
-            if (m < outputs)
+            const long long m =
+                base + ((warp * NT + i) * 16 + (lane >> 2) + 8 * h) * 4 + (lane & 3) - lead;
+            if (m >= 0 && m < outputs)
                 o[m] = rotate(__fmul_rn(c[i][2 * h], scale), __fmul_rn(c[i][2 * h + 1], scale),
                               phase0 + (uint32_t)m * out_step);
         }
 }
 
 typedef void (*tc_fn)(const uint32_t *, const uint32_t *, long long, int, int, int, int, int,
-                      const uint4 *, float, uint32_t, uint32_t, long long, long long, float2 *,
-                      long long);
+                      const uint4 *, float, uint32_t, uint32_t, long long, int, long long,
+                      float2 *, long long);
 
 /* The tensor-core kernel applies to even bits up to 10 (16 samples fill
  * whole words; 1024 + 2^(bits-1) values fit float16's mantissa) and S a
@@ -476,12 +485,14 @@ extern "C" int cbf_ddc_cuda_run(cbf_ddc_cuda *plan, const cbf_ddc_job *job, void
     if (!plan->per_thread) {
         const tc_shape *sh = &plan->tc;
         const long long M = 4LL * sh->rows;
-        dim3 grid((unsigned)(((long long)job->outputs + M - 1) / M), 2);
+        /* Output 0's place in its row: its absolute output number mod 4. */
+        const int lead = (int)((job->timestamp + job->start) / (uint64_t)cfg->decimation % 4);
+        dim3 grid((unsigned)(((long long)job->outputs + lead + M - 1) / M), 2);
         tc_pick(cfg->bits, cfg->decimation)<<<grid, TC_THREADS, sh->smem, (cudaStream_t)stream>>>(
             (const uint32_t *)job->in[0], (const uint32_t *)job->in[1], (long long)job->start,
             cfg->decimation, sh->ksteps, sh->groups, sh->swz_shift, sh->swz_mask, plan->bfrag,
-            plan->scale, phase0, out_step, (long long)job->outputs, last_word, (float2 *)job->out,
-            (long long)job->out_pol_stride);
+            plan->scale, phase0, out_step, (long long)job->outputs, lead, last_word,
+            (float2 *)job->out, (long long)job->out_pol_stride);
         CUDA_TRY(cudaGetLastError());
         return 0;
     }

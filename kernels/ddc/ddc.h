@@ -78,7 +78,7 @@ int cbf_ddc_job_check(const cbf_ddc_config *cfg, const cbf_ddc_job *job, char *m
                       size_t msglen);
 
 /* CPU implementation: the same float32 operations in the same order as the
- * CUDA kernel (accumulation over k = p S + q with q outer, p inner).
+ * CUDA FMA kernel (accumulation over k = p S + q with q outer, p inner).
  * z: cbf_ddc_weights' output. */
 int cbf_ddc_cpu(const cbf_ddc_config *cfg, const float *z, const cbf_ddc_job *job, char *msg,
                 size_t msglen);

@@ -295,33 +295,38 @@ static void mixer_phase_at_large_timestamps(void **state)
 }
 
 /* The phase comes from the absolute sample number, so outputs cut into two
- * jobs equal one job bit for bit (the engine's chunks rely on it). */
+ * jobs equal one job bit for bit (the engine's chunks rely on it). Four
+ * cuts, one per residue mod 4: the tensor-core kernel places four outputs
+ * in a row, and must place them by the absolute output grid. */
 static void chunking_changes_nothing(void **state)
 {
     (void)state;
     ddc_case c;
     random_case(&c, 10, 8, 8, (1ull << 41) + 3);
     float *two = malloc(4 * sizeof(float) * c.stride);
-    for (size_t i = 0; i < 4 * c.stride; i++)
-        two[i] = NAN;
-    const size_t S = (size_t)c.cfg.decimation, a = c.outputs / 3;
-    assert_int_equal(run(&c, c.start, c.outputs, c.t0, c.out), 0);
-    assert_int_equal(run(&c, c.start, a, c.t0, two), 0);
-    /* The second job sees the input from its own first window on. */
-    ddc_case d = c;
-    d.packed[0] = pack_ref(c.x[0] + c.start + a * S, c.n_in - c.start - a * S, c.cfg.bits);
-    d.packed[1] = pack_ref(c.x[1] + c.start + a * S, c.n_in - c.start - a * S, c.cfg.bits);
-    d.n_in = c.n_in - c.start - a * S;
     float *tail = malloc(4 * sizeof(float) * c.stride);
-    assert_int_equal(run(&d, 0, c.outputs - a, c.t0 + c.start + a * S, tail), 0);
-    for (int p = 0; p < 2; p++)
-        memcpy(two + 2 * ((size_t)p * c.stride + a), tail + 2 * (size_t)p * c.stride,
-               2 * sizeof(float) * (c.outputs - a));
-    for (int p = 0; p < 2; p++)
-        assert_memory_equal(two + 2 * (size_t)p * c.stride, c.out + 2 * (size_t)p * c.stride,
-                            2 * sizeof(float) * c.outputs);
-    free(d.packed[0]);
-    free(d.packed[1]);
+    const size_t S = (size_t)c.cfg.decimation;
+    assert_int_equal(run(&c, c.start, c.outputs, c.t0, c.out), 0);
+    for (size_t cut = 0; cut < 4; cut++) {
+        const size_t a = c.outputs / 3 + cut;
+        for (size_t i = 0; i < 4 * c.stride; i++)
+            two[i] = NAN;
+        assert_int_equal(run(&c, c.start, a, c.t0, two), 0);
+        /* The second job sees the input from its own first window on. */
+        ddc_case d = c;
+        d.packed[0] = pack_ref(c.x[0] + c.start + a * S, c.n_in - c.start - a * S, c.cfg.bits);
+        d.packed[1] = pack_ref(c.x[1] + c.start + a * S, c.n_in - c.start - a * S, c.cfg.bits);
+        d.n_in = c.n_in - c.start - a * S;
+        assert_int_equal(run(&d, 0, c.outputs - a, c.t0 + c.start + a * S, tail), 0);
+        for (int p = 0; p < 2; p++)
+            memcpy(two + 2 * ((size_t)p * c.stride + a), tail + 2 * (size_t)p * c.stride,
+                   2 * sizeof(float) * (c.outputs - a));
+        for (int p = 0; p < 2; p++)
+            assert_memory_equal(two + 2 * (size_t)p * c.stride, c.out + 2 * (size_t)p * c.stride,
+                                2 * sizeof(float) * c.outputs);
+        free(d.packed[0]);
+        free(d.packed[1]);
+    }
     free(two);
     free(tail);
     case_free(&c);
