@@ -38,15 +38,12 @@ say "== build ok (${SECONDS}s)"
 rc=0
 T="$OUT/tests.log"
 : >"$T"
+source scripts/device-run.sh
 run() {
-    local name="$1"; shift
-    echo "==== $name" >>"$T"
-    timeout 100 "$@" >"$OUT/one.log" 2>&1
+    run_logged "$1" 100 "${@:2}"
     local r=$?
-    cat "$OUT/one.log" >>"$T"
-    say "== $name: exit $r ($(grep -c '\[       OK \]' "$OUT/one.log") OK, $(grep -c 'FAILED \]' "$OUT/one.log") failed)"
+    say "== $1: exit $r ($(grep -c '\[       OK \]' "$OUT/one.log") OK, $(grep -c 'FAILED \]' "$OUT/one.log") failed)"
     grep -E "FAILED|ERROR|worst error [1-9]" "$OUT/one.log" | head -6 | tee -a "$SUM"
-    [ $r -eq 0 ] || rc=1
 }
 for mode in ${DDC_MODES:-0 4 8 16}; do
     run "test_ddc --gpu --per-thread $mode" "$B/tests/ddc/test_ddc" --gpu --per-thread "$mode"
