@@ -1,89 +1,101 @@
 #!/usr/bin/env bash
-# On the lent GPU machine (through the device tool, carrying .devdeps):
-# builds the DDC targets with the nvcc there, runs the ddc tests on CPU and
-# GPU for every outputs-per-thread setting (and once under compute-sanitizer),
-# then `cbf-bench ddc`. Logs and the benchmark table go to $OUT (./out when
-# run by hand).
+# On the lent GPU machine (through the device tool, carrying .devdeps): one
+# build of the DDC and narrowband targets with the nvcc there; the ddc
+# kernel tests on the GPU for the default kernel (tensor cores) and the FMA
+# kernel (DDC_MODES, default "0 4 8 16"), the narrowband chain test,
+# compute-sanitizer on both kernels, `cbf-bench ddc` (the DDC table and the
+# narrowband chain table), then Nsight Compute on the kernels named by
+# DDC_PROF ("S:per_thread" pairs, default "16:0 8:0 16:8"; "" for none).
+# Steps past DDC_BUDGET seconds (default 225) are skipped so that one call
+# of the device tool fits its limit. The table (bench.md), a summary and an
+# archive of the logs and profiles go to $OUT (./out when run by hand); the
+# table and the summary are printed last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/device-env.sh
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 B=build-device-ddc
+BUDGET=${DDC_BUDGET:-225}
+SUM="$OUT/summary.txt"
+: >"$SUM"
+say() { echo "$*" | tee -a "$SUM"; }
+left() { [ $SECONDS -lt $((BUDGET - ${1:-0})) ] || { say "== skipped: $2 (at ${SECONDS}s)"; return 1; }; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv \
     >"$OUT/gpu.txt" 2>&1
-cat "$OUT/gpu.txt"
-{
-    meson setup "$B" >/dev/null && ninja -C "$B" tests/ddc/test_ddc tests/ddc/test_filter_design
-} >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
-echo "== build ok"
-BENCH="$B/tools/bench/cbf-bench"
-if ! ninja -C "$B" tools/bench/cbf-bench >>"$OUT/build.log" 2>&1; then
-    # cbf-bench links libcbf; if another area's work in progress breaks it,
-    # build the dispatcher with the ddc area alone (it needs no libcbf).
-    echo "== cbf-bench target failed; building the ddc bench alone"
-    BENCH="$B/cbf-bench-ddc"
-    gcc -O2 -std=c11 -D_GNU_SOURCE -DCBF_HAVE_CUDA=1 -DCBF_BENCH_DDC -Ikernels/ddc \
-        -Ikernels/filter_design -I/usr/local/cuda/include tools/bench/main.c tools/bench/ddc.c \
-        "$B/kernels/ddc/libcbf_kernel_ddc.a" "$B/kernels/filter_design/libcbf_kernel_filter_design.a" \
-        -L/usr/local/cuda/lib64 -lcudart -lstdc++ -lm -o "$BENCH" >>"$OUT/build.log" 2>&1 ||
-        { tail -20 "$OUT/build.log"; BENCH=""; }
-fi
-PLUGIN_TARGETS="tools/cbf-run plugins/dsim/cbf_dsim.so plugins/filesink/cbf_filesink.so plugins/ddc/cbf_ddc.so tests/ddc/test_ddc_plugin"
-ninja -C "$B" $PLUGIN_TARGETS >>"$OUT/build.log" 2>&1 && HAVE_PLUGIN=1 || HAVE_PLUGIN=0
+cat "$OUT/gpu.txt" >>"$SUM"
+TARGETS="tests/ddc/test_ddc tests/ddc/test_narrowband tools/bench/cbf-bench"
+# DDC_PIPE=1 adds the plugin and engine tests on the GPU (ddc plugin
+# against the kernel, one engine with wide and narrow outputs).
+PIPE_TARGETS="tools/cbf-run plugins/dsim/cbf_dsim.so plugins/filesink/cbf_filesink.so
+ plugins/ddc/cbf_ddc.so plugins/pfb/cbf_pfb.so plugins/fft_post/cbf_fft_post.so
+ plugins/upload/cbf_upload.so tests/ddc/test_ddc_plugin tests/ddc/test_wide_narrow
+ tests/ddc/cbf_test_gap.so"
+[ -n "${DDC_PIPE:-}" ] && TARGETS="$TARGETS $PIPE_TARGETS"
+{ meson setup "$B" >/dev/null && ninja -C "$B" $TARGETS; } >"$OUT/build.log" 2>&1 ||
+    { tail -40 "$OUT/build.log"; exit 1; }
+say "== build ok (${SECONDS}s)"
 rc=0
 T="$OUT/tests.log"
-"$B/tests/ddc/test_filter_design" >"$T" 2>&1
-r=$?
-echo "== test_filter_design: exit $r ($(grep -c '  OK ' "$T") OK)"
-[ $r -eq 0 ] || rc=1
-for mode in cpu 4 8 16; do
-    args=""
-    [ "$mode" = cpu ] || args="--gpu --per-thread $mode"
-    echo "==== test_ddc $args" >>"$T"
-    "$B/tests/ddc/test_ddc" $args >"$OUT/one.log" 2>&1
-    r=$?
-    cat "$OUT/one.log" >>"$T"
-    echo "== test_ddc ${args:---cpu}: exit $r"
-    grep -E "seed|FAILED|PASSED|ERROR|skipped" "$OUT/one.log" | head -4
-    [ $r -eq 0 ] || rc=1
+: >"$T"
+source scripts/device-run.sh
+run() {
+    run_logged "$1" 100 "${@:2}"
+    local r=$?
+    say "== $1: exit $r ($(grep -c '\[       OK \]' "$OUT/one.log") OK, $(grep -c 'FAILED \]' "$OUT/one.log") failed)"
+    grep -E "FAILED|ERROR|worst error [1-9]" "$OUT/one.log" | head -6 | tee -a "$SUM"
+}
+for mode in ${DDC_MODES:-0 4 8 16}; do
+    run "test_ddc --gpu --per-thread $mode" "$B/tests/ddc/test_ddc" --gpu --per-thread "$mode"
 done
-if [ $HAVE_PLUGIN = 1 ]; then
-    for mode in "" --gpu; do
-        echo "==== test_ddc_plugin $mode" >>"$T"
-        CBF_BUILD_ROOT=$PWD/$B CBF_PLUGIN_PATH=$PWD/$B/plugins "$B/tests/ddc/test_ddc_plugin" $mode \
-            >"$OUT/one.log" 2>&1
-        r=$?
-        cat "$OUT/one.log" >>"$T"
-        echo "== test_ddc_plugin ${mode:---cpu}: exit $r"
-        grep -E "FAILED|PASSED|ERROR|skipped" "$OUT/one.log" | head -5
-        [ $r -eq 0 ] || rc=1
-    done
-else
-    echo "== plugin targets did not build (see build.log)"
+grep -E "^# .*S (8|16|32), taps" "$T" | sort -t' ' -k5 -gr | head -3 >>"$SUM"
+left 60 "test_narrowband" && run "test_narrowband --gpu" "$B/tests/ddc/test_narrowband" --gpu
+if [ -n "${DDC_PIPE:-}" ]; then
+    export CBF_PLUGIN_PATH="$PWD/$B/plugins" CBF_BUILD_ROOT="$PWD/$B"
+    left 80 "test_ddc_plugin" && run "test_ddc_plugin --gpu" "$B/tests/ddc/test_ddc_plugin" --gpu
+    left 70 "test_wide_narrow" && run "test_wide_narrow --gpu" "$B/tests/ddc/test_wide_narrow" --gpu
 fi
 if command -v compute-sanitizer >/dev/null; then
-    timeout 120 compute-sanitizer --tool memcheck --leak-check no "$B/tests/ddc/test_ddc" --gpu \
-        --per-thread 16 >"$OUT/memcheck.log" 2>&1
-    echo "== memcheck: exit $? ($(grep -c 'Invalid\|out of bounds' "$OUT/memcheck.log") invalid accesses)"
-    tail -2 "$OUT/memcheck.log"
+    for mode in 0 16; do
+        left 50 "memcheck $mode" || break
+        timeout 60 compute-sanitizer --tool memcheck --leak-check no "$B/tests/ddc/test_ddc" --gpu \
+            --per-thread $mode >"$OUT/memcheck-$mode.log" 2>&1
+        say "== memcheck test_ddc --per-thread $mode: exit $? ($(grep -c 'Invalid\|out of bounds' "$OUT/memcheck-$mode.log") invalid accesses)"
+        tail -1 "$OUT/memcheck-$mode.log" >>"$SUM"
+    done
 fi
 rm -f "$OUT/one.log"
-# Instruction mix of the C = 8, W = 8 kernels (general and aligned paths).
-if command -v cuobjdump >/dev/null; then
-    cuobjdump -sass "$B"/kernels/ddc/libcbf_kernel_ddc.a.p/ddc.cu.o >"$OUT/sass.txt" 2>&1
-    for k in ILi8ELi8ELb0E ILi8ELi8ELb1E; do
-        echo "== SASS $k:"
-        awk -v k="$k" '/Function :/{f = index($0, k) > 0} f' "$OUT/sass.txt" |
-            grep -oE '^ +/\*[0-9a-f]{4}\*/ +(@!?P[0-9T] +)?[A-Z0-9]+' | awk '{print $NF}' |
-            sort | uniq -c | sort -rn | head -12 | tr '\n' ' '
-        echo
-    done | tee "$OUT/sass_mix.txt"
-    gzip -f "$OUT/sass.txt"
+BENCH="$B/tools/bench/cbf-bench"
+if left 40 "cbf-bench ddc"; then
+    timeout 100 "$BENCH" ddc ${DDC_BENCH_ARGS:-} >"$OUT/bench.md" 2>"$OUT/bench.err"
+    say "== cbf-bench ddc ${DDC_BENCH_ARGS:-}: exit $?"
 fi
-if [ -n "$BENCH" ]; then
-    "$BENCH" ddc ${DDC_BENCH_ARGS:-} >"$OUT/bench.md" 2>"$OUT/bench.err"
-    echo "== cbf-bench ddc: exit $?"
-    cat "$OUT/bench.md" "$OUT/bench.err"
-fi
+# Nsight Compute, clocks left alone: the third launch of the kernel (two
+# warm-ups first) on 2^26 samples per pol.
+NCU="ncu --clock-control none --set full --import-source no"
+for p in ${DDC_PROF-16:0 8:0 16:8}; do
+    left 25 "ncu $p" || break
+    s=${p%%:*} c=${p##*:}
+    timeout 60 $NCU -k regex:ddc_ --launch-skip 2 --launch-count 1 -o "$OUT/prof" -f \
+        "$BENCH" ddc --decimation "$s" --ratio 8 --per-thread "$c" --samples 67108864 --reps 1 \
+        --chain "" >"$OUT/ncu.log" 2>&1
+    say "== ncu S $s per_thread $c: exit $?"
+    if [ -f "$OUT/prof.ncu-rep" ]; then
+        ncu --import "$OUT/prof.ncu-rep" --page details >"$OUT/ncu-s$s-c$c.txt" 2>&1
+        grep -E "Duration|Memory Throughput|DRAM Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Issue Slots Busy|Executed Ipc A|No Eligible|Warp Cycles Per Issued|L1/TEX Hit|Bank Conflicts" \
+            "$OUT/ncu-s$s-c$c.txt" | head -16 | sed 's/^ */    /' >>"$SUM"
+        ncu --import "$OUT/prof.ncu-rep" --page raw --csv >"$OUT/ncu-s$s-c$c.csv" 2>&1
+        gzip -f "$OUT/ncu-s$s-c$c.csv"
+        rm -f "$OUT/prof.ncu-rep"
+    else
+        tail -5 "$OUT/ncu.log" >>"$SUM"
+    fi
+done
+rm -f "$OUT/ncu.log"
+# The device tool brings back 8 files: the summary, the table, the rest in one archive.
+(cd "$OUT" && tar czf logs.tar.gz --remove-files $(ls | grep -vxE 'summary.txt|bench.md|logs.tar.gz'))
+echo
+cat "$OUT/bench.md" 2>/dev/null
+echo
+cat "$SUM"
 exit $rc

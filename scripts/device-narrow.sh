@@ -25,15 +25,12 @@ export CBF_PLUGIN_PATH="$PWD/$B/plugins" CBF_BUILD_ROOT="$PWD/$B"
 rc=0
 T="$OUT/tests.log"
 : >"$T"
+source scripts/device-run.sh
 run() {
-    local name="$1"; shift
-    echo "==== $name" >>"$T"
-    timeout 200 "$@" >"$OUT/one.log" 2>&1
+    run_logged "$1" 200 "${@:2}"
     local r=$?
-    cat "$OUT/one.log" >>"$T"
-    echo "== $name: exit $r"
+    echo "== $1: exit $r"
     grep -E "^# |FAILED|PASSED|ERROR|skipped" "$OUT/one.log" | head -12
-    [ $r -eq 0 ] || rc=1
 }
 run "test_narrowband --gpu" "$B/tests/ddc/test_narrowband" --gpu
 run "test_wide_narrow --gpu" "$B/tests/ddc/test_wide_narrow" --gpu
@@ -49,7 +46,7 @@ sed 's/gpu: auto/gpu: required/' pipelines/feng-wide-narrow.yaml >"$OUT/fwn.yaml
 echo "== feng-wide-narrow.yaml on the GPU: exit $?"
 grep -E "wrote|drained|error" "$OUT/pipeline.log"
 rm -f "$OUT"/*.h5 "$OUT/one.log" "$OUT/fwn.yaml"
-"$B/tools/bench/cbf-bench" ddc --decimation 8 --ratio 8 --per-thread 8 ${NARROW_BENCH_ARGS:-} \
+"$B/tools/bench/cbf-bench" ddc --decimation 8 --ratio 8 --per-thread 0,8 ${NARROW_BENCH_ARGS:-} \
     >"$OUT/bench.md" 2>"$OUT/bench.err"
 echo "== cbf-bench ddc: exit $?"
 cat "$OUT/bench.md" "$OUT/bench.err"

@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 #define CBF_DDC_MAX_TAPS 4096
-/* Outputs per CUDA thread (the tuning parameter C); 0 picks the default. */
+/* Outputs per CUDA thread of the FMA kernel (the tuning parameter C). */
 #define CBF_DDC_DEFAULT_PER_THREAD 8
 
 typedef struct cbf_ddc_config {
@@ -78,17 +78,25 @@ int cbf_ddc_job_check(const cbf_ddc_config *cfg, const cbf_ddc_job *job, char *m
                       size_t msglen);
 
 /* CPU implementation: the same float32 operations in the same order as the
- * CUDA kernel (accumulation over k = p S + q with q outer, p inner).
+ * CUDA FMA kernel (accumulation over k = p S + q with q outer, p inner).
  * z: cbf_ddc_weights' output. */
 int cbf_ddc_cpu(const cbf_ddc_config *cfg, const float *z, const cbf_ddc_job *job, char *msg,
                 size_t msglen);
 
-/* CUDA: a plan holds the weights on the device. per_thread is C, the
- * outputs one thread computes (4, 8 or 16; 0 = default). Runs are
- * enqueued on a stream (cudaStream_t as void *). */
+/* CUDA: a plan holds the weights on the device. per_thread 0 (the
+ * default) takes the tensor-core kernel where it applies (even bits up to
+ * 10, decimation a power of two from 8: the MeerKAT settings) and the FMA kernel
+ * with C = CBF_DDC_DEFAULT_PER_THREAD elsewhere; 4, 8 or 16 ask for the FMA
+ * kernel with that C, the outputs one thread computes. The tensor-core
+ * kernel holds z as two float16 halves (about 2^-22 relative), so its
+ * outputs differ from the FMA kernel's in the last bits, inside the same
+ * error bound; each kernel gives the same bits for any chunking of a
+ * stream. Runs are enqueued on a stream (cudaStream_t as void *). */
 typedef struct cbf_ddc_cuda cbf_ddc_cuda;
 int cbf_ddc_cuda_create(const cbf_ddc_config *cfg, const float *z_host, int per_thread,
                         cbf_ddc_cuda **out, char *msg, size_t msglen);
+/* 1 when the plan runs the tensor-core kernel. */
+int cbf_ddc_cuda_tensor(const cbf_ddc_cuda *plan);
 int cbf_ddc_cuda_run(cbf_ddc_cuda *plan, const cbf_ddc_job *job, void *stream, char *msg,
                      size_t msglen);
 void cbf_ddc_cuda_destroy(cbf_ddc_cuda *plan);

@@ -1,4 +1,4 @@
-/* ddc_cpu.c: the down-converter on the CPU, in the CUDA kernel's float32
+/* ddc_cpu.c: the down-converter on the CPU, in the CUDA FMA kernel's float32
  * operation order (see ddc.h), one block of outputs at a time so the decoded
  * samples stay in cache. On x86-64 with FMA hardware (x86-64-v3) the sums
  * run as vector FMAs; elsewhere fmaf gives the same bits, slower. */

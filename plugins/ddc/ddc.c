@@ -63,8 +63,10 @@ static const cbf_param_decl ddc_params[] = {
      .max = 1 << 28,
      .doc = "complex outputs per pol per buffer, a multiple of heap_samples / decimation; "
             "0 = samples_per_chunk / decimation"},
-    {.name = "per_thread", .type = CBF_PARAM_INT, .def = "8", .has_range = 1, .min = 4, .max = 16,
-     .doc = "GPU tuning: outputs per CUDA thread (4, 8 or 16)"},
+    {.name = "per_thread", .type = CBF_PARAM_INT, .def = "0", .has_range = 1, .min = 0, .max = 16,
+     .doc = "GPU kernel: 0 = tensor cores where they apply (even bits up to 10, decimation a power "
+            "of two from 8), else the FMA kernel with 8 outputs per CUDA thread; 4, 8 or 16 = "
+            "the FMA kernel with that many"},
     {.name = "buffers", .type = CBF_PARAM_INT, .def = "4", .has_range = 1, .min = 2, .max = 64,
      .doc = "buffers in the output pool"},
 };

@@ -190,12 +190,12 @@ static void compare(const ddc_case *c, const float *out, const char *what)
     printf("# %s: worst error %.3f of bound, relative rms %.2e\n", what, worst, sqrt(num / den));
 }
 
-static void random_case(ddc_case *c, int bits, int S, int W, uint64_t t0)
+static void random_case_n(ddc_case *c, int bits, int S, int W, uint64_t t0, size_t outputs)
 {
     memset(c, 0, sizeof(*c));
     c->cfg = (cbf_ddc_config){bits, S, S * W, (uint32_t)rng()};
     case_taps(c);
-    c->outputs = 200 + rng() % 300;
+    c->outputs = outputs;
     c->start = rng() % 37; /* any bit alignment */
     c->n_in = c->start + cbf_ddc_in_samples(&c->cfg, c->outputs) + rng() % 5;
     c->t0 = t0;
@@ -206,6 +206,11 @@ static void random_case(ddc_case *c, int bits, int S, int W, uint64_t t0)
             c->x[p][i] = lo + (int32_t)(rng() % (uint64_t)span);
     }
     case_pack(c);
+}
+
+static void random_case(ddc_case *c, int bits, int S, int W, uint64_t t0)
+{
+    random_case_n(c, bits, S, W, t0, 200 + rng() % 300);
 }
 
 static void every_width_against_reference(void **state)
@@ -223,6 +228,37 @@ static void every_width_against_reference(void **state)
         compare(&c, c.out, what);
         case_free(&c);
     }
+}
+
+/* The tensor-core kernel's shapes (even bits up to 10, S a power of two
+ * from 8, every W), over several blocks and a partial last one, any start
+ * alignment: with --gpu and the default per_thread the plan must run it. */
+static void tensor_core_shapes_against_reference(void **state)
+{
+    (void)state;
+    static const int dec[] = {8, 16, 32, 64};
+    for (int bits = 2; bits <= 10; bits += 2)
+        for (int d = 0; d < 4; d++) {
+            ddc_case c;
+            const int S = dec[d], W = 4 * (1 + (int)(rng() % 4));
+            random_case_n(&c, bits, S, W, rng() >> (rng() % 64),
+                          100 + rng() % (24000 / (size_t)S));
+#ifdef CBF_HAVE_CUDA
+            if (use_gpu && !per_thread) {
+                cbf_ddc_cuda *plan;
+                char msg[256];
+                assert_int_equal(cbf_ddc_cuda_create(&c.cfg, c.z, 0, &plan, msg, sizeof msg), 0);
+                assert_true(cbf_ddc_cuda_tensor(plan));
+                cbf_ddc_cuda_destroy(plan);
+            }
+#endif
+            assert_int_equal(run(&c, c.start, c.outputs, c.t0, c.out), 0);
+            char what[96];
+            snprintf(what, sizeof what, "%d bits, S %d, taps %d, %zu outputs from %zu", bits, S,
+                     S * W, c.outputs, c.start);
+            compare(&c, c.out, what);
+            case_free(&c);
+        }
 }
 
 /* Beyond 2^40 samples (about 10 minutes at 1712 Msample/s) and up to 2^62
@@ -259,33 +295,38 @@ static void mixer_phase_at_large_timestamps(void **state)
 }
 
 /* The phase comes from the absolute sample number, so outputs cut into two
- * jobs equal one job bit for bit (the engine's chunks rely on it). */
+ * jobs equal one job bit for bit (the engine's chunks rely on it). Four
+ * cuts, one per residue mod 4: the tensor-core kernel places four outputs
+ * in a row, and must place them by the absolute output grid. */
 static void chunking_changes_nothing(void **state)
 {
     (void)state;
     ddc_case c;
     random_case(&c, 10, 8, 8, (1ull << 41) + 3);
     float *two = malloc(4 * sizeof(float) * c.stride);
-    for (size_t i = 0; i < 4 * c.stride; i++)
-        two[i] = NAN;
-    const size_t S = (size_t)c.cfg.decimation, a = c.outputs / 3;
-    assert_int_equal(run(&c, c.start, c.outputs, c.t0, c.out), 0);
-    assert_int_equal(run(&c, c.start, a, c.t0, two), 0);
-    /* The second job sees the input from its own first window on. */
-    ddc_case d = c;
-    d.packed[0] = pack_ref(c.x[0] + c.start + a * S, c.n_in - c.start - a * S, c.cfg.bits);
-    d.packed[1] = pack_ref(c.x[1] + c.start + a * S, c.n_in - c.start - a * S, c.cfg.bits);
-    d.n_in = c.n_in - c.start - a * S;
     float *tail = malloc(4 * sizeof(float) * c.stride);
-    assert_int_equal(run(&d, 0, c.outputs - a, c.t0 + c.start + a * S, tail), 0);
-    for (int p = 0; p < 2; p++)
-        memcpy(two + 2 * ((size_t)p * c.stride + a), tail + 2 * (size_t)p * c.stride,
-               2 * sizeof(float) * (c.outputs - a));
-    for (int p = 0; p < 2; p++)
-        assert_memory_equal(two + 2 * (size_t)p * c.stride, c.out + 2 * (size_t)p * c.stride,
-                            2 * sizeof(float) * c.outputs);
-    free(d.packed[0]);
-    free(d.packed[1]);
+    const size_t S = (size_t)c.cfg.decimation;
+    assert_int_equal(run(&c, c.start, c.outputs, c.t0, c.out), 0);
+    for (size_t cut = 0; cut < 4; cut++) {
+        const size_t a = c.outputs / 3 + cut;
+        for (size_t i = 0; i < 4 * c.stride; i++)
+            two[i] = NAN;
+        assert_int_equal(run(&c, c.start, a, c.t0, two), 0);
+        /* The second job sees the input from its own first window on. */
+        ddc_case d = c;
+        d.packed[0] = pack_ref(c.x[0] + c.start + a * S, c.n_in - c.start - a * S, c.cfg.bits);
+        d.packed[1] = pack_ref(c.x[1] + c.start + a * S, c.n_in - c.start - a * S, c.cfg.bits);
+        d.n_in = c.n_in - c.start - a * S;
+        assert_int_equal(run(&d, 0, c.outputs - a, c.t0 + c.start + a * S, tail), 0);
+        for (int p = 0; p < 2; p++)
+            memcpy(two + 2 * ((size_t)p * c.stride + a), tail + 2 * (size_t)p * c.stride,
+                   2 * sizeof(float) * (c.outputs - a));
+        for (int p = 0; p < 2; p++)
+            assert_memory_equal(two + 2 * (size_t)p * c.stride, c.out + 2 * (size_t)p * c.stride,
+                                2 * sizeof(float) * c.outputs);
+        free(d.packed[0]);
+        free(d.packed[1]);
+    }
     free(two);
     free(tail);
     case_free(&c);
@@ -409,6 +450,7 @@ int main(int argc, char **argv)
            use_gpu ? "GPU" : "CPU");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_width_against_reference),
+        cmocka_unit_test(tensor_core_shapes_against_reference),
         cmocka_unit_test(mixer_phase_at_large_timestamps),
         cmocka_unit_test(chunking_changes_nothing),
         cmocka_unit_test(tone_lands_in_its_bin),
