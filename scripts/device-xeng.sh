@@ -4,8 +4,9 @@
 # tests on CPU and GPU (also under compute-sanitizer), then
 # `cbf-bench xeng`. Logs and the benchmark table go to $OUT (./out by hand),
 # at most 8 files (what the device tool brings back).
-# XENG_BENCH_ARGS: the 8-bit benchmark's options; XENG_NO_BENCH4: skip the
-# 4-bit (mma.sync) benchmark; XENG_NO_SANITIZE: skip memcheck;
+# XENG_BENCH_ARGS: the 8-bit benchmark's options; XENG_BENCH4_ARGS: the 4-bit
+# one's (default: wgmma and mma.sync at N = 80, 256, 1024); XENG_NO_BENCH4: skip the
+# 4-bit benchmark; XENG_NO_SANITIZE: skip memcheck;
 # XENG_NCU_ANTS=N: also profile the wgmma correlator at N antennas with
 # Nsight Compute (--set full, clocks left alone; details and per-SASS stall
 # samples), as scripts/device-xeng-prof.sh does for large N.
@@ -56,7 +57,7 @@ fi
 {
     timeout ${XENG_BENCH_TIMEOUT:-180} "$BENCH" xeng ${XENG_BENCH_ARGS:---block 0,64}
     echo
-    [ -n "${XENG_NO_BENCH4:-}" ] || timeout 60 "$BENCH" xeng --bits 4 --block 64 --ants 256,1024
+    [ -n "${XENG_NO_BENCH4:-}" ] || timeout ${XENG_BENCH4_TIMEOUT:-60} "$BENCH" xeng --bits 4 ${XENG_BENCH4_ARGS:---block 0,64 --ants 80,256,1024}
 } >"$OUT/bench.md" 2>&1
 echo "== cbf-bench xeng: exit $?"
 cat "$OUT/bench.md"
