@@ -51,7 +51,8 @@
  * order) into slice 0 of the accumulators.
  *
  * int32 exactness: one stage adds at most 64 x 2 x 127^2 per element, so
- * 1023 stages (65472 spectra) stay below 2^31. */
+ * 1023 stages (65472 spectra) stay below 2^31. 4-bit: at most 64 x 2 x
+ * 128 x 8 (A holds 16 x the samples in the 64 x 64 kernel, frag_a). */
 #include "correlator_sm90.h"
 
 #include <cuda.h> /* CUtensorMap (the type only: no libcuda link) */
@@ -244,6 +245,36 @@ __device__ __forceinline__ unsigned ci4_neg(unsigned u) { return (0x88888888u - 
  * conjugate column's (-im, re) as perm(-im, re, CI4_SEL(p)). */
 #define CI4_SEL(p) ((p) ? 0x7351u : 0x6240u)
 
+/* One raw 4-bit chunk (8 spectra, both pols) expanded: words re, im, -im. */
+struct ci4_chunk {
+    unsigned re[4], im[4], ni[4];
+};
+__device__ __forceinline__ ci4_chunk ci4_expand(uint4 x)
+{
+    const unsigned w[4] = {x.x, x.y, x.z, x.w};
+    ci4_chunk c;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const unsigned ui = ci4_u(w[i], 0);
+        c.re[i] = ci4_val(ci4_u(w[i], 4));
+        c.im[i] = ci4_val(ui);
+        c.ni[i] = ci4_neg(ui);
+    }
+    return c;
+}
+
+/* Pol p's two B rows from an expanded 4-bit chunk: (re, im) words to addr,
+ * (-im, re) to conj_addr (the column that yields the imaginary part). */
+__device__ __forceinline__ void ci4_store(const ci4_chunk &e, int p, unsigned addr,
+                                          unsigned conj_addr)
+{
+    const unsigned sel = CI4_SEL(p);
+    st_shared16(addr, __byte_perm(e.re[0], e.im[0], sel), __byte_perm(e.re[1], e.im[1], sel),
+                __byte_perm(e.re[2], e.im[2], sel), __byte_perm(e.re[3], e.im[3], sel));
+    st_shared16(conj_addr, __byte_perm(e.ni[0], e.re[0], sel), __byte_perm(e.ni[1], e.re[1], sel),
+                __byte_perm(e.ni[2], e.re[2], sel), __byte_perm(e.ni[3], e.re[3], sel));
+}
+
 /* K-major operand, 128-byte swizzle, 8-row groups sbo bytes apart (1024:
  * contiguous rows). */
 __device__ __forceinline__ uint64_t sw128_desc(unsigned saddr, unsigned sbo = 1024)
@@ -333,12 +364,15 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
 #pragma unroll
             for (int c = 0; c < 8; c++)
                 ra[c] = ld_shared4(slot + (unsigned)(ar * 128 + ((c ^ sg) << 4) + 4 * t));
+            /* A is not negated anywhere, so its nibbles need no sign
+             * extension: the nibble in a byte's high half is the int8 16 v
+             * (-8 -> -128 too). A = 16 x the samples, so every product is
+             * 16 times the true one, and the flush shifts by 4 (exact). */
 #pragma unroll
             for (int c = 0; c < 8; c++) {
-                const unsigned ui = ci4_u(ra[c], 0), re = ci4_val(ci4_u(ra[c], 4)),
-                               im = ci4_val(ui);
-                af[c >> 1][2 * (c & 1)] = __byte_perm(re, im, CI4_SEL(0));
-                af[c >> 1][2 * (c & 1) + 1] = __byte_perm(re, im, CI4_SEL(1));
+                const unsigned re16 = ra[c] & 0xF0F0F0F0u, im16 = (ra[c] << 4) & 0xF0F0F0F0u;
+                af[c >> 1][2 * (c & 1)] = __byte_perm(re16, im16, CI4_SEL(0));
+                af[c >> 1][2 * (c & 1) + 1] = __byte_perm(re16, im16, CI4_SEL(1));
             }
         } else {
             uint2 ra[8];
@@ -392,24 +426,13 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
                 const int a = bn + 32 * qq;
                 if (a >= b_valid)
                     continue;
-                const unsigned w[4] = {rb[qq].x, rb[qq].y, rb[qq].z, rb[qq].w};
-                unsigned re[4], im[4], ni[4];
-#pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    const unsigned ui = ci4_u(w[i], 0);
-                    re[i] = ci4_val(ci4_u(w[i], 4));
-                    im[i] = ci4_val(ui);
-                    ni[i] = ci4_neg(ui);
-                }
+                const ci4_chunk e = ci4_expand(rb[qq]);
 #pragma unroll
                 for (int p2 = 0; p2 < 2; p2++) {
-                    const unsigned sel = CI4_SEL(p2);
                     const int c = 4 * a + 2 * p2;
-                    st_col(bsw, c, __byte_perm(re[0], im[0], sel), __byte_perm(re[1], im[1], sel),
-                           __byte_perm(re[2], im[2], sel), __byte_perm(re[3], im[3], sel));
-                    st_col(bsw, c + 1, __byte_perm(ni[0], re[0], sel),
-                           __byte_perm(ni[1], re[1], sel), __byte_perm(ni[2], re[2], sel),
-                           __byte_perm(ni[3], re[3], sel));
+                    ci4_store(e, p2, bsw + (unsigned)c * 128u + ((unsigned)(bj ^ (c & 7)) << 4),
+                              bsw + (unsigned)(c + 1) * 128u +
+                                  ((unsigned)(bj ^ ((c + 1) & 7)) << 4));
                 }
             }
         } else {
@@ -534,8 +557,9 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
             unsigned long long *p = reinterpret_cast<unsigned long long *>(
                 u.out + (((size_t)a2 * (a2 + 1) / 2 + a1) * 4 + 2 * p2) * 2);
 #pragma unroll
-            for (int e = 0; e < 4; e++)
-                atomicAdd(p + e, (unsigned long long)(long long)acc[4 * j + e]);
+            for (int e = 0; e < 4; e++) /* 4-bit: A was 16 x the samples */
+                atomicAdd(p + e, (unsigned long long)(long long)(BITS == 4 ? acc[4 * j + e] >> 4
+                                                                           : acc[4 * j + e]));
         }
     }
 }
@@ -678,26 +702,10 @@ __device__ __forceinline__ void small_seg(corr_unit &u, const CUtensorMap *map, 
         if constexpr (BITS == 4) {
 #pragma unroll
             for (int q = 0; q < 3; q++) {
-                const uint4 x = ld_shared16(slot + rd[q][0]);
-                const unsigned w[4] = {x.x, x.y, x.z, x.w};
-                unsigned re[4], im[4], ni[4];
+                const ci4_chunk e = ci4_expand(ld_shared16(slot + rd[q][0]));
 #pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    const unsigned ui = ci4_u(w[i], 0);
-                    re[i] = ci4_val(ci4_u(w[i], 4));
-                    im[i] = ci4_val(ui);
-                    ni[i] = ci4_neg(ui);
-                }
-#pragma unroll
-                for (int k = 2 * q; k < (q < 2 ? 2 * q + 2 : 5); k++) {
-                    const unsigned sel = CI4_SEL(k < 4 ? k & 1 : p3);
-                    st_shared16(buf + st[k], __byte_perm(re[0], im[0], sel),
-                                __byte_perm(re[1], im[1], sel), __byte_perm(re[2], im[2], sel),
-                                __byte_perm(re[3], im[3], sel));
-                    st_shared16(buf + st[k] + 8 * 128, __byte_perm(ni[0], re[0], sel),
-                                __byte_perm(ni[1], re[1], sel), __byte_perm(ni[2], re[2], sel),
-                                __byte_perm(ni[3], re[3], sel));
-                }
+                for (int k = 2 * q; k < (q < 2 ? 2 * q + 2 : 5); k++)
+                    ci4_store(e, k < 4 ? k & 1 : p3, buf + st[k], buf + st[k] + 8 * 128);
             }
         } else {
             uint4 rb[6];

@@ -24,6 +24,7 @@
 
 static int use_gpu;
 static uint64_t rng_state;
+static int ci4_extremes; /* 4-bit samples from {-8, 7} alone */
 
 static uint64_t rnd(void)
 {
@@ -46,6 +47,8 @@ static uint8_t *random_input(const cbf_corr_shape *s, size_t batches)
     for (size_t i = 0; i < n; i++) {
         if (s->bits == 8)
             p[i] = (uint8_t)(int8_t)rnd_range(-127, 127);
+        else if (ci4_extremes)
+            p[i] = (uint8_t)((rnd() & 1 ? 0x80 : 0x70) | (rnd() & 1 ? 0x08 : 0x07));
         else
             p[i] = (uint8_t)(((rnd_range(-8, 7) & 15) << 4) | (rnd_range(-8, 7) & 15));
     }
@@ -194,6 +197,14 @@ static void test_4bit_hopper(void **state)
     each_block(&s1, 60, 2, 60);
     cbf_corr_shape s2 = {130, 1, 256, 4};
     each_block(&s2, 40, 3, 40);
+    /* the extremes alone (-8: its negation and its 16-fold copy in the
+     * 64 x 64 kernel's A), over a few hundred stages per block */
+    ci4_extremes = 1;
+    cbf_corr_shape s3 = {130, 1, 512, 4};
+    each_block(&s3, 30, 0, 30);
+    cbf_corr_shape s4 = {80, 2, 512, 4};
+    each_block(&s4, 20, 0, 20);
+    ci4_extremes = 0;
 }
 
 static void test_many_channels(void **state)
