@@ -37,7 +37,9 @@
  * bytes per antenna, one box of 64 antennas x 64 spectra per tile side
  * (half of each ring slot used), and the A fragments and B columns are built
  * from it by expanding nibbles to int8 (ci4_*) where 8-bit input takes byte
- * permutes. B, the MMAs, the accumulators and their flush are unchanged.
+ * permutes. B's layout, the MMAs and the accumulators are unchanged (the
+ * 64 x 64 kernel's A holds 16 x the samples, and its flush shifts back:
+ * frag_a).
  *
  * Diagonal tiles: the second warpgroup's rows (antennas 32..63 of the tile)
  * meet only columns 32..63 that count (a1 <= a2), so it runs m64n128 on B's
