@@ -4,11 +4,14 @@
 # tests on CPU and GPU (also under compute-sanitizer), then
 # `cbf-bench xeng`. Logs and the benchmark table go to $OUT (./out by hand),
 # at most 8 files (what the device tool brings back).
-# XENG_BENCH_ARGS: the 8-bit benchmark's options; XENG_NO_BENCH4: skip the
-# 4-bit (mma.sync) benchmark; XENG_NO_SANITIZE: skip memcheck;
+# XENG_BENCH_ARGS: the 8-bit benchmark's options; XENG_BENCH4_ARGS: the 4-bit
+# one's (default: wgmma and mma.sync at N = 80, 256, 1024); XENG_NO_BENCH4: skip the
+# 4-bit benchmark; XENG_NO_SANITIZE: skip memcheck; XENG_SANITIZE_FILTER:
+# memcheck only the tests whose names match (CBF_TEST_FILTER, e.g. 'test_4bit*');
 # XENG_NCU_ANTS=N: also profile the wgmma correlator at N antennas with
 # Nsight Compute (--set full, clocks left alone; details and per-SASS stall
-# samples), as scripts/device-xeng-prof.sh does for large N.
+# samples), as scripts/device-xeng-prof.sh does for large N; XENG_NCU_BITS=4
+# profiles 4-bit input instead.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/device-env.sh
@@ -48,7 +51,8 @@ for mode in "" --gpu; do
     [ $r -eq 0 ] || rc=1
 done
 if [ -z "${XENG_NO_SANITIZE:-}" ] && command -v compute-sanitizer >/dev/null; then
-    timeout 120 compute-sanitizer --tool memcheck --leak-check no \
+    CBF_TEST_FILTER="${XENG_SANITIZE_FILTER:-}" timeout ${XENG_SANITIZE_TIMEOUT:-120} \
+        compute-sanitizer --tool memcheck --leak-check no \
         "$B/tests/xeng/test_xeng" --gpu >"$OUT/memcheck.log" 2>&1
     echo "== memcheck: exit $? ($(grep -c 'Invalid\|out of bounds' "$OUT/memcheck.log") invalid accesses)"
     tail -3 "$OUT/memcheck.log"
@@ -56,14 +60,15 @@ fi
 {
     timeout ${XENG_BENCH_TIMEOUT:-180} "$BENCH" xeng ${XENG_BENCH_ARGS:---block 0,64}
     echo
-    [ -n "${XENG_NO_BENCH4:-}" ] || timeout 60 "$BENCH" xeng --bits 4 --block 64 --ants 256,1024
+    [ -n "${XENG_NO_BENCH4:-}" ] || timeout ${XENG_BENCH4_TIMEOUT:-60} "$BENCH" xeng --bits 4 ${XENG_BENCH4_ARGS:---block 0,64 --ants 80,256,1024}
 } >"$OUT/bench.md" 2>&1
 echo "== cbf-bench xeng: exit $?"
 cat "$OUT/bench.md"
 if [ -n "${XENG_NCU_ANTS:-}" ]; then
     timeout ${XENG_NCU_TIMEOUT:-120} ncu --clock-control none --set full --import-source no \
         -k regex:corr_wgmma --launch-skip 2 --launch-count 1 -o "$B/corr" -f \
-        "$BENCH" xeng --block 0 --ants "$XENG_NCU_ANTS" --reps 1 >"$B/ncu.log" 2>&1
+        "$BENCH" xeng --block 0 --bits ${XENG_NCU_BITS:-8} --ants "$XENG_NCU_ANTS" --reps 1 \
+        >"$B/ncu.log" 2>&1
     echo "== ncu at N = $XENG_NCU_ANTS: exit $?"; tail -3 "$B/ncu.log"
     if [ -f "$B/corr.ncu-rep" ]; then
         ncu --import "$B/corr.ncu-rep" --page details >"$OUT/ncu-details.txt" 2>&1

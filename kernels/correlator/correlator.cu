@@ -242,8 +242,8 @@ int cbf_corr_cuda_create(const cbf_corr_shape *shape, int block_ants, cbf_corr_c
                              "correlator: channels %d: the GPU grid takes at most 65535",
                              shape->channels);
     }
-    /* block_ants 0 on an H100/H200 (compute capability 9.0), for 8-bit
-     * input in whole 64-spectrum stages: the wgmma kernels (64 x 64 tiles,
+    /* block_ants 0 on an H100/H200 (compute capability 9.0), for 8- or
+     * 4-bit input in whole 64-spectrum stages: the wgmma kernels (64 x 64 tiles,
      * or one block per channel for 64 < N <= 80; correlator_sm90.cu).
      * Anything else, or an explicit size: the mma.sync kernel. */
     int sm90 = 0;

@@ -74,8 +74,8 @@ int cbf_corr_cpu(const cbf_corr_job *job, char *msg, size_t msglen);
 /* Tensor-core correlation (int8 mma, int32 products, int64 accumulators).
  * block_ants: receivers per thread block, 32, 48 or 64 for the portable
  * mma.sync kernel, or 0 to choose: on compute capability 9.0 (H100, H200)
- * with 8-bit input and spectra_per_heap a multiple of 64, the Hopper wgmma
- * kernel (64 x 64 tiles); otherwise mma.sync with 32 or 64. The plan holds
+ * with 8- or 4-bit input and spectra_per_heap a multiple of 64, the Hopper
+ * wgmma kernels (64 x 64 tiles; 80 x 80 for 64 < N <= 80); otherwise mma.sync with 32 or 64. The plan holds
  * the triangular tile map for one shape. Runs on a stream (cudaStream_t as
  * void *), no host synchronisation. */
 typedef struct cbf_corr_cuda cbf_corr_cuda;

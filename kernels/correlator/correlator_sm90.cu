@@ -33,6 +33,14 @@
  * stage. The lanes' shares are laid out so that no shared load or store
  * meets a bank twice.
  *
+ * 4-bit input (CI4, BITS = 4) runs the same kernels: a stage is then 128
+ * bytes per antenna, one box of 64 antennas x 64 spectra per tile side
+ * (half of each ring slot used), and the A fragments and B columns are built
+ * from it by expanding nibbles to int8 (ci4_*) where 8-bit input takes byte
+ * permutes. B's layout, the MMAs and the accumulators are unchanged (the
+ * 64 x 64 kernel's A holds 16 x the samples, and its flush shifts back:
+ * frag_a).
+ *
  * Diagonal tiles: the second warpgroup's rows (antennas 32..63 of the tile)
  * meet only columns 32..63 that count (a1 <= a2), so it runs m64n128 on B's
  * upper half, a quarter less work for the tile. Edge tiles (columns past the
@@ -45,7 +53,8 @@
  * order) into slice 0 of the accumulators.
  *
  * int32 exactness: one stage adds at most 64 x 2 x 127^2 per element, so
- * 1023 stages (65472 spectra) stay below 2^31. */
+ * 1023 stages (65472 spectra) stay below 2^31. 4-bit: at most 64 x 2 x
+ * 128 x 8 (A holds 16 x the samples in the 64 x 64 kernel, frag_a). */
 #include "correlator_sm90.h"
 
 #include <cuda.h> /* CUtensorMap (the type only: no libcuda link) */
@@ -198,6 +207,12 @@ __device__ __forceinline__ uint2 ld_shared8(unsigned addr)
     asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(addr) : "memory");
     return v;
 }
+__device__ __forceinline__ unsigned ld_shared4(unsigned addr)
+{
+    unsigned v;
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+    return v;
+}
 __device__ __forceinline__ uint4 ld_shared16(unsigned addr)
 {
     uint4 v;
@@ -213,6 +228,53 @@ __device__ __forceinline__ void st_shared16(unsigned addr, unsigned a, unsigned 
     asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(a), "r"(b), "r"(c),
                  "r"(d)
                  : "memory");
+}
+
+/* CI4 (4-bit) samples to int8, four bytes at a time (correlator.h: re in
+ * the high nibble, im in the low one, two's complement). ci4_u: nibble n of
+ * each byte (shift 4: re, 0: im) as u = n ^ 8 = v + 8 in 0..15. Then per
+ * byte u + 0x78 = v + 0x80 and 0x88 - u = 0x80 - v stay inside the byte (no
+ * carry or borrow crosses into the next), and flipping bit 7 leaves v and
+ * -v: exact for -8 too (-(-8) = 8 fits int8). */
+__device__ __forceinline__ unsigned ci4_u(unsigned x, int shift)
+{
+    return ((x >> shift) & 0x0F0F0F0Fu) ^ 0x08080808u;
+}
+__device__ __forceinline__ unsigned ci4_val(unsigned u) { return (u + 0x78787878u) ^ 0x80808080u; }
+__device__ __forceinline__ unsigned ci4_neg(unsigned u) { return (0x88888888u - u) ^ 0x80808080u; }
+/* A CI4 word (both pols of spectra s, s + 1) gives, for pol p, the int8
+ * word (re, im) of s and s + 1 as perm(re, im, CI4_SEL(p)), and the
+ * conjugate column's (-im, re) as perm(-im, re, CI4_SEL(p)). */
+#define CI4_SEL(p) ((p) ? 0x7351u : 0x6240u)
+
+/* One raw 4-bit chunk (8 spectra, both pols) expanded: words re, im, -im. */
+struct ci4_chunk {
+    unsigned re[4], im[4], ni[4];
+};
+__device__ __forceinline__ ci4_chunk ci4_expand(uint4 x)
+{
+    const unsigned w[4] = {x.x, x.y, x.z, x.w};
+    ci4_chunk c;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const unsigned ui = ci4_u(w[i], 0);
+        c.re[i] = ci4_val(ci4_u(w[i], 4));
+        c.im[i] = ci4_val(ui);
+        c.ni[i] = ci4_neg(ui);
+    }
+    return c;
+}
+
+/* Pol p's two B rows from an expanded 4-bit chunk: (re, im) words to addr,
+ * (-im, re) to conj_addr (the column that yields the imaginary part). */
+__device__ __forceinline__ void ci4_store(const ci4_chunk &e, int p, unsigned addr,
+                                          unsigned conj_addr)
+{
+    const unsigned sel = CI4_SEL(p);
+    st_shared16(addr, __byte_perm(e.re[0], e.im[0], sel), __byte_perm(e.re[1], e.im[1], sel),
+                __byte_perm(e.re[2], e.im[2], sel), __byte_perm(e.re[3], e.im[3], sel));
+    st_shared16(conj_addr, __byte_perm(e.ni[0], e.re[0], sel), __byte_perm(e.ni[1], e.re[1], sel),
+                __byte_perm(e.ni[2], e.re[2], sel), __byte_perm(e.ni[3], e.re[3], sel));
 }
 
 /* K-major operand, 128-byte swizzle, 8-row groups sbo bytes apart (1024:
@@ -246,15 +308,20 @@ __device__ __forceinline__ void next_stage(corr_unit &u)
  * W < 256 where the tile's columns run past the last antenna (columns of
  * absent antennas are multiplied only up to the next 64); W = 0 for a
  * warpgroup whose antennas are all past the last, which only helps. */
-template <int START, int W>
+template <int BITS, int START, int W>
 __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, int a1)
 {
+    /* Copy halves per tile side and stage: 8-bit, 256 bytes per antenna
+     * (two boxes of 32 spectra); 4-bit, 128 bytes (one box of 64 spectra,
+     * the ring slot half used). */
+    constexpr int NH = BITS / 4;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const unsigned bsw0 = u.sbase, ring = u.sbase + 2 * BSW_BYTES;
     const unsigned bar0 = ring + DEPTH * RAW_BYTES;
     /* A diagonal tile's B antennas are its A antennas: copied once. */
     const bool diag = u.tile.x == u.tile.y;
-    const unsigned b_raw = diag ? 0 : 2 * HALF_BYTES, tx = diag ? 2 * HALF_BYTES : RAW_BYTES;
+    const unsigned b_raw = diag ? 0 : NH * HALF_BYTES;
+    const unsigned tx = (diag ? 1 : 2) * NH * HALF_BYTES;
 
     /* Stage s lives in ring slot s % DEPTH, with that slot's mbarrier. */
     auto slot_of = [&](int stage) { return ring + (unsigned)(stage % DEPTH) * RAW_BYTES; };
@@ -264,11 +331,11 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
         const unsigned slot = slot_of(stage), bar = bar_of(stage);
         mbar_expect_tx(bar, tx);
 #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const int c0 = u.r * TS * 4 + h * 128;
+        for (int h = 0; h < NH; h++) {
+            const int c0 = u.r * TS * BITS / 2 + h * 128;
             tma_load(slot + h * HALF_BYTES, map, c0, u.chan, u.tile.x, u.batch, bar);
             if (!diag)
-                tma_load(slot + 2 * HALF_BYTES + h * HALF_BYTES, map, c0, u.chan, u.tile.y,
+                tma_load(slot + (NH + h) * HALF_BYTES, map, c0, u.chan, u.tile.y,
                          u.batch, bar);
         }
     };
@@ -281,7 +348,10 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
      * 2 t, +1 (16 + 4 t..): 8 bytes at byte 64 ks + 8 t and + 32 of the
      * antenna's 256, i.e. half ks / 2, chunk 4 (ks % 2) + t / 2 (+ 2). A
      * half-warp's four antennas have sg = 0, 2, 4, 6 or 1, 3, 5, 7, so its
-     * 16 loads meet 16 distinct bank pairs through the swizzle. */
+     * 16 loads meet 16 distinct bank pairs through the swizzle.
+     * 4-bit: the same spectra are 4 bytes each, byte 32 ks + 4 t (chunk
+     * 2 ks) and + 16 (chunk 2 ks + 1) of the antenna's 128; a warp's eight
+     * antennas have distinct sg, so its 32 loads meet 32 distinct banks. */
     const int t = lane & 3, ar = a1 - u.tile.x, sg = ar & 7;
     unsigned a_rd[2][2]; /* [ks % 2][lo, hi] */
 #pragma unroll
@@ -291,20 +361,37 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
             a_rd[k2][e] = (unsigned)(ar * 128 + (((4 * k2 + (t >> 1) + 2 * e) ^ sg) << 4) +
                                      8 * (t & 1));
     auto frag_a = [&](unsigned slot, unsigned (&af)[4][4]) {
-        uint2 ra[8];
+        if constexpr (BITS == 4) {
+            unsigned ra[8];
 #pragma unroll
-        for (int ks = 0; ks < 4; ks++) {
-            const unsigned half = slot + (unsigned)(ks >> 1) * HALF_BYTES;
-            ra[2 * ks] = ld_shared8(half + a_rd[ks & 1][0]);
-            ra[2 * ks + 1] = ld_shared8(half + a_rd[ks & 1][1]);
-        }
+            for (int c = 0; c < 8; c++)
+                ra[c] = ld_shared4(slot + (unsigned)(ar * 128 + ((c ^ sg) << 4) + 4 * t));
+            /* A is not negated anywhere, so its nibbles need no sign
+             * extension: the nibble in a byte's high half is the int8 16 v
+             * (-8 -> -128 too). A = 16 x the samples, so every product is
+             * 16 times the true one, and the flush shifts by 4 (exact). */
 #pragma unroll
-        for (int ks = 0; ks < 4; ks++) {
-            const uint2 lo = ra[2 * ks], hi = ra[2 * ks + 1];
-            af[ks][0] = __byte_perm(lo.x, lo.y, 0x5410); /* row g: pol 0 */
-            af[ks][1] = __byte_perm(lo.x, lo.y, 0x7632); /* row g + 8: pol 1 */
-            af[ks][2] = __byte_perm(hi.x, hi.y, 0x5410);
-            af[ks][3] = __byte_perm(hi.x, hi.y, 0x7632);
+            for (int c = 0; c < 8; c++) {
+                const unsigned re16 = ra[c] & 0xF0F0F0F0u, im16 = (ra[c] << 4) & 0xF0F0F0F0u;
+                af[c >> 1][2 * (c & 1)] = __byte_perm(re16, im16, CI4_SEL(0));
+                af[c >> 1][2 * (c & 1) + 1] = __byte_perm(re16, im16, CI4_SEL(1));
+            }
+        } else {
+            uint2 ra[8];
+#pragma unroll
+            for (int ks = 0; ks < 4; ks++) {
+                const unsigned half = slot + (unsigned)(ks >> 1) * HALF_BYTES;
+                ra[2 * ks] = ld_shared8(half + a_rd[ks & 1][0]);
+                ra[2 * ks + 1] = ld_shared8(half + a_rd[ks & 1][1]);
+            }
+#pragma unroll
+            for (int ks = 0; ks < 4; ks++) {
+                const uint2 lo = ra[2 * ks], hi = ra[2 * ks + 1];
+                af[ks][0] = __byte_perm(lo.x, lo.y, 0x5410); /* row g: pol 0 */
+                af[ks][1] = __byte_perm(lo.x, lo.y, 0x7632); /* row g + 8: pol 1 */
+                af[ks][2] = __byte_perm(hi.x, hi.y, 0x5410);
+                af[ks][3] = __byte_perm(hi.x, hi.y, 0x7632);
+            }
         }
     };
 
@@ -312,38 +399,69 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
      * 2 j + 1) of antennas bn and bn + 32. The 8 lanes that store at once
      * hold two neighbouring antennas (c % 8 differs in bit 2) and j over one
      * half (4 values), and load from one copy half with the two antennas'
-     * swizzles differing in bit 0: no bank met twice either way. */
+     * swizzles differing in bit 0: no bank met twice either way.
+     * 4-bit: chunk j is raw chunk j (16 bytes, both pols), and the 8 lanes
+     * are one antenna's eight chunks (j = lane % 8): one row, eight chunks,
+     * for the loads and the stores alike. */
     const int jlo = lane & 3, aodd = (lane >> 2) & 1, jhi = (lane >> 3) & 1;
-    const int bn = 4 * warp + 2 * (lane >> 4) + aodd, bj = jlo + 4 * jhi, bx = bn & 7;
+    const int bn = BITS == 8 ? 4 * warp + 2 * (lane >> 4) + aodd : 4 * warp + (lane >> 3);
+    const int bj = BITS == 8 ? jlo + 4 * jhi : lane & 7, bx = bn & 7;
     const int b_valid = u.n_ants - u.tile.y;
     unsigned b_rd[2];
 #pragma unroll
     for (int e = 0; e < 2; e++)
-        b_rd[e] = b_raw + (unsigned)(jhi * HALF_BYTES + bn * 128 + (((2 * jlo + e) ^ bx) << 4));
+        b_rd[e] = BITS == 8 ? b_raw + (unsigned)(jhi * HALF_BYTES + bn * 128 +
+                                                 (((2 * jlo + e) ^ bx) << 4))
+                            : b_raw + (unsigned)(bn * 128 + ((bj ^ bx) << 4));
+    /* B column c's chunk bj: 8 spectra of (re, im) or (-im, re) words */
+    auto st_col = [&](unsigned bsw, int c, unsigned r0, unsigned r1, unsigned r2, unsigned r3) {
+        st_shared16(bsw + (unsigned)c * 128u + ((unsigned)(bj ^ (c & 7)) << 4), r0, r1, r2, r3);
+    };
     auto build_b = [&](unsigned slot, unsigned bsw) {
-        uint4 rb[4];
+        if constexpr (BITS == 4) {
+            uint4 rb[2];
 #pragma unroll
-        for (int qq = 0; qq < 2; qq++) {
-            rb[2 * qq] = ld_shared16(slot + b_rd[0] + qq * 32 * 128);
-            rb[2 * qq + 1] = ld_shared16(slot + b_rd[1] + qq * 32 * 128);
-        }
+            for (int qq = 0; qq < 2; qq++)
+                rb[qq] = ld_shared16(slot + b_rd[0] + qq * 32 * 128);
 #pragma unroll
-        for (int qq = 0; qq < 2; qq++) {
-            const uint4 x0 = rb[2 * qq], x1 = rb[2 * qq + 1];
-            const int a = bn + 32 * qq;
-            if (a >= b_valid) /* past the last antenna: its columns' products are dropped */
-                continue;
+            for (int qq = 0; qq < 2; qq++) {
+                const int a = bn + 32 * qq;
+                if (a >= b_valid)
+                    continue;
+                const ci4_chunk e = ci4_expand(rb[qq]);
 #pragma unroll
-            for (int p2 = 0; p2 < 2; p2++) {
-                const unsigned sel = p2 ? 0x7632 : 0x5410;
-                const unsigned r0 = __byte_perm(x0.x, x0.y, sel), r1 = __byte_perm(x0.z, x0.w, sel);
-                const unsigned r2 = __byte_perm(x1.x, x1.y, sel), r3 = __byte_perm(x1.z, x1.w, sel);
-                const int c = 4 * a + 2 * p2;
-                st_shared16(bsw + (unsigned)c * 128u + ((unsigned)(bj ^ (c & 7)) << 4), r0, r1, r2,
-                            r3);
-                st_shared16(bsw + (unsigned)(c + 1) * 128u + ((unsigned)(bj ^ ((c + 1) & 7)) << 4),
-                            cbf_corr_conj_perm(r0), cbf_corr_conj_perm(r1),
-                            cbf_corr_conj_perm(r2), cbf_corr_conj_perm(r3));
+                for (int p2 = 0; p2 < 2; p2++) {
+                    const int c = 4 * a + 2 * p2;
+                    ci4_store(e, p2, bsw + (unsigned)c * 128u + ((unsigned)(bj ^ (c & 7)) << 4),
+                              bsw + (unsigned)(c + 1) * 128u +
+                                  ((unsigned)(bj ^ ((c + 1) & 7)) << 4));
+                }
+            }
+        } else {
+            uint4 rb[4];
+#pragma unroll
+            for (int qq = 0; qq < 2; qq++) {
+                rb[2 * qq] = ld_shared16(slot + b_rd[0] + qq * 32 * 128);
+                rb[2 * qq + 1] = ld_shared16(slot + b_rd[1] + qq * 32 * 128);
+            }
+#pragma unroll
+            for (int qq = 0; qq < 2; qq++) {
+                const uint4 x0 = rb[2 * qq], x1 = rb[2 * qq + 1];
+                const int a = bn + 32 * qq;
+                if (a >= b_valid) /* past the last antenna: its columns' products are dropped */
+                    continue;
+#pragma unroll
+                for (int p2 = 0; p2 < 2; p2++) {
+                    const unsigned sel = p2 ? 0x7632 : 0x5410;
+                    const unsigned r0 = __byte_perm(x0.x, x0.y, sel);
+                    const unsigned r1 = __byte_perm(x0.z, x0.w, sel);
+                    const unsigned r2 = __byte_perm(x1.x, x1.y, sel);
+                    const unsigned r3 = __byte_perm(x1.z, x1.w, sel);
+                    const int c = 4 * a + 2 * p2;
+                    st_col(bsw, c, r0, r1, r2, r3);
+                    st_col(bsw, c + 1, cbf_corr_conj_perm(r0), cbf_corr_conj_perm(r1),
+                           cbf_corr_conj_perm(r2), cbf_corr_conj_perm(r3));
+                }
             }
         }
     };
@@ -441,13 +559,15 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
             unsigned long long *p = reinterpret_cast<unsigned long long *>(
                 u.out + (((size_t)a2 * (a2 + 1) / 2 + a1) * 4 + 2 * p2) * 2);
 #pragma unroll
-            for (int e = 0; e < 4; e++)
-                atomicAdd(p + e, (unsigned long long)(long long)acc[4 * j + e]);
+            for (int e = 0; e < 4; e++) /* 4-bit: A was 16 x the samples */
+                atomicAdd(p + e, (unsigned long long)(long long)(BITS == 4 ? acc[4 * j + e] >> 4
+                                                                           : acc[4 * j + e]));
         }
     }
 }
 #endif
 
+template <int BITS>
 __global__ void __launch_bounds__(THREADS, 1)
     corr_wgmma(const __grid_constant__ CUtensorMap map, long long *__restrict__ accum,
                const int2 *__restrict__ tiles, int ntiles, int n_ants, int channels, int steps,
@@ -479,17 +599,17 @@ __global__ void __launch_bounds__(THREADS, 1)
     const int cols = 4 * min(TILE, n_ants - u.tile.y), end = (cols + 63) & ~63;
     const int width = u.tile.x + 32 * wg < n_ants && end > start ? end - start : 0;
     if (width == 0)
-        corr_run<0, 0>(u, &map, a1);
+        corr_run<BITS, 0, 0>(u, &map, a1);
     else if (start) /* width 64 or 128 */
-        width == 128 ? corr_run<128, 128>(u, &map, a1) : corr_run<128, 64>(u, &map, a1);
+        width == 128 ? corr_run<BITS, 128, 128>(u, &map, a1) : corr_run<BITS, 128, 64>(u, &map, a1);
     else if (width == 256)
-        corr_run<0, 256>(u, &map, a1);
+        corr_run<BITS, 0, 256>(u, &map, a1);
     else if (width == 192)
-        corr_run<0, 192>(u, &map, a1);
+        corr_run<BITS, 0, 192>(u, &map, a1);
     else if (width == 128)
-        corr_run<0, 128>(u, &map, a1);
+        corr_run<BITS, 0, 128>(u, &map, a1);
     else
-        corr_run<0, 64>(u, &map, a1);
+        corr_run<BITS, 0, 64>(u, &map, a1);
 #else
     __trap(); /* wgmma needs sm_90a */
 #endif
@@ -533,9 +653,10 @@ __device__ __forceinline__ int sm_row(int a, int p, int q)
 
 /* One segment (one channel, u.n stages) of warpgroup WG's work; g0: stages
  * this block ran before (ring slot and mbarrier phase). */
-template <int WG>
+template <int WG, int BITS>
 __device__ __forceinline__ void small_seg(corr_unit &u, const CUtensorMap *map, int g0)
 {
+    constexpr int NH = BITS / 4; /* copies per stage (see corr_run) */
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     /* Copies are issued by warpgroup 1, whose MMAs are the shorter. */
     constexpr int ISSUER = THREADS / 2;
@@ -545,9 +666,10 @@ __device__ __forceinline__ void small_seg(corr_unit &u, const CUtensorMap *map, 
     auto bar_of = [&](int st) { return bar0 + 8u * (unsigned)((g0 + st) % DEPTH); };
     auto issue = [&](int st) {
         const unsigned slot = slot_of(st), bar = bar_of(st);
-        mbar_expect_tx(bar, SM_RAW);
-        for (int h = 0; h < 2; h++)
-            tma_load(slot + h * SM_HALF, map, u.r * TS * 4 + h * 128, u.chan, 0, u.batch, bar);
+        mbar_expect_tx(bar, NH * SM_HALF);
+        for (int h = 0; h < NH; h++)
+            tma_load(slot + h * SM_HALF, map, u.r * TS * BITS / 2 + h * 128, u.chan, 0, u.batch,
+                     bar);
     };
     auto wait_stage = [&](int st) {
         mbar_wait(bar_of(st), (unsigned)((g0 + st) / DEPTH) & 1u);
@@ -559,37 +681,51 @@ __device__ __forceinline__ void small_seg(corr_unit &u, const CUtensorMap *map, 
      * the last are built from zeros). Lanes as corr_run's build_b: the
      * quarter-warp's two antennas differ in bit 0, so its loads meet
      * different banks through the copy's swizzle, and (sm_row) its stores
-     * too. */
+     * too. 4-bit: as corr_run's too (a quarter-warp is one antenna's eight
+     * chunks, each one raw chunk). */
     const int jlo = lane & 3, aodd = (lane >> 2) & 1, jhi = (lane >> 3) & 1;
-    const int bn = 4 * warp + 2 * (lane >> 4) + aodd, bj = jlo + 4 * jhi;
+    const int bn = BITS == 8 ? 4 * warp + 2 * (lane >> 4) + aodd : 4 * warp + (lane >> 3);
+    const int bj = BITS == 8 ? jlo + 4 * jhi : lane & 7;
     const int an[3] = {bn, bn + 32, 64 + (bn & 15)}, p3 = bn >> 4;
     unsigned rd[3][2], st[5];
 #pragma unroll
     for (int q = 0; q < 3; q++)
 #pragma unroll
         for (int e = 0; e < 2; e++)
-            rd[q][e] = (unsigned)(jhi * SM_HALF + an[q] * 128 + (((2 * jlo + e) ^ (bn & 7)) << 4));
+            rd[q][e] = BITS == 8 ? (unsigned)(jhi * SM_HALF + an[q] * 128 +
+                                              (((2 * jlo + e) ^ (bn & 7)) << 4))
+                                 : (unsigned)(an[q] * 128 + ((bj ^ (bn & 7)) << 4));
 #pragma unroll
     for (int k = 0; k < 5; k++) { /* (antenna, pol) k: an[k / 2], pol k % 2; k = 4: p3 */
         const int row = sm_row(an[k >> 1], k < 4 ? k & 1 : p3, 0);
         st[k] = (unsigned)(row * 128 + ((bj ^ (row & 7)) << 4));
     }
     auto build = [&](unsigned slot, unsigned buf) {
-        uint4 rb[6];
+        if constexpr (BITS == 4) {
 #pragma unroll
-        for (int q = 0; q < 3; q++) {
-            rb[2 * q] = ld_shared16(slot + rd[q][0]);
-            rb[2 * q + 1] = ld_shared16(slot + rd[q][1]);
-        }
+            for (int q = 0; q < 3; q++) {
+                const ci4_chunk e = ci4_expand(ld_shared16(slot + rd[q][0]));
 #pragma unroll
-        for (int k = 0; k < 5; k++) {
-            const uint4 x0 = rb[2 * (k >> 1)], x1 = rb[2 * (k >> 1) + 1];
-            const unsigned sel = (k < 4 ? k & 1 : p3) ? 0x7632 : 0x5410;
-            const unsigned r0 = __byte_perm(x0.x, x0.y, sel), r1 = __byte_perm(x0.z, x0.w, sel);
-            const unsigned r2 = __byte_perm(x1.x, x1.y, sel), r3 = __byte_perm(x1.z, x1.w, sel);
-            st_shared16(buf + st[k], r0, r1, r2, r3);
-            st_shared16(buf + st[k] + 8 * 128, cbf_corr_conj_perm(r0), cbf_corr_conj_perm(r1),
-                        cbf_corr_conj_perm(r2), cbf_corr_conj_perm(r3));
+                for (int k = 2 * q; k < (q < 2 ? 2 * q + 2 : 5); k++)
+                    ci4_store(e, k < 4 ? k & 1 : p3, buf + st[k], buf + st[k] + 8 * 128);
+            }
+        } else {
+            uint4 rb[6];
+#pragma unroll
+            for (int q = 0; q < 3; q++) {
+                rb[2 * q] = ld_shared16(slot + rd[q][0]);
+                rb[2 * q + 1] = ld_shared16(slot + rd[q][1]);
+            }
+#pragma unroll
+            for (int k = 0; k < 5; k++) {
+                const uint4 x0 = rb[2 * (k >> 1)], x1 = rb[2 * (k >> 1) + 1];
+                const unsigned sel = (k < 4 ? k & 1 : p3) ? 0x7632 : 0x5410;
+                const unsigned r0 = __byte_perm(x0.x, x0.y, sel), r1 = __byte_perm(x0.z, x0.w, sel);
+                const unsigned r2 = __byte_perm(x1.x, x1.y, sel), r3 = __byte_perm(x1.z, x1.w, sel);
+                st_shared16(buf + st[k], r0, r1, r2, r3);
+                st_shared16(buf + st[k] + 8 * 128, cbf_corr_conj_perm(r0), cbf_corr_conj_perm(r1),
+                            cbf_corr_conj_perm(r2), cbf_corr_conj_perm(r3));
+            }
         }
     };
 
@@ -684,6 +820,7 @@ __device__ __forceinline__ void small_seg(corr_unit &u, const CUtensorMap *map, 
 }
 #endif
 
+template <int BITS>
 __global__ void __launch_bounds__(THREADS, 1)
     corr_wgmma_small(const __grid_constant__ CUtensorMap map, long long *__restrict__ accum,
                      int n_ants, int steps, long long b_begin, long long niter, long long total,
@@ -722,9 +859,9 @@ __global__ void __launch_bounds__(THREADS, 1)
         u.r = (int)(st - q * steps);
         u.out = accum + (size_t)chan * ((size_t)n_ants * (n_ants + 1) / 2) * 8;
         if (tid >> 7)
-            small_seg<1>(u, &map, g0);
+            small_seg<1, BITS>(u, &map, g0);
         else
-            small_seg<0>(u, &map, g0);
+            small_seg<0, BITS>(u, &map, g0);
         g0 += (int)(e - k);
         k = e;
     }
@@ -752,7 +889,7 @@ static PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder(void)
 
 int cbf_corr_sm90_fits(const cbf_corr_shape *s)
 {
-    return s->bits == 8 && s->spectra_per_heap % TS == 0;
+    return (s->bits == 8 || s->bits == 4) && s->spectra_per_heap % TS == 0;
 }
 
 cudaError_t cbf_corr_sm90_prepare(void)
@@ -769,11 +906,15 @@ cudaError_t cbf_corr_sm90_prepare(void)
         return cudaErrorNoKernelImageForDevice; /* sm_90a code runs on 9.0 alone */
     if (!tensor_map_encoder())
         return cudaErrorNotSupported; /* a driver without bulk tensor copies */
-    cudaError_t e2 = cudaFuncSetAttribute(corr_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          SMEM_BYTES);
-    if (e2 == cudaSuccess)
-        e2 = cudaFuncSetAttribute(corr_wgmma_small, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  SM_SMEM);
+    const void *big[2] = {(const void *)corr_wgmma<8>, (const void *)corr_wgmma<4>};
+    const void *small[2] = {(const void *)corr_wgmma_small<8>, (const void *)corr_wgmma_small<4>};
+    cudaError_t e2 = cudaSuccess;
+    for (int i = 0; i < 2 && e2 == cudaSuccess; i++) {
+        e2 = cudaFuncSetAttribute(big[i], cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
+        if (e2 == cudaSuccess)
+            e2 = cudaFuncSetAttribute(small[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      SM_SMEM);
+    }
     return e2;
 }
 
@@ -838,12 +979,13 @@ static long long pick_share(long long niter, long long total, int sms)
 }
 
 /* The input as a 4-D byte tensor: (spectrum bytes, channel, antenna,
- * batch); a box is 32 spectra of one channel of box_ants antennas, 128-byte
- * swizzle. Antennas past the last come back as zeros. */
+ * batch); a box is 128 bytes (32 spectra of 8-bit input, 64 of 4-bit) of
+ * one channel of box_ants antennas, 128-byte swizzle. Antennas past the
+ * last come back as zeros. */
 static cudaError_t encode_map(CUtensorMap *map, const cbf_corr_job *job, unsigned box_ants)
 {
     const cbf_corr_shape *s = &job->shape;
-    const cuuint64_t row = (cuuint64_t)s->spectra_per_heap * 4;
+    const cuuint64_t row = (cuuint64_t)s->spectra_per_heap * (cuuint64_t)(s->bits / 2);
     const cuuint64_t dims[4] = {row, (cuuint64_t)s->channels, (cuuint64_t)s->n_ants,
                                 (cuuint64_t)job->batch_end};
     const cuuint64_t strides[3] = {row, row * s->channels, row * s->channels * s->n_ants};
@@ -873,7 +1015,8 @@ cudaError_t cbf_corr_sm90_launch(const cbf_corr_job *job, const int2 *tiles, int
             return cudaErrorInvalidConfiguration;
         if ((e = encode_map(&map, job, SM_ANTS)) != cudaSuccess)
             return e;
-        corr_wgmma_small<<<(unsigned)blocks, THREADS, SM_SMEM, stream>>>(
+        (s->bits == 4 ? corr_wgmma_small<4> : corr_wgmma_small<8>)<<<(unsigned)blocks, THREADS,
+                                                                     SM_SMEM, stream>>>(
             map, (long long *)job->accum, s->n_ants, (int)steps, (long long)job->batch_begin,
             niter, total, (int)len);
         return cudaGetLastError();
@@ -885,7 +1028,8 @@ cudaError_t cbf_corr_sm90_launch(const cbf_corr_job *job, const int2 *tiles, int
         return cudaErrorInvalidConfiguration;
     if ((e = encode_map(&map, job, TILE)) != cudaSuccess)
         return e;
-    corr_wgmma<<<(unsigned)blocks, THREADS, SMEM_BYTES, stream>>>(
+    (s->bits == 4 ? corr_wgmma<4> : corr_wgmma<8>)<<<(unsigned)blocks, THREADS, SMEM_BYTES,
+                                                     stream>>>(
         map, (long long *)job->accum, tiles, ntiles, s->n_ants, s->channels, (int)steps,
         (long long)job->batch_begin, niter, unit);
     return cudaGetLastError();

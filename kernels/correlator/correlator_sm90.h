@@ -22,8 +22,8 @@ __device__ __forceinline__ unsigned cbf_corr_conj_perm(unsigned v)
 }
 #endif
 
-/* 1 when the shape suits the kernel: 8-bit, spectra_per_heap a multiple of
- * its 64-spectrum stage. */
+/* 1 when the shape suits the kernels: 8- or 4-bit, spectra_per_heap a
+ * multiple of their 64-spectrum stage. */
 int cbf_corr_sm90_fits(const cbf_corr_shape *s);
 
 /* Checks that the device can run the sm_90a image and raises the kernel's

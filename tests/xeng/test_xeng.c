@@ -24,6 +24,7 @@
 
 static int use_gpu;
 static uint64_t rng_state;
+static int ci4_extremes; /* 4-bit samples from {-8, 7} alone */
 
 static uint64_t rnd(void)
 {
@@ -46,6 +47,8 @@ static uint8_t *random_input(const cbf_corr_shape *s, size_t batches)
     for (size_t i = 0; i < n; i++) {
         if (s->bits == 8)
             p[i] = (uint8_t)(int8_t)rnd_range(-127, 127);
+        else if (ci4_extremes)
+            p[i] = (uint8_t)((rnd() & 1 ? 0x80 : 0x70) | (rnd() & 1 ? 0x08 : 0x07));
         else
             p[i] = (uint8_t)(((rnd_range(-8, 7) & 15) << 4) | (rnd_range(-8, 7) & 15));
     }
@@ -162,6 +165,8 @@ static void test_small_arrays(void **state)
     each_block(&s, 60, 2, 60);
 }
 
+/* 4-bit input with 96 spectra per heap: not whole 64-spectrum stages, so
+ * the mma.sync kernel alone. */
 static void test_4bit(void **state)
 {
     (void)state;
@@ -170,6 +175,36 @@ static void test_4bit(void **state)
         cbf_corr_shape s = {ns[i], 3, 96, 4};
         each_block(&s, 3, 0, 3);
     }
+}
+
+/* 4-bit input in the shapes the wgmma kernels take on an H100/H200 (block
+ * 0): one tile, partial and diagonal tiles, the small-array kernel
+ * (65..80, shares crossing channels and batches), several tile rows
+ * (300: a partial last one), 192 spectra (stages across batches), and a
+ * long range over few tiles, cut into pieces that add into the same
+ * accumulators. */
+static void test_4bit_hopper(void **state)
+{
+    (void)state;
+    static const int ns[] = {1, 3, 33, 64, 65, 72, 79, 80, 130, 300};
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        cbf_corr_shape s = {ns[i], 3, 192, 4};
+        each_block(&s, 4, 1, 3 + (i & 1));
+    }
+    cbf_corr_shape s = {72, 5, 192, 4};
+    each_block(&s, 30, 1, 30);
+    cbf_corr_shape s1 = {80, 1, 256, 4};
+    each_block(&s1, 60, 2, 60);
+    cbf_corr_shape s2 = {130, 1, 256, 4};
+    each_block(&s2, 40, 3, 40);
+    /* the extremes alone (-8: its negation and its 16-fold copy in the
+     * 64 x 64 kernel's A), over a few hundred stages per block */
+    ci4_extremes = 1;
+    cbf_corr_shape s3 = {130, 1, 512, 4};
+    each_block(&s3, 30, 0, 30);
+    cbf_corr_shape s4 = {80, 2, 512, 4};
+    each_block(&s4, 20, 0, 20);
+    ci4_extremes = 0;
 }
 
 static void test_many_channels(void **state)
@@ -427,11 +462,16 @@ int main(int argc, char **argv)
     rng_state = seed ? seed : 1;
     printf("test_xeng%s: seed %" PRIu64 " (CBF_TEST_SEED repeats it)\n", use_gpu ? " --gpu" : "",
            seed);
+    /* CBF_TEST_FILTER: run only the tests whose names match (cmocka's
+     * pattern: * and ?), e.g. a quicker compute-sanitizer pass */
+    const char *filter = getenv("CBF_TEST_FILTER");
+    if (filter && *filter)
+        cmocka_set_test_filter(filter);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_args),      cmocka_unit_test(test_dump_split),
         cmocka_unit_test(test_antenna_counts), cmocka_unit_test(test_large_n),
         cmocka_unit_test(test_long_range),    cmocka_unit_test(test_small_arrays),
-        cmocka_unit_test(test_4bit),
+        cmocka_unit_test(test_4bit),          cmocka_unit_test(test_4bit_hopper),
         cmocka_unit_test(test_many_channels), cmocka_unit_test(test_reducer),
         cmocka_unit_test(test_saturation),    cmocka_unit_test(test_dumps),
     };
