@@ -173,8 +173,9 @@ static int parse(int argc, char **argv, opts *o)
         char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !v) {
             fprintf(strcmp(a, "--help") ? stderr : stdout,
-                    "usage: cbf-bench ddc [--decimation 8,16,32] [--ratio 8,16] [--per-thread 0,4,8,16]\n"
-                    "                     [--bits 10] [--samples 268435456] [--reps 20]\n"
+                    "usage: cbf-bench ddc [--decimation 8,16,32] [--ratio 8,16]\n"
+                    "                     [--per-thread 0,4,8,16] [--bits 10] [--samples 268435456]\n"
+                    "                     [--reps 20]\n"
                     "                     [--chain 8:4096,16:4096,32:1024,8:32768] [--pfb-taps 16]\n"
                     "ratio: taps / decimation (4, 8, 12 or 16); samples: per polarisation;\n"
                     "per-thread: 0 the default kernel (tensor cores where they apply), 4, 8, 16\n"
