@@ -14,7 +14,8 @@
  * Beside the correlator: the correlator alone on a call's batches, then
  * correlator and beamformer on the same input, one after the other on one
  * stream and side by side on two; "extra" is the time over the correlator
- * alone. */
+ * alone. Then the same for the first antenna count on a stream of engine-
+ * sized buffers (beside_ring). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,7 @@
 typedef struct opts {
     int ants[MAX_LIST], n_ants, beams[MAX_LIST], n_beams, reps, dither;
     double gib;       /* input bytes per call, GiB */
+    int xb_channels[MAX_LIST], n_xb; /* an X-engine's channels, for the stream of buffers */
 } opts;
 
 typedef struct beam_ctx {
@@ -251,6 +253,110 @@ static int beside_one(const opts *o, int n, int b, cudaStream_t s, cudaStream_t 
     return 0;
 }
 
+/* Beside the correlator as an engine meets its buffers: a stream of R
+ * distinct buffers of BATCHES heaps x `channels` (an X-engine's share of
+ * the band), together 4x the L2 cache so each arrives from DRAM; per
+ * buffer the correlator (adding into one set of accumulators, as between
+ * dumps) and the beamformer, either after it on one stream or on a second
+ * stream that starts the buffer when the correlator does (the buffer's
+ * arrival), so the beamformer may read what the correlator just brought
+ * into L2. */
+typedef struct ring_ctx {
+    corr_ctx *c;             /* [r] */
+    beam_ctx *b;             /* [r] */
+    int r, beams;            /* beams 0: the correlator alone */
+    cudaStream_t side;       /* NULL: the beams on the correlator's stream */
+    cudaEvent_t *arrive;     /* [r] */
+    cudaEvent_t join;
+} ring_ctx;
+
+static int do_ring(void *p)
+{
+    ring_ctx *x = p;
+    for (int i = 0; i < x->r; i++) {
+        if (x->beams && x->side) {
+            CK(cudaEventRecord(x->arrive[i], x->c[i].s));
+            CK(cudaStreamWaitEvent(x->side, x->arrive[i], 0));
+        }
+        if (do_corr(&x->c[i]))
+            return 1;
+        if (x->beams) {
+            x->b[i].s = x->side ? x->side : x->c[i].s;
+            if (do_beam(&x->b[i]))
+                return 1;
+        }
+    }
+    if (x->beams && x->side) {
+        CK(cudaEventRecord(x->join, x->side));
+        CK(cudaStreamWaitEvent(x->c[0].s, x->join, 0));
+    }
+    return 0;
+}
+
+static int beside_ring(const opts *o, int n, int b, int channels, size_t l2, cudaStream_t s, cudaStream_t side)
+{
+    const cbf_beam_shape bs = {n, b, channels, SPECTRA};
+    const size_t buf = BATCHES * cbf_beam_in_batch_bytes(&bs);
+    int r = (int)((4 * l2 + buf - 1) / buf);
+    if (r < 2)
+        r = 2;
+    if (r > 64)
+        r = 64;
+    dev_in *d = calloc((size_t)r, sizeof *d);
+    corr_ctx *cc = calloc((size_t)r, sizeof *cc);
+    beam_ctx *bc = calloc((size_t)r, sizeof *bc);
+    cudaEvent_t *ev = calloc((size_t)r, sizeof *ev);
+    if (!d || !cc || !bc || !ev)
+        return fprintf(stderr, "cbf-bench beam: out of memory\n"), 1;
+    cbf_beam_coef *coef;
+    uint8_t *pol;
+    if (make_coefs(n, b, channels, &coef, &pol))
+        return 1;
+    char msg[512];
+    const cbf_corr_shape sh = {n, channels, SPECTRA, 8};
+    cbf_corr_cuda *plan;
+    if (cbf_corr_cuda_create(&sh, 0, &plan, msg, sizeof msg))
+        return fprintf(stderr, "cbf-bench beam: %s\n", msg), 1;
+    const int slices = cbf_corr_cuda_auto_slices(plan, BATCHES);
+    const size_t len = cbf_corr_accum_len(&sh);
+    int64_t *acc;
+    CK(cudaMalloc((void **)&acc, (size_t)slices * len * 8));
+    CK(cudaMemset(acc, 0, (size_t)slices * len * 8));
+    for (int i = 0; i < r; i++) {
+        if (alloc_io(n, b, channels, &d[i]))
+            return 1;
+        cc[i] = (corr_ctx){plan, {sh, d[i].in, 0, BATCHES, acc, slices}, s};
+        bc[i].s = s;
+        job_for(&bc[i], n, b, channels, &d[i], coef, pol, o->dither);
+        CK(cudaEventCreateWithFlags(&ev[i], cudaEventDisableTiming));
+    }
+    ring_ctx alone = {cc, bc, r, 0, NULL, ev, NULL}, seq = alone, par = alone;
+    seq.beams = par.beams = 1;
+    par.side = side;
+    CK(cudaEventCreateWithFlags(&par.join, cudaEventDisableTiming));
+    float tc, ts, tp;
+    if (cbf_bench_time_ms(do_ring, &alone, s, o->reps, &tc) || cbf_bench_time_ms(do_ring, &seq, s, o->reps, &ts) ||
+        cbf_bench_time_ms(do_ring, &par, s, o->reps, &tp))
+        return 1;
+    CK(cudaGetLastError());
+    printf("| %d | %d | %d | %d x %.1f MB | %.3f | %.3f | %.1f%% | %.3f | %.1f%% |\n", n, b, channels, r, buf / 1e6,
+           tc / r, ts / r, 100.0 * (ts - tc) / tc, tp / r, 100.0 * (tp - tc) / tc);
+    cudaEventDestroy(par.join);
+    for (int i = 0; i < r; i++) {
+        cudaEventDestroy(ev[i]);
+        free_io(&d[i]);
+    }
+    cudaFree(acc);
+    cbf_corr_cuda_destroy(plan);
+    cudaFree(coef);
+    cudaFree(pol);
+    free(d);
+    free(cc);
+    free(bc);
+    free(ev);
+    return 0;
+}
+
 static int parse_list(const char *v, int *out, int *n)
 {
     *n = 0;
@@ -278,14 +384,20 @@ static int parse(int argc, char **argv, opts *o)
     o->n_ants = 3;
     memcpy(o->beams, beams, sizeof beams);
     o->n_beams = 3;
+    /* MeerKAT's 4096 and 32768 channels over 32 X-engines */
+    o->xb_channels[0] = 128;
+    o->xb_channels[1] = 1024;
+    o->n_xb = 2;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help")) {
             printf("usage: cbf-bench beam [--ants 64,256,1024] [--beams 8,64,256] [--reps N]\n"
-                   "                      [--gib G] [--no-dither]\n"
+                   "                      [--gib G] [--no-dither] [--xb-channels 128,1024]\n"
                    "Times the beamformer for every (antennas, beams) pair against the copy\n"
                    "rate and the cuBLAS fp32 and fp16 GEMM rates, measured in the same run,\n"
-                   "then beside the correlator on the same input (the first beam count).\n");
+                   "then beside the correlator on the same input (the first beam count):\n"
+                   "one call of --gib, and (the first antenna count) a stream of buffers of\n"
+                   "an X-engine's channels.\n");
             return 1;
         } else if (v && !strcmp(a, "--ants")) {
             if (parse_list(v, o->ants, &o->n_ants))
@@ -299,6 +411,10 @@ static int parse(int argc, char **argv, opts *o)
             o->reps = atoi(v), i++;
         } else if (v && !strcmp(a, "--gib")) {
             o->gib = atof(v), i++;
+        } else if (v && !strcmp(a, "--xb-channels")) {
+            if (parse_list(v, o->xb_channels, &o->n_xb))
+                return fprintf(stderr, "cbf-bench beam: --xb-channels: '%s' is not a list of counts\n", v), 2;
+            i++;
         } else if (!strcmp(a, "--no-dither")) {
             o->dither = 0;
         } else {
@@ -345,6 +461,16 @@ int cbf_bench_beam(int argc, char **argv)
            "streams ms | extra |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     for (int i = 0; i < o.n_ants; i++)
         if (beside_one(&o, o.ants[i], o.beams[0], s, side))
+            return 1;
+    printf("\nBeside the correlator on a stream of buffers (%d heaps of an X-engine's channels each, "
+           "distinct buffers spanning 4x the %.0f MB L2): ms per buffer; extra = time over the correlator "
+           "alone\n\n", BATCHES, prop.l2CacheSize / 1e6);
+    printf("| N | B | channels | buffers | correlator ms | both, one stream ms | extra | both, two streams "
+           "ms | extra |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    /* the first antenna count only: the small array, where the beams cost
+     * most beside the correlator (and large N's accumulators would not fit) */
+    for (int k = 0; k < o.n_xb; k++)
+        if (beside_ring(&o, o.ants[0], o.beams[0], o.xb_channels[k], (size_t)prop.l2CacheSize, s, side))
             return 1;
     CK(cudaStreamDestroy(side));
     CK(cudaStreamDestroy(s));
