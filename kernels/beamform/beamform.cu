@@ -316,6 +316,9 @@ bf_kernel(cbf_beam_job job, size_t batch0, int bpb, int t0, int t1, int block0)
     for (int i = 0; i < BF_MT; i++)
         whole |= (unsigned)(tt + 16 * i >= t0 && tt + 16 * i + 1 < t1) << i;
 
+    /* the sums; each batch's output zeroes them again, so every group
+     * (every block has at least one batch) starts from zero */
+    int acc[BF_MT][2][3][4] = {};
     for (int bg = 0; bg < B; bg += BF_GROUP) {
         /* the first k-steps' copies, in flight while the first
          * coefficients are made */
@@ -328,16 +331,6 @@ bf_kernel(cbf_beam_job job, size_t batch0, int bpb, int t0, int t1, int block0)
          * barrier at its end; the first stage's barrier shows them) */
         if (bg)
             bf_scales(job, bg, s_scale, s_inv);
-        int acc[BF_MT][2][3][4];
-#pragma unroll
-        for (int i = 0; i < BF_MT; i++)
-#pragma unroll
-            for (int nt = 0; nt < 2; nt++)
-#pragma unroll
-                for (int d = 0; d < 3; d++)
-#pragma unroll
-                    for (int k = 0; k < 4; k++)
-                        acc[i][nt][d][k] = 0;
         unsigned sat[2] = {0u, 0u};
         uint64_t zb = z00 + (uint64_t)bg * CBF_DITHER_GAMMA; /* batch nb0 + n */
         int slot = 0, cslot = BF_NS - 1;                      /* summed, being filled */
