@@ -211,6 +211,30 @@ static int bench_one(const opts *o, int n, int b, const ceil_t *cl, cudaStream_t
     return 0;
 }
 
+/* A correlator on `in` (BATCHES heaps of n antennas x channels): its plan
+ * and zeroed accumulators (slices that fill the GPU), on stream s. */
+static int corr_for(int n, int channels, const uint8_t *in, cudaStream_t s, corr_ctx *cc)
+{
+    char msg[512];
+    const cbf_corr_shape sh = {n, channels, SPECTRA, 8};
+    cc->s = s;
+    if (cbf_corr_cuda_create(&sh, 0, &cc->plan, msg, sizeof msg))
+        return fprintf(stderr, "cbf-bench beam: %s\n", msg), 1;
+    const int slices = cbf_corr_cuda_auto_slices(cc->plan, BATCHES);
+    const size_t bytes = (size_t)slices * cbf_corr_accum_len(&sh) * 8;
+    int64_t *acc;
+    CK(cudaMalloc((void **)&acc, bytes));
+    CK(cudaMemset(acc, 0, bytes));
+    cc->job = (cbf_corr_job){sh, in, 0, BATCHES, acc, slices};
+    return 0;
+}
+
+static void corr_free(corr_ctx *cc)
+{
+    cudaFree(cc->job.accum);
+    cbf_corr_cuda_destroy(cc->plan);
+}
+
 /* Correlator alone, then with the beamformer on the same batches. */
 static int beside_one(const opts *o, int n, int b, cudaStream_t s, cudaStream_t side)
 {
@@ -220,17 +244,9 @@ static int beside_one(const opts *o, int n, int b, cudaStream_t s, cudaStream_t 
     uint8_t *pol;
     if (alloc_io(n, b, channels, &d) || make_coefs(n, b, channels, &coef, &pol))
         return 1;
-    char msg[512];
-    corr_ctx cc = {.s = s};
-    const cbf_corr_shape sh = {n, channels, SPECTRA, 8};
-    if (cbf_corr_cuda_create(&sh, 0, &cc.plan, msg, sizeof msg))
-        return fprintf(stderr, "cbf-bench beam: %s\n", msg), 1;
-    const int slices = cbf_corr_cuda_auto_slices(cc.plan, BATCHES);
-    const size_t len = cbf_corr_accum_len(&sh);
-    int64_t *acc;
-    CK(cudaMalloc((void **)&acc, (size_t)slices * len * 8));
-    CK(cudaMemset(acc, 0, (size_t)slices * len * 8));
-    cc.job = (cbf_corr_job){sh, d.in, 0, BATCHES, acc, slices};
+    corr_ctx cc;
+    if (corr_for(n, channels, d.in, s, &cc))
+        return 1;
     beam_ctx bc = {.s = s};
     job_for(&bc, n, b, channels, &d, coef, pol, o->dither);
     both_ctx seq = {&cc, &bc, NULL, NULL, NULL}, par = {&cc, &bc, side, NULL, NULL};
@@ -245,8 +261,7 @@ static int beside_one(const opts *o, int n, int b, cudaStream_t s, cudaStream_t 
            100.0 * (ts - tc) / tc, tp, 100.0 * (tp - tc) / tc);
     cudaEventDestroy(par.fork);
     cudaEventDestroy(par.join);
-    cudaFree(acc);
-    cbf_corr_cuda_destroy(cc.plan);
+    corr_free(&cc);
     cudaFree(coef);
     cudaFree(pol);
     free_io(&d);
@@ -312,20 +327,14 @@ static int beside_ring(const opts *o, int n, int b, int channels, size_t l2, cud
     uint8_t *pol;
     if (make_coefs(n, b, channels, &coef, &pol))
         return 1;
-    char msg[512];
-    const cbf_corr_shape sh = {n, channels, SPECTRA, 8};
-    cbf_corr_cuda *plan;
-    if (cbf_corr_cuda_create(&sh, 0, &plan, msg, sizeof msg))
-        return fprintf(stderr, "cbf-bench beam: %s\n", msg), 1;
-    const int slices = cbf_corr_cuda_auto_slices(plan, BATCHES);
-    const size_t len = cbf_corr_accum_len(&sh);
-    int64_t *acc;
-    CK(cudaMalloc((void **)&acc, (size_t)slices * len * 8));
-    CK(cudaMemset(acc, 0, (size_t)slices * len * 8));
     for (int i = 0; i < r; i++) {
         if (alloc_io(n, b, channels, &d[i]))
             return 1;
-        cc[i] = (corr_ctx){plan, {sh, d[i].in, 0, BATCHES, acc, slices}, s};
+        /* one plan and one set of accumulators for the whole stream */
+        if (i == 0 && corr_for(n, channels, d[0].in, s, &cc[0]))
+            return 1;
+        cc[i] = cc[0];
+        cc[i].job.in = d[i].in;
         bc[i].s = s;
         job_for(&bc[i], n, b, channels, &d[i], coef, pol, o->dither);
         CK(cudaEventCreateWithFlags(&ev[i], cudaEventDisableTiming));
@@ -346,8 +355,7 @@ static int beside_ring(const opts *o, int n, int b, int channels, size_t l2, cud
         cudaEventDestroy(ev[i]);
         free_io(&d[i]);
     }
-    cudaFree(acc);
-    cbf_corr_cuda_destroy(plan);
+    corr_free(&cc[0]);
     cudaFree(coef);
     cudaFree(pol);
     free(d);
