@@ -394,15 +394,16 @@ static int parse(int argc, char **argv, opts *o)
     o->n_ants = 3;
     memcpy(o->beams, beams, sizeof beams);
     o->n_beams = 3;
-    /* MeerKAT's 4096 and 32768 channels over 32 X-engines */
+    /* MeerKAT's 4096 channels over 32 X-engines, its 32768 over 64 and 32 */
     o->xb_channels[0] = 128;
-    o->xb_channels[1] = 1024;
-    o->n_xb = 2;
+    o->xb_channels[1] = 512;
+    o->xb_channels[2] = 1024;
+    o->n_xb = 3;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help")) {
             printf("usage: cbf-bench beam [--ants 64,256,1024] [--beams 8,64,256] [--reps N]\n"
-                   "                      [--gib G] [--no-dither] [--xb-channels 128,1024]\n"
+                   "                      [--gib G] [--no-dither] [--xb-channels 128,512,1024]\n"
                    "Times the beamformer for every (antennas, beams) pair against the copy\n"
                    "rate and the cuBLAS fp32 and fp16 GEMM rates, measured in the same run,\n"
                    "then beside the correlator on the same input (the first beam count):\n"
