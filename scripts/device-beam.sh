@@ -2,7 +2,9 @@
 # On the lent GPU machine (carrying .devdeps): scripts/device-all.sh for the
 # beamformer (the tree built, the beamform test suite with the GPU, then
 # `cbf-bench beam $BEAM_BENCH`, default the floors' cases and the
-# beside-the-correlator table), the kernel test under compute-sanitizer,
+# beside-the-correlator table), the kernel test under compute-sanitizer
+# (and test_xb, the correlator's one-kernel beams, under memcheck, racecheck
+# and synccheck),
 # and with BEAM_PROF=1 one launch of the kernel under Nsight Compute
 # (--set full, clocks left alone; case BEAM_PROF_ARGS, default N = 64,
 # B = 8): the details page and the per-SASS-instruction executions and
@@ -16,6 +18,10 @@ source scripts/device-env.sh
 B=build-device-all
 timeout 300 compute-sanitizer --error-exitcode 9 "$B/tests/beamform/test_beamform" --gpu >"$OUT/memcheck.log" 2>&1
 echo "== compute-sanitizer test_beamform --gpu: exit $?"; tail -3 "$OUT/memcheck.log"
+for tool in memcheck racecheck synccheck; do
+    timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 "$B/tests/beamform/test_xb" >"$OUT/xb-$tool.log" 2>&1
+    echo "== compute-sanitizer --tool $tool test_xb: exit $?"; tail -2 "$OUT/xb-$tool.log"
+done
 if [ -n "${BEAM_PROF:-}" ]; then
     ARGS=${BEAM_PROF_ARGS:---ants 64 --beams 8}
     timeout 200 ncu --clock-control none --set full --import-source no -k regex:bf_kernel \

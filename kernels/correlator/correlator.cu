@@ -296,6 +296,52 @@ int cbf_corr_cuda_create(const cbf_corr_shape *shape, int block_ants, cbf_corr_c
     return 0;
 }
 
+/* The job is valid and of the plan's shape. */
+static int plan_job_check(const cbf_corr_cuda *p, const cbf_corr_job *job, char *msg, size_t msglen)
+{
+    int rc = cbf_corr_job_check(job, msg, msglen);
+    if (rc)
+        return rc;
+    const cbf_corr_shape *s = &job->shape, *ps = &p->shape;
+    if (s->n_ants != ps->n_ants || s->channels != ps->channels ||
+        s->spectra_per_heap != ps->spectra_per_heap || s->bits != ps->bits) {
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                             "correlator: job shape differs from the plan's");
+    }
+    return 0;
+}
+
+int cbf_xb_cuda_fused(const cbf_corr_cuda *p, const cbf_corr_job *job, const cbf_beam_job *beams)
+{
+#ifdef CBF_CORR_SM90
+    return p->sm90 && cbf_corr_sm90_xb_fits(job, beams);
+#else
+    (void)p, (void)job, (void)beams;
+    return 0;
+#endif
+}
+
+int cbf_xb_cuda_run(cbf_corr_cuda *p, const cbf_corr_job *job, const cbf_beam_job *beams, void *stream,
+                    char *msg, size_t msglen)
+{
+    int rc = cbf_beam_job_check(beams, msg, msglen);
+    if (rc)
+        return rc;
+    if (beams->in != job->in)
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL, "xb: the beams' input is not the correlator's");
+#ifdef CBF_CORR_SM90
+    if (cbf_xb_cuda_fused(p, job, beams) && job->batch_end > 0) {
+        if ((rc = plan_job_check(p, job, msg, msglen)))
+            return rc;
+        CUDA_TRY(cbf_corr_sm90_xb_launch(job, beams, p->tiles, p->sms, (cudaStream_t)stream));
+        return 0;
+    }
+#endif
+    if ((rc = cbf_corr_cuda_run(p, job, stream, msg, msglen)))
+        return rc;
+    return cbf_beam_cuda_run(beams, stream, msg, msglen);
+}
+
 int cbf_corr_cuda_auto_slices(const cbf_corr_cuda *plan, size_t batches)
 {
     /* The wgmma kernel cuts the time range itself and adds into slice 0. */
@@ -314,15 +360,10 @@ int cbf_corr_cuda_auto_slices(const cbf_corr_cuda *plan, size_t batches)
 int cbf_corr_cuda_run(cbf_corr_cuda *p, const cbf_corr_job *job, void *stream, char *msg,
                       size_t msglen)
 {
-    int rc = cbf_corr_job_check(job, msg, msglen);
+    int rc = plan_job_check(p, job, msg, msglen);
     if (rc)
         return rc;
-    const cbf_corr_shape *s = &job->shape, *ps = &p->shape;
-    if (s->n_ants != ps->n_ants || s->channels != ps->channels ||
-        s->spectra_per_heap != ps->spectra_per_heap || s->bits != ps->bits) {
-        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
-                             "correlator: job shape differs from the plan's");
-    }
+    const cbf_corr_shape *s = &job->shape;
     if (job->batch_end == job->batch_begin)
         return 0;
     cudaStream_t st = (cudaStream_t)stream;

@@ -28,6 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "beamform.h"
+
 #include "status.h"
 
 #ifdef __cplusplus
@@ -88,6 +90,16 @@ int cbf_corr_cuda_auto_slices(const cbf_corr_cuda *plan, size_t batches);
 /* Which kernel and tile the plan runs, e.g. "wgmma 64x64", "mma.sync 64x32". */
 const char *cbf_corr_cuda_kernel(const cbf_corr_cuda *plan);
 void cbf_corr_cuda_destroy(cbf_corr_cuda *plan);
+
+/* Correlation and tied-array beams of the same batches (the XB-engine's two
+ * products from one input: beams->in is job->in). Where the plan runs the
+ * Hopper kernels and cbf_xb_cuda_fused says so, one kernel does both and
+ * reads each sample from memory once (correlator_sm90.cu, xb_wgmma);
+ * otherwise the correlator and then the beamformer run on the stream. The
+ * same accumulators and beam bytes either way. */
+int cbf_xb_cuda_fused(const cbf_corr_cuda *plan, const cbf_corr_job *job, const cbf_beam_job *beams);
+int cbf_xb_cuda_run(cbf_corr_cuda *plan, const cbf_corr_job *job, const cbf_beam_job *beams,
+                    void *stream, char *msg, size_t msglen);
 
 #ifdef __cplusplus
 }

@@ -61,6 +61,9 @@
 #include <cudaTypedefs.h>
 #include <stdint.h>
 
+#include "beamform_dev.cuh"
+#include "cbf_mma.h"
+
 #define THREADS 256
 #define TS 64                   /* spectra per stage */
 #define TILE CBF_CORR_SM90_TILE /* antennas per tile side */
@@ -172,6 +175,10 @@ __device__ __forceinline__ void keep(unsigned &x) { asm volatile("" : "+r"(x)::"
 __device__ __forceinline__ void mbar_init(unsigned bar, unsigned count)
 {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 __device__ __forceinline__ void mbar_init_fence()
 {
@@ -292,7 +299,15 @@ struct corr_unit {
     int n_ants, chan, steps, n; /* stages per batch; stages in this piece */
     int batch, r;   /* copy cursor: batch and stage within it of the next copy */
     unsigned sbase; /* 1024-aligned shared memory */
+    /* 0, or (xb_wgmma) the mbarriers on which the beams' warpgroup says it
+     * is done with each ring slot; the ring's own mbarriers are then set
+     * up before corr_run */
+    unsigned empty;
 };
+
+/* corr_run's barrier: its 256 threads (all of corr_wgmma's block; in
+ * xb_wgmma's, the beams' warpgroup goes at its own pace). */
+__device__ __forceinline__ void corr_sync() { asm volatile("bar.sync 2, 256;\n" ::: "memory"); }
 
 __device__ __forceinline__ void next_stage(corr_unit &u)
 {
@@ -479,12 +494,12 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
     const int n = u.n;
 
     /* Prologue: stages 0 .. DEPTH - 1 in flight; stage 0 into B and A. */
-    if (tid == 0) {
+    if (tid == 0 && !u.empty) {
         for (int d = 0; d < DEPTH; d++)
             mbar_init(bar0 + 8u * d, 1);
         mbar_init_fence();
     }
-    __syncthreads();
+    corr_sync();
     if (tid == 0)
         for (int d = 0; d < DEPTH; d++) {
             if (d < n)
@@ -494,7 +509,7 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
     wait_stage(0);
     unpack(0, bsw0, af0);
     fence_async_smem();
-    __syncthreads();
+    corr_sync();
 
     /* Stage s: B in bsw[s & 1], A in cur; copies of stages s + 1 ..
      * s + DEPTH - 1 landed or in flight. */
@@ -518,10 +533,14 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
                 wgmma_n64(acc + START / 2, cur[ks], sw128_desc(bk));
         }
         wg_commit();
-        /* the slot of stage s, read in the previous step, refills */
+        /* the slot of stage s, read in the previous step (and by the
+         * beams, where they are formed), refills */
         if (tid == 0) {
-            if (s + DEPTH < n)
+            if (s + DEPTH < n) {
+                if (u.empty)
+                    mbar_wait(u.empty + 8u * (unsigned)(s % DEPTH), (unsigned)(s / DEPTH) & 1u);
                 issue(s + DEPTH);
+            }
             next_stage(u);
         }
         /* while the tensor cores run: stage s + 1 into the other B buffer
@@ -541,7 +560,7 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 keep(cur[ks][e]);
-        __syncthreads();
+        corr_sync();
     };
     for (int s = 0; s < n; s += 2) {
         step(s, af0, af1);
@@ -565,16 +584,14 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
         }
     }
 }
-#endif
 
-template <int BITS>
-__global__ void __launch_bounds__(THREADS, 1)
-    corr_wgmma(const __grid_constant__ CUtensorMap map, long long *__restrict__ accum,
-               const int2 *__restrict__ tiles, int ntiles, int n_ants, int channels, int steps,
-               long long b_begin, long long niter, int unit)
+/* The block's unit of corr_wgmma's grid: (tile, channel) items, then
+ * pieces of `unit` stages. */
+__device__ __forceinline__ corr_unit corr_unit_of(unsigned char *smem_dyn, long long *accum,
+                                                  const int2 *tiles, int ntiles, int n_ants,
+                                                  int channels, int steps, long long b_begin,
+                                                  long long niter, int unit)
 {
-#ifdef CBF_SM90_DEVICE
-    extern __shared__ unsigned char smem_dyn[];
     corr_unit u;
     u.sbase = ((unsigned)__cvta_generic_to_shared(smem_dyn) + 1023u) & ~1023u;
     const unsigned items = (unsigned)ntiles * (unsigned)channels;
@@ -588,6 +605,16 @@ __global__ void __launch_bounds__(THREADS, 1)
     u.batch = (int)(b_begin + q);
     u.r = (int)(k0 - q * steps);
     u.out = accum + (size_t)u.chan * ((size_t)n_ants * (n_ants + 1) / 2) * 8;
+    u.empty = 0;
+    return u;
+}
+
+/* The correlation of the block's unit by its first two warpgroups. */
+template <int BITS>
+__device__ __forceinline__ void corr_tile(corr_unit &u, const CUtensorMap *mapp)
+{
+    const CUtensorMap &map = *mapp;
+    const int n_ants = u.n_ants;
     /* Rows of warp w of warpgroup h: antennas 32 h + 8 w + sg(g), sg a
      * permutation of 0..7 that puts g = 0..3 on even antennas and 4..7 on
      * odd ones (for the A loads' banks). */
@@ -610,6 +637,190 @@ __global__ void __launch_bounds__(THREADS, 1)
         corr_run<BITS, 0, 128>(u, &map, a1);
     else
         corr_run<BITS, 0, 64>(u, &map, a1);
+}
+#endif
+
+template <int BITS>
+__global__ void __launch_bounds__(THREADS, 1)
+    corr_wgmma(const __grid_constant__ CUtensorMap map, long long *__restrict__ accum,
+               const int2 *__restrict__ tiles, int ntiles, int n_ants, int channels, int steps,
+               long long b_begin, long long niter, int unit)
+{
+#ifdef CBF_SM90_DEVICE
+    extern __shared__ unsigned char smem_dyn[];
+    corr_unit u = corr_unit_of(smem_dyn, accum, tiles, ntiles, n_ants, channels, steps, b_begin,
+                               niter, unit);
+    corr_tile<BITS>(u, &map);
+#else
+    __trap(); /* wgmma needs sm_90a */
+#endif
+}
+
+/* ---- Beams from the staged samples: xb_wgmma (N <= 64, 8-bit) ---------
+ *
+ * The beamformer beside the correlator reads every sample a second time;
+ * for small arrays, where the correlator itself is bound by memory, that
+ * read is most of the beams' cost. Here a third warpgroup of the
+ * correlator's block forms the beams (beamform.h's maths, beamform_dev.cuh's
+ * steps, so the CPU's bytes) from the ring slots the tensor-copy engine has
+ * filled for the correlation: the samples are read from DRAM once for both.
+ * One 64 x 64 tile holds every antenna of the channel, hence N <= 64.
+ *
+ * Warpgroup 2 goes through the block's stages at its own pace: it waits
+ * for a slot's copy on the slot's mbarrier as the others do, and says it is
+ * done with the slot on a second mbarrier per slot, which the copying
+ * thread waits for before it refills the slot; corr_run's own barrier
+ * (corr_sync) counts its 256 threads only. So the beams' set-up (the
+ * coefficient digits) overlaps the correlator's first stages instead of
+ * holding them. Warp w takes spectra 16 w .. 16 w + 15 of a 64-spectrum stage
+ * (copy half w / 2) as one m16 tile, rows g and g + 8 the spectra 2 g and
+ * 2 g + 1 as in beamform.cu, 8 antennas per k-step read with the copy's
+ * 128-byte swizzle. Presence is applied to the samples (zeros for an
+ * antenna missing from the batch), the coefficient digits of up to 8 beams
+ * sit after the correlator's shared memory. Registers: the correlating
+ * warpgroups need about 200 and the block has 65536 for 384 threads, so
+ * warpgroup 2 gives back its share (setmaxnreg) and theirs grows. */
+#define XB_THREADS (THREADS + 128)
+#define XB_SMEM (SMEM_BYTES + (int)sizeof(bf_coefs) + 8 * DEPTH)
+#ifndef XB_REGS_CORR
+#define XB_REGS_CORR 208
+#define XB_REGS_BEAM 80
+#endif
+#ifndef XB_BEAM_MODE
+#define XB_BEAM_MODE 2 /* tuning runs: 0 barriers only, 1 and the coefficients, 2 the beams */
+#endif
+
+#ifdef CBF_SM90_DEVICE
+__device__ __forceinline__ void xb_sync_beams() { asm volatile("bar.sync 1, 128;\n" ::: "memory"); }
+
+__device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job &bj, bf_coefs &sc,
+                                         float *s_scale, float *s_inv)
+{
+    const int tid = threadIdx.x - THREADS, lane = tid & 31, warp = tid >> 5, g = lane >> 2,
+              tig = lane & 3;
+    const int A = bj.shape.n_ants, B = bj.shape.n_beams, C = bj.shape.channels,
+              T = bj.shape.spectra_per_heap, c = u.chan, n = u.n;
+    const unsigned ring = u.sbase + 2 * BSW_BYTES, bar0 = ring + DEPTH * RAW_BYTES;
+    /* this lane's 8-byte load of a k-step's rows: copy half warp / 2,
+     * spectra 16 (warp % 2) + 2 g and the next, chunk 4 (warp % 2) + g / 2 */
+    const unsigned half = (unsigned)(warp >> 1) * HALF_BYTES;
+    const int chunk = 4 * (warp & 1) + (g >> 1), in_chunk = 8 * (g & 1);
+    const uint64_t dz = bj.total_channels * (uint64_t)B * CBF_DITHER_GAMMA;
+    int batch = u.batch, r = u.r, pbatch = -1;
+    unsigned pm = 0; /* bit 2 kk (+1): antenna 8 kk + tig (+4) present in `batch` */
+    unsigned sat[2] = {0u, 0u};
+
+    if (XB_BEAM_MODE >= 1) {
+        bf_scales(bj, 0, s_scale, s_inv, warp, 4);
+        xb_sync_beams();
+        bf_stage_make(sc, bj, s_scale, 0, 0, c, tid, 128);
+        xb_sync_beams();
+    }
+
+    auto form = [&](int s) {
+        if (XB_BEAM_MODE < 2) {
+            mbar_wait(bar0 + 8u * (unsigned)(s % DEPTH), (unsigned)(s / DEPTH) & 1u);
+            return;
+        }
+        if (batch != pbatch) {
+            pm = 0;
+#pragma unroll
+            for (int kk = 0; kk < BF_KS; kk++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int a = 8 * kk + 4 * h + tig;
+                    pm |= (unsigned)(a < A && bj.present[(size_t)batch * A + a]) << (2 * kk + h);
+                }
+            pbatch = batch;
+        }
+        const unsigned slot = ring + (unsigned)(s % DEPTH) * RAW_BYTES + half;
+        mbar_wait(bar0 + 8u * (unsigned)(s % DEPTH), (unsigned)(s / DEPTH) & 1u);
+        int acc[2][3][4] = {};
+#pragma unroll
+        for (int kk = 0; kk < BF_KS; kk++) {
+            const int rl = 8 * kk + tig, rh = rl + 4;
+            uint2 lo = ld_shared8(slot + (unsigned)(rl * 128 + ((chunk ^ (rl & 7)) << 4) + in_chunk));
+            uint2 hi = ld_shared8(slot + (unsigned)(rh * 128 + ((chunk ^ (rh & 7)) << 4) + in_chunk));
+            if (!((pm >> (2 * kk)) & 1u))
+                lo = make_uint2(0u, 0u);
+            if (!((pm >> (2 * kk + 1)) & 1u))
+                hi = make_uint2(0u, 0u);
+#pragma unroll
+            for (int nt = 0; nt < 2; nt++) {
+                const uint4 w01 = sc.d01[kk][nt][lane];
+                const uint2 w2 = sc.d2[kk][nt][lane];
+                cbf_mma_s8(acc[nt][0], lo.x, lo.y, hi.x, hi.y, w01.x, w01.y);
+                cbf_mma_s8(acc[nt][1], lo.x, lo.y, hi.x, hi.y, w01.z, w01.w);
+                cbf_mma_s8(acc[nt][2], lo.x, lo.y, hi.x, hi.y, w2.x, w2.y);
+            }
+        }
+        /* tile rows: spectra t and t + 1 of the heap; n-tile nt holds beam
+         * 4 nt + tig */
+        const int t = r * TS + 16 * warp + 2 * g;
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++) {
+            const int j = 4 * nt + tig;
+            if (j < B) {
+                const size_t row = (((size_t)batch * B + j) * C + c) * (size_t)T;
+                const uint64_t z = cbf_dither_state(
+                    bj.dither_key,
+                    ((bj.first_spectrum + (uint64_t)batch * T + t) * bj.total_channels + bj.first_channel + c) *
+                            (uint64_t)B + j);
+                sat[nt] += bf_emit<true, false>(acc[nt], s_inv[j], bj.dither, z, dz, (char2 *)bj.out + row,
+                                                nullptr, t, true, 0, T);
+            }
+        }
+        if (++r == u.steps) {
+            r = 0;
+            batch++;
+        }
+    };
+
+    for (int s = 0; s < n; s++) {
+        form(s);
+        /* done with the slot: the reads before its refill, then one
+         * arrival per warp */
+        fence_async_smem();
+        __syncwarp();
+        if (lane == 0)
+            mbar_arrive(u.empty + 8u * (unsigned)(s % DEPTH));
+    }
+#pragma unroll
+    for (int nt = 0; nt < 2; nt++)
+        if (sat[nt])
+            atomicAdd((unsigned long long *)&bj.saturated[4 * nt + tig], (unsigned long long)sat[nt]);
+}
+#endif
+
+__global__ void __launch_bounds__(XB_THREADS, 1)
+    xb_wgmma(const __grid_constant__ CUtensorMap map, long long *__restrict__ accum,
+             const int2 *__restrict__ tiles, int channels, int steps, long long niter, int unit,
+             const __grid_constant__ cbf_beam_job bj)
+{
+#ifdef CBF_SM90_DEVICE
+    extern __shared__ unsigned char smem_dyn[];
+    __shared__ float s_scale[BF_GROUP], s_inv[BF_GROUP];
+    corr_unit u = corr_unit_of(smem_dyn, accum, tiles, 1, bj.shape.n_ants, channels, steps, 0,
+                               niter, unit);
+    /* the ring's mbarriers (one arrival: the copy's) and the beams' (one
+     * per beam warp), then the only barrier of all 384 threads */
+    u.empty = (unsigned)__cvta_generic_to_shared(smem_dyn + SMEM_BYTES + sizeof(bf_coefs));
+    if (threadIdx.x == 0) {
+        const unsigned bar0 = u.sbase + 2 * BSW_BYTES + DEPTH * RAW_BYTES;
+        for (int d = 0; d < DEPTH; d++) {
+            mbar_init(bar0 + 8u * d, 1);
+            mbar_init(u.empty + 8u * d, 4);
+        }
+        mbar_init_fence();
+    }
+    __syncthreads();
+    if (threadIdx.x < THREADS) {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(XB_REGS_CORR));
+        corr_tile<8>(u, &map);
+    } else {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(XB_REGS_BEAM));
+        xb_beams(u, bj, *(bf_coefs *)(smem_dyn + SMEM_BYTES), s_scale, s_inv);
+    }
 #else
     __trap(); /* wgmma needs sm_90a */
 #endif
@@ -915,6 +1126,8 @@ cudaError_t cbf_corr_sm90_prepare(void)
             e2 = cudaFuncSetAttribute(small[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       SM_SMEM);
     }
+    if (e2 == cudaSuccess)
+        e2 = cudaFuncSetAttribute(xb_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize, XB_SMEM);
     return e2;
 }
 
@@ -1032,5 +1245,38 @@ cudaError_t cbf_corr_sm90_launch(const cbf_corr_job *job, const int2 *tiles, int
                                                      stream>>>(
         map, (long long *)job->accum, tiles, ntiles, s->n_ants, s->channels, (int)steps,
         (long long)job->batch_begin, niter, unit);
+    return cudaGetLastError();
+}
+
+int cbf_corr_sm90_xb_fits(const cbf_corr_job *job, const cbf_beam_job *bj)
+{
+    const cbf_corr_shape *s = &job->shape;
+    const cbf_beam_shape *b = &bj->shape;
+    int t0, t1;
+    cbf_beam_job_span(bj, &t0, &t1);
+    return s->bits == 8 && s->n_ants <= TILE && b->n_ants == s->n_ants && b->n_beams <= BF_GROUP &&
+           b->channels == s->channels && b->spectra_per_heap == s->spectra_per_heap &&
+           bj->in == job->in && job->batch_begin == 0 && bj->batches == job->batch_end && !bj->raw &&
+           t0 == 0 && t1 == s->spectra_per_heap && (uintptr_t)bj->out % 4 == 0 &&
+           (uintptr_t)job->in % 16 == 0 && job->batch_end <= 0x7FFFFFFF;
+}
+
+cudaError_t cbf_corr_sm90_xb_launch(const cbf_corr_job *job, const cbf_beam_job *bj,
+                                    const int2 *tiles, int sms, cudaStream_t stream)
+{
+    const cbf_corr_shape *s = &job->shape;
+    if (!cbf_corr_sm90_xb_fits(job, bj))
+        return cudaErrorInvalidConfiguration;
+    const long long steps = s->spectra_per_heap / TS, niter = (long long)job->batch_end * steps;
+    const int unit = pick_unit(niter, s->channels, sms);
+    const long long blocks = (long long)s->channels * ((niter + unit - 1) / unit);
+    if (blocks > 0x7FFFFFFFLL)
+        return cudaErrorInvalidConfiguration;
+    CUtensorMap map;
+    cudaError_t e = encode_map(&map, job, TILE);
+    if (e != cudaSuccess)
+        return e;
+    xb_wgmma<<<(unsigned)blocks, XB_THREADS, XB_SMEM, stream>>>(
+        map, (long long *)job->accum, tiles, s->channels, (int)steps, niter, unit, *bj);
     return cudaGetLastError();
 }

@@ -78,6 +78,21 @@ typedef struct both_ctx {
     cudaEvent_t fork, join;
 } both_ctx;
 
+/* Both from one call: the one kernel where the shape allows it. */
+static int do_xb(corr_ctx *c, beam_ctx *b)
+{
+    char msg[512];
+    if (cbf_xb_cuda_run(c->plan, &c->job, &b->job, c->s, msg, sizeof msg))
+        return fprintf(stderr, "cbf-bench beam: %s\n", msg), 1;
+    return 0;
+}
+
+static int do_xb_one(void *p)
+{
+    both_ctx *x = p;
+    return do_xb(x->c, x->b);
+}
+
 static int do_both(void *p)
 {
     both_ctx *x = p;
@@ -252,13 +267,15 @@ static int beside_one(const opts *o, int n, int b, cudaStream_t s, cudaStream_t 
     both_ctx seq = {&cc, &bc, NULL, NULL, NULL}, par = {&cc, &bc, side, NULL, NULL};
     CK(cudaEventCreateWithFlags(&par.fork, cudaEventDisableTiming));
     CK(cudaEventCreateWithFlags(&par.join, cudaEventDisableTiming));
-    float tc, tb, ts, tp;
+    float tc, tb, ts, tp, tx;
     if (cbf_bench_time_ms(do_corr, &cc, s, o->reps, &tc) || cbf_bench_time_ms(do_beam, &bc, s, o->reps, &tb) ||
-        cbf_bench_time_ms(do_both, &seq, s, o->reps, &ts) || cbf_bench_time_ms(do_both, &par, s, o->reps, &tp))
+        cbf_bench_time_ms(do_both, &seq, s, o->reps, &ts) || cbf_bench_time_ms(do_both, &par, s, o->reps, &tp) ||
+        cbf_bench_time_ms(do_xb_one, &seq, s, o->reps, &tx))
         return 1;
     CK(cudaGetLastError());
-    printf("| %d | %d | %d | %.3f | %.3f | %.3f | %.1f%% | %.3f | %.1f%% |\n", n, b, channels, tc, tb, ts,
-           100.0 * (ts - tc) / tc, tp, 100.0 * (tp - tc) / tc);
+    printf("| %d | %d | %d | %.3f | %.3f | %.3f | %.1f%% | %.3f | %.1f%% | %s | %.3f | %.1f%% |\n", n, b, channels,
+           tc, tb, ts, 100.0 * (ts - tc) / tc, tp, 100.0 * (tp - tc) / tc,
+           cbf_xb_cuda_fused(cc.plan, &cc.job, &bc.job) ? "one kernel" : "two kernels", tx, 100.0 * (tx - tc) / tc);
     cudaEventDestroy(par.fork);
     cudaEventDestroy(par.join);
     corr_free(&cc);
@@ -281,6 +298,7 @@ typedef struct ring_ctx {
     beam_ctx *b;             /* [r] */
     int r, beams;            /* beams 0: the correlator alone */
     int no_corr;             /* the beamformer alone */
+    int xb;                  /* both by cbf_xb_cuda_run */
     cudaStream_t side;       /* NULL: the beams on the correlator's stream */
     cudaEvent_t *arrive;     /* [r] */
     cudaEvent_t join;
@@ -293,6 +311,11 @@ static int do_ring(void *p)
         if (x->beams && x->side) {
             CK(cudaEventRecord(x->arrive[i], x->c[i].s));
             CK(cudaStreamWaitEvent(x->side, x->arrive[i], 0));
+        }
+        if (x->xb) {
+            if (do_xb(&x->c[i], &x->b[i]))
+                return 1;
+            continue;
         }
         if (!x->no_corr && do_corr(&x->c[i]))
             return 1;
@@ -340,18 +363,22 @@ static int beside_ring(const opts *o, int n, int b, int channels, size_t l2, cud
         job_for(&bc[i], n, b, channels, &d[i], coef, pol, o->dither);
         CK(cudaEventCreateWithFlags(&ev[i], cudaEventDisableTiming));
     }
-    ring_ctx alone = {cc, bc, r, 0, 0, NULL, ev, NULL}, beams = alone, seq = alone, par = alone;
-    beams.beams = seq.beams = par.beams = 1;
+    ring_ctx alone = {cc, bc, r, 0, 0, 0, NULL, ev, NULL}, beams = alone, seq = alone, par = alone, xb = alone;
+    beams.beams = seq.beams = par.beams = xb.beams = 1;
     beams.no_corr = 1;
+    xb.xb = 1;
     par.side = side;
     CK(cudaEventCreateWithFlags(&par.join, cudaEventDisableTiming));
-    float tc, tb, ts, tp;
+    float tc, tb, ts, tp, tx;
     if (cbf_bench_time_ms(do_ring, &alone, s, o->reps, &tc) || cbf_bench_time_ms(do_ring, &beams, s, o->reps, &tb) ||
-        cbf_bench_time_ms(do_ring, &seq, s, o->reps, &ts) || cbf_bench_time_ms(do_ring, &par, s, o->reps, &tp))
+        cbf_bench_time_ms(do_ring, &seq, s, o->reps, &ts) || cbf_bench_time_ms(do_ring, &par, s, o->reps, &tp) ||
+        cbf_bench_time_ms(do_ring, &xb, s, o->reps, &tx))
         return 1;
     CK(cudaGetLastError());
-    printf("| %d | %d | %d | %d x %.1f MB | %.3f | %.3f | %.3f | %.1f%% | %.3f | %.1f%% |\n", n, b, channels, r,
-           buf / 1e6, tc / r, tb / r, ts / r, 100.0 * (ts - tc) / tc, tp / r, 100.0 * (tp - tc) / tc);
+    printf("| %d | %d | %d | %d x %.1f MB | %.3f | %.3f | %.3f | %.1f%% | %.3f | %.1f%% | %s | %.3f | %.1f%% |\n", n, b,
+           channels, r, buf / 1e6, tc / r, tb / r, ts / r, 100.0 * (ts - tc) / tc, tp / r, 100.0 * (tp - tc) / tc,
+           cbf_xb_cuda_fused(cc[0].plan, &cc[0].job, &bc[0].job) ? "one kernel" : "two kernels", tx / r,
+           100.0 * (tx - tc) / tc);
     cudaEventDestroy(par.join);
     for (int i = 0; i < r; i++) {
         cudaEventDestroy(ev[i]);
@@ -469,7 +496,8 @@ int cbf_bench_beam(int argc, char **argv)
     printf("\nBeside the correlator (same input, 8-bit, automatic kernel): extra = time over the "
            "correlator alone\n\n");
     printf("| N | B | channels | correlator ms | beamformer ms | both, one stream ms | extra | both, two "
-           "streams ms | extra |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+           "streams ms | extra | cbf_xb_cuda_run | ms | extra |\n| --- | --- | --- | --- | --- | --- | --- | --- | "
+           "--- | --- | --- | --- |\n");
     for (int i = 0; i < o.n_ants; i++)
         if (beside_one(&o, o.ants[i], o.beams[0], s, side))
             return 1;
@@ -477,7 +505,8 @@ int cbf_bench_beam(int argc, char **argv)
            "distinct buffers spanning 4x the %.0f MB L2): ms per buffer; extra = time over the correlator "
            "alone\n\n", BATCHES, prop.l2CacheSize / 1e6);
     printf("| N | B | channels | buffers | correlator ms | beamformer ms | both, one stream ms | extra | both, "
-           "two streams ms | extra |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+           "two streams ms | extra | cbf_xb_cuda_run | ms | extra |\n| --- | --- | --- | --- | --- | --- | --- | --- "
+           "| --- | --- | --- | --- | --- |\n");
     /* the first antenna count only: the small array, where the beams cost
      * most beside the correlator (and large N's accumulators would not fit) */
     for (int k = 0; k < o.n_xb; k++)

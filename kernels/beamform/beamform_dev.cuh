@@ -1,0 +1,136 @@
+/* beamform_dev.cuh: the beamformer's device steps that more than one
+ * kernel runs: the coefficient digits of a stage of 64 antennas x 8 beams
+ * in shared memory, laid out for the int8 tensor cores' B fragments, the
+ * beams' scales, and one lane's output pair from its digit sums. The
+ * beamformer's own kernel (beamform.cu) and the correlator's Hopper kernel
+ * that forms beams from the samples it stages (correlator_sm90.cu) include
+ * it, so both give the CPU's bytes by the same steps. */
+#ifndef CBF_KERNEL_BEAMFORM_DEV_CUH
+#define CBF_KERNEL_BEAMFORM_DEV_CUH
+
+#include <stdint.h>
+
+#include "beamform.h"
+#include "beamform_math.h"
+
+#define BF_GROUP 8                        /* beams per pass: 2 n8 tiles of (re, im) x 4 beams */
+#define BF_STAGE 64                       /* antennas whose coefficients are in shared memory */
+#define BF_KS (BF_STAGE / 8)              /* k-steps per stage */
+
+/* The coefficient fragments of one stage: for k-step kk, n-tile nt and the
+ * lane that reads them, the B-fragment pairs (antenna a, antenna a + 4) of
+ * digits 0 and 1 in one 16-byte word and of digit 2 in an 8-byte one:
+ * each lane reads its own consecutive words, free of bank conflicts, into
+ * the register pairs the mma takes. */
+typedef struct bf_coefs {
+    uint4 d01[BF_KS][2][32];
+    uint2 d2[BF_KS][2][32];
+} bf_coefs;
+
+/* Makes the coefficient digits of (antenna a0 + k, beam bg + j) for the
+ * stage: the re and im output columns against the input word's bytes (pol
+ * 0 re, im, pol 1 re, im), each as three digit words, stored where the
+ * reading lanes find them (bf_coefs). */
+static __device__ __forceinline__ void bf_coef_make(bf_coefs &sc, int k, int j, bf_cplx w, float scale,
+                                                    int pol)
+{
+    const int32_t qr = bf_fixed(w.re, scale), qi = bf_fixed(w.im, scale);
+    int8_t r[3], ni[3], i[3];
+    bf_digits(qr, r);
+    bf_digits(-qi, ni);
+    bf_digits(qi, i);
+    const int sh = pol ? 16 : 0;
+    const int kk = k / 8, half = (k % 8) / 4, tig = k % 4, nt = j / 4;
+#pragma unroll
+    for (int part = 0; part < 2; part++) {
+        /* re = qr xr - qi xi; im = qi xr + qr xi; column n = 2 (j % 4) + part
+         * is read by lanes 4 n + tig */
+        const int lane = 4 * (2 * (j % 4) + part) + tig;
+        unsigned wd[3];
+#pragma unroll
+        for (int d = 0; d < 3; d++)
+            wd[d] = part == 0 ? ((unsigned)(uint8_t)r[d] | (unsigned)(uint8_t)ni[d] << 8) << sh
+                              : ((unsigned)(uint8_t)i[d] | (unsigned)(uint8_t)r[d] << 8) << sh;
+        unsigned *d01 = (unsigned *)&sc.d01[kk][nt][lane], *d2 = (unsigned *)&sc.d2[kk][nt][lane];
+        d01[half] = wd[0];
+        d01[2 + half] = wd[1];
+        d2[half] = wd[2];
+    }
+}
+
+/* The stage's coefficients for beams bg.. of channel c, antennas a0..,
+ * made by threads tid = 0 .. nthreads - 1. */
+static __device__ __forceinline__ void bf_stage_make(bf_coefs &sc, const cbf_beam_job &job, const float *s_scale,
+                                                     int bg, int a0, int c, int tid, int nthreads)
+{
+    const int A = job.shape.n_ants, B = job.shape.n_beams;
+    for (int idx = tid; idx < BF_STAGE * BF_GROUP; idx += nthreads) {
+        const int k = idx / BF_GROUP, j = idx % BF_GROUP, a = a0 + k, b = bg + j;
+        const bool on = a < A && b < B;
+        const bf_cplx w = on ? bf_weight(&job.coef[(size_t)b * A + a], c, 1) : bf_cplx{0.0f, 0.0f};
+        bf_coef_make(sc, k, j, w, s_scale[j], on ? job.pol[b] : 0);
+    }
+}
+
+/* The scales 2^e_b and 2^-e_b of beams bg.. from each beam's largest
+ * |gain|: warp j of nwarps takes beam bg + j (and bg + j + nwarps ..). */
+static __device__ __forceinline__ void bf_scales(const cbf_beam_job &job, int bg, float *s_scale, float *s_inv,
+                                                 int warp, int nwarps)
+{
+    const int A = job.shape.n_ants, B = job.shape.n_beams, lane = threadIdx.x & 31;
+    for (int j = warp; j < BF_GROUP; j += nwarps) {
+        float m = 0.0f;
+        if (bg + j < B)
+            for (int a = lane; a < A; a += 32)
+                m = fmaxf(m, fabsf(job.coef[(size_t)(bg + j) * A + a].gain));
+        const float mx = __uint_as_float(__reduce_max_sync(0xffffffffu, __float_as_uint(m)));
+        if (lane == 0) {
+            const int e = bf_beam_exp(mx);
+            s_scale[j] = ldexpf(1.0f, e);
+            s_inv[j] = ldexpf(1.0f, -e);
+        }
+    }
+}
+
+/* 65536 d0 + 256 d1 + d2: the exact sum from its digit sums. */
+static __device__ __forceinline__ int64_t bf_join(int d0, int d1, int d2)
+{
+    return 65536ll * d0 + 256ll * d1 + d2;
+}
+
+/* The beam values of one lane's output pair (spectra t and t + 1, one
+ * beam) from tile accumulators q ([digit][re t, im t, re t+1, im t+1]);
+ * z is the dither state of spectrum t, dz its step per spectrum. Writes
+ * the pair as one word where both lie inside [t0, t1) (whole; VEC: the
+ * word is aligned), else one by one, and the sums to raw (RAW); returns
+ * the clipped count. */
+template <bool VEC, bool RAW>
+static __device__ __forceinline__ unsigned bf_emit(const int (&q)[3][4], float inv, int dither, uint64_t z,
+                                                   uint64_t dz, char2 *out, float2 *raw, int t, bool whole,
+                                                   int t0, int t1)
+{
+    int8_t o[2][2];
+    int clip[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const bf_cplx v = {bf_unfix(bf_join(q[0][2 * h], q[1][2 * h], q[2][2 * h]), inv),
+                           bf_unfix(bf_join(q[0][2 * h + 1], q[1][2 * h + 1], q[2][2 * h + 1]), inv)};
+        if (RAW && t + h >= t0 && t + h < t1)
+            raw[t + h] = make_float2(v.re, v.im);
+        clip[h] = bf_output_state(v, dither, z + (h ? dz : 0), o[h]);
+    }
+    if (VEC && whole) {
+        *(char4 *)&out[t] = make_char4(o[0][0], o[0][1], o[1][0], o[1][1]);
+        return (unsigned)(clip[0] + clip[1]);
+    }
+    unsigned sat = 0;
+#pragma unroll
+    for (int h = 0; h < 2; h++)
+        if (t + h >= t0 && t + h < t1) {
+            out[t + h] = make_char2(o[h][0], o[h][1]);
+            sat += (unsigned)clip[h];
+        }
+    return sat;
+}
+
+#endif

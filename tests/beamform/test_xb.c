@@ -1,0 +1,177 @@
+/* test_xb.c: correlation and beams of the same batches in one call
+ * (cbf_xb_cuda_run), against the CPU correlator (int64, exact) and the CPU
+ * beamformer (bit for bit, dither on), on fresh random input with outputs
+ * poisoned first. On a Hopper GPU the shapes here (8-bit, N <= 64, up to 8
+ * beams, whole heaps) must take the one-kernel path, whose third warpgroup
+ * forms the beams from the correlator's staged samples: the test fails if
+ * they do not, and it covers absent antennas (applied to the beams' samples
+ * only), saturation counts, N below a whole tile and blocks that start and
+ * end inside a batch. Elsewhere cbf_xb_cuda_run runs the two kernels one
+ * after the other, which the same checks hold. Exit 77 without a GPU. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <cuda_runtime.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../gpu_available.h"
+#include "beam_rng.h"
+#include "beamform.h"
+#include "correlator.h"
+
+#define CK(call) assert_int_equal((int)(call), (int)cudaSuccess)
+
+static int hopper; /* compute capability 9.0: the fused kernel must run */
+
+static void *up(const void *h, size_t n)
+{
+    void *d;
+    CK(cudaMalloc(&d, n ? n : 1));
+    if (h)
+        CK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice));
+    return d;
+}
+
+/* One XB problem: N antennas, B beams, C channels, T spectra per heap, n
+ * batches; `gone` antennas absent from batch 1 (their bytes left as
+ * garbage, which the correlator takes as it is and the beams must not);
+ * `gain` scales the quantisation gains (large: saturation). */
+static void run_case(int N, int B, int C, int T, size_t n, int gone, double gain)
+{
+    const cbf_beam_shape bs = {N, B, C, T};
+    const cbf_corr_shape cs = {N, C, T, 8};
+    const size_t in_n = n * cbf_beam_in_batch_bytes(&bs), out_n = n * cbf_beam_out_batch_bytes(&bs);
+    const size_t acc_n = cbf_corr_accum_len(&cs);
+    int8_t *in = malloc(in_n), *out = malloc(out_n), *gout = malloc(out_n);
+    uint8_t *present = malloc(n * (size_t)N), *pol = malloc((size_t)B);
+    cbf_beam_coef *coef = malloc((size_t)N * B * sizeof *coef);
+    int64_t *acc = calloc(acc_n, sizeof *acc), *gacc = malloc(acc_n * sizeof *gacc);
+    uint64_t sat[8] = {0}, gsat[8];
+    assert_non_null(in && out && gout && present && pol && coef && acc && gacc);
+    for (size_t i = 0; i < in_n; i++)
+        in[i] = (int8_t)((int)(rnd() % 255) - 127);
+    memset(present, 1, n * (size_t)N);
+    for (int i = 0; i < gone; i++)
+        present[(size_t)N + rnd() % (unsigned)N] = 0;
+    for (int b = 0; b < B; b++) {
+        pol[b] = (uint8_t)(rnd() & 1);
+        for (int a = 0; a < N; a++)
+            assert_int_equal(cbf_beam_coef_set(&coef[b * N + a], 2 * unif() - 1, gain * (0.5 + unif()),
+                                               (2 * unif() - 1) * 3e-9, (2 * unif() - 1) * 3.14159,
+                                               856e6 / 4096, 100, 2048),
+                             0);
+    }
+    cbf_beam_job bj = {bs, n, (const uint8_t *)in, present, coef, pol, out, NULL, sat, 1,
+                       rnd(), rnd() >> 24, 100, 4096, 0, 0};
+    cbf_corr_job cj = {cs, (const uint8_t *)in, 0, n, acc, 1};
+    char msg[256] = "";
+    if (cbf_beam_cpu(&bj, msg, sizeof msg) || cbf_corr_cpu(&cj, msg, sizeof msg))
+        fail_msg("CPU: %s", msg);
+
+    /* the same on the GPU, outputs poisoned (accumulators start at zero:
+     * the correlator adds into them) */
+    cbf_corr_cuda *plan;
+    if (cbf_corr_cuda_create(&cs, 0, &plan, msg, sizeof msg))
+        fail_msg("plan: %s", msg);
+    cbf_beam_job g = bj;
+    cbf_corr_job gc = cj;
+    g.in = gc.in = up(in, in_n);
+    g.present = up(present, n * (size_t)N);
+    g.coef = up(coef, (size_t)N * B * sizeof *coef);
+    g.pol = up(pol, (size_t)B);
+    g.out = up(NULL, out_n);
+    CK(cudaMemset(g.out, 0x5a, out_n));
+    g.saturated = up(NULL, (size_t)B * sizeof(uint64_t));
+    CK(cudaMemset(g.saturated, 0, (size_t)B * sizeof(uint64_t)));
+    gc.accum = up(NULL, acc_n * sizeof(int64_t));
+    CK(cudaMemset(gc.accum, 0, acc_n * sizeof(int64_t)));
+    const int fused = cbf_xb_cuda_fused(plan, &gc, &g);
+    if (hopper)
+        assert_int_equal(fused, 1);
+    if (cbf_xb_cuda_run(plan, &gc, &g, NULL, msg, sizeof msg))
+        fail_msg("cbf_xb_cuda_run: %s", msg);
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(gout, g.out, out_n, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(gsat, g.saturated, (size_t)B * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(gacc, gc.accum, acc_n * sizeof(int64_t), cudaMemcpyDeviceToHost));
+    printf("N %d B %d C %d T %d batches %zu absent %d (%s): saturated", N, B, C, T, n, gone,
+           fused ? "one kernel" : "two kernels");
+    for (int b = 0; b < B; b++)
+        printf(" %" PRIu64, sat[b]);
+    printf("\n");
+    assert_memory_equal(gacc, acc, acc_n * sizeof(int64_t));
+    assert_memory_equal(gout, out, out_n);
+    assert_memory_equal(gsat, sat, (size_t)B * sizeof(uint64_t));
+    if (gain > 1.0) { /* the case is meant to clip: it did */
+        uint64_t total = 0;
+        for (int b = 0; b < B; b++)
+            total += sat[b];
+        assert_true(total > 0);
+    }
+    cudaFree((void *)g.in);
+    cudaFree((void *)g.present);
+    cudaFree((void *)g.coef);
+    cudaFree((void *)g.pol);
+    cudaFree(g.out);
+    cudaFree(g.saturated);
+    cudaFree(gc.accum);
+    cbf_corr_cuda_destroy(plan);
+    free(in); free(out); free(gout); free(present); free(pol); free(coef); free(acc); free(gacc);
+}
+
+static void test_full_tile(void **st)
+{
+    (void)st;
+    run_case(64, 8, 5, 256, 3, 0, 0.08);
+}
+
+static void test_absent(void **st)
+{
+    (void)st;
+    run_case(64, 8, 3, 128, 4, 5, 0.08);
+}
+
+static void test_part_tile(void **st)
+{
+    (void)st;
+    run_case(40, 5, 7, 192, 2, 3, 0.1);
+}
+
+static void test_saturation(void **st)
+{
+    (void)st;
+    run_case(24, 3, 2, 64, 5, 0, 4.0);
+}
+
+int main(void)
+{
+    char why[256];
+    if (!cbf_test_gpu_available(why, sizeof why)) {
+        printf("test_xb: skipped: %s\n", why);
+        return 77;
+    }
+    int dev, major = 0, minor = 0;
+    if (cudaGetDevice(&dev) == cudaSuccess &&
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess)
+        hopper = major == 9 && minor == 0;
+    const char *env = getenv("CBF_TEST_STATE");
+    uint64_t s0 = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
+    rng_state = s0 ? s0 : 1;
+    printf("test_xb: inputs from state %" PRIu64 " (CBF_TEST_STATE repeats them); %s\n", s0,
+           hopper ? "Hopper: the one-kernel path must run" : "not Hopper: two kernels");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_full_tile),
+        cmocka_unit_test(test_absent),
+        cmocka_unit_test(test_part_tile),
+        cmocka_unit_test(test_saturation),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
