@@ -12,6 +12,7 @@
 #include "fft_post.h"
 #include "fft_post_dither.h"
 
+#include "cbf_cplx.h"
 #include "cuda_check.h"
 
 #include <cuda_runtime.h>
@@ -41,22 +42,7 @@ struct cbf_fft_post_cuda {
 
 #define CUDA_TRY(call) CBF_KERN_CUDA_TRY("fft_post", call)
 
-__device__ __forceinline__ float2 cmul(float2 a, float2 b)
-{
-    return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
-}
 __device__ __forceinline__ float2 conj2(float2 a) { return make_float2(a.x, -a.y); }
-
-/* exp(-2 pi i e / 4) for e = 0..3, applied without a multiply. */
-__device__ __forceinline__ float2 rot_quarter(float2 v, int e)
-{
-    switch (e & 3) {
-    case 0: return v;
-    case 1: return make_float2(v.y, -v.x);
-    case 2: return make_float2(-v.x, -v.y);
-    default: return make_float2(-v.y, v.x);
-    }
-}
 
 __device__ __forceinline__ int quant(float v, int lim, int *clipped)
 {
@@ -88,13 +74,6 @@ __device__ __forceinline__ void combine(const float2 *zs, const float2 *zc, int 
     float2 tv = cmul(hk, V); /* hk = exp(-i pi k / N) */
     *xk = make_float2(U.x + tv.x, U.y + tv.y);
     *xnk = make_float2(U.x - tv.x, -U.y + tv.y);
-}
-
-__device__ __forceinline__ float2 expi_pi(float x)
-{
-    float sn, cs;
-    sincospif(x, &sn, &cs);
-    return make_float2(cs, sn);
 }
 
 template <int N_UNZIP>
@@ -309,40 +288,72 @@ __global__ void __launch_bounds__(TILE *ROWS_OF(N_UNZIP), BLOCKS_OF(N_UNZIP)) po
  * (M = 2N, or N keeping the whole band). A block covers 32 channels x 32
  * spectra: loads run along the channels (consecutive bins but for the wrap
  * at c = N/2), the transposed stores along the spectra as in post_kernel.
+ * Unzipped in frequency (log_n > 0: bin n k' + j at j (M / n) + k'), a
+ * warp's 32 bins fall in n runs of 32 / n, each whole 32-byte sectors.
  * The delay slope is -2 pi d / M per channel: inv_n_ch = 2 / M. */
-__global__ void __launch_bounds__(TILE * 8) post_complex_kernel(
-    const float2 *__restrict__ data, long long pol_stride, int channels, int M, long long spectra,
-    int sph, int bits, const float2 *__restrict__ eff_all, const float2 *__restrict__ sd,
-    long long gain_switch, void *out, unsigned long long *sat_count, dither_run dr)
+#define CROWS 8 /* post_complex_kernel's blockDim.y */
+__global__ void __launch_bounds__(TILE * CROWS) post_complex_kernel(
+    const float2 *__restrict__ data, long long pol_stride, int channels, int M, int log_n,
+    long long spectra, int sph, int bits, const float2 *__restrict__ eff_all,
+    const float2 *__restrict__ sd, long long gain_switch, void *out,
+    unsigned long long *sat_count, dither_run dr)
 {
     __shared__ unsigned tile[TILE][TILE + 1];
     const float inv_n_ch = 2.0f / (float)M;
     const int N = channels, c = blockIdx.x * TILE + threadIdx.x;
-    const int k = (c + M - N / 2) & (M - 1);
+    const int kb = (c + M - N / 2) & (M - 1);
+    const int k = (kb & ((1 << log_n) - 1)) * (M >> log_n) + (kb >> log_n);
     const long long g0 = (long long)blockIdx.y * TILE;
+    /* All of a thread's loads are issued before the first is used: the
+     * kernel is latency-bound, one spectrum's two loads at a time left
+     * the memory system short of requests. */
+    constexpr int PER = TILE / CROWS;
+    float2 x[PER][2];
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+        const long long g = g0 + threadIdx.y + i * CROWS;
+#pragma unroll
+        for (int pol = 0; pol < 2; pol++)
+            x[i][pol] = g < spectra ? __ldg(data + pol * pol_stride + g * (long long)M + k)
+                                    : make_float2(0.f, 0.f);
+    }
     unsigned sat[2] = {0, 0};
-    for (int ty = threadIdx.y; ty < TILE; ty += blockDim.y) {
-        long long g = g0 + ty;
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+        const int ty = threadIdx.y + i * CROWS;
+        const long long g = g0 + ty;
         if (g >= spectra)
-            continue;
+            break;
         unsigned packed = 0;
         const float2 *eff = eff_all + (g >= gain_switch ? 2 * N : 0);
 #pragma unroll
         for (int pol = 0; pol < 2; pol++) {
-            float2 x = __ldg(data + pol * pol_stride + g * (long long)M + k);
             const float2 dp = sd ? __ldg(sd + pol * spectra + g) : make_float2(0.f, 0.f);
-            packed |= finish(x, c, pol, eff, bits, &sat[pol], sd != nullptr, dp, inv_n_ch, N / 2,
-                             dr.on, dr, g, N)
+            packed |= finish(x[i][pol], c, pol, eff, bits, &sat[pol], sd != nullptr, dp, inv_n_ch,
+                             N / 2, dr.on, dr, g, N)
                       << (pol * (bits == 8 ? 16 : 8));
         }
         tile[threadIdx.x][ty] = packed;
     }
+    /* Saturation counts: one global atomic per block and pol, not per warp. */
+    __shared__ unsigned block_sat[2];
+    if (threadIdx.x < 2 && threadIdx.y == 0)
+        block_sat[threadIdx.x] = 0;
     __syncthreads();
     const int lane = threadIdx.x;
+    for (int pol = 0; pol < 2; pol++) {
+        unsigned v = sat[pol];
+        for (int off = 16; off; off >>= 1)
+            v += __shfl_down_sync(0xffffffffu, v, off);
+        if (lane == 0 && v)
+            atomicAdd(block_sat + pol, v);
+    }
     const long long g = g0 + lane;
     if (g < spectra) {
         const long long b = g / sph, t = g % sph;
-        for (int row = threadIdx.y; row < TILE; row += blockDim.y) {
+#pragma unroll
+        for (int i = 0; i < PER; i++) {
+            const int row = threadIdx.y + i * CROWS;
             long long idx = (b * N + blockIdx.x * TILE + row) * sph + t;
             unsigned v = tile[row][lane];
             if (bits == 8)
@@ -351,13 +362,9 @@ __global__ void __launch_bounds__(TILE * 8) post_complex_kernel(
                 ((unsigned short *)out)[idx] = (unsigned short)v;
         }
     }
-    for (int pol = 0; pol < 2; pol++) {
-        unsigned v = sat[pol];
-        for (int off = 16; off; off >>= 1)
-            v += __shfl_down_sync(0xffffffffu, v, off);
-        if (lane == 0 && v)
-            atomicAdd(sat_count + pol, (unsigned long long)v);
-    }
+    __syncthreads();
+    if (threadIdx.y == 0 && lane < 2 && block_sat[lane])
+        atomicAdd(sat_count + lane, (unsigned long long)block_sat[lane]);
 }
 
 extern "C" int cbf_fft_post_cuda_create(const cbf_fft_post_config *cfg, void *stream,
@@ -373,7 +380,7 @@ extern "C" int cbf_fft_post_cuda_create(const cbf_fft_post_config *cfg, void *st
     p->stream = (cudaStream_t)stream;
     *out = p;
     const int N = cfg->channels;
-    int m = cfg->complex_in ? (int)cbf_fft_post_spectrum_samples(cfg) : N / cfg->unzip;
+    int m = (cfg->complex_in ? (int)cbf_fft_post_spectrum_samples(cfg) : N) / cfg->unzip;
     cudaError_t e = cudaMalloc((void **)&p->gains[0], sizeof(float2) * 2 * N);
     if (e == cudaSuccess)
         e = cudaMalloc((void **)&p->gains[1], sizeof(float2) * 2 * N);
@@ -500,8 +507,9 @@ extern "C" int cbf_fft_post_cuda_post(cbf_fft_post_cuda *plan, const cbf_fft_pos
                            (unsigned long long)args->first_spectrum};
     if (c->complex_in) {
         dim3 cgrid((unsigned)(c->channels / TILE), (unsigned)((c->spectra + TILE - 1) / TILE));
-        post_complex_kernel<<<cgrid, dim3(TILE, 8), 0, plan->stream>>>(
-            data, ps, c->channels, M, (long long)c->spectra, c->spectra_per_heap, c->out_bits,
+        post_complex_kernel<<<cgrid, dim3(TILE, CROWS), 0, plan->stream>>>(
+            data, ps, c->channels, M, c->unzip == 4 ? 2 : c->unzip == 2 ? 1 : 0,
+            (long long)c->spectra, c->spectra_per_heap, c->out_bits,
             plan->eff, args->spectrum_delay ? plan->sd : nullptr, gain_switch, args->out,
             plan->sat, dr);
     }
