@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the lent GPU machine (through the device tool, carrying .devdeps):
 # builds the narrowband targets, runs the narrowband chain test (CPU, GPU
-# against the float64 model and the CPU), the wide + narrow pipeline test on
+# against the float64 model and the CPU), the ddc kernel test (default
+# kernel), the wide + narrow pipeline test on
 # the GPU engine, the wideband kernel test (the pfb and fft_post kernels
 # gained a complex mode beside the real one), compute-sanitizer on the chain,
 # pipelines/feng-wide-narrow.yaml on the GPU, then `cbf-bench ddc` with the
@@ -21,7 +22,7 @@ B=build-device-narrow
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv \
     >"$OUT/gpu.txt" 2>&1
 cat "$OUT/gpu.txt"
-TARGETS="tests/ddc/test_narrowband tests/ddc/test_wide_narrow tests/feng/test_feng tools/cbf-run
+TARGETS="tests/ddc/test_narrowband tests/ddc/test_ddc tests/ddc/test_wide_narrow tests/feng/test_feng tools/cbf-run
  plugins/dsim/cbf_dsim.so plugins/filesink/cbf_filesink.so plugins/ddc/cbf_ddc.so
   plugins/pfb/cbf_pfb.so plugins/fft_post/cbf_fft_post.so plugins/upload/cbf_upload.so tools/bench/cbf-bench"
 { meson setup "$B" >/dev/null && ninja -C "$B" $TARGETS; } >"$OUT/build.log" 2>&1 ||
@@ -40,6 +41,7 @@ run() {
 }
 left() { [ $SECONDS -lt $((${NARROW_BUDGET:-225} - $1)) ] || { echo "== skipped: $2 (at ${SECONDS}s)"; return 1; }; }
 run "test_narrowband --gpu" "$B/tests/ddc/test_narrowband" --gpu
+run "test_ddc --gpu" "$B/tests/ddc/test_ddc" --gpu
 "$B/tools/bench/cbf-bench" ddc --decimation 8 --ratio 8 --per-thread 0,8 ${NARROW_BENCH_ARGS:-} \
     >"$OUT/bench.md" 2>"$OUT/bench.err"
 echo "== cbf-bench ddc: exit $?"
@@ -68,6 +70,12 @@ if command -v compute-sanitizer >/dev/null && left 50 "memcheck"; then
         --gpu >"$OUT/memcheck.log" 2>&1
     echo "== memcheck test_narrowband --gpu: exit $? ($(grep -c 'Invalid\|out of bounds' "$OUT/memcheck.log") invalid accesses)"
     tail -2 "$OUT/memcheck.log"
+    if left 40 "memcheck test_ddc"; then
+        timeout 90 compute-sanitizer --tool memcheck --leak-check no "$B/tests/ddc/test_ddc" \
+            --gpu >"$OUT/memcheck-ddc.log" 2>&1
+        echo "== memcheck test_ddc --gpu: exit $? ($(grep -c 'Invalid\|out of bounds' "$OUT/memcheck-ddc.log") invalid accesses)"
+        tail -1 "$OUT/memcheck-ddc.log"
+    fi
 fi
 if [ "${NARROW_PIPE:-1}" != 0 ] && left 60 "pipeline"; then
     sed 's/gpu: auto/gpu: required/' pipelines/feng-wide-narrow.yaml >"$OUT/fwn.yaml"

@@ -216,17 +216,21 @@ extern "C" int cbf_pfb_cuda_run(cbf_pfb_cuda *plan, const cbf_pfb_job *job, void
  * the 2 x step floats of a spectrum (re and im are independent real
  * streams; the weight is complex sample f / 2's), the same register ring as
  * the packed kernel, unrolled by TAPS. Loads and stores run along a row.
- * One turn filters TAPS spectra: each stored to o as soon as it is summed
- * (o non-null; fewer live registers) or kept in res[]. */
+ * A turn loads TAPS rows (cfir_load) and then filters TAPS spectra
+ * (cfir_sum), each stored to o[u * ostride] as soon as it is summed. */
 template <int TAPS, bool TAIL>
-__device__ __forceinline__ void cfir_turn(const float *__restrict__ p, long long row, int s,
-                                          int len, float *win, const float *wr, float *res,
-                                          float *o)
+__device__ __forceinline__ void cfir_load(const float *__restrict__ p, long long row, int s,
+                                          int len, float *v)
 {
-    float v[TAPS];
 #pragma unroll
     for (int u = 0; u < TAPS; u++)
         v[u] = (!TAIL || s + u < len) ? __ldg(p + (long long)(s + u + TAPS - 1) * row) : 0.0f;
+}
+
+template <int TAPS, bool TAIL>
+__device__ __forceinline__ void cfir_sum(const float *v, int s, int len, float *win,
+                                         const float *wr, float *o, long long ostride)
+{
 #pragma unroll
     for (int u = 0; u < TAPS; u++) {
         if (TAIL && s + u >= len)
@@ -236,10 +240,7 @@ __device__ __forceinline__ void cfir_turn(const float *__restrict__ p, long long
 #pragma unroll
         for (int t = 0; t < TAPS; t++)
             acc = fmaf(wr[t], win[(u + t) % TAPS], acc);
-        if (o)
-            o[(long long)(s + u) * row] = acc;
-        else
-            res[u] = acc;
+        o[u * ostride] = acc;
     }
 }
 
@@ -262,11 +263,16 @@ __device__ __forceinline__ void cfir_natural(
     for (int t = 0; t < TAPS - 1; t++)
         win[t] = __ldg(p + t * row);
     float *o = out + pol * pol_stride + s0 * row + f;
+    float v[TAPS];
     int s = 0;
-    for (; s + TAPS <= len; s += TAPS)
-        cfir_turn<TAPS, false>(p, row, s, len, win, wr, nullptr, o);
-    if (s < len)
-        cfir_turn<TAPS, true>(p, row, s, len, win, wr, nullptr, o);
+    for (; s + TAPS <= len; s += TAPS) {
+        cfir_load<TAPS, false>(p, row, s, len, v);
+        cfir_sum<TAPS, false>(v, s, len, win, wr, o + s * row, row);
+    }
+    if (s < len) {
+        cfir_load<TAPS, true>(p, row, s, len, v);
+        cfir_sum<TAPS, true>(v, s, len, win, wr, o + s * row, row);
+    }
 }
 
 /* The same FIR with the first radix-NU stage of the step-point transform
@@ -274,7 +280,8 @@ __device__ __forceinline__ void cfir_natural(
  * exp(-2 pi i r j / NU), m = step / NU). A block of 128 threads filters Q =
  * 64 / NU consecutive complex columns q of each of the NU sub-sequences r
  * (thread: re / im bit 0, q next, r on top, so each warp loads 128
- * contiguous bytes), parks a turn's TAPS rows in shared memory, and then
+ * contiguous bytes), parks a turn's TAPS rows in shared memory, loads the
+ * next turn's rows (so they are in flight during what follows), and then
  * the same thread, as output j = its r, sums the NU values of its q
  * (powers of -i: no multiplies), turns them by its twiddle, fixed for all
  * its spectra, and stores its part: again 128 contiguous bytes per warp.
@@ -294,7 +301,7 @@ __device__ __forceinline__ void cfir_unzip(
     const long long row = 2LL * step, s0 = (long long)blockIdx.y * section;
     const int len = (int)min((long long)section, spectra - s0);
     const float *p = (pol ? in1 : in0) + 2 * (pol ? start1 : start0) + s0 * row + 2 * col + e;
-    float wr[TAPS], win[TAPS], res[TAPS];
+    float wr[TAPS], win[TAPS], v[TAPS];
 #pragma unroll
     for (int t = 0; t < TAPS; t++)
         wr[t] = __ldg(w + (long long)t * step + col);
@@ -303,15 +310,18 @@ __device__ __forceinline__ void cfir_unzip(
         win[t] = __ldg(p + t * row);
     const float2 tw = expi_pi(-2.0f * (float)(q * r) / (float)step);
     float *o = out + pol * pol_stride + s0 * row + 2 * col + e; /* col = j m + q, j = r */
+    /* len, s: the same in the whole block, so the barriers are uniform. */
+    cfir_load<TAPS, true>(p, row, 0, len, v);
     for (int s = 0; s < len; s += TAPS) {
         if (s + TAPS <= len)
-            cfir_turn<TAPS, false>(p, row, s, len, win, wr, res, nullptr);
+            cfir_sum<TAPS, false>(v, s, len, win, wr, &buf[0][tid], 128);
         else
-            cfir_turn<TAPS, true>(p, row, s, len, win, wr, res, nullptr);
-#pragma unroll
-        for (int u = 0; u < TAPS; u++)
-            buf[u][tid] = res[u];
+            cfir_sum<TAPS, true>(v, s, len, win, wr, &buf[0][tid], 128);
         __syncthreads();
+        if (s + 2 * TAPS <= len)
+            cfir_load<TAPS, false>(p, row, s + TAPS, len, v);
+        else if (s + TAPS < len)
+            cfir_load<TAPS, true>(p, row, s + TAPS, len, v);
 #pragma unroll
         for (int u = 0; u < TAPS; u++) {
             if (s + u >= len)
