@@ -206,7 +206,8 @@ static tc_shape tc_shape_of(int S, int taps)
     /* B fragments past the first kreg (32 lanes x 16 bytes per k step),
      * then the samples, whole groups of 8 chunks (the swizzle permutes
      * within them). */
-    sh.smem = (size_t)(sh.ksteps - sh.kreg) * 512 + ((size_t)sh.groups * TC_GROUP * 2 + 127) / 128 * 128;
+    sh.smem = (size_t)(sh.ksteps - sh.kreg) * 512 +
+              ((size_t)sh.groups * TC_GROUP * 2 + 127) / 128 * 128;
     return sh;
 }
 
@@ -507,7 +508,8 @@ extern "C" int cbf_ddc_cuda_run(cbf_ddc_cuda *plan, const cbf_ddc_job *job, void
         /* Output 0's place in its row: its absolute output number mod 4. */
         const int lead = (int)((job->timestamp + job->start) / (uint64_t)cfg->decimation % 4);
         dim3 grid((unsigned)(((long long)job->outputs + lead + M - 1) / M), 2);
-        tc_pick(cfg->bits, cfg->decimation, sh->kreg)<<<grid, TC_THREADS, sh->smem, (cudaStream_t)stream>>>(
+        tc_pick(cfg->bits, cfg->decimation, sh->kreg)<<<grid, TC_THREADS, sh->smem,
+                                                         (cudaStream_t)stream>>>(
             (const uint32_t *)job->in[0], (const uint32_t *)job->in[1], (long long)job->start,
             cfg->decimation, sh->ksteps, sh->groups, sh->swz_shift, sh->swz_mask, plan->bfrag,
             plan->scale, phase0, out_step, (long long)job->outputs, lead, last_word,

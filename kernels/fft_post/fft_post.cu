@@ -92,12 +92,16 @@ __device__ __forceinline__ void load_bins(const float2 *__restrict__ z, int m, i
  * gains in force (t = 0) and the next ones (t = 1): the run's fixed delay
  * and phase are folded into the gains once per run rather than evaluated
  * again for every spectrum. kc: the band centre, channels / 2, whose phase
- * a delay leaves alone (katgpucbf's reference; DC in narrowband). */
+ * a delay leaves alone (katgpucbf's reference; DC in narrowband). It also
+ * zeroes the run's saturation counts, which the post kernel after it adds
+ * to (one stream operation fewer than a memset). */
 __global__ void eff_gain_kernel(const float2 *__restrict__ g_now, const float2 *__restrict__ g_next,
                                 int channels, int kc, float d0, float d1, float ph0, float ph1,
-                                float2 *__restrict__ eff)
+                                float2 *__restrict__ eff, unsigned long long *sat)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < 2)
+        sat[i] = 0;
     if (i >= 4 * channels)
         return;
     int j = i % (2 * channels), k = j >> 1, pol = j & 1;
@@ -392,6 +396,8 @@ extern "C" int cbf_fft_post_cuda_create(const cbf_fft_post_config *cfg, void *st
         e = cudaMalloc((void **)&p->sat, 2 * sizeof(unsigned long long));
     if (e == cudaSuccess)
         e = cudaMallocHost((void **)&p->sat_host, 2 * sizeof(unsigned long long));
+    if (e == cudaSuccess)
+        e = cudaMemset(p->sat, 0, 2 * sizeof(unsigned long long));
     if (e != cudaSuccess) {
         cbf_fft_post_cuda_destroy(p);
         *out = NULL;
@@ -486,7 +492,6 @@ extern "C" int cbf_fft_post_cuda_post(cbf_fft_post_cuda *plan, const cbf_fft_pos
     const int half = c->channels / c->unzip / 2;
     dim3 grid((unsigned)((half + TILE - 1) / TILE), (unsigned)((c->spectra + TILE - 1) / TILE));
     dim3 block(TILE, ROWS_OF(c->unzip));
-    CUDA_TRY(cudaMemsetAsync(plan->sat, 0, 2 * sizeof(unsigned long long), plan->stream));
     /* eff's slope is -pi d / channels per channel, 2 pi d / M with M =
      * 2 x channels; keeping the whole band (M = channels) doubles d. */
     const int M = (int)cbf_fft_post_spectrum_samples(c);
@@ -494,7 +499,7 @@ extern "C" int cbf_fft_post_cuda_post(cbf_fft_post_cuda *plan, const cbf_fft_pos
     eff_gain_kernel<<<(4 * c->channels + 255) / 256, 256, 0, plan->stream>>>(
         plan->gains[0], plan->gains[1], c->channels, c->channels / 2,
         dscale * args->fine_delay[0], dscale * args->fine_delay[1], args->phase[0], args->phase[1],
-        plan->eff);
+        plan->eff, plan->sat);
     CUDA_TRY(cudaGetLastError());
     if (args->spectrum_delay)
         /* From pageable memory: returns once the source has been read. */
@@ -541,8 +546,6 @@ extern "C" int cbf_fft_post_cuda_post(cbf_fft_post_cuda *plan, const cbf_fft_pos
 #undef LAUNCH_DITHER
 #undef LAUNCH
     CUDA_TRY(cudaGetLastError());
-    CUDA_TRY(cudaMemcpyAsync(plan->sat_host, plan->sat, 2 * sizeof(unsigned long long),
-                             cudaMemcpyDeviceToHost, plan->stream));
     if (args->switch_gains) {
         float2 *t = plan->gains[0];
         plan->gains[0] = plan->gains[1];
@@ -561,6 +564,11 @@ extern "C" int cbf_fft_post_cuda_run(cbf_fft_post_cuda *plan, const cbf_fft_post
 extern "C" int cbf_fft_post_cuda_saturated(cbf_fft_post_cuda *plan, uint64_t saturated[2],
                                            char *msg, size_t msglen)
 {
+    /* Copied here, not after every run: the counts on the device are the
+     * last run's until the next one starts, and a run that nobody reads
+     * (the plugin copies with _async) then costs no stream operation. */
+    CUDA_TRY(cudaMemcpyAsync(plan->sat_host, plan->sat, 2 * sizeof(unsigned long long),
+                             cudaMemcpyDeviceToHost, plan->stream));
     CUDA_TRY(cudaStreamSynchronize(plan->stream));
     saturated[0] = plan->sat_host[0];
     saturated[1] = plan->sat_host[1];
