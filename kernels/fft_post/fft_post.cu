@@ -12,6 +12,7 @@
 #include "fft_post.h"
 #include "fft_post_dither.h"
 
+#include "cbf_cplx.h"
 #include "cuda_check.h"
 
 #include <cuda_runtime.h>
@@ -41,22 +42,7 @@ struct cbf_fft_post_cuda {
 
 #define CUDA_TRY(call) CBF_KERN_CUDA_TRY("fft_post", call)
 
-__device__ __forceinline__ float2 cmul(float2 a, float2 b)
-{
-    return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
-}
 __device__ __forceinline__ float2 conj2(float2 a) { return make_float2(a.x, -a.y); }
-
-/* exp(-2 pi i e / 4) for e = 0..3, applied without a multiply. */
-__device__ __forceinline__ float2 rot_quarter(float2 v, int e)
-{
-    switch (e & 3) {
-    case 0: return v;
-    case 1: return make_float2(v.y, -v.x);
-    case 2: return make_float2(-v.x, -v.y);
-    default: return make_float2(-v.y, v.x);
-    }
-}
 
 __device__ __forceinline__ int quant(float v, int lim, int *clipped)
 {
@@ -90,13 +76,6 @@ __device__ __forceinline__ void combine(const float2 *zs, const float2 *zc, int 
     *xnk = make_float2(U.x - tv.x, -U.y + tv.y);
 }
 
-__device__ __forceinline__ float2 expi_pi(float x)
-{
-    float sn, cs;
-    sincospif(x, &sn, &cs);
-    return make_float2(cs, sn);
-}
-
 template <int N_UNZIP>
 __device__ __forceinline__ void load_bins(const float2 *__restrict__ z, int m, int s,
                                           float inv_n_ch, float2 *zs, float2 *zc)
@@ -113,12 +92,16 @@ __device__ __forceinline__ void load_bins(const float2 *__restrict__ z, int m, i
  * gains in force (t = 0) and the next ones (t = 1): the run's fixed delay
  * and phase are folded into the gains once per run rather than evaluated
  * again for every spectrum. kc: the band centre, channels / 2, whose phase
- * a delay leaves alone (katgpucbf's reference; DC in narrowband). */
+ * a delay leaves alone (katgpucbf's reference; DC in narrowband). It also
+ * zeroes the run's saturation counts, which the post kernel after it adds
+ * to (one stream operation fewer than a memset). */
 __global__ void eff_gain_kernel(const float2 *__restrict__ g_now, const float2 *__restrict__ g_next,
                                 int channels, int kc, float d0, float d1, float ph0, float ph1,
-                                float2 *__restrict__ eff)
+                                float2 *__restrict__ eff, unsigned long long *sat)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < 2)
+        sat[i] = 0;
     if (i >= 4 * channels)
         return;
     int j = i % (2 * channels), k = j >> 1, pol = j & 1;
@@ -309,40 +292,72 @@ __global__ void __launch_bounds__(TILE *ROWS_OF(N_UNZIP), BLOCKS_OF(N_UNZIP)) po
  * (M = 2N, or N keeping the whole band). A block covers 32 channels x 32
  * spectra: loads run along the channels (consecutive bins but for the wrap
  * at c = N/2), the transposed stores along the spectra as in post_kernel.
+ * Unzipped in frequency (log_n > 0: bin n k' + j at j (M / n) + k'), a
+ * warp's 32 bins fall in n runs of 32 / n, each whole 32-byte sectors.
  * The delay slope is -2 pi d / M per channel: inv_n_ch = 2 / M. */
-__global__ void __launch_bounds__(TILE * 8) post_complex_kernel(
-    const float2 *__restrict__ data, long long pol_stride, int channels, int M, long long spectra,
-    int sph, int bits, const float2 *__restrict__ eff_all, const float2 *__restrict__ sd,
-    long long gain_switch, void *out, unsigned long long *sat_count, dither_run dr)
+#define CROWS 8 /* post_complex_kernel's blockDim.y */
+__global__ void __launch_bounds__(TILE * CROWS) post_complex_kernel(
+    const float2 *__restrict__ data, long long pol_stride, int channels, int M, int log_n,
+    long long spectra, int sph, int bits, const float2 *__restrict__ eff_all,
+    const float2 *__restrict__ sd, long long gain_switch, void *out,
+    unsigned long long *sat_count, dither_run dr)
 {
     __shared__ unsigned tile[TILE][TILE + 1];
     const float inv_n_ch = 2.0f / (float)M;
     const int N = channels, c = blockIdx.x * TILE + threadIdx.x;
-    const int k = (c + M - N / 2) & (M - 1);
+    const int kb = (c + M - N / 2) & (M - 1);
+    const int k = (kb & ((1 << log_n) - 1)) * (M >> log_n) + (kb >> log_n);
     const long long g0 = (long long)blockIdx.y * TILE;
+    /* All of a thread's loads are issued before the first is used: the
+     * kernel is latency-bound, one spectrum's two loads at a time left
+     * the memory system short of requests. */
+    constexpr int PER = TILE / CROWS;
+    float2 x[PER][2];
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+        const long long g = g0 + threadIdx.y + i * CROWS;
+#pragma unroll
+        for (int pol = 0; pol < 2; pol++)
+            x[i][pol] = g < spectra ? __ldg(data + pol * pol_stride + g * (long long)M + k)
+                                    : make_float2(0.f, 0.f);
+    }
     unsigned sat[2] = {0, 0};
-    for (int ty = threadIdx.y; ty < TILE; ty += blockDim.y) {
-        long long g = g0 + ty;
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+        const int ty = threadIdx.y + i * CROWS;
+        const long long g = g0 + ty;
         if (g >= spectra)
-            continue;
+            break;
         unsigned packed = 0;
         const float2 *eff = eff_all + (g >= gain_switch ? 2 * N : 0);
 #pragma unroll
         for (int pol = 0; pol < 2; pol++) {
-            float2 x = __ldg(data + pol * pol_stride + g * (long long)M + k);
             const float2 dp = sd ? __ldg(sd + pol * spectra + g) : make_float2(0.f, 0.f);
-            packed |= finish(x, c, pol, eff, bits, &sat[pol], sd != nullptr, dp, inv_n_ch, N / 2,
-                             dr.on, dr, g, N)
+            packed |= finish(x[i][pol], c, pol, eff, bits, &sat[pol], sd != nullptr, dp, inv_n_ch,
+                             N / 2, dr.on, dr, g, N)
                       << (pol * (bits == 8 ? 16 : 8));
         }
         tile[threadIdx.x][ty] = packed;
     }
+    /* Saturation counts: one global atomic per block and pol, not per warp. */
+    __shared__ unsigned block_sat[2];
+    if (threadIdx.x < 2 && threadIdx.y == 0)
+        block_sat[threadIdx.x] = 0;
     __syncthreads();
     const int lane = threadIdx.x;
+    for (int pol = 0; pol < 2; pol++) {
+        unsigned v = sat[pol];
+        for (int off = 16; off; off >>= 1)
+            v += __shfl_down_sync(0xffffffffu, v, off);
+        if (lane == 0 && v)
+            atomicAdd(block_sat + pol, v);
+    }
     const long long g = g0 + lane;
     if (g < spectra) {
         const long long b = g / sph, t = g % sph;
-        for (int row = threadIdx.y; row < TILE; row += blockDim.y) {
+#pragma unroll
+        for (int i = 0; i < PER; i++) {
+            const int row = threadIdx.y + i * CROWS;
             long long idx = (b * N + blockIdx.x * TILE + row) * sph + t;
             unsigned v = tile[row][lane];
             if (bits == 8)
@@ -351,13 +366,9 @@ __global__ void __launch_bounds__(TILE * 8) post_complex_kernel(
                 ((unsigned short *)out)[idx] = (unsigned short)v;
         }
     }
-    for (int pol = 0; pol < 2; pol++) {
-        unsigned v = sat[pol];
-        for (int off = 16; off; off >>= 1)
-            v += __shfl_down_sync(0xffffffffu, v, off);
-        if (lane == 0 && v)
-            atomicAdd(sat_count + pol, (unsigned long long)v);
-    }
+    __syncthreads();
+    if (threadIdx.y == 0 && lane < 2 && block_sat[lane])
+        atomicAdd(sat_count + lane, (unsigned long long)block_sat[lane]);
 }
 
 extern "C" int cbf_fft_post_cuda_create(const cbf_fft_post_config *cfg, void *stream,
@@ -373,7 +384,7 @@ extern "C" int cbf_fft_post_cuda_create(const cbf_fft_post_config *cfg, void *st
     p->stream = (cudaStream_t)stream;
     *out = p;
     const int N = cfg->channels;
-    int m = cfg->complex_in ? (int)cbf_fft_post_spectrum_samples(cfg) : N / cfg->unzip;
+    int m = (cfg->complex_in ? (int)cbf_fft_post_spectrum_samples(cfg) : N) / cfg->unzip;
     cudaError_t e = cudaMalloc((void **)&p->gains[0], sizeof(float2) * 2 * N);
     if (e == cudaSuccess)
         e = cudaMalloc((void **)&p->gains[1], sizeof(float2) * 2 * N);
@@ -385,6 +396,8 @@ extern "C" int cbf_fft_post_cuda_create(const cbf_fft_post_config *cfg, void *st
         e = cudaMalloc((void **)&p->sat, 2 * sizeof(unsigned long long));
     if (e == cudaSuccess)
         e = cudaMallocHost((void **)&p->sat_host, 2 * sizeof(unsigned long long));
+    if (e == cudaSuccess)
+        e = cudaMemset(p->sat, 0, 2 * sizeof(unsigned long long));
     if (e != cudaSuccess) {
         cbf_fft_post_cuda_destroy(p);
         *out = NULL;
@@ -479,7 +492,6 @@ extern "C" int cbf_fft_post_cuda_post(cbf_fft_post_cuda *plan, const cbf_fft_pos
     const int half = c->channels / c->unzip / 2;
     dim3 grid((unsigned)((half + TILE - 1) / TILE), (unsigned)((c->spectra + TILE - 1) / TILE));
     dim3 block(TILE, ROWS_OF(c->unzip));
-    CUDA_TRY(cudaMemsetAsync(plan->sat, 0, 2 * sizeof(unsigned long long), plan->stream));
     /* eff's slope is -pi d / channels per channel, 2 pi d / M with M =
      * 2 x channels; keeping the whole band (M = channels) doubles d. */
     const int M = (int)cbf_fft_post_spectrum_samples(c);
@@ -487,7 +499,7 @@ extern "C" int cbf_fft_post_cuda_post(cbf_fft_post_cuda *plan, const cbf_fft_pos
     eff_gain_kernel<<<(4 * c->channels + 255) / 256, 256, 0, plan->stream>>>(
         plan->gains[0], plan->gains[1], c->channels, c->channels / 2,
         dscale * args->fine_delay[0], dscale * args->fine_delay[1], args->phase[0], args->phase[1],
-        plan->eff);
+        plan->eff, plan->sat);
     CUDA_TRY(cudaGetLastError());
     if (args->spectrum_delay)
         /* From pageable memory: returns once the source has been read. */
@@ -500,8 +512,9 @@ extern "C" int cbf_fft_post_cuda_post(cbf_fft_post_cuda *plan, const cbf_fft_pos
                            (unsigned long long)args->first_spectrum};
     if (c->complex_in) {
         dim3 cgrid((unsigned)(c->channels / TILE), (unsigned)((c->spectra + TILE - 1) / TILE));
-        post_complex_kernel<<<cgrid, dim3(TILE, 8), 0, plan->stream>>>(
-            data, ps, c->channels, M, (long long)c->spectra, c->spectra_per_heap, c->out_bits,
+        post_complex_kernel<<<cgrid, dim3(TILE, CROWS), 0, plan->stream>>>(
+            data, ps, c->channels, M, c->unzip == 4 ? 2 : c->unzip == 2 ? 1 : 0,
+            (long long)c->spectra, c->spectra_per_heap, c->out_bits,
             plan->eff, args->spectrum_delay ? plan->sd : nullptr, gain_switch, args->out,
             plan->sat, dr);
     }
@@ -533,8 +546,6 @@ extern "C" int cbf_fft_post_cuda_post(cbf_fft_post_cuda *plan, const cbf_fft_pos
 #undef LAUNCH_DITHER
 #undef LAUNCH
     CUDA_TRY(cudaGetLastError());
-    CUDA_TRY(cudaMemcpyAsync(plan->sat_host, plan->sat, 2 * sizeof(unsigned long long),
-                             cudaMemcpyDeviceToHost, plan->stream));
     if (args->switch_gains) {
         float2 *t = plan->gains[0];
         plan->gains[0] = plan->gains[1];
@@ -553,6 +564,11 @@ extern "C" int cbf_fft_post_cuda_run(cbf_fft_post_cuda *plan, const cbf_fft_post
 extern "C" int cbf_fft_post_cuda_saturated(cbf_fft_post_cuda *plan, uint64_t saturated[2],
                                            char *msg, size_t msglen)
 {
+    /* Copied here, not after every run: the counts on the device are the
+     * last run's until the next one starts, and a run that nobody reads
+     * (the plugin copies with _async) then costs no stream operation. */
+    CUDA_TRY(cudaMemcpyAsync(plan->sat_host, plan->sat, 2 * sizeof(unsigned long long),
+                             cudaMemcpyDeviceToHost, plan->stream));
     CUDA_TRY(cudaStreamSynchronize(plan->stream));
     saturated[0] = plan->sat_host[0];
     saturated[1] = plan->sat_host[1];

@@ -26,7 +26,10 @@
  *
  * Narrowband (complex_in = 1, input from the pfb's complex FIR): one
  * complex-to-complex transform of 2 x channels points per spectrum (no
- * unzipping, no real-to-complex fix-up); of its bins only the inner half,
+ * real-to-complex fix-up; with unzip n = 2 or 4 the FIR has done its first
+ * radix-n stage, decimation in frequency (pfb.h), and n transforms of 2 x
+ * channels / n points give bin n k + j at position j (2 channels / n) + k,
+ * which the post reads back in bin order); of its bins only the inner half,
  * k in [-channels/2, channels/2), is kept, output channel c being bin
  * c - channels/2 (mod 2 x channels): channel 0 is the lowest frequency and
  * DC (the mixer frequency) is channel channels/2. Gains are indexed by c,
@@ -62,7 +65,8 @@ typedef struct cbf_fft_post_config {
     int spectra_per_heap;    /* > 0 */
     size_t spectra;          /* spectra per run: a multiple of spectra_per_heap */
     int out_bits;            /* 8 (CI8) or 4 (CI4) */
-    int complex_in;          /* 0: wideband (real input); 1: narrowband, unzip must be 1 */
+    int complex_in;          /* 0: wideband (real input); 1: narrowband (unzip as the
+                                pfb's cjob had it, 1 with keep_all) */
     int keep_all;            /* narrowband: 1 keeps every bin of a channels-point transform */
     /* Dither before rounding (0 or 1; 0 leaves the output as rounding
      * alone makes it): key of the counter-based generator, and the

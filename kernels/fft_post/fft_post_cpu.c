@@ -35,7 +35,7 @@ int cbf_fft_post_cpu_create(const cbf_fft_post_config *cfg, cbf_fft_post_cpu **o
     if (rc)
         return rc;
     const int N = cfg->channels, n = cfg->unzip;
-    const int m = cfg->complex_in ? (int)cbf_fft_post_spectrum_samples(cfg) : N / n;
+    const int m = (cfg->complex_in ? (int)cbf_fft_post_spectrum_samples(cfg) : N) / n;
     cbf_fft_post_cpu *p = calloc(1, sizeof(*p));
     fftwf_complex *scratch = fftwf_alloc_complex((size_t)m);
     if (p) {
@@ -183,8 +183,11 @@ static void post_complex_spectrum(const cbf_fft_post_cpu *p, const cbf_fft_post_
                                   int pol, size_t sp, const float complex *z, uint64_t *sat)
 {
     const int N = p->cfg.channels, M = (int)cbf_fft_post_spectrum_samples(&p->cfg);
-    for (int c = 0; c < N; c++)
-        emit(p, a, pol, sp, c, z[(c + M - N / 2) & (M - 1)], sat);
+    const int n = p->cfg.unzip, m = M / n;
+    for (int c = 0; c < N; c++) {
+        int k = (c + M - N / 2) & (M - 1); /* bin n (k / n) + k % n of the unzipped halves */
+        emit(p, a, pol, sp, c, z[(k % n) * m + k / n], sat);
+    }
 }
 
 int cbf_fft_post_cpu_run(cbf_fft_post_cpu *plan, const cbf_fft_post_args *args,
@@ -192,7 +195,7 @@ int cbf_fft_post_cpu_run(cbf_fft_post_cpu *plan, const cbf_fft_post_args *args,
 {
     const cbf_fft_post_config *c = &plan->cfg;
     const size_t row = cbf_fft_post_row_floats(c);
-    const size_t m = c->complex_in ? row / 2 : (size_t)(c->channels / c->unzip);
+    const size_t m = (c->complex_in ? row / 2 : (size_t)c->channels) / (size_t)c->unzip;
     if (args->data_pol_stride < c->spectra * row) {
         return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
                              "fft_post: data_pol_stride %zu < spectra x %zu floats",

@@ -22,8 +22,8 @@ int cbf_fft_post_config_check(const cbf_fft_post_config *cfg, char *msg, size_t 
         why = "out_bits must be 8 or 4";
     else if (cfg->complex_in != 0 && cfg->complex_in != 1)
         why = "complex_in must be 0 or 1";
-    else if (cfg->complex_in && cfg->unzip != 1)
-        why = "complex (narrowband) input needs unzip 1";
+    else if (cfg->complex_in && cfg->keep_all && cfg->unzip != 1)
+        why = "complex input keeping the whole band needs unzip 1";
     else if (cfg->keep_all != 0 && (cfg->keep_all != 1 || !cfg->complex_in))
         why = "keep_all must be 0, or 1 with complex input";
     else if (cfg->dither != 0 && cfg->dither != 1)

@@ -10,6 +10,7 @@
  * cut into sections of spectra only to give the GPU enough threads. */
 #include "pfb.h"
 
+#include "cbf_cplx.h"
 #include "cuda_check.h"
 
 #include <cuda_runtime.h>
@@ -214,15 +215,22 @@ extern "C" int cbf_pfb_cuda_run(cbf_pfb_cuda *plan, const cbf_pfb_job *job, void
 /* Narrowband FIR on complex float input: one thread per float column f of
  * the 2 x step floats of a spectrum (re and im are independent real
  * streams; the weight is complex sample f / 2's), the same register ring as
- * the packed kernel, unrolled by TAPS. Loads and stores run along a row. */
+ * the packed kernel, unrolled by TAPS. Loads and stores run along a row.
+ * A turn loads TAPS rows (cfir_load) and then filters TAPS spectra
+ * (cfir_sum), each stored to o[u * ostride] as soon as it is summed. */
 template <int TAPS, bool TAIL>
-__device__ __forceinline__ void cfir_turn(const float *__restrict__ p, long long row, int s,
-                                          int len, float *win, const float *wr, float *o)
+__device__ __forceinline__ void cfir_load(const float *__restrict__ p, long long row, int s,
+                                          int len, float *v)
 {
-    float v[TAPS];
 #pragma unroll
     for (int u = 0; u < TAPS; u++)
         v[u] = (!TAIL || s + u < len) ? __ldg(p + (long long)(s + u + TAPS - 1) * row) : 0.0f;
+}
+
+template <int TAPS, bool TAIL>
+__device__ __forceinline__ void cfir_sum(const float *v, int s, int len, float *win,
+                                         const float *wr, float *o, long long ostride)
+{
 #pragma unroll
     for (int u = 0; u < TAPS; u++) {
         if (TAIL && s + u >= len)
@@ -232,12 +240,12 @@ __device__ __forceinline__ void cfir_turn(const float *__restrict__ p, long long
 #pragma unroll
         for (int t = 0; t < TAPS; t++)
             acc = fmaf(wr[t], win[(u + t) % TAPS], acc);
-        o[(long long)(s + u) * row] = acc;
+        o[u * ostride] = acc;
     }
 }
 
 template <int TAPS>
-__global__ void __launch_bounds__(128) cfir_kernel(
+__device__ __forceinline__ void cfir_natural(
     const float *__restrict__ in0, const float *__restrict__ in1, long long start0,
     long long start1, const float *__restrict__ w, int step, long long spectra, int section,
     float *__restrict__ out, long long pol_stride)
@@ -255,26 +263,114 @@ __global__ void __launch_bounds__(128) cfir_kernel(
     for (int t = 0; t < TAPS - 1; t++)
         win[t] = __ldg(p + t * row);
     float *o = out + pol * pol_stride + s0 * row + f;
+    float v[TAPS];
     int s = 0;
-    for (; s + TAPS <= len; s += TAPS)
-        cfir_turn<TAPS, false>(p, row, s, len, win, wr, o);
-    if (s < len)
-        cfir_turn<TAPS, true>(p, row, s, len, win, wr, o);
+    for (; s + TAPS <= len; s += TAPS) {
+        cfir_load<TAPS, false>(p, row, s, len, v);
+        cfir_sum<TAPS, false>(v, s, len, win, wr, o + s * row, row);
+    }
+    if (s < len) {
+        cfir_load<TAPS, true>(p, row, s, len, v);
+        cfir_sum<TAPS, true>(v, s, len, win, wr, o + s * row, row);
+    }
+}
+
+/* The same FIR with the first radix-NU stage of the step-point transform
+ * after it (pfb.h: u_j[q] = exp(-2 pi i q j / step) sum_r y[q + r m]
+ * exp(-2 pi i r j / NU), m = step / NU). A block of 128 threads filters Q =
+ * 64 / NU consecutive complex columns q of each of the NU sub-sequences r
+ * (thread: re / im bit 0, q next, r on top, so each warp loads 128
+ * contiguous bytes), parks a turn's TAPS rows in shared memory, loads the
+ * next turn's rows (so they are in flight during what follows), and then
+ * the same thread, as output j = its r, sums the NU values of its q
+ * (powers of -i: no multiplies), turns them by its twiddle, fixed for all
+ * its spectra, and stores its part: again 128 contiguous bytes per warp.
+ * The twiddle's argument 2 q j / step is exact in float (q j < step <=
+ * 2^17). */
+template <int TAPS, int NU>
+__device__ __forceinline__ void cfir_unzip(
+    const float *__restrict__ in0, const float *__restrict__ in1, long long start0,
+    long long start1, const float *__restrict__ w, int step, long long spectra, int section,
+    float *__restrict__ out, long long pol_stride)
+{
+    constexpr int Q = 64 / NU;
+    __shared__ float buf[TAPS][128];
+    const int tid = threadIdx.x, e = tid & 1, ql = (tid >> 1) & (Q - 1), r = tid / (2 * Q);
+    const int m = step / NU, q = blockIdx.x * Q + ql, col = r * m + q;
+    const int pol = blockIdx.z;
+    const long long row = 2LL * step, s0 = (long long)blockIdx.y * section;
+    const int len = (int)min((long long)section, spectra - s0);
+    const float *p = (pol ? in1 : in0) + 2 * (pol ? start1 : start0) + s0 * row + 2 * col + e;
+    float wr[TAPS], win[TAPS], v[TAPS];
+#pragma unroll
+    for (int t = 0; t < TAPS; t++)
+        wr[t] = __ldg(w + (long long)t * step + col);
+#pragma unroll
+    for (int t = 0; t < TAPS - 1; t++)
+        win[t] = __ldg(p + t * row);
+    const float2 tw = expi_pi(-2.0f * (float)(q * r) / (float)step);
+    float *o = out + pol * pol_stride + s0 * row + 2 * col + e; /* col = j m + q, j = r */
+    /* len, s: the same in the whole block, so the barriers are uniform. */
+    cfir_load<TAPS, true>(p, row, 0, len, v);
+    for (int s = 0; s < len; s += TAPS) {
+        if (s + TAPS <= len)
+            cfir_sum<TAPS, false>(v, s, len, win, wr, &buf[0][tid], 128);
+        else
+            cfir_sum<TAPS, true>(v, s, len, win, wr, &buf[0][tid], 128);
+        __syncthreads();
+        if (s + 2 * TAPS <= len)
+            cfir_load<TAPS, false>(p, row, s + TAPS, len, v);
+        else if (s + TAPS < len)
+            cfir_load<TAPS, true>(p, row, s + TAPS, len, v);
+#pragma unroll
+        for (int u = 0; u < TAPS; u++) {
+            if (s + u >= len)
+                break;
+            float2 a = make_float2(0.f, 0.f);
+#pragma unroll
+            for (int rr = 0; rr < NU; rr++) {
+                float2 y = make_float2(buf[u][rr * 2 * Q + 2 * ql], buf[u][rr * 2 * Q + 2 * ql + 1]);
+                y = rot_quarter(y, (rr * r) % NU * (4 / NU));
+                a.x += y.x;
+                a.y += y.y;
+            }
+            a = cmul(tw, a);
+            o[(long long)(s + u) * row] = e ? a.y : a.x;
+        }
+        __syncthreads();
+    }
+}
+
+template <int TAPS, int NU>
+__global__ void __launch_bounds__(128) cfir_kernel(
+    const float *__restrict__ in0, const float *__restrict__ in1, long long start0,
+    long long start1, const float *__restrict__ w, int step, long long spectra, int section,
+    float *__restrict__ out, long long pol_stride)
+{
+    if constexpr (NU == 1)
+        cfir_natural<TAPS>(in0, in1, start0, start1, w, step, spectra, section, out, pol_stride);
+    else
+        cfir_unzip<TAPS, NU>(in0, in1, start0, start1, w, step, spectra, section, out,
+                             pol_stride);
 }
 
 typedef void (*cfir_fn)(const float *, const float *, long long, long long, const float *, int,
                         long long, int, float *, long long);
 
-static cfir_fn pick_complex(int taps)
+#define CFIR_ROW(NU)                                                                         \
+    {                                                                                        \
+        cfir_kernel<1, NU>, cfir_kernel<2, NU>, cfir_kernel<3, NU>, cfir_kernel<4, NU>,      \
+        cfir_kernel<5, NU>, cfir_kernel<6, NU>, cfir_kernel<7, NU>, cfir_kernel<8, NU>,      \
+        cfir_kernel<9, NU>, cfir_kernel<10, NU>, cfir_kernel<11, NU>, cfir_kernel<12, NU>,   \
+        cfir_kernel<13, NU>, cfir_kernel<14, NU>, cfir_kernel<15, NU>, cfir_kernel<16, NU>   \
+    }
+
+static cfir_fn pick_complex(int taps, int unzip)
 {
-    static const cfir_fn table[CBF_PFB_MAX_TAPS] = {
-        cfir_kernel<1>, cfir_kernel<2>, cfir_kernel<3>, cfir_kernel<4>,
-        cfir_kernel<5>, cfir_kernel<6>, cfir_kernel<7>, cfir_kernel<8>,
-        cfir_kernel<9>, cfir_kernel<10>, cfir_kernel<11>, cfir_kernel<12>,
-        cfir_kernel<13>, cfir_kernel<14>, cfir_kernel<15>, cfir_kernel<16>,
-    };
-    return table[taps - 1];
+    static const cfir_fn table[3][CBF_PFB_MAX_TAPS] = {CFIR_ROW(1), CFIR_ROW(2), CFIR_ROW(4)};
+    return table[unzip == 4 ? 2 : unzip == 2 ? 1 : 0][taps - 1];
 }
+#undef CFIR_ROW
 
 extern "C" int cbf_pfb_cuda_run_complex(cbf_pfb_cuda *plan, const cbf_pfb_cjob *job,
                                         void *stream, char *msg, size_t msglen)
@@ -289,7 +385,7 @@ extern "C" int cbf_pfb_cuda_run_complex(cbf_pfb_cuda *plan, const cbf_pfb_cjob *
     const int step = 2 * job->channels, block = 128;
     long long section = section_length((long long)job->spectra, 4LL * step, job->taps);
     dim3 grid(2 * step / block, (unsigned)(((long long)job->spectra + section - 1) / section), 2);
-    pick_complex(job->taps)<<<grid, block, 0, (cudaStream_t)stream>>>(
+    pick_complex(job->taps, job->unzip)<<<grid, block, 0, (cudaStream_t)stream>>>(
         job->in[0], job->in[1], job->start[0], job->start[1], plan->weights, step,
         (long long)job->spectra, (int)section, job->out, (long long)job->out_pol_stride);
     CUDA_TRY(cudaGetLastError());

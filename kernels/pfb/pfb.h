@@ -95,9 +95,15 @@ void cbf_pfb_cuda_destroy(cbf_pfb_cuda *plan);
  * index halved):
  *   y[j] = sum_t w[t step + j] x[start + s step + t step + j], j < step,
  * with cbf_pfb_weights(channels, ...) (step x taps). Output
- * [pol][spectra][step complex] in natural order: no unzipping, fft_post's
- * complex mode transforms all 2N points in one FFT. No digitiser power
- * (the wideband PFB of the same stream computes it). */
+ * [pol][spectra][step complex], in natural order with unzip 0 or 1
+ * (fft_post's complex mode then transforms all step points in one FFT).
+ * With unzip n = 2 or 4 the FIR also does the first radix-n stage of that
+ * transform (decimation in frequency), so that fft_post runs n transforms
+ * of m = step / n points, each in one pass of cuFFT where step is not:
+ *   u_j[q] = exp(-2 pi i q j / step) sum_r y[q + r m] exp(-2 pi i r j / n),
+ * stored at complex position j m + q (q < m, j < n); the m-point transform
+ * of u_j is bin n k + j of y's. Same outputs, no extra pass over memory.
+ * No digitiser power (the wideband PFB of the same stream computes it). */
 typedef struct cbf_pfb_cjob {
     int channels;            /* power of two, 64..65536 (output channels) */
     int taps;                /* 1..16 */
@@ -107,7 +113,12 @@ typedef struct cbf_pfb_cjob {
     size_t spectra;
     float *out;              /* [pol][spectra][2 x step floats] (device for CUDA) */
     size_t out_pol_stride;   /* floats from pol 0 to pol 1, >= spectra x 2 x step */
+    int unzip;               /* 0 or 1: natural order; 2 or 4: see above */
 } cbf_pfb_cjob;
+
+/* The narrowband unzip factor: cbf_pfb_auto_unzip of the step = 2 x
+ * channels point transform (1 up to 4096 channels). */
+int cbf_pfb_auto_unzip_complex(int channels);
 
 int cbf_pfb_cjob_check(const cbf_pfb_cjob *job, char *msg, size_t msglen);
 int cbf_pfb_fir_complex_cpu(const cbf_pfb_cjob *job, const float *weights, char *msg,

@@ -18,6 +18,11 @@ int cbf_pfb_auto_unzip(int channels)
     return channels <= 16384 ? 2 : 4;
 }
 
+int cbf_pfb_auto_unzip_complex(int channels)
+{
+    return cbf_pfb_auto_unzip(2 * channels);
+}
+
 static int check_shape(int channels, int taps, char *msg, size_t msglen)
 {
     if (!is_pow2(channels) || channels < CBF_PFB_MIN_CHANNELS || channels > CBF_PFB_MAX_CHANNELS)
@@ -104,8 +109,13 @@ int cbf_pfb_job_check(const cbf_pfb_job *job, char *msg, size_t msglen)
 int cbf_pfb_cjob_check(const cbf_pfb_cjob *job, char *msg, size_t msglen)
 {
     int rc = check_shape(job->channels, job->taps, msg, msglen);
-    if (rc || !job->spectra)
+    if (rc)
         return rc;
+    if (job->unzip < 0 || job->unzip > 4 || job->unzip == 3)
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL, "unzip %d: must be 0, 1, 2 or 4",
+                             job->unzip);
+    if (!job->spectra)
+        return 0;
     const size_t step = 2 * (size_t)job->channels;
     if (job->out_pol_stride < job->spectra * 2 * step)
         return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,

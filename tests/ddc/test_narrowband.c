@@ -7,7 +7,11 @@
  * DFT of 2N points, channel c = bin c - N/2, gains and fine delay indexed by
  * c. The input timestamps lie beyond 2^41 samples. The chain comparison
  * runs again keeping the whole band (fft_post keep_all: a PFB of step N,
- * an N-point DFT, every bin a channel).
+ * an N-point DFT, every bin a channel), and unzipped by 2 and 4 (the FIR
+ * doing the transform's first radix-n stage, fft_post n transforms of 2N /
+ * n points). The complex FIR alone is held against itself on the CPU for
+ * every unzip factor, spectra not a multiple of the taps (the GPU's tail
+ * turn), with the unzip written out in float64 from the natural output.
  *
  * Tolerance: the float32 chain (DDC sums of 64 products, PFB sums of 8,
  * FFT of 512 points) carries relative errors near 1e-6 of the output rms
@@ -52,6 +56,7 @@
 
 static int use_gpu;
 static int whole;      /* keep the whole band: N-point transforms, all bins kept */
+static int unzip = 1;  /* the narrowband unzip factor (pfb.h), 1, 2 or 4 */
 static uint64_t rng_state;
 
 static uint64_t rnd(void)
@@ -113,7 +118,7 @@ static void chain_run(const chain *c, int gpu, uint8_t *out, uint64_t sat[2])
 {
     char msg[512] = "";
     cbf_ddc_config dcfg = {c->bits, S, T_DDC, c->mix_step};
-    cbf_fft_post_config pcfg = {N, 1, SPH, SPECTRA, 8, 1, whole};
+    cbf_fft_post_config pcfg = {N, unzip, SPH, SPECTRA, 8, 1, whole};
     size_t ddc_floats = 2 * 2 * c->outputs, fir_floats = 2 * (size_t)SPECTRA * 2 * STEP;
     size_t out_bytes = cbf_fft_post_out_bytes(&pcfg);
     float *ddc = malloc(ddc_floats * sizeof(float)), *fir = malloc(fir_floats * sizeof(float));
@@ -126,7 +131,8 @@ static void chain_run(const chain *c, int gpu, uint8_t *out, uint64_t sat[2])
                           c->outputs};
         assert_int_equal(cbf_ddc_cpu(&dcfg, c->z, &dj, msg, sizeof msg), 0);
         cbf_pfb_cjob pj = {STEP / 2, TAPS, {ddc, ddc + 2 * c->outputs}, c->outputs,
-                           {c->start[0], c->start[1]}, SPECTRA, fir, (size_t)SPECTRA * 2 * STEP};
+                           {c->start[0], c->start[1]}, SPECTRA, fir, (size_t)SPECTRA * 2 * STEP,
+                           unzip};
         assert_int_equal(cbf_pfb_fir_complex_cpu(&pj, c->w, msg, sizeof msg), 0);
         for (size_t i = 0; i < fir_floats; i++)
             assert_true(isfinite(fir[i]));
@@ -169,7 +175,7 @@ static void chain_run(const chain *c, int gpu, uint8_t *out, uint64_t sat[2])
                           c->outputs};
         cbf_pfb_cjob pj = {STEP / 2, TAPS, {d_ddc, d_ddc + 2 * c->outputs}, c->outputs,
                            {c->start[0], c->start[1]}, SPECTRA, d_fir,
-                           (size_t)SPECTRA * 2 * STEP};
+                           (size_t)SPECTRA * 2 * STEP, unzip};
         cbf_fft_post_args a = {d_fir, (size_t)SPECTRA * 2 * STEP, d_out,
                                {c->fine_delay[0], c->fine_delay[1]}, {c->phase[0], c->phase[1]},
                                NULL, 0, 0};
@@ -370,6 +376,109 @@ static void whole_band_chain_against_reference(void **state)
     whole = 0;
 }
 
+/* Unzipped by n: the FIR does the 2N-point transform's first radix-n
+ * stage, fft_post n transforms of 2N / n points; the same channels. */
+static void unzip2_chain_against_reference(void **state)
+{
+    unzip = 2;
+    chain_against_reference(state);
+    unzip = 1;
+}
+
+static void unzip4_chain_against_reference(void **state)
+{
+    unzip = 4;
+    chain_against_reference(state);
+    unzip = 1;
+}
+
+/* The complex FIR for unzip 1, 2, 4 on random complex input, 2 x TAPS + 5
+ * spectra (sections on the GPU end in a partial turn): the CPU's unzipped
+ * output against the float64 unzip of its natural output, and the GPU's
+ * (NaN-poisoned first) against the CPU's, relative to the output rms. */
+static void fir_unzip_against_cpu(void **state)
+{
+    (void)state;
+    char msg[256];
+    const int n_ch = N, step = 2 * n_ch, spectra = 2 * TAPS + 5;
+    const size_t in_c = (size_t)(spectra + TAPS - 1) * (size_t)step + 3;
+    const size_t row = 2 * (size_t)step, outf = (size_t)spectra * row;
+    float *in = malloc(2 * in_c * 2 * sizeof(float)), *w = malloc(sizeof(float) * step * TAPS);
+    float *nat = malloc(2 * outf * sizeof(float)), *uz = malloc(2 * outf * sizeof(float));
+    float *gpu = malloc(2 * outf * sizeof(float));
+    for (size_t i = 0; i < 2 * in_c * 2; i++)
+        in[i] = (float)(uni() - 0.5);
+    assert_int_equal(cbf_pfb_weights(n_ch, TAPS, 1.0, CBF_PFB_HANN, w, msg, sizeof msg), 0);
+    cbf_pfb_cjob j = {n_ch, TAPS, {in, in + 2 * in_c}, in_c, {3, 1}, (size_t)spectra, nat,
+                      outf, 1};
+    assert_int_equal(cbf_pfb_fir_complex_cpu(&j, w, msg, sizeof msg), 0);
+    double s2 = 0;
+    for (size_t i = 0; i < 2 * outf; i++)
+        s2 += (double)nat[i] * nat[i];
+    const double rms = sqrt(s2 / (double)(2 * outf));
+    for (int n = 1; n <= 4; n *= 2) {
+        const int m = step / n;
+        j.unzip = n;
+        j.out = uz;
+        assert_int_equal(cbf_pfb_fir_complex_cpu(&j, w, msg, sizeof msg), 0);
+        double worst = 0;
+        for (size_t r = 0; r < 2 * (size_t)spectra; r++) {
+            const float *y = nat + r * row, *u = uz + r * row;
+            for (int jj = 0; jj < n; jj++)
+                for (int q = 0; q < m; q++) {
+                    double complex a = 0;
+                    for (int rr = 0; rr < n; rr++)
+                        a += (y[2 * (q + rr * m)] + I * (double)y[2 * (q + rr * m) + 1])
+                             * cexp(-2.0 * M_PI * I * rr * jj / n);
+                    a *= cexp(-2.0 * M_PI * I * (double)q * jj / step);
+                    double complex got = u[2 * (jj * m + q)] + I * (double)u[2 * (jj * m + q) + 1];
+                    worst = fmax(worst, cabs(got - a) / rms);
+                }
+        }
+        printf("# complex FIR unzip %d, CPU against float64 unzip: worst %.2e of the rms\n", n,
+               worst);
+        assert_true(worst < 1e-5 * n);
+#ifdef CBF_HAVE_CUDA
+        if (!use_gpu)
+            continue;
+        float *d_in, *d_out;
+        assert_int_equal(cudaMalloc((void **)&d_in, 2 * in_c * 2 * sizeof(float)), cudaSuccess);
+        assert_int_equal(cudaMalloc((void **)&d_out, 2 * outf * sizeof(float)), cudaSuccess);
+        assert_int_equal(cudaMemcpy(d_in, in, 2 * in_c * 2 * sizeof(float),
+                                    cudaMemcpyHostToDevice), cudaSuccess);
+        for (size_t i = 0; i < 2 * outf; i++)
+            gpu[i] = NAN;
+        assert_int_equal(cudaMemcpy(d_out, gpu, 2 * outf * sizeof(float),
+                                    cudaMemcpyHostToDevice), cudaSuccess);
+        cbf_pfb_cuda *pp;
+        assert_int_equal(cbf_pfb_cuda_create(n_ch, TAPS, w, &pp, msg, sizeof msg), 0);
+        cbf_pfb_cjob dj = j;
+        dj.in[0] = d_in;
+        dj.in[1] = d_in + 2 * in_c;
+        dj.out = d_out;
+        assert_int_equal(cbf_pfb_cuda_run_complex(pp, &dj, NULL, msg, sizeof msg), 0);
+        assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+        assert_int_equal(cudaMemcpy(gpu, d_out, 2 * outf * sizeof(float),
+                                    cudaMemcpyDeviceToHost), cudaSuccess);
+        double gw = 0;
+        for (size_t i = 0; i < 2 * outf; i++) {
+            assert_true(isfinite(gpu[i]));
+            gw = fmax(gw, fabs((double)gpu[i] - uz[i]) / rms);
+        }
+        printf("# complex FIR unzip %d, GPU against CPU: worst %.2e of the rms\n", n, gw);
+        assert_true(gw < 1e-5 * n);
+        cbf_pfb_cuda_destroy(pp);
+        cudaFree(d_in);
+        cudaFree(d_out);
+#endif
+    }
+    free(in);
+    free(w);
+    free(nat);
+    free(uz);
+    free(gpu);
+}
+
 /* Writes a 16-bit tone of amplitude A and frequency step / 2^32 cycles per
  * sample to both pols, its phase exact at any timestamp. */
 static void put_tone(chain *c, uint32_t step, double A)
@@ -532,9 +641,11 @@ static void bad_configs(void **state)
 {
     (void)state;
     char msg[256];
-    cbf_fft_post_config cfg = {N, 2, SPH, SPECTRA, 8, 1};
+    cbf_fft_post_config cfg = {N, 2, SPH, SPECTRA, 8, 1, 1};
     assert_int_equal(cbf_fft_post_config_check(&cfg, msg, sizeof msg), CBF_KERN_EINVAL);
     assert_non_null(strstr(msg, "unzip 1"));
+    cfg.keep_all = 0;
+    assert_int_equal(cbf_fft_post_config_check(&cfg, msg, sizeof msg), 0);
     cbf_fft_post_config wide_all = {N, 1, SPH, SPECTRA, 8, 0, 1};
     assert_int_equal(cbf_fft_post_config_check(&wide_all, msg, sizeof msg), CBF_KERN_EINVAL);
     assert_non_null(strstr(msg, "keep_all"));
@@ -542,6 +653,9 @@ static void bad_configs(void **state)
     cbf_pfb_cjob j = {N, TAPS, {buf, buf}, 16, {0, 0}, 1, buf, 2 * STEP};
     assert_int_equal(cbf_pfb_cjob_check(&j, msg, sizeof msg), CBF_KERN_EINVAL);
     assert_non_null(strstr(msg, "windows need"));
+    j.unzip = 3;
+    assert_int_equal(cbf_pfb_cjob_check(&j, msg, sizeof msg), CBF_KERN_EINVAL);
+    assert_non_null(strstr(msg, "unzip 3"));
 }
 
 int main(int argc, char **argv)
@@ -558,6 +672,9 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(chain_against_reference),
         cmocka_unit_test(whole_band_chain_against_reference),
+        cmocka_unit_test(unzip2_chain_against_reference),
+        cmocka_unit_test(unzip4_chain_against_reference),
+        cmocka_unit_test(fir_unzip_against_cpu),
         cmocka_unit_test(tone_lands_in_its_channel),
         cmocka_unit_test(alias_suppressed_as_reported),
         cmocka_unit_test(bad_configs),

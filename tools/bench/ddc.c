@@ -17,10 +17,12 @@
  * kernel's.
  *
  * Then the narrowband chain (ddc -> complex pfb -> cuFFT of 2N points ->
- * post), per (S, channels) of --chain, stage by stage and as a whole,
+ * post; past 4096 channels unzipped: the pfb does the transform's first
+ * radix-n stage and cuFFT n transforms of 2N / n points, one pass each),
+ * per (S, channels[, unzip]) of --chain, stage by stage and as a whole,
  * against the same two ceilings applied to the chain's totals per input
  * sample: bytes = bits / 8 (DDC read) + 8 / S (DDC write) + 16 / S (FIR
- * read + write) + 16 / S (FFT read + write, one pass up to 8192 points) +
+ * read + write) + 16 / S (FFT read + write, one pass) +
  * 4 / S (post reads the kept half) + 1 / S (8-bit output), and flops =
  * 4 W (DDC) + 4 taps_pfb / S (FIR). The DDC's FMAs dominate the flops but
  * the bytes dominate the time at these ratios: the chain is memory-bound. */
@@ -54,7 +56,7 @@
 typedef struct opts {
     int dec[8], n_dec, ratio[4], n_ratio, per_thread[4], n_pt, bits, reps;
     size_t samples; /* per pol */
-    int chain_s[8], chain_n[8], n_chain, pfb_taps;
+    int chain_s[8], chain_n[8], chain_u[8], n_chain, pfb_taps; /* chain_u 0: auto unzip */
 } opts;
 
 typedef struct ctx {
@@ -167,7 +169,7 @@ static int parse_list(const char *v, int *out, int max)
 static int parse(int argc, char **argv, opts *o)
 {
     *o = (opts){{8, 16, 32}, 3, {8, 16}, 2, {0, 4, 8, 16}, 4, 10, 20, (size_t)1 << 28,
-                {8, 16, 32, 8}, {4096, 4096, 1024, 32768}, 4, 16};
+                {8, 16, 32, 8, 8}, {4096, 4096, 1024, 32768, 32768}, {0, 0, 0, 0, 1}, 5, 16};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -176,11 +178,13 @@ static int parse(int argc, char **argv, opts *o)
                     "usage: cbf-bench ddc [--decimation 8,16,32] [--ratio 8,16]\n"
                     "                     [--per-thread 0,4,8,16] [--bits 10] [--samples 268435456]\n"
                     "                     [--reps 20]\n"
-                    "                     [--chain 8:4096,16:4096,32:1024,8:32768] [--pfb-taps 16]\n"
+                    "                     [--chain 8:4096,16:4096,32:1024,8:32768,8:32768:1]\n"
+                    "                     [--pfb-taps 16]\n"
                     "ratio: taps / decimation (4, 8, 12 or 16); samples: per polarisation;\n"
                     "per-thread: 0 the default kernel (tensor cores where they apply), 4, 8, 16\n"
                     "the FMA kernel with that many outputs per thread;\n"
-                    "chain: S:channels pairs of the narrowband chain (DDC taps 8 S), \"\" for none\n");
+                    "chain: S:channels[:unzip] of the narrowband chain (DDC taps 8 S; unzip 1, 2\n"
+                    "or 4, cbf_pfb_auto_unzip_complex when left out), \"\" for none\n");
             return strcmp(a, "--help") ? 2 : 1;
         }
         i++;
@@ -201,7 +205,8 @@ static int parse(int argc, char **argv, opts *o)
                 o->chain_s[o->n_chain] = (int)strtol(q, &e, 10);
                 if (*e != ':')
                     break;
-                o->chain_n[o->n_chain++] = (int)strtol(e + 1, &e, 10);
+                o->chain_n[o->n_chain] = (int)strtol(e + 1, &e, 10);
+                o->chain_u[o->n_chain++] = *e == ':' ? (int)strtol(e + 1, &e, 10) : 0;
                 q = *e ? e + 1 : e;
             }
         } else if (!strcmp(a, "--pfb-taps"))
@@ -290,8 +295,8 @@ static int do_c_all(void *p)
 /* One (S, N) of the chain on `spectra` spectra per pol; the input covers
  * their windows, and the rate counts the digitiser samples they advance
  * over (2 N S per spectrum, both pols). */
-static int chain_one(const opts *o, int S, int N, const uint8_t *const d_in[2], size_t avail,
-                     float *d_ddc, float *d_fir, void *d_out, size_t per_pol_floats,
+static int chain_one(const opts *o, int S, int N, int unzip, const uint8_t *const d_in[2],
+                     size_t avail, float *d_ddc, float *d_fir, void *d_out, size_t per_pol_floats,
                      double copy_rate, double fma_rate, ctx *c)
 {
     char msg[512];
@@ -308,7 +313,9 @@ static int chain_one(const opts *o, int S, int N, const uint8_t *const d_in[2], 
         return 0;
     }
     cbf_ddc_config cfg = {o->bits, S, T, cbf_ddc_mix_step(0.3)};
-    cbf_fft_post_config pc = {N, 1, 256, spectra, 8, 1};
+    if (!unzip)
+        unzip = cbf_pfb_auto_unzip_complex(N);
+    cbf_fft_post_config pc = {N, unzip, 256, spectra, 8, 1};
     double *h = malloc(sizeof(double) * (size_t)T);
     float *z = malloc(2 * sizeof(float) * (size_t)T), *w = malloc(sizeof(float) * (size_t)step * (size_t)o->pfb_taps);
     chain_ctx k;
@@ -326,7 +333,7 @@ static int chain_one(const opts *o, int S, int N, const uint8_t *const d_in[2], 
     k.dj = (cbf_ddc_job){{d_in[0], d_in[1]}, in_samples, (1ull << 42) + 17, 0, outputs, d_ddc,
                          per_pol_floats / 2};
     k.pj = (cbf_pfb_cjob){N, o->pfb_taps, {d_ddc, d_ddc + per_pol_floats}, outputs, {0, 0},
-                          spectra, d_fir, per_pol_floats};
+                          spectra, d_fir, per_pol_floats, unzip};
     k.pa = (cbf_fft_post_args){d_fir, per_pol_floats, d_out, {0.0f, 0.0f}, {0.0f, 0.0f}, NULL, 0, 0};
     void *saved = c->src;
     c->src = &k;
@@ -341,8 +348,8 @@ static int chain_one(const opts *o, int S, int N, const uint8_t *const d_in[2], 
     const double flops = 4.0 * T / S + 4.0 * o->pfb_taps / S;
     const double mem_bound = copy_rate / bytes, fma_bound = fma_rate / flops;
     const int mem = mem_bound < fma_bound;
-    printf("| %2d | %5d | %6.3f | %6.3f | %6.3f | %6.3f | %7.3f | %7.1f | %6.1f | %6.0f | %6.0f "
-           "| %-10s | %5.1f%% |\n", S, N, t[0], t[1], t[2], t[3], t[4], rate / 1e9,
+    printf("| %2d | %5d | %d | %6.3f | %6.3f | %6.3f | %6.3f | %7.3f | %7.1f | %6.1f | %6.0f | %6.0f "
+           "| %-10s | %5.1f%% |\n", S, N, unzip, t[0], t[1], t[2], t[3], t[4], rate / 1e9,
            rate / MEERKAT_ANT_RATE, mem_bound / 1e9, fma_bound / 1e9, mem ? "memory" : "arithmetic",
            100.0 * rate / (mem ? mem_bound : fma_bound));
     cbf_ddc_cuda_destroy(k.ddc);
@@ -367,15 +374,17 @@ static int chain_table(const opts *o, const uint8_t *const d_in[2], double copy_
     CK(cudaMalloc((void **)&d_ddc, 2 * per_pol * sizeof(float)));
     CK(cudaMalloc((void **)&d_fir, 2 * per_pol * sizeof(float)));
     CK(cudaMalloc(&d_out, per_pol));
-    printf("\nNarrowband chain, ddc (taps 8 S, C 8) -> pfb (%d taps, complex) -> cuFFT (2N points) "
+    printf("\nNarrowband chain, ddc (taps 8 S, C 8) -> pfb (%d taps, complex; unzip n: with the "
+           "first radix-n stage) -> cuFFT (n transforms of 2N / n points) "
            "-> post (8-bit); times in ms per run; rate in Gsample/s of digitiser input (both "
            "pols)\n\n", o->pfb_taps);
-    printf("| S | channels | ddc | pfb | fft | post | chain | Gsample/s | antennas | memory bound "
+    printf("| S | channels | unzip | ddc | pfb | fft | post | chain | Gsample/s | antennas | memory bound "
            "| arithmetic bound | binding | of bound |\n"
-           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
+           "|\n");
     for (int i = 0; i < o->n_chain; i++)
-        if (chain_one(o, o->chain_s[i], o->chain_n[i], d_in, o->samples, d_ddc, d_fir, d_out,
-                      per_pol, copy_rate, fma_rate, c))
+        if (chain_one(o, o->chain_s[i], o->chain_n[i], o->chain_u[i], d_in, o->samples, d_ddc,
+                      d_fir, d_out, per_pol, copy_rate, fma_rate, c))
             return 1;
     CK(cudaFree(d_ddc));
     CK(cudaFree(d_fir));
