@@ -100,7 +100,8 @@ static const cbf_param_decl pfb_params[] = {
     {.name = "antenna", .type = CBF_PARAM_INT, .def = "0", .has_range = 1, .min = 0, .max = 65535,
      .doc = "which antenna of the input this F-engine channelises"},
     {.name = "unzip", .type = CBF_PARAM_INT, .def = "0", .has_range = 1, .min = 0, .max = 4,
-     .doc = "FFT unzipping factor 1, 2 or 4; 0 chooses (complex transforms <= 8192 points)"},
+     .doc = "FFT unzipping factor 1, 2 or 4; 0 chooses (complex transforms <= 8192 points; "
+            "narrowband: of the 2 x channels-point transform, 1 up to 4096 channels)"},
     {.name = "spectra_per_buffer", .type = CBF_PARAM_INT, .def = "256", .has_range = 1, .min = 1,
      .max = 1 << 20, .doc = "spectra per output buffer (a multiple of fft_post's spectra_per_heap)"},
     {.name = "coarse_delay", .type = CBF_PARAM_INT_LIST, .def = "[0, 0]", .has_range = 1,
@@ -183,14 +184,18 @@ static int pfb_complex_input(pfb_state *s, const cbf_params *p, const cbf_port_d
     if (!s->heap || s->heap % 8 || s->chunk % s->heap || in->n_present != s->chunk / s->heap)
         return cbf_error_set(err, CBF_ECONFIG, "ddc blocks of %zu outputs do not tile buffers of "
                              "%zu with one flag each", s->heap, s->chunk);
-    if (s->unzip != 1 && cbf_params_int(p, "unzip") != 0)
-        return cbf_error_set(err, CBF_ECONFIG, "%s: unzip %d: narrowband input transforms all "
-                             "2 x channels points at once (unzip 0 or 1)",
-                             cbf_params_where(p, "unzip"), s->unzip);
-    s->unzip = 1;
-    /* Keeping the whole band: channels-point transforms, all kept. */
+    /* The 2 x channels-point transform unzipped past 4096 channels (the
+     * FIR does its first radix-n stage: pfb.h), so cuFFT takes each piece
+     * in one pass; keeping the whole band, one transform of channels. */
+    const int want = (int)cbf_params_int(p, "unzip");
+    s->unzip = want ? want : cbf_pfb_auto_unzip_complex(s->channels);
     double pass = 0;
     if (!cbf_port_desc_get_attr(in, CBF_ATTR_PASS_BANDWIDTH, &pass) && pass > 0) {
+        if (want > 1)
+            return cbf_error_set(err, CBF_ECONFIG, "%s: unzip %d: a narrowband output that keeps "
+                                 "the whole band transforms all its channels at once (unzip 0 or 1)",
+                                 cbf_params_where(p, "unzip"), want);
+        s->unzip = 1;
         if (s->channels < 128)
             return cbf_error_set(err, CBF_ECONFIG, "%s: channels %d: a narrowband output that "
                                  "keeps the whole band needs at least 128",
@@ -490,7 +495,7 @@ static int pfb_fir_section(pfb_state *s, cbf_buffer *out, const int64_t a[2], si
     if (s->cplx) {
         cbf_pfb_cjob job = {s->fir_channels, s->taps, {(const float *)st->data[0], (const float *)st->data[1]},
                             st->len, {start[0], start[1]}, n - v0,
-                            (float *)out->data + (v + v0) * s->row, s->spectra * s->row};
+                            (float *)out->data + (v + v0) * s->row, s->spectra * s->row, s->unzip};
 #ifdef CBF_HAVE_CUDA
         if (s->gpu)
             rc = cbf_pfb_cuda_run_complex(s->plan, &job, s->stream, msg, sizeof msg);

@@ -26,7 +26,8 @@ static int use_gpu;
  * 45 fs / 256, S 8, 256 channels of fs / 4096; narrow2: centre 100 fs / 256,
  * S 16, 128 channels of fs / 4096. Tone 1 = centre1 + 40 fs / 4096 (wide
  * channel 380, narrow1 128 + 40); tone 2 = centre2 - 20 fs / 4096 (wide
- * channel 790, narrow2 64 - 20). */
+ * channel 790, narrow2 64 - 20). narrow1 unzips its 512-point transform
+ * by 4 (as the automatic choice does past 4096 channels), narrow2 does not. */
 static const char *dsim_yaml =
     "  dsim:\n"
     "    plugin: dsim\n"
@@ -49,7 +50,7 @@ static const branch branches[3] = {
     {"narrow1",
      "  ddc1: {plugin: ddc, params: {centre_frequency: 300.9375e6, decimation: 8}}\n"
      "  pfb_n1: {plugin: pfb, params: {channels: 256, taps: 16, spectra_per_buffer: 32,\n"
-     "                               coarse_delay: [0, 3]}}\n"
+     "                               coarse_delay: [0, 3], unzip: 4}}\n"
      "  post_n1: {plugin: fft_post, params: {spectra_per_heap: 32, gain: [0.1, 0.02],\n"
      "                                      fine_delay: [0.0, 2.5], phase: [0.0, 0.5]}}\n",
      "  - %s.out -> ddc1.in\n  - ddc1.out -> pfb_n1.in\n  - pfb_n1.out -> post_n1.in\n"
