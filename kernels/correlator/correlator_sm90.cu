@@ -305,15 +305,41 @@ struct corr_unit {
     unsigned empty;
 };
 
-/* corr_run's barrier: its 256 threads (all of corr_wgmma's block; in
- * xb_wgmma's, the beams' warpgroup goes at its own pace). */
-__device__ __forceinline__ void corr_sync() { asm volatile("bar.sync 2, 256;\n" ::: "memory"); }
+/* corr_run's barrier: the whole block in corr_wgmma; in xb_wgmma (u.empty
+ * set) its first 256 threads, while the beams' warpgroup goes at its own
+ * pace. */
+__device__ __forceinline__ void corr_sync(const corr_unit &u)
+{
+    if (u.empty)
+        asm volatile("bar.sync 2, 256;\n" ::: "memory");
+    else
+        __syncthreads();
+}
 
 __device__ __forceinline__ void next_stage(corr_unit &u)
 {
     if (++u.r == u.steps) {
         u.r = 0;
         u.batch++;
+    }
+}
+
+/* The copy of one stage (batch, stage r within it) of a tile's antennas
+ * into a ring slot, completing on mbarrier bar: per copy half, a box of
+ * the tile's A antennas and, off the diagonal, one of its B antennas. */
+template <int BITS>
+__device__ __forceinline__ void stage_copy(unsigned slot, unsigned bar, const CUtensorMap *map, int chan,
+                                           int2 tile, int batch, int r)
+{
+    constexpr int NH = BITS / 4;
+    const bool diag = tile.x == tile.y;
+    mbar_expect_tx(bar, (diag ? 1 : 2) * NH * HALF_BYTES);
+#pragma unroll
+    for (int h = 0; h < NH; h++) {
+        const int c0 = r * TS * BITS / 2 + h * 128;
+        tma_load(slot + h * HALF_BYTES, map, c0, chan, tile.x, batch, bar);
+        if (!diag)
+            tma_load(slot + (NH + h) * HALF_BYTES, map, c0, chan, tile.y, batch, bar);
     }
 }
 
@@ -336,23 +362,13 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
     /* A diagonal tile's B antennas are its A antennas: copied once. */
     const bool diag = u.tile.x == u.tile.y;
     const unsigned b_raw = diag ? 0 : NH * HALF_BYTES;
-    const unsigned tx = (diag ? 1 : 2) * NH * HALF_BYTES;
 
     /* Stage s lives in ring slot s % DEPTH, with that slot's mbarrier. */
     auto slot_of = [&](int stage) { return ring + (unsigned)(stage % DEPTH) * RAW_BYTES; };
     auto bar_of = [&](int stage) { return bar0 + 8u * (unsigned)(stage % DEPTH); };
     /* Thread 0 copies stage `stage` (the cursor's) into its slot. */
     auto issue = [&](int stage) {
-        const unsigned slot = slot_of(stage), bar = bar_of(stage);
-        mbar_expect_tx(bar, tx);
-#pragma unroll
-        for (int h = 0; h < NH; h++) {
-            const int c0 = u.r * TS * BITS / 2 + h * 128;
-            tma_load(slot + h * HALF_BYTES, map, c0, u.chan, u.tile.x, u.batch, bar);
-            if (!diag)
-                tma_load(slot + (NH + h) * HALF_BYTES, map, c0, u.chan, u.tile.y,
-                         u.batch, bar);
-        }
+        stage_copy<BITS>(slot_of(stage), bar_of(stage), map, u.chan, u.tile, u.batch, u.r);
     };
     auto wait_stage = [&](int stage) {
         mbar_wait(bar_of(stage), (unsigned)(stage / DEPTH) & 1u);
@@ -499,7 +515,7 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
             mbar_init(bar0 + 8u * d, 1);
         mbar_init_fence();
     }
-    corr_sync();
+    corr_sync(u);
     if (tid == 0)
         for (int d = 0; d < DEPTH; d++) {
             if (d < n)
@@ -509,7 +525,7 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
     wait_stage(0);
     unpack(0, bsw0, af0);
     fence_async_smem();
-    corr_sync();
+    corr_sync(u);
 
     /* Stage s: B in bsw[s & 1], A in cur; copies of stages s + 1 ..
      * s + DEPTH - 1 landed or in flight. */
@@ -534,7 +550,7 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
         }
         wg_commit();
         /* the slot of stage s, read in the previous step (and by the
-         * beams, where they are formed), refills */
+         * beams, where they are formed: their warps say when), refills */
         if (tid == 0) {
             if (s + DEPTH < n) {
                 if (u.empty)
@@ -560,7 +576,7 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 keep(cur[ks][e]);
-        corr_sync();
+        corr_sync(u);
     };
     for (int s = 0; s < n; s += 2) {
         step(s, af0, af1);
@@ -667,11 +683,12 @@ __global__ void __launch_bounds__(THREADS, 1)
  * One 64 x 64 tile holds every antenna of the channel, hence N <= 64.
  *
  * Warpgroup 2 goes through the block's stages at its own pace: it waits
- * for a slot's copy on the slot's mbarrier as the others do, and says it is
- * done with the slot on a second mbarrier per slot, which the copying
- * thread waits for before it refills the slot; corr_run's own barrier
- * (corr_sync) counts its 256 threads only. So the beams' set-up (the
- * coefficient digits) overlaps the correlator's first stages instead of
+ * for a slot's copy on the slot's mbarrier as the others do, and its warps
+ * say they are done with the slot on a second mbarrier per slot, which the
+ * copying thread waits for before it refills the slot; corr_run's own
+ * barrier (corr_sync) counts its 256 threads only. So the beams' set-up
+ * (the coefficient digits, the batches' presence masks) overlaps the
+ * correlator's first stages instead of
  * holding them. Warp w takes spectra 16 w .. 16 w + 15 of a 64-spectrum stage
  * (copy half w / 2) as one m16 tile, rows g and g + 8 the spectra 2 g and
  * 2 g + 1 as in beamform.cu, 8 antennas per k-step read with the copy's
@@ -681,7 +698,10 @@ __global__ void __launch_bounds__(THREADS, 1)
  * warpgroups need about 200 and the block has 65536 for 384 threads, so
  * warpgroup 2 gives back its share (setmaxnreg) and theirs grows. */
 #define XB_THREADS (THREADS + 128)
-#define XB_SMEM (SMEM_BYTES + (int)sizeof(bf_coefs) + 8 * DEPTH)
+/* after the correlator's: coefficient digits, the beams' mbarriers, a
+ * presence mask per batch (a block's UNIT_MAX stages meet at most
+ * UNIT_MAX + 1 batches) */
+#define XB_SMEM (SMEM_BYTES + (int)sizeof(bf_coefs) + 8 * DEPTH + 8 * (UNIT_MAX + 1))
 #ifndef XB_REGS_CORR
 #define XB_REGS_CORR 208
 #define XB_REGS_BEAM 80
@@ -694,7 +714,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 __device__ __forceinline__ void xb_sync_beams() { asm volatile("bar.sync 1, 128;\n" ::: "memory"); }
 
 __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job &bj, bf_coefs &sc,
-                                         float *s_scale, float *s_inv)
+                                         unsigned long long *masks, float *s_scale, float *s_inv)
 {
     const int tid = threadIdx.x - THREADS, lane = tid & 31, warp = tid >> 5, g = lane >> 2,
               tig = lane & 3;
@@ -711,6 +731,16 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
     unsigned sat[2] = {0u, 0u};
 
     if (XB_BEAM_MODE >= 1) {
+        /* the presence of every batch the block meets, one 64-bit mask
+         * each, so that a new batch costs no global load */
+        const int nbat = (u.r + n - 1) / u.steps + 1;
+        for (int k = warp; k < nbat; k += 4) {
+            const uint8_t *f = bj.present + (size_t)(u.batch + k) * A;
+            const unsigned lo = __ballot_sync(0xffffffffu, lane < A && f[lane]);
+            const unsigned hi = __ballot_sync(0xffffffffu, lane + 32 < A && f[lane + 32]);
+            if (lane == 0)
+                masks[k] = (unsigned long long)hi << 32 | lo;
+        }
         bf_scales(bj, 0, s_scale, s_inv, warp, 4);
         xb_sync_beams();
         bf_stage_make(sc, bj, s_scale, 0, 0, c, tid, 128);
@@ -723,14 +753,13 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
             return;
         }
         if (batch != pbatch) {
+            const unsigned long long m = masks[batch - u.batch];
             pm = 0;
 #pragma unroll
             for (int kk = 0; kk < BF_KS; kk++)
 #pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    const int a = 8 * kk + 4 * h + tig;
-                    pm |= (unsigned)(a < A && bj.present[(size_t)batch * A + a]) << (2 * kk + h);
-                }
+                for (int h = 0; h < 2; h++)
+                    pm |= (unsigned)((m >> (8 * kk + 4 * h + tig)) & 1ull) << (2 * kk + h);
             pbatch = batch;
         }
         const unsigned slot = ring + (unsigned)(s % DEPTH) * RAW_BYTES + half;
@@ -778,6 +807,8 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
 
     for (int s = 0; s < n; s++) {
         form(s);
+        if (s + DEPTH >= n)
+            continue;
         /* done with the slot: the reads before its refill, then one
          * arrival per warp */
         fence_async_smem();
@@ -809,7 +840,7 @@ __global__ void __launch_bounds__(XB_THREADS, 1)
         const unsigned bar0 = u.sbase + 2 * BSW_BYTES + DEPTH * RAW_BYTES;
         for (int d = 0; d < DEPTH; d++) {
             mbar_init(bar0 + 8u * d, 1);
-            mbar_init(u.empty + 8u * d, 4);
+            mbar_init(u.empty + 8u * d, 4); /* one arrival per beam warp */
         }
         mbar_init_fence();
     }
@@ -819,7 +850,9 @@ __global__ void __launch_bounds__(XB_THREADS, 1)
         corr_tile<8>(u, &map);
     } else {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(XB_REGS_BEAM));
-        xb_beams(u, bj, *(bf_coefs *)(smem_dyn + SMEM_BYTES), s_scale, s_inv);
+        xb_beams(u, bj, *(bf_coefs *)(smem_dyn + SMEM_BYTES),
+                 (unsigned long long *)(smem_dyn + SMEM_BYTES + sizeof(bf_coefs) + 8 * DEPTH), s_scale,
+                 s_inv);
     }
 #else
     __trap(); /* wgmma needs sm_90a */
