@@ -1,0 +1,281 @@
+/* fft_post_fused.cu: the wideband transform and post-processing in one
+ * kernel, so the FIR output is read once and the spectrum never goes back
+ * to device memory (fft_post.h, CBF_FFT_POST_FUSED_MAX_POINTS).
+ *
+ * A block holds one sub-transform (m = channels / unzip points) of one
+ * spectrum, both pols, in shared memory and transforms it there. Blocks
+ * work in clusters of 8 = n sub-transforms x 8 / n consecutive spectra:
+ * after the transforms, each block of the cluster post-processes a share of
+ * the cluster's (bin, spectrum) pairs, reading the n sub-transforms' bins
+ * from their blocks through distributed shared memory. Neighbouring lanes
+ * take neighbouring spectra of one channel, so the output (channel-major,
+ * spectra within a heap contiguous) leaves in runs of 8 / n x 4 bytes
+ * rather than as scattered words. */
+#include "fft_post_dev.cuh"
+
+#include <cooperative_groups.h>
+
+namespace cg = cooperative_groups;
+
+#define CLUSTER 8
+
+/* Forward radix-4 butterfly in place. */
+__device__ __forceinline__ void dft4(float2 &a0, float2 &a1, float2 &a2, float2 &a3)
+{
+    const float2 t0 = make_float2(a0.x + a2.x, a0.y + a2.y);
+    const float2 t1 = make_float2(a0.x - a2.x, a0.y - a2.y);
+    const float2 t2 = make_float2(a1.x + a3.x, a1.y + a3.y);
+    const float2 t3 = make_float2(a1.x - a3.x, a1.y - a3.y);
+    a0 = make_float2(t0.x + t2.x, t0.y + t2.y);
+    a2 = make_float2(t0.x - t2.x, t0.y - t2.y);
+    a1 = make_float2(t1.x + t3.y, t1.y - t3.x); /* t1 - i t3 */
+    a3 = make_float2(t1.x - t3.y, t1.y + t3.x); /* t1 + i t3 */
+}
+
+/* Forward m-point transforms of x[0, m) and x[m, 2m) (the two pols), in
+ * place, natural order in and out: Stockham radix-4 passes, then one
+ * radix-2 pass when log2 m is odd. A radix-4 pass writes elsewhere than it
+ * reads, so every thread holds its butterflies (at most 4: blockDim.x >=
+ * m / 8) in registers across a barrier; the radix-2 pass (ns = m / 2)
+ * writes where it reads. tw[k] = exp(-2 pi i k / m). */
+__device__ __forceinline__ void fft_shared(float2 *x, int log_m, const float2 *__restrict__ tw)
+{
+    const int m = 1 << log_m, q = m >> 2, T = blockDim.x, tid = threadIdx.x;
+    int log_ns = 0;
+    for (; log_ns + 2 <= log_m; log_ns += 2) {
+        const int ns = 1 << log_ns, tsh = log_m - log_ns - 2;
+        float2 v[4][4];
+        int dst[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const int b = tid + u * T; /* butterfly: pol b / q, index j */
+            dst[u] = -1;
+            if (b < 2 * q) {
+                const int pol = b >= q, j = b - pol * q, k0 = j & (ns - 1), t = k0 << tsh;
+                const float2 *xp = x + pol * m;
+                v[u][0] = xp[j];
+                v[u][1] = cmul(xp[j + q], __ldg(tw + t));
+                v[u][2] = cmul(xp[j + 2 * q], __ldg(tw + 2 * t));
+                v[u][3] = cmul(xp[j + 3 * q], __ldg(tw + 3 * t));
+                dft4(v[u][0], v[u][1], v[u][2], v[u][3]);
+                dst[u] = pol * m + ((j >> log_ns) << (log_ns + 2)) + k0;
+            }
+        }
+        __syncthreads();
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            if (dst[u] < 0)
+                continue;
+#pragma unroll
+            for (int r = 0; r < 4; r++)
+                x[dst[u] + r * ns] = v[u][r];
+        }
+        __syncthreads();
+    }
+    if (log_ns < log_m) {
+        const int h = m >> 1;
+        for (int b = tid; b < m; b += T) {
+            const int pol = b >= h, j = b - pol * h;
+            float2 *xp = x + pol * m;
+            const float2 a = xp[j], c = cmul(xp[j + h], __ldg(tw + j));
+            xp[j] = make_float2(a.x + c.x, a.y + c.y);
+            xp[j + h] = make_float2(a.x - c.x, a.y - c.y);
+        }
+        __syncthreads();
+    }
+}
+
+/* Packs, per pol, what finish() gives, as post_kernel does: 8-bit output is
+ * one 32-bit word per (channel, spectrum), 4-bit one 16-bit word. */
+__device__ __forceinline__ void put(void *out, int bits, long long idx, unsigned v)
+{
+    if (bits == 8)
+        ((unsigned *)out)[idx] = v;
+    else
+        ((unsigned short *)out)[idx] = (unsigned short)v;
+}
+
+template <int N_UNZIP, bool ROT, bool DITHER>
+__global__ void __launch_bounds__(1024, 1) fused_kernel(fused_launch a, int log_m)
+{
+#if __CUDA_ARCH__ >= 900
+    extern __shared__ float2 x[]; /* [pol][m] */
+    constexpr int S = CLUSTER / N_UNZIP; /* spectra per cluster */
+    cg::cluster_group cl = cg::this_cluster();
+    const int m = 1 << log_m, half = m >> 1, N = a.channels, kc = N / 2;
+    const int T = blockDim.x, tid = threadIdx.x, rank = (int)cl.block_rank();
+    const long long g_block = blockIdx.x / N_UNZIP, g_first = g_block - rank / N_UNZIP;
+    const float inv_n_ch = 1.0f / (float)N;
+
+    /* Load (sub-transform rank % n of spectrum g_block, both pols) and
+     * transform; a block past the last spectrum only keeps the cluster's
+     * barriers. */
+    if (g_block < a.spectra) {
+        const int r = rank % N_UNZIP;
+        for (int pol = 0; pol < 2; pol++) {
+            const float2 *z = a.data + pol * a.pol_stride + g_block * N + r * m;
+#pragma unroll 4
+            for (int i = tid; i < m; i += T)
+                x[pol * m + i] = __ldg(z + i);
+        }
+        __syncthreads();
+        fft_shared(x, log_m, a.tw);
+    }
+    cl.sync();
+
+    /* Post: the cluster's S x half (bin s, spectrum j) pairs, j fastest,
+     * shared out among its blocks. */
+    unsigned sat0 = 0, sat1 = 0;
+    const int per = S * half / CLUSTER;
+    for (int i = tid; i < per; i += T) {
+        const int item = rank * per + i, j = item % S, s = item / S;
+        const long long g = g_first + j;
+        if (g >= a.spectra)
+            continue;
+        /* Spectrum j's sub-transform r is in the cluster's block j n + r. */
+        const int home = j * N_UNZIP;
+        const float2 *eff = a.eff + (g >= a.gain_switch ? 2 * N : 0);
+        const long long b = g / a.sph, t = g % a.sph;
+        const int bits = a.bits, shift8 = bits == 8 ? 16 : 8;
+        unsigned direct[N_UNZIP], mirror[N_UNZIP];
+#pragma unroll
+        for (int p = 0; p < N_UNZIP; p++)
+            direct[p] = mirror[p] = 0;
+#pragma unroll 1
+        for (int pol = 0; pol < 2; pol++) {
+            const float2 dp = ROT ? __ldg(a.sd + pol * a.spectra + g) : make_float2(0.f, 0.f);
+            unsigned ps = 0;
+            float2 zs[N_UNZIP], zc[N_UNZIP];
+#pragma unroll
+            for (int r = 0; r < N_UNZIP; r++) {
+                const float2 *z = cl.map_shared_rank(x, home + r) + pol * m;
+                const float2 tw = expi_pi(-2.0f * (float)(r * s) * inv_n_ch);
+                zs[r] = cmul(tw, z[s]);
+                zc[r] = cmul(tw, conj2(z[(m - s) & (m - 1)]));
+            }
+#pragma unroll
+            for (int p = 0; p < N_UNZIP; p++) {
+                float2 xk, xnk;
+                const int k = p * m + s;
+                combine<N_UNZIP>(zs, zc, p, expi_pi(-(float)k * inv_n_ch), &xk, &xnk);
+                direct[p] |= finish(xk, k, pol, eff, bits, &ps, ROT, dp, inv_n_ch, kc,
+                                    DITHER, a.dr, g, N)
+                             << (pol * shift8);
+                if (s > 0)
+                    mirror[p] |= finish(xnk, N - k, pol, eff, bits, &ps, ROT, dp,
+                                        inv_n_ch, kc, DITHER, a.dr, g, N)
+                                 << (pol * shift8);
+            }
+            sat0 += pol ? 0 : ps;
+            sat1 += pol ? ps : 0;
+        }
+#pragma unroll
+        for (int p = 0; p < N_UNZIP; p++) {
+            const int k = p * m + s;
+            put(a.out, bits, (b * N + k) * a.sph + t, direct[p]);
+            if (s > 0)
+                put(a.out, bits, (b * N + (N - k)) * a.sph + t, mirror[p]);
+        }
+        if (s > 0)
+            continue;
+        /* s = 0 leaves no mirror: channels p m + m/2 instead, which no other
+         * s reaches (bins m/2 of every sub-transform). */
+#pragma unroll
+        for (int p = 0; p < N_UNZIP; p++)
+            direct[p] = 0;
+#pragma unroll 1
+        for (int pol = 0; pol < 2; pol++) {
+            const float2 dp = ROT ? __ldg(a.sd + pol * a.spectra + g) : make_float2(0.f, 0.f);
+            unsigned ps = 0;
+            float2 zs[N_UNZIP], zc[N_UNZIP];
+#pragma unroll
+            for (int r = 0; r < N_UNZIP; r++) {
+                const float2 tw = expi_pi(-2.0f * (float)(r * half) * inv_n_ch);
+                const float2 v = cl.map_shared_rank(x, home + r)[pol * m + half];
+                zs[r] = cmul(tw, v);
+                zc[r] = cmul(tw, conj2(v));
+            }
+#pragma unroll
+            for (int p = 0; p < N_UNZIP; p++) {
+                float2 xk, xnk;
+                const int k = p * m + half;
+                combine<N_UNZIP>(zs, zc, p, expi_pi(-(float)k * inv_n_ch), &xk, &xnk);
+                direct[p] |= finish(xk, k, pol, eff, bits, &ps, ROT, dp, inv_n_ch, kc,
+                                    DITHER, a.dr, g, N)
+                             << (pol * shift8);
+            }
+            sat0 += pol ? 0 : ps;
+            sat1 += pol ? ps : 0;
+        }
+#pragma unroll
+        for (int p = 0; p < N_UNZIP; p++)
+            put(a.out, bits, (b * N + p * m + half) * a.sph + t, direct[p]);
+    }
+    for (int pol = 0; pol < 2; pol++) {
+        unsigned v = pol ? sat1 : sat0;
+        for (int off = 16; off; off >>= 1)
+            v += __shfl_down_sync(0xffffffffu, v, off);
+        if ((tid & 31) == 0 && v)
+            atomicAdd(a.sat + pol, (unsigned long long)v);
+    }
+    /* The other blocks may still be reading this one's bins. */
+    cl.sync();
+#else
+    __trap(); /* clusters: compute capability 9.0; the plan refuses older devices */
+#endif
+}
+
+typedef void (*fused_fn)(fused_launch, int);
+
+static fused_fn pick(int unzip, bool rot, bool dither)
+{
+#define ROW(NU)                                                                              \
+    {fused_kernel<NU, false, false>, fused_kernel<NU, false, true>,                          \
+     fused_kernel<NU, true, false>, fused_kernel<NU, true, true>}
+    static const fused_fn table[3][4] = {ROW(1), ROW(2), ROW(4)};
+#undef ROW
+    return table[unzip == 4 ? 2 : unzip - 1][(rot ? 2 : 0) + (dither ? 1 : 0)];
+}
+
+/* m / 8 threads (fft_shared's at most four butterflies each), so up to m =
+ * 4096 two blocks share an SM at the 64 registers of 1024 threads. */
+static int threads_for(int m)
+{
+    int t = m / 8;
+    return t < 64 ? 64 : t > 1024 ? 1024 : t;
+}
+
+/* Shared memory above 48 KB is opted into once per kernel. */
+cudaError_t cbf_fft_post_fused_prepare(int unzip)
+{
+    const int bytes = 2 * CBF_FFT_POST_FUSED_MAX_POINTS * (int)sizeof(float2);
+    for (int v = 0; v < 4; v++) {
+        cudaError_t e = cudaFuncSetAttribute((const void *)pick(unzip, v & 2, v & 1),
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+        if (e != cudaSuccess)
+            return e;
+    }
+    return cudaSuccess;
+}
+
+cudaError_t cbf_fft_post_fused_launch(const fused_launch *a, cudaStream_t stream)
+{
+    const int m = a->channels / a->unzip, S = CLUSTER / a->unzip;
+    int log_m = 0;
+    while ((1 << log_m) < m)
+        log_m++;
+    const long long clusters = (a->spectra + S - 1) / S;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)(clusters * CLUSTER), 1, 1);
+    cfg.blockDim = dim3((unsigned)threads_for(m), 1, 1);
+    cfg.dynamicSmemBytes = 2 * (size_t)m * sizeof(float2);
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = CLUSTER;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, pick(a->unzip, a->sd != nullptr, a->dr.on), *a, log_m);
+}
