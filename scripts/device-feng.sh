@@ -54,7 +54,7 @@ if [ "${FENG_NCU:-0}" = 1 ] && command -v ncu >/dev/null; then
     for ch in ${FENG_NCU_CHANNELS:-4096 8192 32768}; do
         timeout 60 ncu --clock-control none -k regex:fused_kernel --launch-count 1 \
             --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
-            --section LaunchStats --section WarpStateStats \
+            --section LaunchStats --section WarpStateStats --section SourceCounters \
             "$B/tools/bench/cbf-bench" feng --path fused --channels $ch --reps 1 \
             >"$OUT/ncu-$ch.txt" 2>&1
         echo "== ncu fused $ch channels: exit $?"

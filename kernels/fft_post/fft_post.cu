@@ -27,7 +27,7 @@ struct cbf_fft_post_cuda {
     float2 *eff;                   /* device [2][channel][pol]: both, with the run's fixed
                                       delay and phase folded in */
     float2 *sd;                    /* device [pol][spectrum]: per-spectrum delay, phase */
-    float2 *tw;                    /* fused: device exp(-2 pi i k / m), k < m */
+    float2 *tw;                    /* fused: device cbf_fft_post_fused_twiddles(m) */
     unsigned long long *sat;       /* device [2] */
     unsigned long long *sat_host;  /* pinned [2] */
 };
@@ -286,16 +286,13 @@ static int fused_setup(cbf_fft_post_cuda *p, int m, char *msg, size_t msglen)
                              "fft_post: the fused path needs thread-block clusters (compute "
                              "capability 9.0), this device has %d.x",
                              major);
-    float2 *host = (float2 *)malloc(sizeof(float2) * (size_t)m);
+    float2 *host = (float2 *)malloc(sizeof(float2) * 2 * (size_t)m);
     if (!host)
         return CBF_KERN_ENOMEM;
-    for (int k = 0; k < m; k++) {
-        double a = -2.0 * M_PI * (double)k / (double)m;
-        host[k] = make_float2((float)cos(a), (float)sin(a));
-    }
-    cudaError_t e = cudaMalloc((void **)&p->tw, sizeof(float2) * (size_t)m);
+    const size_t n = cbf_fft_post_fused_twiddles(m, host);
+    cudaError_t e = cudaMalloc((void **)&p->tw, sizeof(float2) * n);
     if (e == cudaSuccess)
-        e = cudaMemcpy(p->tw, host, sizeof(float2) * (size_t)m, cudaMemcpyHostToDevice);
+        e = cudaMemcpy(p->tw, host, sizeof(float2) * n, cudaMemcpyHostToDevice);
     free(host);
     CUDA_TRY(e);
     CUDA_TRY(cbf_fft_post_fused_prepare(p->cfg.unzip));

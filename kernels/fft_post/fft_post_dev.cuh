@@ -107,13 +107,16 @@ struct fused_launch {
     long long pol_stride;          /* float2 from pol 0 to pol 1 */
     int channels, unzip, sph, bits;
     long long spectra, gain_switch;
-    const float2 *tw;              /* exp(-2 pi i k / m), k < m */
+    const float2 *tw;              /* cbf_fft_post_fused_twiddles(m) */
     const float2 *eff, *sd;        /* sd NULL: no per-spectrum delay */
     void *out;
     unsigned long long *sat;
     dither_run dr;
 };
 cudaError_t cbf_fft_post_fused_prepare(int unzip);
+/* The fused transform's twiddle table for m points into out (2 m float2
+ * suffice); returns how many it wrote. */
+size_t cbf_fft_post_fused_twiddles(int m, float2 *out);
 cudaError_t cbf_fft_post_fused_launch(const fused_launch *a, cudaStream_t stream);
 
 #endif

@@ -32,18 +32,25 @@ __device__ __forceinline__ void dft4(float2 &a0, float2 &a1, float2 &a2, float2 
     a3 = make_float2(t1.x - t3.y, t1.y + t3.x); /* t1 + i t3 */
 }
 
+/* Shared-memory index of element i: bits 2-3 flipped by bits 4-5, so the
+ * first two radix-4 passes' stores (runs of 1 and 4 elements, 4 x ns
+ * apart) fall in different banks; contiguous runs of 16 stay contiguous. */
+__device__ __forceinline__ int sw(int i) { return i ^ (((i >> 4) & 3) << 2); }
+
 /* Forward m-point transforms of x[0, m) and x[m, 2m) (the two pols), in
- * place, natural order in and out: Stockham radix-4 passes, then one
- * radix-2 pass when log2 m is odd. A radix-4 pass writes elsewhere than it
- * reads, so every thread holds its butterflies (at most 4: blockDim.x >=
- * m / 8) in registers across a barrier; the radix-2 pass (ns = m / 2)
- * writes where it reads. tw[k] = exp(-2 pi i k / m). */
+ * place (through sw), natural order in and out: Stockham radix-4 passes,
+ * then one radix-2 pass when log2 m is odd. A radix-4 pass writes elsewhere
+ * than it reads, so every thread holds its butterflies (at most 4:
+ * blockDim.x >= m / 8) in registers across a barrier; the radix-2 pass
+ * (ns = m / 2) writes where it reads. tw: each pass's twiddles in the
+ * order its lanes read them (cbf_fft_post_fused_twiddles), so the loads
+ * are contiguous. */
 __device__ __forceinline__ void fft_shared(float2 *x, int log_m, const float2 *__restrict__ tw)
 {
     const int m = 1 << log_m, q = m >> 2, T = blockDim.x, tid = threadIdx.x;
     int log_ns = 0;
     for (; log_ns + 2 <= log_m; log_ns += 2) {
-        const int ns = 1 << log_ns, tsh = log_m - log_ns - 2;
+        const int ns = 1 << log_ns;
         float2 v[4][4];
         int dst[4];
 #pragma unroll
@@ -51,12 +58,12 @@ __device__ __forceinline__ void fft_shared(float2 *x, int log_m, const float2 *_
             const int b = tid + u * T; /* butterfly: pol b / q, index j */
             dst[u] = -1;
             if (b < 2 * q) {
-                const int pol = b >= q, j = b - pol * q, k0 = j & (ns - 1), t = k0 << tsh;
-                const float2 *xp = x + pol * m;
-                v[u][0] = xp[j];
-                v[u][1] = cmul(xp[j + q], __ldg(tw + t));
-                v[u][2] = cmul(xp[j + 2 * q], __ldg(tw + 2 * t));
-                v[u][3] = cmul(xp[j + 3 * q], __ldg(tw + 3 * t));
+                const int pol = b >= q, j = b - pol * q, k0 = j & (ns - 1), xp = pol * m + j;
+                const float2 *t = tw + k0;
+                v[u][0] = x[sw(xp)];
+                v[u][1] = cmul(x[sw(xp + q)], __ldg(t));
+                v[u][2] = cmul(x[sw(xp + 2 * q)], __ldg(t + ns));
+                v[u][3] = cmul(x[sw(xp + 3 * q)], __ldg(t + 2 * ns));
                 dft4(v[u][0], v[u][1], v[u][2], v[u][3]);
                 dst[u] = pol * m + ((j >> log_ns) << (log_ns + 2)) + k0;
             }
@@ -68,39 +75,75 @@ __device__ __forceinline__ void fft_shared(float2 *x, int log_m, const float2 *_
                 continue;
 #pragma unroll
             for (int r = 0; r < 4; r++)
-                x[dst[u] + r * ns] = v[u][r];
+                x[sw(dst[u] + r * ns)] = v[u][r];
         }
         __syncthreads();
+        tw += 3 * ns;
     }
     if (log_ns < log_m) {
         const int h = m >> 1;
         for (int b = tid; b < m; b += T) {
-            const int pol = b >= h, j = b - pol * h;
-            float2 *xp = x + pol * m;
-            const float2 a = xp[j], c = cmul(xp[j + h], __ldg(tw + j));
-            xp[j] = make_float2(a.x + c.x, a.y + c.y);
-            xp[j + h] = make_float2(a.x - c.x, a.y - c.y);
+            const int pol = b >= h, j = b - pol * h, xp = pol * m + j;
+            const float2 a = x[sw(xp)], c = cmul(x[sw(xp + h)], __ldg(tw + j));
+            x[sw(xp)] = make_float2(a.x + c.x, a.y + c.y);
+            x[sw(xp + h)] = make_float2(a.x - c.x, a.y - c.y);
         }
         __syncthreads();
     }
 }
 
-/* Packs, per pol, what finish() gives, as post_kernel does: 8-bit output is
- * one 32-bit word per (channel, spectrum), 4-bit one 16-bit word. */
-__device__ __forceinline__ void put(void *out, int bits, long long idx, unsigned v)
+/* Output words of spectra g0 .. g0 + JS - 1 of channel k (packed as
+ * post_kernel packs them: both pols in 32 bits for 8-bit output, 16 for
+ * 4-bit): one vector store when the run lies in one heap (then it is
+ * contiguous and aligned: g0 is a multiple of JS), else word by word,
+ * leaving out spectra past the run's last. */
+template <int JS>
+__device__ __forceinline__ void put_run(void *out, int bits, int N, int sph, long long spectra,
+                                        long long g0, int k, const unsigned *w)
 {
-    if (bits == 8)
-        ((unsigned *)out)[idx] = v;
-    else
-        ((unsigned short *)out)[idx] = (unsigned short)v;
+    if (sph % JS == 0 && g0 + JS <= spectra) {
+        const long long e = (g0 / sph * N + k) * sph + g0 % sph;
+        if (bits == 8) {
+            unsigned *o = (unsigned *)out + e;
+            if (JS == 4)
+                *(uint4 *)o = make_uint4(w[0], w[1], w[2 % JS], w[3 % JS]);
+            else if (JS == 2)
+                *(uint2 *)o = make_uint2(w[0], w[1 % JS]);
+            else
+                *o = w[0];
+        } else {
+            unsigned short *o = (unsigned short *)out + e;
+            if (JS == 4)
+                *(uint2 *)o = make_uint2(w[0] | w[1 % JS] << 16, w[2 % JS] | w[3 % JS] << 16);
+            else if (JS == 2)
+                *(unsigned *)o = w[0] | w[1 % JS] << 16;
+            else
+                *o = (unsigned short)w[0];
+        }
+        return;
+    }
+#pragma unroll
+    for (int jj = 0; jj < JS; jj++) {
+        const long long g = g0 + jj;
+        if (g >= spectra)
+            break;
+        const long long e = (g / sph * N + k) * sph + g % sph;
+        if (bits == 8)
+            ((unsigned *)out)[e] = w[jj];
+        else
+            ((unsigned short *)out)[e] = (unsigned short)w[jj];
+    }
 }
 
 template <int N_UNZIP, bool ROT, bool DITHER>
 __global__ void __launch_bounds__(1024, 1) fused_kernel(fused_launch a, int log_m)
 {
 #if __CUDA_ARCH__ >= 900
-    extern __shared__ float2 x[]; /* [pol][m] */
+    extern __shared__ float2 x[]; /* [pol][m], through sw */
     constexpr int S = CLUSTER / N_UNZIP; /* spectra per cluster */
+    /* Threads per bin s in post (each with JS of the S spectra): two where
+     * that leaves runs of 2 or 4 spectra, so all m / 8 threads have work. */
+    constexpr int SPLIT = S >= 4 ? 2 : 1, JS = S / SPLIT;
     cg::cluster_group cl = cg::this_cluster();
     const int m = 1 << log_m, half = m >> 1, N = a.channels, kc = N / 2;
     const int T = blockDim.x, tid = threadIdx.x, rank = (int)cl.block_rank();
@@ -116,100 +159,116 @@ __global__ void __launch_bounds__(1024, 1) fused_kernel(fused_launch a, int log_
             const float2 *z = a.data + pol * a.pol_stride + g_block * N + r * m;
 #pragma unroll 4
             for (int i = tid; i < m; i += T)
-                x[pol * m + i] = __ldg(z + i);
+                x[sw(pol * m + i)] = __ldg(z + i);
         }
         __syncthreads();
         fft_shared(x, log_m, a.tw);
     }
     cl.sync();
 
-    /* Post: the cluster's S x half (bin s, spectrum j) pairs, j fastest,
-     * shared out among its blocks. */
+    /* Post: each block takes half / 8 of the bins s, for all S spectra of
+     * the cluster; the twiddles of s are computed once for its JS spectra,
+     * whose words of a channel are contiguous in the output. Spectrum j's
+     * sub-transform r is in the cluster's block j n + r. */
     unsigned sat0 = 0, sat1 = 0;
-    const int per = S * half / CLUSTER;
-    for (int i = tid; i < per; i += T) {
-        const int item = rank * per + i, j = item % S, s = item / S;
-        const long long g = g_first + j;
-        if (g >= a.spectra)
-            continue;
-        /* Spectrum j's sub-transform r is in the cluster's block j n + r. */
-        const int home = j * N_UNZIP;
-        const float2 *eff = a.eff + (g >= a.gain_switch ? 2 * N : 0);
-        const long long b = g / a.sph, t = g % a.sph;
-        const int bits = a.bits, shift8 = bits == 8 ? 16 : 8;
-        unsigned direct[N_UNZIP], mirror[N_UNZIP];
+    const int per = half / CLUSTER;
+    const int bits = a.bits, shift8 = bits == 8 ? 16 : 8;
+    for (int it = tid; it < per * SPLIT; it += T) {
+        const int s = rank * per + it / SPLIT, j0 = it % SPLIT * JS;
+        float2 twr[N_UNZIP], hk[N_UNZIP];
 #pragma unroll
-        for (int p = 0; p < N_UNZIP; p++)
-            direct[p] = mirror[p] = 0;
-#pragma unroll 1
-        for (int pol = 0; pol < 2; pol++) {
-            const float2 dp = ROT ? __ldg(a.sd + pol * a.spectra + g) : make_float2(0.f, 0.f);
-            unsigned ps = 0;
-            float2 zs[N_UNZIP], zc[N_UNZIP];
-#pragma unroll
-            for (int r = 0; r < N_UNZIP; r++) {
-                const float2 *z = cl.map_shared_rank(x, home + r) + pol * m;
-                const float2 tw = expi_pi(-2.0f * (float)(r * s) * inv_n_ch);
-                zs[r] = cmul(tw, z[s]);
-                zc[r] = cmul(tw, conj2(z[(m - s) & (m - 1)]));
-            }
-#pragma unroll
-            for (int p = 0; p < N_UNZIP; p++) {
-                float2 xk, xnk;
-                const int k = p * m + s;
-                combine<N_UNZIP>(zs, zc, p, expi_pi(-(float)k * inv_n_ch), &xk, &xnk);
-                direct[p] |= finish(xk, k, pol, eff, bits, &ps, ROT, dp, inv_n_ch, kc,
-                                    DITHER, a.dr, g, N)
-                             << (pol * shift8);
-                if (s > 0)
-                    mirror[p] |= finish(xnk, N - k, pol, eff, bits, &ps, ROT, dp,
-                                        inv_n_ch, kc, DITHER, a.dr, g, N)
-                                 << (pol * shift8);
-            }
-            sat0 += pol ? 0 : ps;
-            sat1 += pol ? ps : 0;
+        for (int r = 0; r < N_UNZIP; r++) {
+            twr[r] = expi_pi(-2.0f * (float)(r * s) * inv_n_ch);
+            hk[r] = expi_pi(-(float)(r * m + s) * inv_n_ch);
         }
+        unsigned direct[N_UNZIP][JS], mirror[N_UNZIP][JS];
+#pragma unroll
+        for (int jj = 0; jj < JS; jj++) {
+            const long long g = g_first + j0 + jj;
+#pragma unroll
+            for (int p = 0; p < N_UNZIP; p++)
+                direct[p][jj] = mirror[p][jj] = 0;
+            if (g >= a.spectra)
+                continue;
+            const float2 *eff = a.eff + (g >= a.gain_switch ? 2 * N : 0);
+            const int home = (j0 + jj) * N_UNZIP;
+#pragma unroll 1
+            for (int pol = 0; pol < 2; pol++) {
+                const float2 dp = ROT ? __ldg(a.sd + pol * a.spectra + g) : make_float2(0.f, 0.f);
+                unsigned ps = 0;
+                float2 zs[N_UNZIP], zc[N_UNZIP];
+#pragma unroll
+                for (int r = 0; r < N_UNZIP; r++) {
+                    const float2 *z = cl.map_shared_rank(x, home + r);
+                    zs[r] = cmul(twr[r], z[sw(pol * m + s)]);
+                    zc[r] = cmul(twr[r], conj2(z[sw(pol * m + ((m - s) & (m - 1)))]));
+                }
+#pragma unroll
+                for (int p = 0; p < N_UNZIP; p++) {
+                    float2 xk, xnk;
+                    const int k = p * m + s;
+                    combine<N_UNZIP>(zs, zc, p, hk[p], &xk, &xnk);
+                    direct[p][jj] |= finish(xk, k, pol, eff, bits, &ps, ROT, dp, inv_n_ch, kc,
+                                            DITHER, a.dr, g, N)
+                                     << (pol * shift8);
+                    if (s > 0)
+                        mirror[p][jj] |= finish(xnk, N - k, pol, eff, bits, &ps, ROT, dp,
+                                                inv_n_ch, kc, DITHER, a.dr, g, N)
+                                         << (pol * shift8);
+                }
+                sat0 += pol ? 0 : ps;
+                sat1 += pol ? ps : 0;
+            }
+        }
+        const long long g0 = g_first + j0;
 #pragma unroll
         for (int p = 0; p < N_UNZIP; p++) {
-            const int k = p * m + s;
-            put(a.out, bits, (b * N + k) * a.sph + t, direct[p]);
+            put_run<JS>(a.out, bits, N, a.sph, a.spectra, g0, p * m + s, direct[p]);
             if (s > 0)
-                put(a.out, bits, (b * N + (N - k)) * a.sph + t, mirror[p]);
+                put_run<JS>(a.out, bits, N, a.sph, a.spectra, g0, N - (p * m + s), mirror[p]);
         }
         if (s > 0)
             continue;
-        /* s = 0 leaves no mirror: channels p m + m/2 instead, which no other
-         * s reaches (bins m/2 of every sub-transform). */
+        /* s = 0 has no mirror: channels p m + m/2 instead, which no other s
+         * reaches (bins m/2 of every sub-transform). */
 #pragma unroll
-        for (int p = 0; p < N_UNZIP; p++)
-            direct[p] = 0;
+        for (int jj = 0; jj < JS; jj++) {
+            const long long g = g_first + j0 + jj;
+#pragma unroll
+            for (int p = 0; p < N_UNZIP; p++)
+                direct[p][jj] = 0;
+            if (g >= a.spectra)
+                continue;
+            const float2 *eff = a.eff + (g >= a.gain_switch ? 2 * N : 0);
+            const int home = (j0 + jj) * N_UNZIP;
 #pragma unroll 1
-        for (int pol = 0; pol < 2; pol++) {
-            const float2 dp = ROT ? __ldg(a.sd + pol * a.spectra + g) : make_float2(0.f, 0.f);
-            unsigned ps = 0;
-            float2 zs[N_UNZIP], zc[N_UNZIP];
+            for (int pol = 0; pol < 2; pol++) {
+                const float2 dp = ROT ? __ldg(a.sd + pol * a.spectra + g) : make_float2(0.f, 0.f);
+                unsigned ps = 0;
+                float2 zs[N_UNZIP], zc[N_UNZIP];
 #pragma unroll
-            for (int r = 0; r < N_UNZIP; r++) {
-                const float2 tw = expi_pi(-2.0f * (float)(r * half) * inv_n_ch);
-                const float2 v = cl.map_shared_rank(x, home + r)[pol * m + half];
-                zs[r] = cmul(tw, v);
-                zc[r] = cmul(tw, conj2(v));
-            }
+                for (int r = 0; r < N_UNZIP; r++) {
+                    const float2 tw = expi_pi(-2.0f * (float)(r * half) * inv_n_ch);
+                    const float2 v = cl.map_shared_rank(x, home + r)[sw(pol * m + half)];
+                    zs[r] = cmul(tw, v);
+                    zc[r] = cmul(tw, conj2(v));
+                }
 #pragma unroll
-            for (int p = 0; p < N_UNZIP; p++) {
-                float2 xk, xnk;
-                const int k = p * m + half;
-                combine<N_UNZIP>(zs, zc, p, expi_pi(-(float)k * inv_n_ch), &xk, &xnk);
-                direct[p] |= finish(xk, k, pol, eff, bits, &ps, ROT, dp, inv_n_ch, kc,
-                                    DITHER, a.dr, g, N)
-                             << (pol * shift8);
+                for (int p = 0; p < N_UNZIP; p++) {
+                    float2 xk, xnk;
+                    const int k = p * m + half;
+                    combine<N_UNZIP>(zs, zc, p, expi_pi(-(float)k * inv_n_ch), &xk, &xnk);
+                    direct[p][jj] |= finish(xk, k, pol, eff, bits, &ps, ROT, dp, inv_n_ch, kc,
+                                            DITHER, a.dr, g, N)
+                                     << (pol * shift8);
+                }
+                sat0 += pol ? 0 : ps;
+                sat1 += pol ? ps : 0;
             }
-            sat0 += pol ? 0 : ps;
-            sat1 += pol ? ps : 0;
         }
 #pragma unroll
         for (int p = 0; p < N_UNZIP; p++)
-            put(a.out, bits, (b * N + p * m + half) * a.sph + t, direct[p]);
+            put_run<JS>(a.out, bits, N, a.sph, a.spectra, g0, p * m + half, direct[p]);
     }
     for (int pol = 0; pol < 2; pol++) {
         unsigned v = pol ? sat1 : sat0;
@@ -243,6 +302,30 @@ static int threads_for(int m)
 {
     int t = m / 8;
     return t < 64 ? 64 : t > 1024 ? 1024 : t;
+}
+
+/* fft_shared's twiddles for an m-point transform, in double, rounded to
+ * float: per radix-4 pass (ns = 1, 4, ...), exp(-2 pi i k0 r / (4 ns)) at
+ * [(r - 1) ns + k0], r = 1..3, k0 < ns; then, when log2 m is odd,
+ * exp(-2 pi i j / m), j < m / 2. Returns the count (< 2 m). */
+size_t cbf_fft_post_fused_twiddles(int m, float2 *out)
+{
+    size_t at = 0;
+    int ns = 1;
+    for (; ns * 4 <= m; ns *= 4) {
+        for (int r = 1; r <= 3; r++)
+            for (int k0 = 0; k0 < ns; k0++) {
+                double a = -2.0 * M_PI * (double)k0 * r / (4.0 * ns);
+                out[at + (size_t)(r - 1) * ns + k0] = make_float2((float)cos(a), (float)sin(a));
+            }
+        at += 3 * (size_t)ns;
+    }
+    if (ns < m)
+        for (int j = 0; j < m / 2; j++) {
+            double a = -2.0 * M_PI * (double)j / (double)m;
+            out[at++] = make_float2((float)cos(a), (float)sin(a));
+        }
+    return at;
 }
 
 /* Shared memory above 48 KB is opted into once per kernel. */
