@@ -55,6 +55,7 @@ if [ "${FENG_NCU:-0}" = 1 ] && command -v ncu >/dev/null; then
         timeout 60 ncu --clock-control none -k regex:fused_kernel --launch-count 1 \
             --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
             --section LaunchStats --section WarpStateStats --section SourceCounters \
+            --section InstructionStats --print-details all \
             "$B/tools/bench/cbf-bench" feng --path fused --channels $ch --reps 1 \
             >"$OUT/ncu-$ch.txt" 2>&1
         echo "== ncu fused $ch channels: exit $?"

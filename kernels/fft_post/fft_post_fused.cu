@@ -32,63 +32,134 @@ __device__ __forceinline__ void dft4(float2 &a0, float2 &a1, float2 &a2, float2 
     a3 = make_float2(t1.x - t3.y, t1.y + t3.x); /* t1 + i t3 */
 }
 
-/* Shared-memory index of element i: bits 2-3 flipped by bits 4-5, so the
- * first two radix-4 passes' stores (runs of 1 and 4 elements, 4 x ns
- * apart) fall in different banks; contiguous runs of 16 stay contiguous. */
-__device__ __forceinline__ int sw(int i) { return i ^ (((i >> 4) & 3) << 2); }
+/* v x exp(-2 pi i e / 16) for a compile-time e in 0..9: the trivial and
+ * the 45-degree ones without a full multiply. */
+__device__ __forceinline__ float2 w16(float2 v, int e)
+{
+    const float c = 0.70710678118654752f;
+    const float c1 = 0.92387953251128674f, s1 = 0.38268343236508977f;
+    switch (e) {
+    case 0: return v;
+    case 2: return make_float2(c * (v.x + v.y), c * (v.y - v.x));
+    case 4: return make_float2(v.y, -v.x);
+    case 6: return make_float2(c * (v.y - v.x), -c * (v.x + v.y));
+    case 1: return cmul(v, make_float2(c1, -s1));
+    case 3: return cmul(v, make_float2(s1, -c1));
+    default: return cmul(v, make_float2(-c1, s1)); /* 9 */
+    }
+}
+
+/* In-register forward DFTs of R = 16, 8, 4, 2 points, as 4 x 4 and 2 x 4
+ * (n = 4 n2 + n1 or 2 n2 + n1, k = k1 + 4 k2): output X[k] is left in slot
+ * slot_of<R>(k). */
+template <int R> __device__ __forceinline__ int slot_of(int k)
+{
+    return R == 16 ? 4 * (k & 3) + (k >> 2) : R == 8 ? 2 * (k & 3) + (k >> 2) : k;
+}
+
+template <int R> __device__ __forceinline__ void dft(float2 *v)
+{
+    if constexpr (R == 16) {
+#pragma unroll
+        for (int n1 = 0; n1 < 4; n1++) {
+            dft4(v[n1], v[n1 + 4], v[n1 + 8], v[n1 + 12]);
+#pragma unroll
+            for (int k1 = 1; k1 < 4; k1++)
+                v[n1 + 4 * k1] = w16(v[n1 + 4 * k1], n1 * k1);
+        }
+#pragma unroll
+        for (int k1 = 0; k1 < 4; k1++)
+            dft4(v[4 * k1], v[4 * k1 + 1], v[4 * k1 + 2], v[4 * k1 + 3]);
+    } else if constexpr (R == 8) {
+#pragma unroll
+        for (int n1 = 0; n1 < 2; n1++) {
+            dft4(v[n1], v[n1 + 2], v[n1 + 4], v[n1 + 6]);
+#pragma unroll
+            for (int k1 = 1; k1 < 4; k1++)
+                v[n1 + 2 * k1] = w16(v[n1 + 2 * k1], 2 * n1 * k1); /* W8^(n1 k1) */
+        }
+#pragma unroll
+        for (int k1 = 0; k1 < 4; k1++) {
+            const float2 a = v[2 * k1], b = v[2 * k1 + 1];
+            v[2 * k1] = make_float2(a.x + b.x, a.y + b.y);
+            v[2 * k1 + 1] = make_float2(a.x - b.x, a.y - b.y);
+        }
+    } else if constexpr (R == 4) {
+        dft4(v[0], v[1], v[2], v[3]);
+    } else {
+        const float2 a = v[0], b = v[1];
+        v[0] = make_float2(a.x + b.x, a.y + b.y);
+        v[1] = make_float2(a.x - b.x, a.y - b.y);
+    }
+}
+
+/* Shared-memory index of element i: its low 4 bits flipped by the next 4,
+ * so the radix-16 stores (runs of 1, 16, ... elements, R x ns apart) fall
+ * in different banks, while any 16 consecutive elements aligned to 16 stay
+ * a permutation of one 128-byte row. */
+__device__ __forceinline__ int sw(int i) { return i ^ ((i >> 4) & 15); }
+
+/* One Stockham pass of radix R over both pols' m-point transforms in x:
+ * butterfly j (of m / R per pol) reads x[j + r m / R], twiddles them by
+ * exp(-2 pi i k0 r / (R ns)), k0 = j mod ns, and writes X[k] to
+ * (j / ns) R ns + k0 + k ns. It writes elsewhere than it reads, so each
+ * thread holds its butterflies (16 / R of them: blockDim.x >= m / 8) across
+ * a barrier. tw: this pass's twiddles, [(r - 1) ns + k0], contiguous along
+ * the lanes. */
+template <int R, bool FIRST = false>
+__device__ __forceinline__ void fft_pass(float2 *x, int m, int log_ns,
+                                         const float2 *__restrict__ tw)
+{
+    constexpr int U = 16 / R, LOG_R = R == 16 ? 4 : R == 8 ? 3 : R == 4 ? 2 : 1;
+    const int q = m / R, ns = 1 << log_ns, T = blockDim.x, tid = threadIdx.x;
+    float2 v[U][R];
+    int dst[U];
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        const int b = tid + u * T; /* butterfly: pol b / q, index j */
+        dst[u] = -1;
+        if (b < 2 * q) {
+            const int pol = b >= q, j = b - pol * q, k0 = j & (ns - 1), xp = pol * m + j;
+            v[u][0] = x[sw(xp)];
+#pragma unroll
+            for (int r = 1; r < R; r++)
+                v[u][r] = FIRST ? x[sw(xp + r * q)] /* ns = 1: all twiddles 1 */
+                                : cmul(x[sw(xp + r * q)], __ldg(tw + (r - 1) * ns + k0));
+            dft<R>(v[u]);
+            dst[u] = pol * m + ((j >> log_ns) << (log_ns + LOG_R)) + k0;
+        }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        if (dst[u] < 0)
+            continue;
+#pragma unroll
+        for (int k = 0; k < R; k++)
+            x[sw(dst[u] + k * ns)] = v[u][slot_of<R>(k)];
+    }
+    __syncthreads();
+}
 
 /* Forward m-point transforms of x[0, m) and x[m, 2m) (the two pols), in
- * place (through sw), natural order in and out: Stockham radix-4 passes,
- * then one radix-2 pass when log2 m is odd. A radix-4 pass writes elsewhere
- * than it reads, so every thread holds its butterflies (at most 4:
- * blockDim.x >= m / 8) in registers across a barrier; the radix-2 pass
- * (ns = m / 2) writes where it reads. tw: each pass's twiddles in the
- * order its lanes read them (cbf_fft_post_fused_twiddles), so the loads
- * are contiguous. */
+ * place (through sw), natural order in and out: radix-16 passes, then one
+ * pass of radix 2, 4 or 8 for what log2 m leaves. The twiddle table follows
+ * the passes (cbf_fft_post_fused_twiddles). */
 __device__ __forceinline__ void fft_shared(float2 *x, int log_m, const float2 *__restrict__ tw)
 {
-    const int m = 1 << log_m, q = m >> 2, T = blockDim.x, tid = threadIdx.x;
-    int log_ns = 0;
-    for (; log_ns + 2 <= log_m; log_ns += 2) {
-        const int ns = 1 << log_ns;
-        float2 v[4][4];
-        int dst[4];
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-            const int b = tid + u * T; /* butterfly: pol b / q, index j */
-            dst[u] = -1;
-            if (b < 2 * q) {
-                const int pol = b >= q, j = b - pol * q, k0 = j & (ns - 1), xp = pol * m + j;
-                const float2 *t = tw + k0;
-                v[u][0] = x[sw(xp)];
-                v[u][1] = cmul(x[sw(xp + q)], __ldg(t));
-                v[u][2] = cmul(x[sw(xp + 2 * q)], __ldg(t + ns));
-                v[u][3] = cmul(x[sw(xp + 3 * q)], __ldg(t + 2 * ns));
-                dft4(v[u][0], v[u][1], v[u][2], v[u][3]);
-                dst[u] = pol * m + ((j >> log_ns) << (log_ns + 2)) + k0;
-            }
-        }
-        __syncthreads();
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-            if (dst[u] < 0)
-                continue;
-#pragma unroll
-            for (int r = 0; r < 4; r++)
-                x[sw(dst[u] + r * ns)] = v[u][r];
-        }
-        __syncthreads();
-        tw += 3 * ns;
+    const int m = 1 << log_m;
+    fft_pass<16, true>(x, m, 0, tw); /* m >= 32 */
+    tw += 15;
+    int log_ns = 4;
+    for (; log_ns + 4 <= log_m; log_ns += 4) {
+        fft_pass<16>(x, m, log_ns, tw);
+        tw += 15 << log_ns;
     }
-    if (log_ns < log_m) {
-        const int h = m >> 1;
-        for (int b = tid; b < m; b += T) {
-            const int pol = b >= h, j = b - pol * h, xp = pol * m + j;
-            const float2 a = x[sw(xp)], c = cmul(x[sw(xp + h)], __ldg(tw + j));
-            x[sw(xp)] = make_float2(a.x + c.x, a.y + c.y);
-            x[sw(xp + h)] = make_float2(a.x - c.x, a.y - c.y);
-        }
-        __syncthreads();
+    switch (log_m - log_ns) {
+    case 1: fft_pass<2>(x, m, log_ns, tw); break;
+    case 2: fft_pass<4>(x, m, log_ns, tw); break;
+    case 3: fft_pass<8>(x, m, log_ns, tw); break;
+    default: break;
     }
 }
 
@@ -105,18 +176,18 @@ __device__ __forceinline__ void put_run(void *out, int bits, int N, int sph, lon
         const long long e = (g0 / sph * N + k) * sph + g0 % sph;
         if (bits == 8) {
             unsigned *o = (unsigned *)out + e;
-            if (JS == 4)
-                *(uint4 *)o = make_uint4(w[0], w[1], w[2 % JS], w[3 % JS]);
-            else if (JS == 2)
-                *(uint2 *)o = make_uint2(w[0], w[1 % JS]);
+            if constexpr (JS == 4)
+                *(uint4 *)o = make_uint4(w[0], w[1], w[2], w[3]);
+            else if constexpr (JS == 2)
+                *(uint2 *)o = make_uint2(w[0], w[1]);
             else
                 *o = w[0];
         } else {
             unsigned short *o = (unsigned short *)out + e;
-            if (JS == 4)
-                *(uint2 *)o = make_uint2(w[0] | w[1 % JS] << 16, w[2 % JS] | w[3 % JS] << 16);
-            else if (JS == 2)
-                *(unsigned *)o = w[0] | w[1 % JS] << 16;
+            if constexpr (JS == 4)
+                *(uint2 *)o = make_uint2(w[0] | w[1] << 16, w[2] | w[3] << 16);
+            else if constexpr (JS == 2)
+                *(unsigned *)o = w[0] | w[1] << 16;
             else
                 *o = (unsigned short)w[0];
         }
@@ -200,8 +271,12 @@ __global__ void __launch_bounds__(1024, 1) fused_kernel(fused_launch a, int log_
 #pragma unroll
                 for (int r = 0; r < N_UNZIP; r++) {
                     const float2 *z = cl.map_shared_rank(x, home + r);
-                    zs[r] = cmul(twr[r], z[sw(pol * m + s)]);
-                    zc[r] = cmul(twr[r], conj2(z[sw(pol * m + ((m - s) & (m - 1)))]));
+                    zs[r] = z[sw(pol * m + s)];
+                    zc[r] = conj2(z[sw(pol * m + ((m - s) & (m - 1)))]);
+                    if (r > 0) { /* r = 0's twiddle is exactly 1 */
+                        zs[r] = cmul(twr[r], zs[r]);
+                        zc[r] = cmul(twr[r], zc[r]);
+                    }
                 }
 #pragma unroll
                 for (int p = 0; p < N_UNZIP; p++) {
@@ -296,8 +371,8 @@ static fused_fn pick(int unzip, bool rot, bool dither)
     return table[unzip == 4 ? 2 : unzip - 1][(rot ? 2 : 0) + (dither ? 1 : 0)];
 }
 
-/* m / 8 threads (fft_shared's at most four butterflies each), so up to m =
- * 4096 two blocks share an SM at the 64 registers of 1024 threads. */
+/* m / 8 threads (a radix-16 butterfly each, both pols), so up to m = 4096
+ * two blocks share an SM at the 64 registers of 1024 threads. */
 static int threads_for(int m)
 {
     int t = m / 8;
@@ -305,26 +380,22 @@ static int threads_for(int m)
 }
 
 /* fft_shared's twiddles for an m-point transform, in double, rounded to
- * float: per radix-4 pass (ns = 1, 4, ...), exp(-2 pi i k0 r / (4 ns)) at
- * [(r - 1) ns + k0], r = 1..3, k0 < ns; then, when log2 m is odd,
- * exp(-2 pi i j / m), j < m / 2. Returns the count (< 2 m). */
+ * float: per pass (radix R = 16 while it fits, then 2, 4 or 8; ns = the
+ * product of the radices before it), exp(-2 pi i k0 r / (R ns)) at
+ * [(r - 1) ns + k0], r = 1..R-1, k0 < ns. Returns the count (m - 1). */
 size_t cbf_fft_post_fused_twiddles(int m, float2 *out)
 {
     size_t at = 0;
-    int ns = 1;
-    for (; ns * 4 <= m; ns *= 4) {
-        for (int r = 1; r <= 3; r++)
+    for (int ns = 1; ns < m;) {
+        const int R = ns * 16 <= m ? 16 : m / ns;
+        for (int r = 1; r < R; r++)
             for (int k0 = 0; k0 < ns; k0++) {
-                double a = -2.0 * M_PI * (double)k0 * r / (4.0 * ns);
+                double a = -2.0 * M_PI * (double)k0 * r / ((double)R * ns);
                 out[at + (size_t)(r - 1) * ns + k0] = make_float2((float)cos(a), (float)sin(a));
             }
-        at += 3 * (size_t)ns;
+        at += (size_t)(R - 1) * ns;
+        ns *= R;
     }
-    if (ns < m)
-        for (int j = 0; j < m / 2; j++) {
-            double a = -2.0 * M_PI * (double)j / (double)m;
-            out[at++] = make_float2((float)cos(a), (float)sin(a));
-        }
     return at;
 }
 
