@@ -6,7 +6,8 @@
 # pipeline tests when libcbf's runtime is built (FENG_PIPELINE=0 leaves them
 # out), and with FENG_NCU=1 an Nsight Compute summary of the fused kernel at
 # each size of FENG_NCU_CHANNELS. FENG_MEMCHECK_MODES: the test_feng modes
-# under compute-sanitizer, '+' for a space (default "--gpu --gpu+--fused").
+# under compute-sanitizer, '+' for a space (default "--gpu --gpu+--fused");
+# FENG_MEMCHECK=0 leaves compute-sanitizer out.
 # Logs and the benchmark table go to $OUT (./out when run by hand).
 #
 # FENG_SRC: the source tree to build (default: this checkout). Pointing it
@@ -40,7 +41,7 @@ done
 "$B/tools/bench/cbf-bench" feng ${FENG_BENCH_ARGS:-} >"$OUT/bench.md" 2>&1
 echo "== cbf-bench feng: exit $?"
 cat "$OUT/bench.md"
-if command -v compute-sanitizer >/dev/null; then
+if [ "${FENG_MEMCHECK:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
     for mode in ${FENG_MEMCHECK_MODES:---gpu --gpu+--fused}; do
         mode=${mode//+/ }
         log="$OUT/memcheck${mode//[ -]/}.log"
