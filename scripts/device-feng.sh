@@ -68,7 +68,7 @@ if [ "${FENG_PIPELINE:-1}" = 0 ]; then
 elif ninja -C "$B" tests/feng/test_feng_pipeline tests/feng/cbf_feng_capture.so \
         plugins/dsim/cbf_dsim.so plugins/pfb/cbf_pfb.so plugins/fft_post/cbf_fft_post.so \
         >>"$OUT/build.log" 2>&1; then
-    for mode in "" --gpu; do
+    for mode in "" --gpu "--gpu --fused"; do
         echo "==== test_feng_pipeline ${mode:---cpu}" >>"$T"
         CBF_PLUGIN_PATH="$PWD/$B/plugins" CBF_BUILD_ROOT="$PWD/$B" \
             timeout ${FENG_PIPELINE_S:-200} "$B/tests/feng/test_feng_pipeline" $mode >"$OUT/last.log" 2>&1

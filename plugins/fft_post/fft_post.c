@@ -51,7 +51,6 @@ typedef struct post_state {
     cbf_timed *pend;        /* gain changes waiting for their timestamps: whole tables, each
                                built on the one before it (or on the table in force) */
     int model_in_aux;       /* pfb sends a per-spectrum delay model in aux */
-    int path_auto;          /* path 'auto': cfg.fused where the shape and device allow */
     int gpu;
     size_t out_bytes;
     float delay[2], phase[2];
@@ -91,11 +90,11 @@ static const cbf_param_decl post_params[] = {
      .doc = "this F-engine's antenna in the array, in the dither counter (antennas never share "
             "dither) and the output's `antenna` attribute (the sender's feng_id); -1: the input's "
             "`antenna` (set it where one process channelises one antenna of many)"},
-    {.name = "path", .type = CBF_PARAM_CHOICE, .def = "auto", .choices = "auto|fused|four-pass",
-     .doc = "GPU wideband: 'fused' transforms in shared memory inside the post-processing kernel "
-            "(one read of the FIR output; channels / unzip <= 8192, compute capability 9.0), "
-            "'four-pass' runs cuFFT in place and then post-processing; 'auto' fuses where it "
-            "can. The CPU path and narrowband ignore it"},
+    {.name = "path", .type = CBF_PARAM_CHOICE, .def = "four-pass", .choices = "four-pass|fused",
+     .doc = "GPU wideband: 'four-pass' runs cuFFT in place and then post-processing; 'fused' "
+            "transforms in shared memory inside the post-processing kernel, reading the FIR "
+            "output once (channels / unzip <= 8192, compute capability 9.0; slower today: "
+            "docs/performance.md). The CPU path and narrowband ignore it"},
     {.name = "dither", .type = CBF_PARAM_BOOL, .def = "true",
      .doc = "add uniform dither in (-1/2, 1/2) to each part before rounding (katgpucbf's "
             "default); false: rounding alone"},
@@ -194,13 +193,8 @@ static int post_setup_backend(cbf_node *node, post_state *s, const float *gains,
                 return rc;
         }
         s->g_gpu_ms = cbf_node_gauge(node, "gpu_ms_per_buffer");
-        rc = cbf_fft_post_cuda_create(&s->cfg, s->stream, &s->cuda, msg, sizeof msg);
-        if (rc && s->cfg.fused && s->path_auto) {
-            /* 'auto' on a device without clusters: the four-pass path. */
-            s->cfg.fused = 0;
-            rc = cbf_fft_post_cuda_create(&s->cfg, s->stream, &s->cuda, msg, sizeof msg);
-        }
-        if ((rc = cbf_stage_kern(rc, msg, err)))
+        if ((rc = cbf_stage_kern(cbf_fft_post_cuda_create(&s->cfg, s->stream, &s->cuda, msg, sizeof msg),
+                                 msg, err)))
             return rc;
         return cbf_stage_kern(cbf_fft_post_cuda_set_gains(s->cuda, gains, msg, sizeof msg), msg, err);
     }
@@ -272,14 +266,8 @@ static int post_init(cbf_node *node, cbf_error *err)
                              cbf_params_where(p, "spectra_per_heap"), s->cfg.spectra_per_heap,
                              s->cfg.spectra);
     char msg[CBF_STAGE_MSG];
-    const char *path = cbf_params_string(p, "path");
-    s->path_auto = !strcmp(path, "auto");
-    if (!strcmp(path, "fused")) {
-        s->cfg.fused = 1;
-        if ((rc = cbf_stage_kern(cbf_fft_post_fused_ok(&s->cfg, msg, sizeof msg), msg, err)))
-            return rc;
-    } else if (s->path_auto)
-        s->cfg.fused = !cbf_fft_post_fused_ok(&s->cfg, NULL, 0);
+    /* The GPU plan checks the fused path's shape and device (the CPU has one path). */
+    s->cfg.fused = !s->cfg.complex_in && !strcmp(cbf_params_string(p, "path"), "fused");
     if ((rc = cbf_stage_kern(cbf_fft_post_config_check(&s->cfg, msg, sizeof msg), msg, err)) ||
         (rc = post_read_list2(p, "fine_delay", s->delay, err)) ||
         (rc = post_read_list2(p, "phase", s->phase, err)))
