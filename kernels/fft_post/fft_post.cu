@@ -10,7 +10,7 @@
  * (both pols interleaved) and leave along the spectrum axis, so each warp
  * stores 128 contiguous bytes of one channel: the partial transpose. */
 #include "fft_post.h"
-#include "fft_post_dev.cuh"
+#include "fft_post_dither.h"
 
 #include "cuda_check.h"
 
@@ -27,7 +27,6 @@ struct cbf_fft_post_cuda {
     float2 *eff;                   /* device [2][channel][pol]: both, with the run's fixed
                                       delay and phase folded in */
     float2 *sd;                    /* device [pol][spectrum]: per-spectrum delay, phase */
-    float2 *tw;                    /* fused: device cbf_fft_post_fused_twiddles(m) */
     unsigned long long *sat;       /* device [2] */
     unsigned long long *sat_host;  /* pinned [2] */
 };
@@ -41,6 +40,62 @@ struct cbf_fft_post_cuda {
 #define BLOCKS_OF(n) ((n) == 2 ? 2 : (n) == 4 ? 4 : 3)
 
 #define CUDA_TRY(call) CBF_KERN_CUDA_TRY("fft_post", call)
+
+__device__ __forceinline__ float2 cmul(float2 a, float2 b)
+{
+    return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+}
+__device__ __forceinline__ float2 conj2(float2 a) { return make_float2(a.x, -a.y); }
+
+/* exp(-2 pi i e / 4) for e = 0..3, applied without a multiply. */
+__device__ __forceinline__ float2 rot_quarter(float2 v, int e)
+{
+    switch (e & 3) {
+    case 0: return v;
+    case 1: return make_float2(v.y, -v.x);
+    case 2: return make_float2(-v.x, -v.y);
+    default: return make_float2(-v.y, v.x);
+    }
+}
+
+__device__ __forceinline__ int quant(float v, int lim, int *clipped)
+{
+    int q = __float2int_rn(v);
+    if (q > lim || q < -lim) {
+        *clipped = 1;
+        q = q > 0 ? lim : -lim;
+    }
+    return q;
+}
+
+/* X_k and X_(N-k) for k = p m + s, from the bins s and m - s of the n
+ * sub-transforms (already loaded, twiddled by exp(-2 pi i r s / N)). */
+template <int N_UNZIP>
+__device__ __forceinline__ void combine(const float2 *zs, const float2 *zc, int p, float2 hk,
+                                        float2 *xk, float2 *xnk)
+{
+    float2 A = make_float2(0.f, 0.f), B = A;
+#pragma unroll
+    for (int r = 0; r < N_UNZIP; r++) {
+        int e = (r * p) % N_UNZIP * (4 / N_UNZIP);
+        float2 a = rot_quarter(zs[r], e), b = rot_quarter(zc[r], e);
+        A.x += a.x; A.y += a.y;
+        B.x += b.x; B.y += b.y;
+    }
+    float2 U = make_float2(0.5f * (A.x + B.x), 0.5f * (A.y + B.y));
+    /* V = (A - B) / 2i */
+    float2 V = make_float2(0.5f * (A.y - B.y), -0.5f * (A.x - B.x));
+    float2 tv = cmul(hk, V); /* hk = exp(-i pi k / N) */
+    *xk = make_float2(U.x + tv.x, U.y + tv.y);
+    *xnk = make_float2(U.x - tv.x, -U.y + tv.y);
+}
+
+__device__ __forceinline__ float2 expi_pi(float x)
+{
+    float sn, cs;
+    sincospif(x, &sn, &cs);
+    return make_float2(cs, sn);
+}
 
 template <int N_UNZIP>
 __device__ __forceinline__ void load_bins(const float2 *__restrict__ z, int m, int s,
@@ -70,6 +125,40 @@ __global__ void eff_gain_kernel(const float2 *__restrict__ g_now, const float2 *
     float d = pol ? d1 : d0, ph = pol ? ph1 : ph0;
     float2 g = i < 2 * channels ? g_now[j] : g_next[j];
     eff[i] = cmul(g, expi_pi(fmaf(-d / (float)channels, (float)(k - kc), ph * (float)M_1_PI)));
+}
+
+/* The dither of a run: on, key, antenna, and the absolute index of the
+ * run's spectrum 0 (fft_post_dither.h). */
+struct dither_run {
+    int on;
+    int antenna;
+    unsigned long long key, first;
+};
+
+/* Gain (with delay and phase), dither, quantise one value of one pol of
+ * spectrum g of the run; returns its packed bits. eff: this spectrum's
+ * table; dp: this spectrum's delay model (fine delay, phase), applied when
+ * rot is set, referenced to channel kc (channels / 2) as eff_gain_kernel's. */
+__device__ __forceinline__ unsigned finish(float2 x, int k, int pol, const float2 *eff, int bits,
+                                          unsigned *sat, bool rot, float2 dp, float inv_n_ch,
+                                          int kc, bool dither, const dither_run &dr, long long g,
+                                          int channels)
+{
+    if (rot)
+        x = cmul(x, expi_pi(fmaf(-dp.x * inv_n_ch, (float)(k - kc), dp.y * (float)M_1_PI)));
+    x = cmul(x, __ldg(eff + 2 * k + pol));
+    if (dither)
+        cbf_fft_post_dither_add(dr.key,
+                                cbf_fft_post_dither_counter(dr.first + (unsigned long long)g,
+                                                            (uint64_t)channels, (uint64_t)k, pol,
+                                                            (uint64_t)dr.antenna),
+                                &x.x, &x.y);
+    int clipped = 0, lim = bits == 8 ? 127 : 7;
+    int re = quant(x.x, lim, &clipped), im = quant(x.y, lim, &clipped);
+    *sat += clipped;
+    if (bits == 8)
+        return ((unsigned)re & 0xffu) | ((unsigned)im & 0xffu) << 8;
+    return ((unsigned)re & 15u) << 4 | ((unsigned)im & 15u);
 }
 
 /* ROT: a per-spectrum delay model is applied; DITHER: dither is on. Template
@@ -271,34 +360,6 @@ __global__ void __launch_bounds__(TILE * 8) post_complex_kernel(
     }
 }
 
-/* The fused path's twiddles (computed in double) and its kernels' shared
- * memory limit; clusters need compute capability 9.0. */
-static int fused_setup(cbf_fft_post_cuda *p, int m, char *msg, size_t msglen)
-{
-    int rc = cbf_fft_post_fused_ok(&p->cfg, msg, msglen);
-    if (rc)
-        return rc;
-    int dev = 0, major = 0;
-    CUDA_TRY(cudaGetDevice(&dev));
-    CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-    if (major < 9)
-        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
-                             "fft_post: the fused path needs thread-block clusters (compute "
-                             "capability 9.0), this device has %d.x",
-                             major);
-    float2 *host = (float2 *)malloc(sizeof(float2) * 2 * (size_t)m);
-    if (!host)
-        return CBF_KERN_ENOMEM;
-    const size_t n = cbf_fft_post_fused_twiddles(m, host);
-    cudaError_t e = cudaMalloc((void **)&p->tw, sizeof(float2) * n);
-    if (e == cudaSuccess)
-        e = cudaMemcpy(p->tw, host, sizeof(float2) * n, cudaMemcpyHostToDevice);
-    free(host);
-    CUDA_TRY(e);
-    CUDA_TRY(cbf_fft_post_fused_prepare(p->cfg.unzip));
-    return 0;
-}
-
 extern "C" int cbf_fft_post_cuda_create(const cbf_fft_post_config *cfg, void *stream,
                                         cbf_fft_post_cuda **out, char *msg, size_t msglen)
 {
@@ -329,19 +390,9 @@ extern "C" int cbf_fft_post_cuda_create(const cbf_fft_post_config *cfg, void *st
         *out = NULL;
         return cbf_kern_cuda(e, msg, msglen, "fft_post", "allocating the plan");
     }
-    if (cfg->fused) {
-        rc = fused_setup(p, m, msg, msglen);
-        if (rc) {
-            cbf_fft_post_cuda_destroy(p);
-            *out = NULL;
-            return rc;
-        }
-    }
-    cufftResult fr = CUFFT_SUCCESS;
-    if (!cfg->fused)
-        fr = cufftPlanMany(&p->fft, 1, &m, NULL, 1, m, NULL, 1, m, CUFFT_C2C,
-                           (int)(cfg->spectra * cfg->unzip));
-    if (fr == CUFFT_SUCCESS && !cfg->fused) {
+    cufftResult fr = cufftPlanMany(&p->fft, 1, &m, NULL, 1, m, NULL, 1, m, CUFFT_C2C,
+                                   (int)(cfg->spectra * cfg->unzip));
+    if (fr == CUFFT_SUCCESS) {
         p->have_fft = 1;
         fr = cufftSetStream(p->fft, p->stream);
     }
@@ -407,9 +458,6 @@ extern "C" int cbf_fft_post_cuda_fft(cbf_fft_post_cuda *plan, const cbf_fft_post
     int rc = check_args(plan, args, msg, msglen);
     if (rc)
         return rc;
-    if (plan->cfg.fused)
-        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
-                             "fft_post: a fused plan transforms inside run, not alone");
     for (int pol = 0; pol < 2; pol++) {
         cufftComplex *d = (cufftComplex *)(args->data + pol * args->data_pol_stride);
         cufftResult fr = cufftExecC2C(plan->fft, d, d, CUFFT_FORWARD);
@@ -421,10 +469,8 @@ extern "C" int cbf_fft_post_cuda_fft(cbf_fft_post_cuda *plan, const cbf_fft_post
     return 0;
 }
 
-/* Post-processing, after cuFFT (four-pass) or with the transform inside
- * (fused): the gain tables, the delay model and the counts are the same. */
-static int post_or_fused(cbf_fft_post_cuda *plan, const cbf_fft_post_args *args, char *msg,
-                         size_t msglen)
+extern "C" int cbf_fft_post_cuda_post(cbf_fft_post_cuda *plan, const cbf_fft_post_args *args,
+                                      char *msg, size_t msglen)
 {
     int rc = check_args(plan, args, msg, msglen);
     if (rc)
@@ -452,13 +498,7 @@ static int post_or_fused(cbf_fft_post_cuda *plan, const cbf_fft_post_args *args,
     long long ps = (long long)(args->data_pol_stride / 2);
     const dither_run dr = {c->dither, c->dither_antenna, (unsigned long long)c->dither_key,
                            (unsigned long long)args->first_spectrum};
-    if (c->fused) {
-        const fused_launch fl = {data, ps, c->channels, c->unzip, c->spectra_per_heap,
-                                 c->out_bits, (long long)c->spectra, gain_switch, plan->tw,
-                                 plan->eff, args->spectrum_delay ? plan->sd : nullptr, args->out,
-                                 plan->sat, dr};
-        CUDA_TRY(cbf_fft_post_fused_launch(&fl, plan->stream));
-    } else if (c->complex_in) {
+    if (c->complex_in) {
         dim3 cgrid((unsigned)(c->channels / TILE), (unsigned)((c->spectra + TILE - 1) / TILE));
         post_complex_kernel<<<cgrid, dim3(TILE, 8), 0, plan->stream>>>(
             data, ps, c->channels, M, (long long)c->spectra, c->spectra_per_heap, c->out_bits,
@@ -503,20 +543,9 @@ static int post_or_fused(cbf_fft_post_cuda *plan, const cbf_fft_post_args *args,
     return 0;
 }
 
-extern "C" int cbf_fft_post_cuda_post(cbf_fft_post_cuda *plan, const cbf_fft_post_args *args,
-                                      char *msg, size_t msglen)
-{
-    if (plan->cfg.fused)
-        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
-                             "fft_post: a fused plan post-processes inside run, not alone");
-    return post_or_fused(plan, args, msg, msglen);
-}
-
 extern "C" int cbf_fft_post_cuda_run(cbf_fft_post_cuda *plan, const cbf_fft_post_args *args,
                                      char *msg, size_t msglen)
 {
-    if (plan->cfg.fused)
-        return post_or_fused(plan, args, msg, msglen);
     int rc = cbf_fft_post_cuda_fft(plan, args, msg, msglen);
     return rc ? rc : cbf_fft_post_cuda_post(plan, args, msg, msglen);
 }
@@ -549,7 +578,6 @@ extern "C" void cbf_fft_post_cuda_destroy(cbf_fft_post_cuda *plan)
     cudaFree(plan->gains[1]);
     cudaFree(plan->eff);
     cudaFree(plan->sd);
-    cudaFree(plan->tw);
     cudaFree(plan->sat);
     cudaFreeHost(plan->sat_host);
     free(plan);

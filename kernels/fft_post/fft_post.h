@@ -71,27 +71,7 @@ typedef struct cbf_fft_post_config {
     int dither;
     uint64_t dither_key;
     int dither_antenna;
-    /* CUDA only (the CPU ignores it; output the same within float32
-     * rounding): 1 transforms in shared memory inside the post-processing
-     * kernel (CBF_FFT_POST_FUSED below), so the spectrum goes through
-     * device memory once instead of three times; 0 keeps the four-pass
-     * path: cuFFT in place, then the post kernel. */
-    int fused;
 } cbf_fft_post_config;
-
-/* The fused CUDA path: wideband only (complex_in 0), channels / unzip in
- * [32, CBF_FFT_POST_FUSED_MAX_POINTS]; with unzip > 1 the n sub-transforms of
- * a spectrum are held by one thread-block cluster (compute capability 9.0 or
- * later). One block per (sub-transform, pol, spectrum) reads its FIR row
- * once, transforms it in shared memory (Stockham radix 4, then radix 2 for
- * odd log2 lengths), and the cluster's blocks then do the post-processing
- * above, reading each other's bins from distributed shared memory: device
- * memory sees 4 bytes in and 1 (or 0.5) out per input sample, against 8 + 5
- * for cuFFT and post. The data buffer is only read. */
-#define CBF_FFT_POST_FUSED_MAX_POINTS 8192
-/* 0 when cfg's shape can run fused, else CBF_KERN_EINVAL saying why (msg).
- * cbf_fft_post_cuda_create also needs clusters of the device for unzip > 1. */
-int cbf_fft_post_fused_ok(const cbf_fft_post_config *cfg, char *msg, size_t msglen);
 
 int cbf_fft_post_config_check(const cbf_fft_post_config *cfg, char *msg, size_t msglen);
 
@@ -134,9 +114,8 @@ int cbf_fft_post_cpu_run(cbf_fft_post_cpu *plan, const cbf_fft_post_args *args,
                          uint64_t saturated[2], char *msg, size_t msglen);
 void cbf_fft_post_cpu_destroy(cbf_fft_post_cpu *plan);
 
-/* CUDA: one cuFFT plan made at create (none when cfg->fused), bound to
- * `stream` (cudaStream_t as void *). run = fft + post, both enqueued (one
- * fused kernel when cfg->fused; fft and post alone are then refused); the saturation counts of the
+/* CUDA: one cuFFT plan made at create, bound to `stream` (cudaStream_t as
+ * void *). run = fft + post, both enqueued; the saturation counts of the
  * last run are read with cbf_fft_post_cuda_saturated, which waits for the
  * stream. set_gains (both tables) and set_next_gains copy host gains to the
  * device and wait. A per-spectrum delay model is copied to the device by

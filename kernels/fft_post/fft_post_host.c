@@ -30,28 +30,12 @@ int cbf_fft_post_config_check(const cbf_fft_post_config *cfg, char *msg, size_t 
         why = "dither must be 0 or 1";
     else if (cfg->dither_antenna < 0 || cfg->dither_antenna > CBF_FFT_POST_DITHER_ANTENNAS - 1)
         why = "dither_antenna must be in [0, 65535]";
-    else if (cfg->fused != 0 && cfg->fused != 1)
-        why = "fused must be 0 or 1";
     if (!why)
         return 0;
     return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
                          "fft_post: %s (channels %d, unzip %d, spectra_per_heap %d, "
                          "spectra %zu, out_bits %d)",
                          why, c, cfg->unzip, cfg->spectra_per_heap, cfg->spectra, cfg->out_bits);
-}
-
-int cbf_fft_post_fused_ok(const cbf_fft_post_config *cfg, char *msg, size_t msglen)
-{
-    int m = cfg->unzip > 0 ? cfg->channels / cfg->unzip : 0;
-    if (cfg->complex_in)
-        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
-                             "fft_post: the fused path is wideband only (complex input given)");
-    if (m < 32 || m > CBF_FFT_POST_FUSED_MAX_POINTS)
-        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
-                             "fft_post: the fused path needs channels / unzip in [32, %d], not "
-                             "%d / %d",
-                             CBF_FFT_POST_FUSED_MAX_POINTS, cfg->channels, cfg->unzip);
-    return 0;
 }
 
 size_t cbf_fft_post_out_bytes(const cbf_fft_post_config *cfg)

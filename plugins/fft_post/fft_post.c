@@ -90,11 +90,6 @@ static const cbf_param_decl post_params[] = {
      .doc = "this F-engine's antenna in the array, in the dither counter (antennas never share "
             "dither) and the output's `antenna` attribute (the sender's feng_id); -1: the input's "
             "`antenna` (set it where one process channelises one antenna of many)"},
-    {.name = "path", .type = CBF_PARAM_CHOICE, .def = "four-pass", .choices = "four-pass|fused",
-     .doc = "GPU wideband: 'four-pass' runs cuFFT in place and then post-processing; 'fused' "
-            "transforms in shared memory inside the post-processing kernel, reading the FIR "
-            "output once (channels / unzip <= 8192, compute capability 9.0; slower today: "
-            "docs/performance.md). The CPU path and narrowband ignore it"},
     {.name = "dither", .type = CBF_PARAM_BOOL, .def = "true",
      .doc = "add uniform dither in (-1/2, 1/2) to each part before rounding (katgpucbf's "
             "default); false: rounding alone"},
@@ -266,8 +261,6 @@ static int post_init(cbf_node *node, cbf_error *err)
                              cbf_params_where(p, "spectra_per_heap"), s->cfg.spectra_per_heap,
                              s->cfg.spectra);
     char msg[CBF_STAGE_MSG];
-    /* The GPU plan checks the fused path's shape and device (the CPU has one path). */
-    s->cfg.fused = !s->cfg.complex_in && !strcmp(cbf_params_string(p, "path"), "fused");
     if ((rc = cbf_stage_kern(cbf_fft_post_config_check(&s->cfg, msg, sizeof msg), msg, err)) ||
         (rc = post_read_list2(p, "fine_delay", s->delay, err)) ||
         (rc = post_read_list2(p, "phase", s->phase, err)))

@@ -15,14 +15,6 @@
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
-int feng_fused;
-
-/* The fused path where asked for and the shape allows (the CPU ignores it). */
-static void maybe_fused(cbf_fft_post_config *cfg)
-{
-    cfg->fused = feng_fused && !cbf_fft_post_fused_ok(cfg, NULL, 0);
-}
-
 void feng_seed(uint64_t seed) { rng_state = seed ? seed : 1; }
 
 uint64_t feng_rand(void)
@@ -121,7 +113,6 @@ static void fill_configs(const feng_case *c, cbf_pfb_job *job, cbf_fft_post_conf
     cfg->dither = c->dither;
     cfg->dither_key = c->dither_key;
     cfg->dither_antenna = c->dither_antenna;
-    maybe_fused(cfg);
 }
 
 typedef int (*fir_call)(void *ctx, const cbf_pfb_job *job, char *msg, size_t msglen);
@@ -277,9 +268,6 @@ static int post_only_gpu(const cbf_fft_post_config *cfg, float *fir, size_t pol_
                          size_t msglen)
 {
     const size_t bytes = cbf_fft_post_out_bytes(cfg);
-    cbf_fft_post_config fc = *cfg;
-    maybe_fused(&fc);
-    cfg = &fc;
     float *d_fir = NULL;
     uint8_t *d_out = NULL;
     cbf_fft_post_cuda *post = NULL;

@@ -35,10 +35,6 @@ typedef struct feng_result {
     uint64_t saturated[2], power[2];
 } feng_result;
 
-/* 1: GPU runs take fft_post's fused path (transform inside the post kernel)
- * wherever its shape allows, instead of cuFFT + post (test_feng --fused). */
-extern int feng_fused;
-
 /* 1 when a GPU can run the CUDA kernels here. */
 int feng_have_gpu(void);
 /* Runs pfb then fft_post; 0 or a negative code with msg filled. */

@@ -1,7 +1,6 @@
 /* test_feng.c: the wideband F-engine kernels (pfb + fft_post) against the
  * float64 model in feng_ref.c. Run with --gpu for the CUDA kernels (exit 77,
- * skipped, without a GPU), --gpu --fused for them with fft_post's fused
- * transform + post; the same cases hold on all three.
+ * skipped, without a GPU); the same cases hold on both.
  *
  * Tolerance: float32 FIR and FFT arithmetic leaves errors near 1e-5 of the
  * value before rounding; an output rounds differently from the float64
@@ -1032,43 +1031,9 @@ static void test_missing_heap(void **state)
     assert_int_equal(pres[1], 1);
 }
 
-/* The fused transform + post (cbf_fft_post_config.fused) where its blocks
- * are largest: 8192-point sub-transforms unzipped 1 and 4 (clusters of 8
- * spectra and of 2), a 2048-point one unzipped 2, and a run of spectra that
- * leaves the last cluster part empty (6 spectra, clusters of 8). The float64
- * model is a direct DFT, so few spectra. With --fused on the GPU only: the
- * four-pass path's large sizes are cuFFT's business, and the CPU's FFTW. */
-static void test_fused_large(void **state)
-{
-    (void)state;
-    if (!use_gpu || !feng_fused)
-        skip();
-    const struct { int channels, unzip, sph, batches; } cases[] = {
-        {8192, 1, 3, 2}, {4096, 2, 4, 1}, {32768, 4, 2, 1}};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        float *w = new_weights(cases[i].channels, 16);
-        feng_case c;
-        feng_case_random(&c, cases[i].channels, 16, 10, cases[i].unzip, cases[i].sph,
-                         cases[i].batches, w);
-        set_random_gains(&c, 25.0);
-        for (int p = 0; p < 2; p++) {
-            c.fine_delay[p] = (float)(feng_uniform() - 0.5);
-            c.phase[p] = (float)(2 * M_PI * feng_uniform() - M_PI);
-        }
-        char what[96];
-        snprintf(what, sizeof what, "fused, %d channels, unzip %d, %d spectra",
-                 cases[i].channels, cases[i].unzip, cases[i].sph * cases[i].batches);
-        feng_result r = check_case(&c, what);
-        feng_result_free(&r);
-        feng_case_free_input(&c);
-        free(w);
-    }
-}
-
 int main(int argc, char **argv)
 {
     use_gpu = argc > 1 && !strcmp(argv[1], "--gpu");
-    feng_fused = argc > 2 && !strcmp(argv[2], "--fused");
     if (use_gpu && !feng_have_gpu()) {
         printf("SKIP: no CUDA GPU here (or built without CUDA)\n");
         return 77;
@@ -1077,8 +1042,7 @@ int main(int argc, char **argv)
     if (getenv("FENG_SEED"))
         seed = strtoull(getenv("FENG_SEED"), NULL, 0);
     feng_seed(seed);
-    printf("# %s kernels%s, seed %llu (FENG_SEED=%llu repeats it)\n", use_gpu ? "CUDA" : "CPU",
-           feng_fused ? " (fused transform + post)" : "",
+    printf("# %s kernels, seed %llu (FENG_SEED=%llu repeats it)\n", use_gpu ? "CUDA" : "CPU",
            (unsigned long long)seed, (unsigned long long)seed);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_weights),
@@ -1099,7 +1063,6 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_dither_keeps_integers),
         cmocka_unit_test(test_dither_tone),
         cmocka_unit_test(test_dither_cpu_gpu),
-        cmocka_unit_test(test_fused_large),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

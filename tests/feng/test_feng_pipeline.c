@@ -30,8 +30,6 @@
 #define LENGTH 4194304
 
 static char dir[256];
-/* fft_post's GPU path (--fused: "fused"). */
-static const char *post_path = "four-pass";
 
 /* Writes and runs a pipeline; the capture goes to dir/<name>.raw. */
 static void run_pipeline(const char *name, const char *gpu, long spc, const char *missing,
@@ -53,7 +51,7 @@ static void run_pipeline(const char *name, const char *gpu, long spc, const char
              "    params: {channels: %d, taps: %d, antenna: 1, spectra_per_buffer: %d}\n"
              "  post:\n"
              "    plugin: fft_post\n"
-             "    params: {spectra_per_heap: %d, gain: [0.02, 0.005], path: %s}\n"
+             "    params: {spectra_per_heap: %d, gain: [0.02, 0.005]}\n"
              "  cap:\n"
              "    plugin: feng_capture\n"
              "    params: {path: %s}\n"
@@ -62,7 +60,7 @@ static void run_pipeline(const char *name, const char *gpu, long spc, const char
              "  - pfb.out -> post.in\n"
              "  - post.out -> cap.in\n",
              gpu, spc, LENGTH, 1712e6 / STEP * TONE_CH, missing, missing_inputs, N_CH, TAPS,
-             SPB, SPH, post_path, out);
+             SPB, SPH, out);
     FILE *f = fopen(yaml, "w");
     assert_non_null(f);
     fputs(text, f);
@@ -208,8 +206,6 @@ static void test_gpu_matches_cpu(void **state)
 int main(int argc, char **argv)
 {
     int gpu = argc > 1 && !strcmp(argv[1], "--gpu");
-    if (argc > 2 && !strcmp(argv[2], "--fused"))
-        post_path = "fused";
     if (gpu && !feng_have_gpu()) {
         printf("SKIP: no CUDA GPU here (or built without CUDA)\n");
         return 77;

@@ -1,15 +1,11 @@
 /* cbf-bench feng: the wideband F-engine kernels on the GPU, each alone and
- * chained, against the bandwidth bounds of the two designs.
+ * chained, against the bandwidth bound of this four-pass design.
  *
- * Bytes per input sample (10-bit in, 8-bit out). Four-pass: the FIR reads
- * bits/8 and writes 4 (float32); cuFFT reads and writes 4 in place;
- * post-processing reads 4 and writes 1 (two int8 per complex channel, one
- * channel per two samples). Fused (fft_post's fused path): the FIR as
- * before, then one kernel that reads the FIR output once, transforms it in
- * shared memory and writes the 8-bit spectrum: bits/8 + 4 + 4 + 1. A bound
- * is the device-to-device copy rate measured in the same run (bytes read +
- * written) divided by those bytes; both chains are also given against the
- * four-pass bound, the figure the fused path has to beat. */
+ * Bytes per input sample (10-bit in, 8-bit out): the FIR reads bits/8 and
+ * writes 4 (float32); cuFFT reads and writes 4 in place; post-processing
+ * reads 4 and writes 1 (two int8 per complex channel, one channel per two
+ * samples). The bound is the device-to-device copy rate measured in the same
+ * run (bytes read + written) divided by those bytes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,10 +20,8 @@
 
 #define MEERKAT_ANT_RATE (2 * 1712e6) /* samples/s of one L-band antenna, both pols */
 
-enum { PATH_BOTH, PATH_FOUR, PATH_FUSED };
-
 typedef struct opts {
-    int channels[8], n_channels, taps, bits, reps, unzip, path;
+    int channels[8], n_channels, taps, bits, reps, unzip;
     size_t samples; /* per pol per run */
 } opts;
 
@@ -36,7 +30,7 @@ typedef struct opts {
 typedef struct chain {
     cudaStream_t stream;
     cbf_pfb_cuda *pfb;
-    cbf_fft_post_cuda *post, *fused;
+    cbf_fft_post_cuda *post;
     cbf_pfb_job job;
     cbf_fft_post_args args;
     void *src, *dst; /* copy ceiling */
@@ -72,16 +66,6 @@ static int do_chain(void *ctx)
 {
     return do_pfb(ctx) || do_fft(ctx) || do_post(ctx);
 }
-static int do_fused(void *ctx)
-{
-    chain *c = ctx;
-    char msg[256];
-    return report("fused", cbf_fft_post_cuda_run(c->fused, &c->args, msg, sizeof msg), msg);
-}
-static int do_fused_chain(void *ctx)
-{
-    return do_pfb(ctx) || do_fused(ctx);
-}
 static int do_copy(void *ctx)
 {
     chain *c = ctx;
@@ -100,18 +84,13 @@ static void fill_random(uint8_t *p, size_t n, uint64_t seed)
     }
 }
 
-/* four_pass: the four-pass chain's bytes per sample, for the last column
- * (0 leaves it empty: a kernel alone). */
 static void row(const char *name, int channels, float ms, double samples, double bytes_per,
-                double copy_rate, double four_pass)
+                double copy_rate)
 {
     double rate = samples / (ms * 1e-3);
     double bound = copy_rate / bytes_per;
-    char last[16] = "";
-    if (four_pass > 0)
-        snprintf(last, sizeof last, "%.0f%%", 100.0 * rate / (copy_rate / four_pass));
-    printf("| %-6d | %-11s | %9.3f | %8.1f | %7.1f | %8.1f | %5.0f%% | %5s |\n", channels, name,
-           ms, rate / 1e9, rate / MEERKAT_ANT_RATE, bound / 1e9, 100.0 * rate / bound, last);
+    printf("| %-6d | %-5s | %9.3f | %8.1f | %7.1f | %8.1f | %5.0f%% |\n", channels, name, ms,
+           rate / 1e9, rate / MEERKAT_ANT_RATE, bound / 1e9, 100.0 * rate / bound);
 }
 
 static int bench_one(const opts *o, int channels, double copy_rate, chain *c)
@@ -143,21 +122,10 @@ static int bench_one(const opts *o, int channels, double copy_rate, chain *c)
     }
     CK(cudaMalloc((void **)&d_data, 2 * spectra * step * sizeof(float)));
     CK(cudaMalloc(&d_out, out_bytes));
-    cbf_fft_post_config fcfg = cfg;
-    fcfg.fused = 1;
-    const int four = o->path != PATH_FUSED;
-    int fused = o->path != PATH_FOUR;
-    if (fused && cbf_fft_post_fused_ok(&fcfg, msg, sizeof msg)) {
-        fprintf(stderr, "# %d channels: no fused row: %s\n", channels, msg);
-        fused = 0;
-    }
-    c->post = c->fused = NULL;
     if (report("pfb plan", cbf_pfb_cuda_create(channels, o->taps, weights, &c->pfb, msg,
                                                sizeof msg), msg) ||
-        (four && report("fft_post plan", cbf_fft_post_cuda_create(&cfg, c->stream, &c->post,
-                                                                  msg, sizeof msg), msg)) ||
-        (fused && report("fused plan", cbf_fft_post_cuda_create(&fcfg, c->stream, &c->fused,
-                                                                msg, sizeof msg), msg)))
+        report("fft_post plan", cbf_fft_post_cuda_create(&cfg, c->stream, &c->post, msg,
+                                                         sizeof msg), msg))
         return 1;
     memset(&c->job, 0, sizeof c->job);
     c->job = (cbf_pfb_job){channels, o->taps, o->bits, unzip, {d_in[0], d_in[1]}, in_samples,
@@ -170,43 +138,28 @@ static int bench_one(const opts *o, int channels, double copy_rate, chain *c)
         g[2 * i] = 0.05f;
         g[2 * i + 1] = 0.01f;
     }
-    if ((four && report("gains", cbf_fft_post_cuda_set_gains(c->post, g, msg, sizeof msg), msg)) ||
-        (fused && report("gains", cbf_fft_post_cuda_set_gains(c->fused, g, msg, sizeof msg), msg)))
+    if (report("gains", cbf_fft_post_cuda_set_gains(c->post, g, msg, sizeof msg), msg))
         return 1;
     free(g);
-    float t_pfb, t_fft = 0, t_post = 0, t_chain = 0, t_fused = 0, t_fchain = 0;
+    float t_pfb, t_fft, t_post, t_chain;
     if (cbf_bench_time_ms(do_pfb, c, c->stream, o->reps, &t_pfb) ||
-        (four && (cbf_bench_time_ms(do_fft, c, c->stream, o->reps, &t_fft) ||
-                  cbf_bench_time_ms(do_post, c, c->stream, o->reps, &t_post) ||
-                  cbf_bench_time_ms(do_chain, c, c->stream, o->reps, &t_chain))) ||
-        (fused && (cbf_bench_time_ms(do_fused, c, c->stream, o->reps, &t_fused) ||
-                   cbf_bench_time_ms(do_fused_chain, c, c->stream, o->reps, &t_fchain))))
+        cbf_bench_time_ms(do_fft, c, c->stream, o->reps, &t_fft) ||
+        cbf_bench_time_ms(do_post, c, c->stream, o->reps, &t_post) ||
+        cbf_bench_time_ms(do_chain, c, c->stream, o->reps, &t_chain))
         return 1;
-    uint64_t power[2], sat[2] = {0, 0}, fsat[2] = {0, 0};
+    uint64_t power[2], sat[2];
     if (report("power", cbf_pfb_cuda_power(c->pfb, c->stream, power, msg, sizeof msg), msg) ||
-        (four && report("saturated", cbf_fft_post_cuda_saturated(c->post, sat, msg, sizeof msg),
-                        msg)) ||
-        (fused && report("saturated", cbf_fft_post_cuda_saturated(c->fused, fsat, msg,
-                                                                  sizeof msg), msg)))
+        report("saturated", cbf_fft_post_cuda_saturated(c->post, sat, msg, sizeof msg), msg))
         return 1;
     const double samples = 2.0 * (double)spectra * (double)step, in_b = o->bits / 8.0;
-    const double four_pass = in_b + 4 + 8 + 4 + 1;
-    row("pfb", channels, t_pfb, samples, in_b + 4, copy_rate, 0);
-    if (four) {
-        row("fft", channels, t_fft, samples, 8, copy_rate, 0);
-        row("post", channels, t_post, samples, 4 + 1, copy_rate, 0);
-        row("chain", channels, t_chain, samples, four_pass, copy_rate, four_pass);
-    }
-    if (fused) {
-        row("fused", channels, t_fused, samples, 4 + 1, copy_rate, 0);
-        row("fused chain", channels, t_fchain, samples, in_b + 4 + 4 + 1, copy_rate, four_pass);
-    }
-    fprintf(stderr, "# %d channels: unzip %d, %zu spectra per pol, last run saturated %llu + %llu"
-            " (fused %llu + %llu)\n", channels, unzip, spectra, (unsigned long long)sat[0],
-            (unsigned long long)sat[1], (unsigned long long)fsat[0], (unsigned long long)fsat[1]);
+    row("pfb", channels, t_pfb, samples, in_b + 4, copy_rate);
+    row("fft", channels, t_fft, samples, 8, copy_rate);
+    row("post", channels, t_post, samples, 4 + 1, copy_rate);
+    row("chain", channels, t_chain, samples, in_b + 4 + 8 + 4 + 1, copy_rate);
+    fprintf(stderr, "# %d channels: unzip %d, %zu spectra per pol, last run saturated %llu + %llu\n",
+            channels, unzip, spectra, (unsigned long long)sat[0], (unsigned long long)sat[1]);
     cbf_pfb_cuda_destroy(c->pfb);
     cbf_fft_post_cuda_destroy(c->post);
-    cbf_fft_post_cuda_destroy(c->fused);
     cudaFree(d_in[0]);
     cudaFree(d_in[1]);
     cudaFree(d_data);
@@ -218,7 +171,7 @@ static int bench_one(const opts *o, int channels, double copy_rate, chain *c)
 
 static int parse(int argc, char **argv, opts *o)
 {
-    *o = (opts){{4096, 8192, 32768}, 3, 16, 10, 20, 0, PATH_BOTH, (size_t)1 << 28};
+    *o = (opts){{4096, 8192, 32768}, 3, 16, 10, 20, 0, (size_t)1 << 28};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -226,10 +179,7 @@ static int parse(int argc, char **argv, opts *o)
             fprintf(strcmp(a, "--help") ? stderr : stdout,
                     "usage: cbf-bench feng [--channels 4096,8192,32768] [--taps 16] [--bits 10]\n"
                     "                      [--samples 268435456] [--reps 20] [--unzip 0|1|2|4]\n"
-                    "                      [--path both|four-pass|fused]\n"
-                    "samples: per polarisation per run; unzip 0 chooses as the engine does;\n"
-                    "path: the four-pass chain (FIR, cuFFT, post), the fused one (FIR, then\n"
-                    "transform + post in one kernel), or both\n");
+                    "samples: per polarisation per run; unzip 0 chooses as the engine does\n");
             return strcmp(a, "--help") ? 2 : 1;
         }
         i++;
@@ -247,18 +197,6 @@ static int parse(int argc, char **argv, opts *o)
             o->reps = atoi(v) < 1 ? 1 : atoi(v) > 64 ? 64 : atoi(v);
         else if (!strcmp(a, "--unzip"))
             o->unzip = atoi(v);
-        else if (!strcmp(a, "--path")) {
-            if (!strcmp(v, "both"))
-                o->path = PATH_BOTH;
-            else if (!strcmp(v, "four-pass"))
-                o->path = PATH_FOUR;
-            else if (!strcmp(v, "fused"))
-                o->path = PATH_FUSED;
-            else {
-                fprintf(stderr, "cbf-bench feng: --path %s: both, four-pass or fused\n", v);
-                return 2;
-            }
-        }
         else {
             fprintf(stderr, "cbf-bench feng: unknown option %s\n", a);
             return 2;
@@ -291,12 +229,10 @@ int cbf_bench_feng(int argc, char **argv)
     printf("GPU: %s (%d SMs); device-to-device copy %.3f TB/s (4 GiB, read + write, median)\n",
            prop.name, prop.multiProcessorCount, copy_rate / 1e12);
     printf("taps %d, %d-bit in, 8-bit out, %.0f Msample/s per pol per antenna; rate in Gsample/s "
-           "(both pols); bound = copy rate / bytes moved per sample (chain: four-pass, fused "
-           "chain: FIR + fused)\n\n",
+           "(both pols); bound = copy rate / bytes moved per sample\n\n",
            o.taps, o.bits, MEERKAT_ANT_RATE / 2e6);
-    printf("| channels | kernel | ms | Gsample/s | antennas | bound Gsample/s | of bound | "
-           "of four-pass bound |\n");
-    printf("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    printf("| channels | kernel | ms | Gsample/s | antennas | bound Gsample/s | of bound |\n");
+    printf("| --- | --- | --- | --- | --- | --- | --- |\n");
     for (int i = 0; i < o.n_channels; i++)
         if (bench_one(&o, o.channels[i], copy_rate, &c))
             return 1;
