@@ -305,16 +305,13 @@ struct corr_unit {
     unsigned empty;
 };
 
-/* corr_run's barrier: the whole block in corr_wgmma; in xb_wgmma (u.empty
- * set) its first 256 threads, while the beams' warpgroup goes at its own
- * pace. */
-__device__ __forceinline__ void corr_sync(const corr_unit &u)
-{
-    if (u.empty)
-        asm volatile("bar.sync 2, 256;\n" ::: "memory");
-    else
-        __syncthreads();
-}
+/* The correlating warpgroups' barrier, of 256 threads: the whole block in
+ * corr_wgmma and corr_wgmma_small; in xb_wgmma the beams' warpgroup goes
+ * at its own pace. The warpgroups reach it from different instantiations
+ * (corr_run's column ranges, small_seg's halves), so it is the form of
+ * barrier that allows that (barrier.sync, not the .aligned bar.sync that
+ * __syncthreads is). */
+__device__ __forceinline__ void corr_sync() { asm volatile("barrier.sync 2, 256;\n" ::: "memory"); }
 
 __device__ __forceinline__ void next_stage(corr_unit &u)
 {
@@ -515,7 +512,7 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
             mbar_init(bar0 + 8u * d, 1);
         mbar_init_fence();
     }
-    corr_sync(u);
+    corr_sync();
     if (tid == 0)
         for (int d = 0; d < DEPTH; d++) {
             if (d < n)
@@ -525,7 +522,7 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
     wait_stage(0);
     unpack(0, bsw0, af0);
     fence_async_smem();
-    corr_sync(u);
+    corr_sync();
 
     /* Stage s: B in bsw[s & 1], A in cur; copies of stages s + 1 ..
      * s + DEPTH - 1 landed or in flight. */
@@ -576,7 +573,7 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 keep(cur[ks][e]);
-        corr_sync(u);
+        corr_sync();
     };
     for (int s = 0; s < n; s += 2) {
         step(s, af0, af1);
@@ -711,7 +708,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 #endif
 
 #ifdef CBF_SM90_DEVICE
-__device__ __forceinline__ void xb_sync_beams() { asm volatile("bar.sync 1, 128;\n" ::: "memory"); }
+__device__ __forceinline__ void xb_sync_beams() { asm volatile("barrier.sync 1, 128;\n" ::: "memory"); }
 
 __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job &bj, bf_coefs &sc,
                                          unsigned long long *masks, float *s_scale, float *s_inv)
@@ -988,7 +985,7 @@ __device__ __forceinline__ void small_seg(corr_unit &u, const CUtensorMap *map, 
     wait_stage(0);
     build(slot_of(0), buf0);
     fence_async_smem();
-    __syncthreads();
+    corr_sync();
 
     for (int s = 0; s < n; s++) {
         const unsigned buf = buf0 + (unsigned)(s & 1) * SM_BUF;
@@ -1024,7 +1021,7 @@ __device__ __forceinline__ void small_seg(corr_unit &u, const CUtensorMap *map, 
 #pragma unroll
         for (int i = 0; i < NACC; i++)
             keep(acc[i]);
-        __syncthreads();
+        corr_sync();
     }
 
     /* Accumulators: row 16 w + g is antenna a0 + 8 w + i(g), pol g % 2, row
