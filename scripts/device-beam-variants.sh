@@ -5,19 +5,12 @@
 # SM the grid aims for), each built
 # by recompiling beamform.cu with -D and relinking cbf-bench, with ptxas's register
 # and spill counts; then (VARIANT_NCU set) ncu's stall reasons for the last variant.
-cd "$(dirname "$0")/.." && source scripts/device-env.sh
-ALL_TESTS="--suite beamform" ALL_BENCH="" bash scripts/device-all.sh 2>&1 | grep -E "== tests|== build"
-cd build-device-all
-CMDS=$(ninja -t commands tools/bench/cbf-bench)
-CC=$(echo "$CMDS" | grep "beamform.cu.o -c")
-AR=$(echo "$CMDS" | grep "libcbf_kernel_beamform.a &&")
-LINK=$(echo "$CMDS" | tail -1)
+source "$(dirname "$0")/device-variant-lib.sh"
 for v in $VARIANTS; do
   IFS=x read -r warps ns minb fill <<<"$v"
   fill=${fill:-8}
-  eval "${CC/ -o / -Xptxas -v -DBF_WARPS=$warps -DBF_NS=$ns -DBF_MINB=$minb -DBF_FILL=$fill -o } 2>&1" |
-    grep -A3 "bf_kernelILb1ELb0" | grep -oE "[0-9]+ bytes spill stores|Used [0-9]+ registers" | tr '\n' ' '
-  eval "$AR" && eval "$LINK" || { echo "build $v failed"; continue; }
+  variant_build beamform.cu "-DBF_WARPS=$warps -DBF_NS=$ns -DBF_MINB=$minb -DBF_FILL=$fill" \
+    bf_kernelILb1ELb0 || { echo "build $v failed"; continue; }
   echo; echo "== WARPS $warps NS $ns MINB $minb FILL $fill"
   tools/bench/cbf-bench beam --ants ${VARIANT_ANTS:-64,256,1024} --beams 8 --reps 5 | grep "^| [0-9]" | head -6
 done
