@@ -685,11 +685,10 @@ __global__ void __launch_bounds__(THREADS, 1)
  * copying thread waits for before it refills the slot; corr_run's own
  * barrier (corr_sync) counts its 256 threads only. So the beams' set-up
  * (the coefficient digits, the batches' presence masks) overlaps the
- * correlator's first stages instead of
- * holding them. Warp w takes spectra 16 w .. 16 w + 15 of a 64-spectrum stage
- * (copy half w / 2) as one m16 tile, rows g and g + 8 the spectra 2 g and
- * 2 g + 1 as in beamform.cu, 8 antennas per k-step read with the copy's
- * 128-byte swizzle. Presence is applied to the samples (zeros for an
+ * correlator's first stages instead of holding them. Warp w takes spectra
+ * 16 w .. 16 w + 15 of a 64-spectrum stage (copy half w / 2) as one m16
+ * tile, rows g and g + 8 the spectra 2 g and 2 g + 1 as in beamform.cu, 8
+ * antennas per k-step read with the copy's 128-byte swizzle. Presence is applied to the samples (zeros for an
  * antenna missing from the batch), the coefficient digits of up to 8 beams
  * sit after the correlator's shared memory. Registers: the correlating
  * warpgroups need about 200 and the block has 65536 for 384 threads, so
