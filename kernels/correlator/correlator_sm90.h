@@ -21,13 +21,6 @@ __device__ __forceinline__ unsigned cbf_corr_conj_perm(unsigned v)
 {
     return __byte_perm(v, 0x00FF00FFu - (v & 0xFF00FF00u), 0x2705);
 }
-/* The correlation and up to 8 beams of the same batches in one kernel
- * (xb_wgmma): 1 when the jobs suit it (8-bit, N <= 64, one input, whole
- * heaps from batch 0, no raw sums). */
-int cbf_corr_sm90_xb_fits(const cbf_corr_job *job, const cbf_beam_job *beams);
-cudaError_t cbf_corr_sm90_xb_launch(const cbf_corr_job *job, const cbf_beam_job *beams,
-                                    const int2 *tiles, int sms, cudaStream_t stream);
-
 #endif
 
 /* 1 when the shape suits the kernels: 8- or 4-bit, spectra_per_heap a
