@@ -86,9 +86,16 @@ def run_plan(cbf_run, plan):
                     want = [int(x) for r in rows if r[0] == order and r[5] != "-" for x in r[5].split(",")]
                     wait_bound(want, procs)
             for name, p, _ in procs:
-                if p.wait(timeout=400):
+                # about 11 s when well; a process still waiting after two
+                # minutes is stuck, and the logs of all that still run say where
+                if p.wait(timeout=120):
                     fail(f"{name} exited {p.returncode}: {open(os.path.join(plan, name + '.log')).read()[-2000:]}")
-        except (ArrayError, subprocess.TimeoutExpired) as e:
+        except subprocess.TimeoutExpired as e:
+            stuck = [(n, open(os.path.join(plan, n + ".log")).read()[-1000:])
+                     for n, q, _ in procs if q.poll() is None]
+            fail(f"the plan did not finish ({e}); still running: " +
+                 "; ".join(f"{n}: {tail!r}" for n, tail in stuck))
+        except ArrayError as e:
             fail(f"the plan did not run: {e}")
     return [r[1] for r in rows]
 
