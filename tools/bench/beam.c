@@ -435,7 +435,8 @@ static int parse(int argc, char **argv, opts *o)
                    "rate and the cuBLAS fp32 and fp16 GEMM rates, measured in the same run,\n"
                    "then beside the correlator on the same input (the first beam count):\n"
                    "one call of --gib, and (the first antenna count) a stream of buffers of\n"
-                   "an X-engine's channels.\n");
+                   "an X-engine's channels; each with the two kernels on one stream and on\n"
+                   "two, and with cbf_xb_cuda_run (one kernel where the shape allows).\n");
             return 1;
         } else if (v && !strcmp(a, "--ants")) {
             if (parse_list(v, o->ants, &o->n_ants))
