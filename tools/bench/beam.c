@@ -250,6 +250,15 @@ static void corr_free(corr_ctx *cc)
     cbf_corr_cuda_destroy(cc->plan);
 }
 
+/* The columns both beside tables share, in ms: the correlator alone (c),
+ * the beamformer alone (b), both on one stream (s) and on two (p), and
+ * cbf_xb_cuda_run (x), with each pair's extra time over the correlator. */
+static void print_beside(double c, double b, double s, double p, double x, int fused)
+{
+    printf("| %.3f | %.3f | %.3f | %.1f%% | %.3f | %.1f%% | %s | %.3f | %.1f%% |\n", c, b, s, 100.0 * (s - c) / c, p,
+           100.0 * (p - c) / c, fused ? "one kernel" : "two kernels", x, 100.0 * (x - c) / c);
+}
+
 /* Correlator alone, then with the beamformer on the same batches. */
 static int beside_one(const opts *o, int n, int b, cudaStream_t s, cudaStream_t side)
 {
@@ -273,9 +282,8 @@ static int beside_one(const opts *o, int n, int b, cudaStream_t s, cudaStream_t 
         cbf_bench_time_ms(do_xb_one, &seq, s, o->reps, &tx))
         return 1;
     CK(cudaGetLastError());
-    printf("| %d | %d | %d | %.3f | %.3f | %.3f | %.1f%% | %.3f | %.1f%% | %s | %.3f | %.1f%% |\n", n, b, channels,
-           tc, tb, ts, 100.0 * (ts - tc) / tc, tp, 100.0 * (tp - tc) / tc,
-           cbf_xb_cuda_fused(cc.plan, &cc.job, &bc.job) ? "one kernel" : "two kernels", tx, 100.0 * (tx - tc) / tc);
+    printf("| %d | %d | %d ", n, b, channels);
+    print_beside(tc, tb, ts, tp, tx, cbf_xb_cuda_fused(cc.plan, &cc.job, &bc.job));
     cudaEventDestroy(par.fork);
     cudaEventDestroy(par.join);
     corr_free(&cc);
@@ -293,13 +301,21 @@ static int beside_one(const opts *o, int n, int b, cudaStream_t s, cudaStream_t 
  * stream that starts the buffer when the correlator does (the buffer's
  * arrival), so the beamformer may read what the correlator just brought
  * into L2. */
+/* What one pass over the stream of buffers runs per buffer. */
+typedef enum ring_mode {
+    RING_CORR,  /* the correlator alone */
+    RING_BEAMS, /* the beamformer alone */
+    RING_SEQ,   /* the correlator, then the beamformer on its stream */
+    RING_PAR,   /* the beamformer on the side stream from the buffer's arrival */
+    RING_XB,    /* both by cbf_xb_cuda_run */
+} ring_mode;
+
 typedef struct ring_ctx {
     corr_ctx *c;             /* [r] */
     beam_ctx *b;             /* [r] */
-    int r, beams;            /* beams 0: the correlator alone */
-    int no_corr;             /* the beamformer alone */
-    int xb;                  /* both by cbf_xb_cuda_run */
-    cudaStream_t side;       /* NULL: the beams on the correlator's stream */
+    int r;
+    ring_mode mode;
+    cudaStream_t side;       /* RING_PAR's stream for the beams */
     cudaEvent_t *arrive;     /* [r] */
     cudaEvent_t join;
 } ring_ctx;
@@ -308,24 +324,24 @@ static int do_ring(void *p)
 {
     ring_ctx *x = p;
     for (int i = 0; i < x->r; i++) {
-        if (x->beams && x->side) {
+        if (x->mode == RING_PAR) {
             CK(cudaEventRecord(x->arrive[i], x->c[i].s));
             CK(cudaStreamWaitEvent(x->side, x->arrive[i], 0));
         }
-        if (x->xb) {
+        if (x->mode == RING_XB) {
             if (do_xb(&x->c[i], &x->b[i]))
                 return 1;
             continue;
         }
-        if (!x->no_corr && do_corr(&x->c[i]))
+        if (x->mode != RING_BEAMS && do_corr(&x->c[i]))
             return 1;
-        if (x->beams) {
-            x->b[i].s = x->side ? x->side : x->c[i].s;
+        if (x->mode != RING_CORR) {
+            x->b[i].s = x->mode == RING_PAR ? x->side : x->c[i].s;
             if (do_beam(&x->b[i]))
                 return 1;
         }
     }
-    if (x->beams && x->side) {
+    if (x->mode == RING_PAR) {
         CK(cudaEventRecord(x->join, x->side));
         CK(cudaStreamWaitEvent(x->c[0].s, x->join, 0));
     }
@@ -363,23 +379,20 @@ static int beside_ring(const opts *o, int n, int b, int channels, size_t l2, cud
         job_for(&bc[i], n, b, channels, &d[i], coef, pol, o->dither);
         CK(cudaEventCreateWithFlags(&ev[i], cudaEventDisableTiming));
     }
-    ring_ctx alone = {cc, bc, r, 0, 0, 0, NULL, ev, NULL}, beams = alone, seq = alone, par = alone, xb = alone;
-    beams.beams = seq.beams = par.beams = xb.beams = 1;
-    beams.no_corr = 1;
-    xb.xb = 1;
-    par.side = side;
-    CK(cudaEventCreateWithFlags(&par.join, cudaEventDisableTiming));
-    float tc, tb, ts, tp, tx;
-    if (cbf_bench_time_ms(do_ring, &alone, s, o->reps, &tc) || cbf_bench_time_ms(do_ring, &beams, s, o->reps, &tb) ||
-        cbf_bench_time_ms(do_ring, &seq, s, o->reps, &ts) || cbf_bench_time_ms(do_ring, &par, s, o->reps, &tp) ||
-        cbf_bench_time_ms(do_ring, &xb, s, o->reps, &tx))
-        return 1;
+    ring_ctx x = {cc, bc, r, RING_CORR, side, ev, NULL};
+    CK(cudaEventCreateWithFlags(&x.join, cudaEventDisableTiming));
+    float t[5]; /* per ring_mode, for the whole stream */
+    for (int m = RING_CORR; m <= RING_XB; m++) {
+        x.mode = (ring_mode)m;
+        if (cbf_bench_time_ms(do_ring, &x, s, o->reps, &t[m]))
+            return 1;
+        t[m] /= (float)r;
+    }
     CK(cudaGetLastError());
-    printf("| %d | %d | %d | %d x %.1f MB | %.3f | %.3f | %.3f | %.1f%% | %.3f | %.1f%% | %s | %.3f | %.1f%% |\n", n, b,
-           channels, r, buf / 1e6, tc / r, tb / r, ts / r, 100.0 * (ts - tc) / tc, tp / r, 100.0 * (tp - tc) / tc,
-           cbf_xb_cuda_fused(cc[0].plan, &cc[0].job, &bc[0].job) ? "one kernel" : "two kernels", tx / r,
-           100.0 * (tx - tc) / tc);
-    cudaEventDestroy(par.join);
+    printf("| %d | %d | %d | %d x %.1f MB ", n, b, channels, r, buf / 1e6);
+    print_beside(t[RING_CORR], t[RING_BEAMS], t[RING_SEQ], t[RING_PAR], t[RING_XB],
+                 cbf_xb_cuda_fused(cc[0].plan, &cc[0].job, &bc[0].job));
+    cudaEventDestroy(x.join);
     for (int i = 0; i < r; i++) {
         cudaEventDestroy(ev[i]);
         free_io(&d[i]);
