@@ -27,6 +27,23 @@ typedef struct bf_coefs {
     uint2 d2[BF_KS][2][32];
 } bf_coefs;
 
+/* A coefficient's digit pairs against one antenna's (re, im) input bytes:
+ * h[part][d] is digit d of output column re (part 0: qr, -qi) or im
+ * (part 1: qi, qr), low byte against re. */
+static __device__ __forceinline__ void bf_coef_halves(bf_cplx w, float scale, uint16_t (&h)[2][3])
+{
+    const int32_t qr = bf_fixed(w.re, scale), qi = bf_fixed(w.im, scale);
+    int8_t r[3], ni[3], i[3];
+    bf_digits(qr, r);
+    bf_digits(-qi, ni);
+    bf_digits(qi, i);
+#pragma unroll
+    for (int d = 0; d < 3; d++) {
+        h[0][d] = (uint16_t)((uint8_t)r[d] | (unsigned)(uint8_t)ni[d] << 8);
+        h[1][d] = (uint16_t)((uint8_t)i[d] | (unsigned)(uint8_t)r[d] << 8);
+    }
+}
+
 /* Makes the coefficient digits of (antenna a0 + k, beam bg + j) for the
  * stage: the re and im output columns against the input word's bytes (pol
  * 0 re, im, pol 1 re, im), each as three digit words, stored where the
@@ -34,11 +51,8 @@ typedef struct bf_coefs {
 static __device__ __forceinline__ void bf_coef_make(bf_coefs &sc, int k, int j, bf_cplx w, float scale,
                                                     int pol)
 {
-    const int32_t qr = bf_fixed(w.re, scale), qi = bf_fixed(w.im, scale);
-    int8_t r[3], ni[3], i[3];
-    bf_digits(qr, r);
-    bf_digits(-qi, ni);
-    bf_digits(qi, i);
+    uint16_t h[2][3];
+    bf_coef_halves(w, scale, h);
     const int sh = pol ? 16 : 0;
     const int kk = k / 8, half = (k % 8) / 4, tig = k % 4, nt = j / 4;
 #pragma unroll
@@ -46,15 +60,48 @@ static __device__ __forceinline__ void bf_coef_make(bf_coefs &sc, int k, int j, 
         /* re = qr xr - qi xi; im = qi xr + qr xi; column n = 2 (j % 4) + part
          * is read by lanes 4 n + tig */
         const int lane = 4 * (2 * (j % 4) + part) + tig;
-        unsigned wd[3];
-#pragma unroll
-        for (int d = 0; d < 3; d++)
-            wd[d] = part == 0 ? ((unsigned)(uint8_t)r[d] | (unsigned)(uint8_t)ni[d] << 8) << sh
-                              : ((unsigned)(uint8_t)i[d] | (unsigned)(uint8_t)r[d] << 8) << sh;
         unsigned *d01 = (unsigned *)&sc.d01[kk][nt][lane], *d2 = (unsigned *)&sc.d2[kk][nt][lane];
-        d01[half] = wd[0];
-        d01[2 + half] = wd[1];
-        d2[half] = wd[2];
+        d01[half] = (unsigned)h[part][0] << sh;
+        d01[2 + half] = (unsigned)h[part][1] << sh;
+        d2[half] = (unsigned)h[part][2] << sh;
+    }
+}
+
+/* The same digits for A fragments of one polarisation: where the input
+ * word's bytes (pol 0 re, im, pol 1 re, im) of antennas k and k + 4 are
+ * permuted into (re, im) of k, (re, im) of k + 4 in pol p, one k32 step
+ * covers 16 antennas of that pol. For step kq (antennas 16 kq ..), pol p,
+ * n-tile nt and the lane that reads them: the B-fragment words of digits
+ * 0 and 1 (antennas 16 kq + tig, + 4 | + 8, + 12 in halves) in one 16-byte
+ * word, of digit 2 in an 8-byte one. A beam's coefficients sit in its own
+ * pol's words, zeros in the other's, so an n-tile whose beams share a pol
+ * needs the mma of that pol only: half the products of bf_coefs for the
+ * usual beams, each on one pol of every antenna. */
+#define BF_KQ (BF_STAGE / 16)
+typedef struct bf_coefs_pol {
+    uint4 d01[2][BF_KQ][2][32];
+    uint2 d2[2][BF_KQ][2][32];
+} bf_coefs_pol;
+
+/* Beam slot j's coefficient digits for antenna k (bf_coef_make's values),
+ * written to pol's words and zeros to the other pol's: every halfword of
+ * the layout has exactly one writer. */
+static __device__ __forceinline__ void bf_coef_make_pol(bf_coefs_pol &sc, int k, int j, bf_cplx w, float scale,
+                                                        int pol)
+{
+    uint16_t h[2][3];
+    bf_coef_halves(w, scale, h);
+    const int kq = k / 16, reg = (k % 16) / 8, hw = (k % 8) / 4, tig = k % 4, nt = j / 4;
+#pragma unroll
+    for (int part = 0; part < 2; part++) {
+        const int lane = 4 * (2 * (j % 4) + part) + tig;
+#pragma unroll
+        for (int p = 0; p < 2; p++) {
+            uint16_t *d01 = (uint16_t *)&sc.d01[p][kq][nt][lane], *d2 = (uint16_t *)&sc.d2[p][kq][nt][lane];
+            d01[2 * reg + hw] = p == pol ? h[part][0] : 0;
+            d01[2 * (2 + reg) + hw] = p == pol ? h[part][1] : 0;
+            d2[2 * reg + hw] = p == pol ? h[part][2] : 0;
+        }
     }
 }
 

@@ -697,20 +697,87 @@ __global__ void __launch_bounds__(THREADS, 1)
 /* after the correlator's: coefficient digits, the beams' mbarriers, a
  * presence mask per batch (a block's UNIT_MAX stages meet at most
  * UNIT_MAX + 1 batches) */
-#define XB_SMEM (SMEM_BYTES + (int)sizeof(bf_coefs) + 8 * DEPTH + 8 * (UNIT_MAX + 1))
+#define XB_SMEM (SMEM_BYTES + (int)sizeof(bf_coefs_pol) + 8 * DEPTH + 8 * (UNIT_MAX + 1))
 #ifndef XB_REGS_CORR
 #define XB_REGS_CORR 208
-#define XB_REGS_BEAM 80
+#define XB_REGS_BEAM 88 /* 208 x 256 + 88 x 128 = the 168 x 384 of the launch */
 #endif
 #ifndef XB_BEAM_MODE
 #define XB_BEAM_MODE 2 /* tuning runs: 0 barriers only, 1 and the coefficients, 2 the beams */
+#endif
+#ifndef XB_PREFETCH
+#define XB_PREFETCH 1
+#endif
+#ifndef XB_MIN_UNIT
+#define XB_MIN_UNIT 8 /* shorter pieces than corr_wgmma's: more blocks where channels are few */
 #endif
 
 #ifdef CBF_SM90_DEVICE
 __device__ __forceinline__ void xb_sync_beams() { asm volatile("barrier.sync 1, 128;\n" ::: "memory"); }
 
-__device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job &bj, bf_coefs &sc,
-                                         unsigned long long *masks, float *s_scale, float *s_inv)
+/* Which beam each of the 8 slots (n-tile nt = slot / 4, column pair slot
+ * % 4) holds: pol-0 beams from slot 0, pol-1 beams from slot 4, the rest
+ * of either in the slots left, so that the usual beams (at most 4 of each
+ * pol) give n-tiles of one pol each. From the B <= 8 beams' pols (bit b of
+ * pmask: beam b takes pol 1); returns slot j's beam in bits 4 j .. 4 j + 3
+ * (15: none) and in ntpol the pols each n-tile's beams take (bit 2 nt +
+ * p). Nibbles in a register rather than arrays: no local memory. */
+__device__ __forceinline__ unsigned xb_slots(int B, unsigned pmask, unsigned &ntpol)
+{
+    unsigned slots = 0xffffffffu, spill = 0u;
+    int n0 = 0, n1 = 0, ns = 0;
+#pragma unroll
+    for (int b = 0; b < BF_GROUP; b++) {
+        if (b >= B)
+            break;
+        const int p = (int)(pmask >> b) & 1, np = p ? n1 : n0;
+        if (np < 4) {
+            const int sh = 4 * (4 * p + np);
+            slots = (slots & ~(0xfu << sh)) | (unsigned)b << sh;
+            n0 += p ? 0 : 1;
+            n1 += p;
+        } else {
+            spill |= (unsigned)b << (4 * ns++);
+        }
+    }
+    ntpol = 0u;
+#pragma unroll
+    for (int j = 0; j < BF_GROUP; j++) {
+        unsigned b = (slots >> (4 * j)) & 0xfu;
+        if (b == 0xfu && ns > 0) {
+            b = (spill >> (4 * --ns)) & 0xfu;
+            slots = (slots & ~(0xfu << (4 * j))) | b << (4 * j);
+        }
+        if (b != 0xfu)
+            ntpol |= 1u << (2 * (j / 4) + ((pmask >> b) & 1u));
+    }
+    return slots;
+}
+
+/* A compile-time switch of xb_beams' stage loop: every n-tile on one pol */
+template <bool ON> struct xb_single {
+    static constexpr bool on = ON;
+};
+
+__device__ __forceinline__ int xb_slot_beam(unsigned slots, int j)
+{
+    const unsigned b = (slots >> (4 * j)) & 0xfu;
+    return b == 0xfu ? -1 : (int)b;
+}
+
+/* The slot of beam b (one of those xb_slots placed). */
+__device__ __forceinline__ int xb_beam_slot(unsigned slots, int b)
+{
+    int j = 0;
+#pragma unroll
+    for (int i = 0; i < BF_GROUP; i++)
+        if (((slots >> (4 * i)) & 0xfu) == (unsigned)b)
+            j = i;
+    return j;
+}
+
+__device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job &bj, bf_coefs_pol &sc,
+                                         unsigned long long *masks, float (*s_part)[BF_GROUP])
 {
     const int tid = threadIdx.x - THREADS, lane = tid & 31, warp = tid >> 5, g = lane >> 2,
               tig = lane & 3;
@@ -725,8 +792,33 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
     int batch = u.batch, r = u.r, pbatch = -1;
     unsigned pm = 0; /* bit 2 kk (+1): antenna 8 kk + tig (+4) present in `batch` */
     unsigned sat[2] = {0u, 0u};
+    const unsigned pmask = __ballot_sync(0xffffffffu, lane < B && bj.pol[lane]);
+    unsigned ntpol;
+    const unsigned slots = xb_slots(B, pmask, ntpol);
+    /* n-tile nt's beams take npol[nt] pols, the first pol0[nt] */
+    int npol[2], pol0[2];
+#pragma unroll
+    for (int nt = 0; nt < 2; nt++) {
+        const unsigned m = (ntpol >> (2 * nt)) & 3u;
+        npol[nt] = __popc(m);
+        pol0[nt] = m & 1u ? 0 : 1;
+    }
+    int beam[2] = {-1, -1};  /* this lane's beams: slots tig and 4 + tig */
+    float inv[2] = {0.0f, 0.0f}; /* and their 2^-e_b */
 
     if (XB_BEAM_MODE >= 1) {
+        /* beam bb = tid % 8 of antennas tid / 8 + 16 i: its coefficients,
+         * the beams' pols and the batches' presence loaded in one round;
+         * each beam's largest |gain| from the coefficients (shuffles, then
+         * the 4 warps' partial maxima), then the digits, in the beam's
+         * slot */
+        const int bb = tid % BF_GROUP;
+        cbf_beam_coef k4[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int a = tid / BF_GROUP + 16 * i;
+            k4[i] = bb < B && a < A ? bj.coef[(size_t)bb * A + a] : cbf_beam_coef{0.0f, 0u, 0ull, 0ull};
+        }
         /* the presence of every batch the block meets, one 64-bit mask
          * each, so that a new batch costs no global load */
         const int nbat = (u.r + n - 1) / u.steps + 1;
@@ -737,13 +829,37 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
             if (lane == 0)
                 masks[k] = (unsigned long long)hi << 32 | lo;
         }
-        bf_scales(bj, 0, s_scale, s_inv, warp, 4);
+        float m = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            m = fmaxf(m, fabsf(k4[i].gain));
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 8));
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 16));
+        if (lane < BF_GROUP)
+            s_part[warp][lane] = m;
         xb_sync_beams();
-        bf_stage_make(sc, bj, s_scale, 0, 0, c, tid, 128);
+        auto scale_exp = [&](int b) {
+            return bf_beam_exp(fmaxf(fmaxf(s_part[0][b], s_part[1][b]), fmaxf(s_part[2][b], s_part[3][b])));
+        };
+        if (bb < B) {
+            const float scale = ldexpf(1.0f, scale_exp(bb));
+            const int j = xb_beam_slot(slots, bb), p = (int)(pmask >> bb) & 1;
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                bf_coef_make_pol(sc, tid / BF_GROUP + 16 * i, j, bf_weight(&k4[i], c, 1), scale, p);
+        }
+        /* a slot no beam takes keeps what shared memory held: its output
+         * columns are never written out */
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++) {
+            beam[nt] = xb_slot_beam(slots, 4 * nt + tig);
+            if (beam[nt] >= 0)
+                inv[nt] = ldexpf(1.0f, -scale_exp(beam[nt]));
+        }
         xb_sync_beams();
     }
 
-    auto form = [&](int s) {
+    auto form = [&](int s, auto single) {
         if (XB_BEAM_MODE < 2) {
             mbar_wait(bar0 + 8u * (unsigned)(s % DEPTH), (unsigned)(s / DEPTH) & 1u);
             return;
@@ -761,37 +877,61 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
         const unsigned slot = ring + (unsigned)(s % DEPTH) * RAW_BYTES + half;
         mbar_wait(bar0 + 8u * (unsigned)(s % DEPTH), (unsigned)(s / DEPTH) & 1u);
         int acc[2][3][4] = {};
+        /* rows of antennas 16 kq + tig (+ 4, + 8, + 12): spectra t and
+         * t + 1, both pols, zeros for an antenna missing; the next step's
+         * rows are loaded before this step's products (XB_PREFETCH) */
+        auto rows = [&](int kq, uint2 (&w)[4]) {
 #pragma unroll
-        for (int kk = 0; kk < BF_KS; kk++) {
-            const int rl = 8 * kk + tig, rh = rl + 4;
-            uint2 lo = ld_shared8(slot + (unsigned)(rl * 128 + ((chunk ^ (rl & 7)) << 4) + in_chunk));
-            uint2 hi = ld_shared8(slot + (unsigned)(rh * 128 + ((chunk ^ (rh & 7)) << 4) + in_chunk));
-            if (!((pm >> (2 * kk)) & 1u))
-                lo = make_uint2(0u, 0u);
-            if (!((pm >> (2 * kk + 1)) & 1u))
-                hi = make_uint2(0u, 0u);
+            for (int q = 0; q < 4; q++) {
+                const int row = 16 * kq + tig + 4 * q;
+                w[q] = ld_shared8(slot + (unsigned)(row * 128 + ((chunk ^ (row & 7)) << 4) + in_chunk));
+                if (!((pm >> (4 * kq + q)) & 1u))
+                    w[q] = make_uint2(0u, 0u);
+            }
+        };
+        uint2 w[4], wn[4];
+        rows(0, w);
+#pragma unroll
+        for (int kq = 0; kq < BF_KQ; kq++) {
+            if (XB_PREFETCH && kq + 1 < BF_KQ)
+                rows(kq + 1, wn);
 #pragma unroll
             for (int nt = 0; nt < 2; nt++) {
-                const uint4 w01 = sc.d01[kk][nt][lane];
-                const uint2 w2 = sc.d2[kk][nt][lane];
-                cbf_mma_s8(acc[nt][0], lo.x, lo.y, hi.x, hi.y, w01.x, w01.y);
-                cbf_mma_s8(acc[nt][1], lo.x, lo.y, hi.x, hi.y, w01.z, w01.w);
-                cbf_mma_s8(acc[nt][2], lo.x, lo.y, hi.x, hi.y, w2.x, w2.y);
+#pragma unroll
+                for (int ps = 0; ps < (decltype(single)::on ? 1 : 2); ps++) {
+                    /* pol p's (re, im) of antennas row, row + 4 in one word */
+                    const int p = decltype(single)::on ? pol0[nt] : ps;
+                    const unsigned sel = p ? 0x7632u : 0x5410u;
+                    const unsigned a0 = __byte_perm(w[0].x, w[1].x, sel), a1 = __byte_perm(w[0].y, w[1].y, sel),
+                                   a2 = __byte_perm(w[2].x, w[3].x, sel), a3 = __byte_perm(w[2].y, w[3].y, sel);
+                    const uint4 w01 = sc.d01[p][kq][nt][lane];
+                    const uint2 w2 = sc.d2[p][kq][nt][lane];
+                    cbf_mma_s8(acc[nt][0], a0, a1, a2, a3, w01.x, w01.y);
+                    cbf_mma_s8(acc[nt][1], a0, a1, a2, a3, w01.z, w01.w);
+                    cbf_mma_s8(acc[nt][2], a0, a1, a2, a3, w2.x, w2.y);
+                }
+            }
+            if (kq + 1 < BF_KQ) {
+                if (!XB_PREFETCH)
+                    rows(kq + 1, wn);
+#pragma unroll
+                for (int q = 0; q < 4; q++)
+                    w[q] = wn[q];
             }
         }
-        /* tile rows: spectra t and t + 1 of the heap; n-tile nt holds beam
-         * 4 nt + tig */
+        /* tile rows: spectra t and t + 1 of the heap; n-tile nt holds the
+         * beam of slot 4 nt + tig */
         const int t = r * TS + 16 * warp + 2 * g;
 #pragma unroll
         for (int nt = 0; nt < 2; nt++) {
-            const int j = 4 * nt + tig;
-            if (j < B) {
-                const size_t row = (((size_t)batch * B + j) * C + c) * (size_t)T;
+            const int b = beam[nt];
+            if (b >= 0) {
+                const size_t row = (((size_t)batch * B + b) * C + c) * (size_t)T;
                 const uint64_t z = cbf_dither_state(
                     bj.dither_key,
                     ((bj.first_spectrum + (uint64_t)batch * T + t) * bj.total_channels + bj.first_channel + c) *
-                            (uint64_t)B + j);
-                sat[nt] += bf_emit<true, false>(acc[nt], s_inv[j], bj.dither, z, dz, (char2 *)bj.out + row,
+                            (uint64_t)B + b);
+                sat[nt] += bf_emit<true, false>(acc[nt], inv[nt], bj.dither, z, dz, (char2 *)bj.out + row,
                                                 nullptr, t, true, 0, T);
             }
         }
@@ -801,21 +941,29 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
         }
     };
 
-    for (int s = 0; s < n; s++) {
-        form(s);
-        if (s + DEPTH >= n)
-            continue;
-        /* done with the slot: the reads before its refill, then one
-         * arrival per warp */
-        fence_async_smem();
-        __syncwarp();
-        if (lane == 0)
-            mbar_arrive(u.empty + 8u * (unsigned)(s % DEPTH));
-    }
+    /* every n-tile's beams on one pol (the usual beams): one pass of
+     * products per n-tile; else both pols' for each */
+    auto stages = [&](auto single) {
+        for (int s = 0; s < n; s++) {
+            form(s, single);
+            if (s + DEPTH >= n)
+                continue;
+            /* done with the slot: the reads before its refill, then one
+             * arrival per warp */
+            fence_async_smem();
+            __syncwarp();
+            if (lane == 0)
+                mbar_arrive(u.empty + 8u * (unsigned)(s % DEPTH));
+        }
+    };
+    if (npol[0] <= 1 && npol[1] <= 1)
+        stages(xb_single<true>{});
+    else
+        stages(xb_single<false>{});
 #pragma unroll
     for (int nt = 0; nt < 2; nt++)
         if (sat[nt])
-            atomicAdd((unsigned long long *)&bj.saturated[4 * nt + tig], (unsigned long long)sat[nt]);
+            atomicAdd((unsigned long long *)&bj.saturated[beam[nt]], (unsigned long long)sat[nt]);
 }
 #endif
 
@@ -826,12 +974,12 @@ __global__ void __launch_bounds__(XB_THREADS, 1)
 {
 #ifdef CBF_SM90_DEVICE
     extern __shared__ unsigned char smem_dyn[];
-    __shared__ float s_scale[BF_GROUP], s_inv[BF_GROUP];
+    __shared__ float s_part[4][BF_GROUP];
     corr_unit u = corr_unit_of(smem_dyn, accum, tiles, 1, bj.shape.n_ants, channels, steps, 0,
                                niter, unit);
     /* the ring's mbarriers (one arrival: the copy's) and the beams' (one
      * per beam warp), then the only barrier of all 384 threads */
-    u.empty = (unsigned)__cvta_generic_to_shared(smem_dyn + SMEM_BYTES + sizeof(bf_coefs));
+    u.empty = (unsigned)__cvta_generic_to_shared(smem_dyn + SMEM_BYTES + sizeof(bf_coefs_pol));
     if (threadIdx.x == 0) {
         const unsigned bar0 = u.sbase + 2 * BSW_BYTES + DEPTH * RAW_BYTES;
         for (int d = 0; d < DEPTH; d++) {
@@ -846,9 +994,8 @@ __global__ void __launch_bounds__(XB_THREADS, 1)
         corr_tile<8>(u, &map);
     } else {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(XB_REGS_BEAM));
-        xb_beams(u, bj, *(bf_coefs *)(smem_dyn + SMEM_BYTES),
-                 (unsigned long long *)(smem_dyn + SMEM_BYTES + sizeof(bf_coefs) + 8 * DEPTH), s_scale,
-                 s_inv);
+        xb_beams(u, bj, *(bf_coefs_pol *)(smem_dyn + SMEM_BYTES),
+                 (unsigned long long *)(smem_dyn + SMEM_BYTES + sizeof(bf_coefs_pol) + 8 * DEPTH), s_part);
     }
 #else
     __trap(); /* wgmma needs sm_90a */
@@ -1171,8 +1318,8 @@ const char *cbf_corr_sm90_kernel(int n_ants)
 /* Stages per piece: at most UNIT_MAX, and among the piece counts that allow,
  * the one whose blocks best fill whole waves of `sms` blocks (one block per
  * SM), counting a few stages per block for the pipeline's start and the
- * flush. */
-static int pick_unit(long long niter, long long items, int sms)
+ * flush; pieces of fewer than min_unit stages only where UNIT_MAX asks. */
+static int pick_unit(long long niter, long long items, int sms, int min_unit)
 {
     const long long pmin = (niter + UNIT_MAX - 1) / UNIT_MAX;
     const double fixed = 4.0; /* stages' worth of prologue and flush per block */
@@ -1181,7 +1328,7 @@ static int pick_unit(long long niter, long long items, int sms)
     for (long long p = pmin; p <= pmin + 16; p++) {
         const long long unit = (niter + p - 1) / p, pieces = (niter + unit - 1) / unit;
         const long long blocks = items * pieces;
-        if ((unit < 16 && p > pmin) || blocks > 0x7FFFFFFFLL)
+        if ((unit < min_unit && p > pmin) || blocks > 0x7FFFFFFFLL)
             break;
         const long long waves = (blocks + sms - 1) / sms;
         const double eff = (double)items * (double)niter / ((double)waves * sms * (unit + fixed));
@@ -1264,7 +1411,7 @@ cudaError_t cbf_corr_sm90_launch(const cbf_corr_job *job, const int2 *tiles, int
         return cudaGetLastError();
     }
     const long long items = (long long)ntiles * s->channels;
-    const int unit = pick_unit(niter, items, sms);
+    const int unit = pick_unit(niter, items, sms, 16);
     const long long blocks = items * ((niter + unit - 1) / unit);
     if (blocks > 0x7FFFFFFFLL)
         return cudaErrorInvalidConfiguration;
@@ -1297,7 +1444,7 @@ cudaError_t cbf_corr_sm90_xb_launch(const cbf_corr_job *job, const cbf_beam_job 
     if (!cbf_corr_sm90_xb_fits(job, bj))
         return cudaErrorInvalidConfiguration;
     const long long steps = s->spectra_per_heap / TS, niter = (long long)job->batch_end * steps;
-    const int unit = pick_unit(niter, s->channels, sms);
+    const int unit = pick_unit(niter, s->channels, sms, XB_MIN_UNIT);
     const long long blocks = (long long)s->channels * ((niter + unit - 1) / unit);
     if (blocks > 0x7FFFFFFFLL)
         return cudaErrorInvalidConfiguration;

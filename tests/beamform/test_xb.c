@@ -42,8 +42,13 @@ static void *up(const void *h, size_t n)
 /* One XB problem: N antennas, B beams, C channels, T spectra per heap, n
  * batches; `gone` antennas absent from batch 1 (their bytes left as
  * garbage, which the correlator takes as it is and the beams must not);
- * `gain` scales the quantisation gains (large: saturation). */
-static void run_case(int N, int B, int C, int T, size_t n, int gone, double gain)
+ * `gain` scales the quantisation gains (large: saturation); `pols` gives
+ * beam b's pol as its character b ('0' or '1'), NULL for random ones. The
+ * one kernel puts beams of one pol in an n-tile where it can and runs that
+ * pol's products only, so the patterns matter: alternate pols (MeerKAT's
+ * beams), one pol only (more than 4: beams moved to the other n-tile) and
+ * a tile with both. */
+static void run_case(int N, int B, int C, int T, size_t n, int gone, double gain, const char *pols)
 {
     const cbf_beam_shape bs = {N, B, C, T};
     const cbf_corr_shape cs = {N, C, T, 8};
@@ -61,7 +66,7 @@ static void run_case(int N, int B, int C, int T, size_t n, int gone, double gain
     for (int i = 0; i < gone; i++)
         present[(size_t)N + rnd() % (unsigned)N] = 0;
     for (int b = 0; b < B; b++) {
-        pol[b] = (uint8_t)(rnd() & 1);
+        pol[b] = (uint8_t)(pols ? pols[b] == '1' : rnd() & 1);
         for (int a = 0; a < N; a++)
             assert_int_equal(cbf_beam_coef_set(&coef[b * N + a], 2 * unif() - 1, gain * (0.5 + unif()),
                                                (2 * unif() - 1) * 3e-9, (2 * unif() - 1) * 3.14159,
@@ -129,25 +134,32 @@ static void run_case(int N, int B, int C, int T, size_t n, int gone, double gain
 static void test_full_tile(void **st)
 {
     (void)st;
-    run_case(64, 8, 5, 256, 3, 0, 0.08);
+    run_case(64, 8, 5, 256, 3, 0, 0.08, "01010101");
 }
 
 static void test_absent(void **st)
 {
     (void)st;
-    run_case(64, 8, 3, 128, 4, 5, 0.08);
+    run_case(64, 8, 3, 128, 4, 5, 0.08, NULL);
 }
 
 static void test_part_tile(void **st)
 {
     (void)st;
-    run_case(40, 5, 7, 192, 2, 3, 0.1);
+    run_case(40, 5, 7, 192, 2, 3, 0.1, "11111");
+}
+
+static void test_mixed_tile(void **st)
+{
+    (void)st;
+    run_case(64, 8, 4, 256, 2, 2, 0.08, "00000011");
+    run_case(64, 7, 3, 64, 3, 0, 0.08, "0000000");
 }
 
 static void test_saturation(void **st)
 {
     (void)st;
-    run_case(24, 3, 2, 64, 5, 0, 4.0);
+    run_case(24, 3, 2, 64, 5, 0, 4.0, "000");
 }
 
 int main(void)
@@ -171,6 +183,7 @@ int main(void)
         cmocka_unit_test(test_full_tile),
         cmocka_unit_test(test_absent),
         cmocka_unit_test(test_part_tile),
+        cmocka_unit_test(test_mixed_tile),
         cmocka_unit_test(test_saturation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
