@@ -174,7 +174,15 @@ __global__ void __launch_bounds__(BLOCK) ddc_kernel(
  * only the rest in shared memory. 8 k steps are 32 registers, which the
  * NT = 1 kernel (32 registers) has to spare at its shared-memory-bound
  * occupancy; same products in the same order, so the same bits. */
+#ifndef TC_KREG
 #define TC_KREG 8
+#endif
+#ifndef TC_LD16
+#define TC_LD16 1
+#endif
+#ifndef TC_BLATE
+#define TC_BLATE 0
+#endif
 struct tc_shape {
     int nt, rows, ksteps, kreg, groups, swz_shift, swz_mask;
     size_t smem;
@@ -246,9 +254,11 @@ __global__ void __launch_bounds__(TC_THREADS) ddc_tc_kernel(
         smem[i] = bfrag[KREG * 32 + i];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, mat = lane >> 3;
     uint4 breg[KREG > 0 ? KREG : 1]; /* the first KREG k steps' fragments, this lane's */
+#if !TC_BLATE
 #pragma unroll
     for (int kb = 0; kb < KREG; kb++)
         breg[kb] = __ldg(bfrag + kb * 32 + lane);
+#endif
     const int M = 4 * 64 * NT; /* outputs per block */
 
     /* Output m is the block's output v = m + lead: an output's place in its
@@ -278,9 +288,48 @@ __global__ void __launch_bounds__(TC_THREADS) ddc_tc_kernel(
     const uint32_t *wb = w + word0;
     const int lim = (int)min(last_word - word0, (long long)INT_MAX);
     const int wlo = (int)max(-word0, -(long long)INT_MAX);
-    for (int g = threadIdx.x; g < groups; g += TC_THREADS) {
+    for (int g0 = threadIdx.x - lane; g0 < groups; g0 += TC_THREADS) {
+        /* Whole warps run each pass (the neighbour's word below is a
+         * shuffle); lanes past the last group decode clamped words and
+         * store nothing. */
+        const int g = g0 + lane;
         uint32_t raw[BITS / 2 + 1], a[BITS / 2];
         const int wi = g * (BITS / 2);
+#if TC_LD16
+        /* Two 16-byte loads from the aligned 8 words around the group's
+         * first word (word off of them): a warp's loads then cover its 640
+         * contiguous bytes in about 2 x 5 L1 wavefronts, where six 4-byte
+         * loads 20 bytes apart took about 6 x 5 (the L1/shared pipe binds
+         * the kernel at S = 32). One byte permute per word picks word
+         * k + (off & 1) and swaps its bytes, one select then k + off. */
+        const int off = (int)(((uintptr_t)(wb + wi) >> 2) & 3);
+        const bool fast = wi - off >= wlo && wi - off + 7 <= lim;
+        if (fast) {
+            const uint4 *q = (const uint4 *)(wb + wi - off);
+            const uint4 v0 = __ldg(q), v1 = __ldg(q + 1);
+            const uint32_t v[9] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w, 0u};
+            const uint32_t sel = off & 1 ? 0x4567u : 0x0123u;
+#pragma unroll
+            for (int k = 0; k <= BITS / 2; k++) {
+                const uint32_t t0 = __byte_perm(v[k], v[k + 1], sel);
+                const uint32_t t2 = __byte_perm(v[k + 2], v[k + 3], sel);
+                raw[k] = off & 2 ? t2 : t0;
+            }
+        } else {
+#pragma unroll
+            for (int k = 0; k <= BITS / 2; k++)
+                raw[k] = __byte_perm(__ldg(wb + max(wlo, min(wi + k, lim))), 0, 0x0123);
+        }
+        if (BITS / 2 == 5) {
+            /* Word 5 lies past the 8 when off is 3: it is the next lane's
+             * word 0 (the same clamp), bar lane 31's. */
+            const uint32_t next = __shfl_down_sync(0xffffffffu, raw[0], 1);
+            if (fast && off == 3)
+                raw[BITS / 2] = lane < 31 ? next
+                                          : __byte_perm(__ldg(wb + min(wi + BITS / 2, lim)), 0,
+                                                        0x0123);
+        }
+#else
         if (wi >= wlo && wi + BITS / 2 <= lim) {
 #pragma unroll
             for (int k = 0; k <= BITS / 2; k++)
@@ -293,6 +342,7 @@ __global__ void __launch_bounds__(TC_THREADS) ddc_tc_kernel(
 #pragma unroll
         for (int k = 0; k <= BITS / 2; k++)
             raw[k] = __byte_perm(raw[k], 0, 0x0123);
+#endif
 #pragma unroll
         for (int k = 0; k < BITS / 2; k++)
             a[k] = __funnelshift_l(raw[k + 1], raw[k], rel);
@@ -311,10 +361,25 @@ __global__ void __launch_bounds__(TC_THREADS) ddc_tc_kernel(
         const int p = (2 * g) ^ ((2 * g >> swz_shift) & swz_mask);
         const uint4 lo = make_uint4(h[0], h[1], h[2], h[3]), hi = make_uint4(h[4], h[5], h[6], h[7]);
         const int f = SWAP ? (threadIdx.x >> 2) & 1 : 0;
-        *(uint4 *)(xs + 16 * (p ^ f)) = f ? hi : lo;
-        *(uint4 *)(xs + 16 * (p ^ f ^ 1)) = f ? lo : hi;
+        if (g < groups) {
+            *(uint4 *)(xs + 16 * (p ^ f)) = f ? hi : lo;
+            *(uint4 *)(xs + 16 * (p ^ f ^ 1)) = f ? lo : hi;
+        }
     }
+#if TC_BLATE
+    uint32_t dep = 0;
+#pragma unroll
+    for (int kb = 0; kb < KREG; kb++) {
+        breg[kb] = __ldg(bfrag + kb * 32 + lane);
+        dep ^= breg[kb].x;
+    }
+    if (TC_BLATE == 2)
+        __syncthreads_or(dep == 0x12345678u);
+    else
+        __syncthreads();
+#else
     __syncthreads();
+#endif
 
     /* Products. ldmatrix.x4: lanes 8 j .. 8 j + 7 address matrix j's rows
      * (rows 0-7 then 8-15 of k 0-7, then of k 8-15). */
