@@ -177,11 +177,14 @@ __global__ void __launch_bounds__(BLOCK) ddc_kernel(
 #ifndef TC_KREG
 #define TC_KREG 8
 #endif
-#ifndef TC_LD16
-#define TC_LD16 1
-#endif
 #ifndef TC_BLATE
 #define TC_BLATE 0
+#endif
+#ifndef TC_BGLOBAL
+#define TC_BGLOBAL 0
+#endif
+#ifndef TC_CARVE
+#define TC_CARVE 0
 #endif
 struct tc_shape {
     int nt, rows, ksteps, kreg, groups, swz_shift, swz_mask;
@@ -214,7 +217,7 @@ static tc_shape tc_shape_of(int S, int taps)
     /* B fragments past the first kreg (32 lanes x 16 bytes per k step),
      * then the samples, whole groups of 8 chunks (the swizzle permutes
      * within them). */
-    sh.smem = (size_t)(sh.ksteps - sh.kreg) * 512 +
+    sh.smem = (size_t)(TC_BGLOBAL && sh.nt == 1 ? 0 : sh.ksteps - sh.kreg) * 512 +
               ((size_t)sh.groups * TC_GROUP * 2 + 127) / 128 * 128;
     return sh;
 }
@@ -248,9 +251,11 @@ __global__ void __launch_bounds__(TC_THREADS) ddc_tc_kernel(
 {
     static_assert(BITS % 2 == 0 && BITS <= 10, "16 samples in whole words, exact in float16");
     extern __shared__ uint4 smem[];
+    constexpr bool BG = TC_BGLOBAL && NT == 1;
+    const int bsm = BG ? 0 : (ksteps - KREG) * 32;
     const uint4 *bs = smem; /* [ksteps - KREG][32 lanes]: hi b0 b1, lo b0 b1 */
-    unsigned char *xs = (unsigned char *)(smem + (ksteps - KREG) * 32); /* float16, swizzled */
-    for (int i = threadIdx.x; i < (ksteps - KREG) * 32; i += TC_THREADS)
+    unsigned char *xs = (unsigned char *)(smem + bsm); /* float16, swizzled */
+    for (int i = threadIdx.x; i < bsm; i += TC_THREADS)
         smem[i] = bfrag[KREG * 32 + i];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, mat = lane >> 3;
     uint4 breg[KREG > 0 ? KREG : 1]; /* the first KREG k steps' fragments, this lane's */
@@ -288,48 +293,9 @@ __global__ void __launch_bounds__(TC_THREADS) ddc_tc_kernel(
     const uint32_t *wb = w + word0;
     const int lim = (int)min(last_word - word0, (long long)INT_MAX);
     const int wlo = (int)max(-word0, -(long long)INT_MAX);
-    for (int g0 = threadIdx.x - lane; g0 < groups; g0 += TC_THREADS) {
-        /* Whole warps run each pass (the neighbour's word below is a
-         * shuffle); lanes past the last group decode clamped words and
-         * store nothing. */
-        const int g = g0 + lane;
+    for (int g = threadIdx.x; g < groups; g += TC_THREADS) {
         uint32_t raw[BITS / 2 + 1], a[BITS / 2];
         const int wi = g * (BITS / 2);
-#if TC_LD16
-        /* Two 16-byte loads from the aligned 8 words around the group's
-         * first word (word off of them): a warp's loads then cover its 640
-         * contiguous bytes in about 2 x 5 L1 wavefronts, where six 4-byte
-         * loads 20 bytes apart took about 6 x 5 (the L1/shared pipe binds
-         * the kernel at S = 32). One byte permute per word picks word
-         * k + (off & 1) and swaps its bytes, one select then k + off. */
-        const int off = (int)(((uintptr_t)(wb + wi) >> 2) & 3);
-        const bool fast = wi - off >= wlo && wi - off + 7 <= lim;
-        if (fast) {
-            const uint4 *q = (const uint4 *)(wb + wi - off);
-            const uint4 v0 = __ldg(q), v1 = __ldg(q + 1);
-            const uint32_t v[9] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w, 0u};
-            const uint32_t sel = off & 1 ? 0x4567u : 0x0123u;
-#pragma unroll
-            for (int k = 0; k <= BITS / 2; k++) {
-                const uint32_t t0 = __byte_perm(v[k], v[k + 1], sel);
-                const uint32_t t2 = __byte_perm(v[k + 2], v[k + 3], sel);
-                raw[k] = off & 2 ? t2 : t0;
-            }
-        } else {
-#pragma unroll
-            for (int k = 0; k <= BITS / 2; k++)
-                raw[k] = __byte_perm(__ldg(wb + max(wlo, min(wi + k, lim))), 0, 0x0123);
-        }
-        if (BITS / 2 == 5) {
-            /* Word 5 lies past the 8 when off is 3: it is the next lane's
-             * word 0 (the same clamp), bar lane 31's. */
-            const uint32_t next = __shfl_down_sync(0xffffffffu, raw[0], 1);
-            if (fast && off == 3)
-                raw[BITS / 2] = lane < 31 ? next
-                                          : __byte_perm(__ldg(wb + min(wi + BITS / 2, lim)), 0,
-                                                        0x0123);
-        }
-#else
         if (wi >= wlo && wi + BITS / 2 <= lim) {
 #pragma unroll
             for (int k = 0; k <= BITS / 2; k++)
@@ -342,7 +308,6 @@ __global__ void __launch_bounds__(TC_THREADS) ddc_tc_kernel(
 #pragma unroll
         for (int k = 0; k <= BITS / 2; k++)
             raw[k] = __byte_perm(raw[k], 0, 0x0123);
-#endif
 #pragma unroll
         for (int k = 0; k < BITS / 2; k++)
             a[k] = __funnelshift_l(raw[k + 1], raw[k], rel);
@@ -361,10 +326,8 @@ __global__ void __launch_bounds__(TC_THREADS) ddc_tc_kernel(
         const int p = (2 * g) ^ ((2 * g >> swz_shift) & swz_mask);
         const uint4 lo = make_uint4(h[0], h[1], h[2], h[3]), hi = make_uint4(h[4], h[5], h[6], h[7]);
         const int f = SWAP ? (threadIdx.x >> 2) & 1 : 0;
-        if (g < groups) {
-            *(uint4 *)(xs + 16 * (p ^ f)) = f ? hi : lo;
-            *(uint4 *)(xs + 16 * (p ^ f ^ 1)) = f ? lo : hi;
-        }
+        *(uint4 *)(xs + 16 * (p ^ f)) = f ? hi : lo;
+        *(uint4 *)(xs + 16 * (p ^ f ^ 1)) = f ? lo : hi;
     }
 #if TC_BLATE
     uint32_t dep = 0;
@@ -373,10 +336,7 @@ __global__ void __launch_bounds__(TC_THREADS) ddc_tc_kernel(
         breg[kb] = __ldg(bfrag + kb * 32 + lane);
         dep ^= breg[kb].x;
     }
-    if (TC_BLATE == 2)
-        __syncthreads_or(dep == 0x12345678u);
-    else
-        __syncthreads();
+    __syncthreads_or(dep == 0x12345678u);
 #else
     __syncthreads();
 #endif
@@ -407,7 +367,7 @@ __global__ void __launch_bounds__(TC_THREADS) ddc_tc_kernel(
     for (int kb = 0; kb < KREG; kb++)
         kstep(breg[kb], kb);
     for (int kb = KREG; kb < ksteps; kb++)
-        kstep(bs[(kb - KREG) * 32 + lane], kb);
+        kstep(BG ? __ldg(bfrag + kb * 32 + lane) : bs[(kb - KREG) * 32 + lane], kb);
 
     /* Lane 4 g + t holds output t of rows g and g + 8 of each tile. */
     const long long base = (long long)blockIdx.x * M;
@@ -538,6 +498,9 @@ extern "C" int cbf_ddc_cuda_create(const cbf_ddc_config *cfg, const float *z_hos
         tc_fragments(cfg, z_host, tsh.ksteps, frag, &p->scale);
         p->tc = tsh;
         e = cudaFuncSetAttribute(tc, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)tsh.smem);
+        if (TC_CARVE && e == cudaSuccess)
+            e = cudaFuncSetAttribute(tc, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                     cudaSharedmemCarveoutMaxShared);
         if (e == cudaSuccess)
             e = cudaMalloc((void **)&p->bfrag, bytes);
         if (e == cudaSuccess)
