@@ -173,7 +173,7 @@ __global__ void __launch_bounds__(BLOCK) ddc_kernel(
  * from global memory instead, one coalesced 512-byte load per k step and
  * warp, which stays in L1 (the same 11 KB at S = 32, taps 256, for every
  * block). Its shared memory then holds only the samples (17 KB there) and
- * it needs 32 registers, so 12 blocks fit an SM instead of 8 (B partly in
+ * it needs 32 registers, so 13 blocks fit an SM instead of 8 (B partly in
  * registers, partly in shared memory, before): more warps to hide the
  * decode's load latency. Same products in the same order, so the same
  * bits. */
