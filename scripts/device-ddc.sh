@@ -4,8 +4,9 @@
 # kernel tests on the GPU for the default kernel (tensor cores) and the FMA
 # kernel (DDC_MODES, default "0 4 8 16"), the narrowband chain test,
 # `cbf-bench ddc` (the DDC table and the narrowband chain table),
-# compute-sanitizer (DDC_CHECK, below), then Nsight Compute on the kernels named by
-# DDC_PROF ("S:per_thread" pairs, default "16:0 8:0 16:8"; "" for none).
+# compute-sanitizer (DDC_CHECK, below), then Nsight Compute on the kernels
+# named by DDC_PROF ("S:per_thread" pairs, default "16:0 8:0 16:8"; "" for
+# none).
 # Steps past DDC_BUDGET seconds (default 225) are skipped so that one call
 # of the device tool fits its limit. The table (bench.md), a summary and an
 # archive of the logs and profiles go to $OUT (./out when run by hand); the
