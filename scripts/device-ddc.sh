@@ -3,9 +3,10 @@
 # build of the DDC and narrowband targets with the nvcc there; the ddc
 # kernel tests on the GPU for the default kernel (tensor cores) and the FMA
 # kernel (DDC_MODES, default "0 4 8 16"), the narrowband chain test,
-# compute-sanitizer on both kernels, `cbf-bench ddc` (the DDC table and the
-# narrowband chain table), then Nsight Compute on the kernels named by
-# DDC_PROF ("S:per_thread" pairs, default "16:0 8:0 16:8"; "" for none).
+# `cbf-bench ddc` (the DDC table and the narrowband chain table),
+# compute-sanitizer (DDC_CHECK, below), then Nsight Compute on the kernels
+# named by DDC_PROF ("S:per_thread" pairs, default "16:0 8:0 16:8"; "" for
+# none).
 # Steps past DDC_BUDGET seconds (default 225) are skipped so that one call
 # of the device tool fits its limit. The table (bench.md), a summary and an
 # archive of the logs and profiles go to $OUT (./out when run by hand); the
@@ -55,20 +56,24 @@ if [ -n "${DDC_PIPE:-}" ]; then
     left 80 "test_ddc_plugin" && run "test_ddc_plugin --gpu" "$B/tests/ddc/test_ddc_plugin" --gpu
     left 70 "test_wide_narrow" && run "test_wide_narrow --gpu" "$B/tests/ddc/test_wide_narrow" --gpu
 fi
-if command -v compute-sanitizer >/dev/null; then
-    for mode in 0 16; do
-        left 50 "memcheck $mode" || break
-        timeout 60 compute-sanitizer --tool memcheck --leak-check no "$B/tests/ddc/test_ddc" --gpu \
-            --per-thread $mode >"$OUT/memcheck-$mode.log" 2>&1
-        say "== memcheck test_ddc --per-thread $mode: exit $? ($(grep -c 'Invalid\|out of bounds' "$OUT/memcheck-$mode.log") invalid accesses)"
-        tail -1 "$OUT/memcheck-$mode.log" >>"$SUM"
-    done
-fi
 rm -f "$OUT/one.log"
 BENCH="$B/tools/bench/cbf-bench"
 if left 40 "cbf-bench ddc"; then
     timeout 100 "$BENCH" ddc ${DDC_BENCH_ARGS:-} >"$OUT/bench.md" 2>"$OUT/bench.err"
     say "== cbf-bench ddc ${DDC_BENCH_ARGS:-}: exit $?"
+fi
+# compute-sanitizer memcheck on the items of DDC_CHECK (default "0 16"): a
+# number is test_ddc with that per_thread, "chain" the narrowband chain test.
+if command -v compute-sanitizer >/dev/null; then
+    for m in ${DDC_CHECK-0 16}; do
+        left 50 "memcheck $m" || break
+        if [ "$m" = chain ]; then t=("$B/tests/ddc/test_narrowband" --gpu); else
+            t=("$B/tests/ddc/test_ddc" --gpu --per-thread "$m"); fi
+        timeout 60 compute-sanitizer --tool memcheck --leak-check no "${t[@]}" \
+            >"$OUT/memcheck-$m.log" 2>&1
+        say "== memcheck ${t[*]##*/}: exit $? ($(grep -c 'Invalid\|out of bounds' "$OUT/memcheck-$m.log") invalid accesses)"
+        tail -1 "$OUT/memcheck-$m.log" >>"$SUM"
+    done
 fi
 # Nsight Compute, clocks left alone: the third launch of the kernel (two
 # warm-ups first) on 2^26 samples per pol.
@@ -82,8 +87,8 @@ for p in ${DDC_PROF-16:0 8:0 16:8}; do
     say "== ncu S $s per_thread $c: exit $?"
     if [ -f "$OUT/prof.ncu-rep" ]; then
         ncu --import "$OUT/prof.ncu-rep" --page details >"$OUT/ncu-s$s-c$c.txt" 2>&1
-        grep -E "Duration|Memory Throughput|DRAM Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Issue Slots Busy|Executed Ipc A|No Eligible|Warp Cycles Per Issued|L1/TEX Hit|Bank Conflicts" \
-            "$OUT/ncu-s$s-c$c.txt" | head -16 | sed 's/^ */    /' >>"$SUM"
+        grep -E "Duration|Memory Throughput|DRAM Throughput|L1/TEX Cache Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Theoretical Occupancy|Block Limit|Registers Per|Issue Slots Busy|Executed Ipc A|No Eligible|Warp Cycles Per Issued|L1/TEX Hit|Bank Conflicts|excessive" \
+            "$OUT/ncu-s$s-c$c.txt" | head -28 | sed 's/^ */    /' >>"$SUM"
         ncu --import "$OUT/prof.ncu-rep" --page raw --csv >"$OUT/ncu-s$s-c$c.csv" 2>&1
         gzip -f "$OUT/ncu-s$s-c$c.csv"
         rm -f "$OUT/prof.ncu-rep"

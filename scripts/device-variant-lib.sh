@@ -1,14 +1,19 @@
 # Sourced by the device-*-variants.sh tuning scripts, on the GPU machine:
 # builds the tree and runs the beamform suite once (scripts/device-all.sh),
-# leaves the shell in build-device-all, and defines
+# leaves the shell in build-device-all (or VARIANT_DIR, below), and defines
 #   variant_build SOURCE DEFINES KERNEL
 # which recompiles one CUDA source file (its name, e.g. beamform.cu) with
 # extra -D flags, re-archives the static libraries, relinks cbf-bench and
 # prints ptxas's registers and spill stores for the entry function whose
 # mangled name matches KERNEL.
+# VARIANT_DIR set: the caller has built cbf-bench in that build directory
+# itself (a narrower build), and the suite is not run.
 cd "$(dirname "${BASH_SOURCE[0]}")/.." && source scripts/device-env.sh
-ALL_TESTS="--suite beamform" ALL_BENCH="" bash scripts/device-all.sh 2>&1 | grep -E "== tests|== build"
-cd build-device-all
+if [ -z "${VARIANT_DIR:-}" ]; then
+    ALL_TESTS="--suite beamform" ALL_BENCH="" bash scripts/device-all.sh 2>&1 | grep -E "== tests|== build"
+    VARIANT_DIR=build-device-all
+fi
+cd "$VARIANT_DIR"
 VARIANT_CMDS=$(ninja -t commands tools/bench/cbf-bench)
 
 variant_build() {

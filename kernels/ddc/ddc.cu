@@ -168,15 +168,17 @@ __global__ void __launch_bounds__(BLOCK) ddc_kernel(
  * outputs (rows g and g + 8, output t of each: lane = 4 g + t). Every warp
  * runs NT 16-row tiles per B fragment load (NT = 32 / S, at least 1: about
  * 8192 samples per block). With NT = 1 (S >= 32) a B fragment would cost
- * shared-memory bandwidth equal to its tile's A rows, which is what bounds
- * that kernel: the first KREG = TC_KREG k steps' fragments then sit in
- * registers instead, loaded once per thread from global memory (L2), and
- * only the rest in shared memory. 8 k steps are 32 registers, which the
- * NT = 1 kernel (32 registers) has to spare at its shared-memory-bound
- * occupancy; same products in the same order, so the same bits. */
-#define TC_KREG 8
+ * shared-memory bandwidth equal to its tile's A rows, and shared-memory
+ * space that caps the blocks per SM: the NT = 1 kernel reads its fragments
+ * from global memory instead, one coalesced 512-byte load per k step and
+ * warp, which stays in L1 (the same 11 KB at S = 32, taps 256, for every
+ * block). Its shared memory then holds only the samples (17 KB there) and
+ * it needs 32 registers, so 13 blocks fit an SM instead of 8 (B partly in
+ * registers, partly in shared memory, before): more warps to hide the
+ * decode's load latency. Same products in the same order, so the same
+ * bits. */
 struct tc_shape {
-    int nt, rows, ksteps, kreg, groups, swz_shift, swz_mask;
+    int nt, rows, ksteps, groups, swz_shift, swz_mask;
     size_t smem;
 };
 
@@ -198,15 +200,13 @@ static tc_shape tc_shape_of(int S, int taps)
     sh.nt = S >= 32 ? 1 : 32 / S;
     sh.rows = 64 * sh.nt;
     sh.ksteps = (taps + 3 * S + 15) / 16;
-    sh.kreg = sh.nt == 1 && sh.ksteps >= TC_KREG ? TC_KREG : 0;
     sh.groups = ((sh.rows - 1) * 4 * S + sh.ksteps * 16 + TC_GROUP - 1) / TC_GROUP;
     const int chunks = S / 2;
     sh.swz_shift = chunks <= 8 ? 3 : tc_log2(chunks);
     sh.swz_mask = chunks == 4 ? 3 : 7;
-    /* B fragments past the first kreg (32 lanes x 16 bytes per k step),
-     * then the samples, whole groups of 8 chunks (the swizzle permutes
-     * within them). */
-    sh.smem = (size_t)(sh.ksteps - sh.kreg) * 512 +
+    /* B fragments when NT > 1 (32 lanes x 16 bytes per k step), then the
+     * samples, whole groups of 8 chunks (the swizzle permutes within them). */
+    sh.smem = (size_t)(sh.nt > 1 ? sh.ksteps : 0) * 512 +
               ((size_t)sh.groups * TC_GROUP * 2 + 127) / 128 * 128;
     return sh;
 }
@@ -231,7 +231,7 @@ __device__ __forceinline__ void tc_mma(float c[4], const uint32_t a[4], uint32_t
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-template <int BITS, int NT, bool SWAP, int KREG>
+template <int BITS, int NT, bool SWAP>
 __global__ void __launch_bounds__(TC_THREADS) ddc_tc_kernel(
     const uint32_t *__restrict__ in0, const uint32_t *__restrict__ in1, long long start, int S,
     int ksteps, int groups, int swz_shift, int swz_mask, const uint4 *__restrict__ bfrag,
@@ -240,15 +240,13 @@ __global__ void __launch_bounds__(TC_THREADS) ddc_tc_kernel(
 {
     static_assert(BITS % 2 == 0 && BITS <= 10, "16 samples in whole words, exact in float16");
     extern __shared__ uint4 smem[];
-    const uint4 *bs = smem; /* [ksteps - KREG][32 lanes]: hi b0 b1, lo b0 b1 */
-    unsigned char *xs = (unsigned char *)(smem + (ksteps - KREG) * 32); /* float16, swizzled */
-    for (int i = threadIdx.x; i < (ksteps - KREG) * 32; i += TC_THREADS)
-        smem[i] = bfrag[KREG * 32 + i];
+    /* [ksteps][32 lanes]: hi b0 b1, lo b0 b1; NT = 1 reads bfrag instead. */
+    const int bsm = NT > 1 ? ksteps * 32 : 0;
+    const uint4 *bs = smem;
+    unsigned char *xs = (unsigned char *)(smem + bsm); /* float16, swizzled */
+    for (int i = threadIdx.x; i < bsm; i += TC_THREADS)
+        smem[i] = bfrag[i];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, mat = lane >> 3;
-    uint4 breg[KREG > 0 ? KREG : 1]; /* the first KREG k steps' fragments, this lane's */
-#pragma unroll
-    for (int kb = 0; kb < KREG; kb++)
-        breg[kb] = __ldg(bfrag + kb * 32 + lane);
     const int M = 4 * 64 * NT; /* outputs per block */
 
     /* Output m is the block's output v = m + lead: an output's place in its
@@ -338,11 +336,8 @@ __global__ void __launch_bounds__(TC_THREADS) ddc_tc_kernel(
             tc_mma(c[i], a, b.z, b.w);
         }
     };
-#pragma unroll
-    for (int kb = 0; kb < KREG; kb++)
-        kstep(breg[kb], kb);
-    for (int kb = KREG; kb < ksteps; kb++)
-        kstep(bs[(kb - KREG) * 32 + lane], kb);
+    for (int kb = 0; kb < ksteps; kb++)
+        kstep(NT > 1 ? bs[kb * 32 + lane] : __ldg(bfrag + kb * 32 + lane), kb);
 
     /* Lane 4 g + t holds output t of rows g and g + 8 of each tile. */
     const long long base = (long long)blockIdx.x * M;
@@ -366,16 +361,15 @@ typedef void (*tc_fn)(const uint32_t *, const uint32_t *, long long, int, int, i
 /* The tensor-core kernel applies to even bits up to 10 (16 samples fill
  * whole words; 1024 + 2^(bits-1) values fit float16's mantissa) and S a
  * power of two from 8 (ldmatrix rows on 16-byte boundaries; the swizzle). */
-static tc_fn tc_pick(int bits, int S, int kreg)
+static tc_fn tc_pick(int bits, int S)
 {
 #define TC_ROW(b)                                                                            \
-    {ddc_tc_kernel<b, 4, false, 0>, ddc_tc_kernel<b, 2, false, 0>, ddc_tc_kernel<b, 1, true, 0>, \
-     ddc_tc_kernel<b, 1, true, TC_KREG>}
-    static const tc_fn table[5][4] = {TC_ROW(2), TC_ROW(4), TC_ROW(6), TC_ROW(8), TC_ROW(10)};
+    {ddc_tc_kernel<b, 4, false>, ddc_tc_kernel<b, 2, false>, ddc_tc_kernel<b, 1, true>}
+    static const tc_fn table[5][3] = {TC_ROW(2), TC_ROW(4), TC_ROW(6), TC_ROW(8), TC_ROW(10)};
 #undef TC_ROW
     if (bits % 2 || bits > 10 || S < 8 || (S & (S - 1)))
         return NULL;
-    return table[bits / 2 - 1][S == 8 ? 0 : S == 16 ? 1 : kreg ? 3 : 2];
+    return table[bits / 2 - 1][S == 8 ? 0 : S == 16 ? 1 : 2];
 }
 
 /* B fragments for mma m16n8k16 (col-major B): lane l holds column n = l / 4,
@@ -449,7 +443,7 @@ extern "C" int cbf_ddc_cuda_create(const cbf_ddc_config *cfg, const float *z_hos
     /* The default takes the tensor-core kernel where it applies and its
      * shared memory fits an SM comfortably; the FMA kernel otherwise. */
     const tc_shape tsh = tc_shape_of(cfg->decimation, cfg->taps);
-    const tc_fn tc = tc_pick(cfg->bits, cfg->decimation, tsh.kreg);
+    const tc_fn tc = tc_pick(cfg->bits, cfg->decimation);
     if (!per_thread && !(tc && tsh.smem <= 96 * 1024))
         per_thread = CBF_DDC_DEFAULT_PER_THREAD;
     cbf_ddc_cuda *p = (cbf_ddc_cuda *)calloc(1, sizeof(*p));
@@ -508,8 +502,8 @@ extern "C" int cbf_ddc_cuda_run(cbf_ddc_cuda *plan, const cbf_ddc_job *job, void
         /* Output 0's place in its row: its absolute output number mod 4. */
         const int lead = (int)((job->timestamp + job->start) / (uint64_t)cfg->decimation % 4);
         dim3 grid((unsigned)(((long long)job->outputs + lead + M - 1) / M), 2);
-        tc_pick(cfg->bits, cfg->decimation, sh->kreg)<<<grid, TC_THREADS, sh->smem,
-                                                         (cudaStream_t)stream>>>(
+        tc_pick(cfg->bits, cfg->decimation)<<<grid, TC_THREADS, sh->smem,
+                                               (cudaStream_t)stream>>>(
             (const uint32_t *)job->in[0], (const uint32_t *)job->in[1], (long long)job->start,
             cfg->decimation, sh->ksteps, sh->groups, sh->swz_shift, sh->swz_mask, plan->bfrag,
             plan->scale, phase0, out_step, (long long)job->outputs, lead, last_word,
