@@ -26,7 +26,7 @@ struct cbf_pfb_fft {
     size_t spectra;
     cufftHandle fft;
     int have_fft;
-    float *weights;                 /* device, step x taps */
+    float *weights;                 /* device, step x taps, in element order */
     cbf_pfb_lto_params *params;     /* device: what the callback reads */
     cbf_pfb_lto_params last;        /* host: the params last copied there */
     int have_last;
@@ -88,8 +88,22 @@ extern "C" int cbf_pfb_fft_create(int channels, int taps, int unzip, size_t spec
         e = cudaMalloc((void **)&p->power, pbytes);
     if (e == cudaSuccess)
         e = cudaMallocHost((void **)&p->power_host, pbytes);
+    /* Weights in the callback's element order (pfb_lto.h). */
+    float *wp = (float *)malloc(wbytes);
+    if (!wp) {
+        cbf_pfb_fft_destroy(p);
+        return CBF_KERN_ENOMEM;
+    }
+    const int m = channels / unzip;
+    for (int t = 0; t < taps; t++)
+        for (int pos = 0; pos < channels; pos++) {
+            const size_t j = 2 * (size_t)((pos % m) * unzip + pos / m), row = 2 * (size_t)channels * t;
+            wp[row + 2 * (size_t)pos] = weights_host[row + j];
+            wp[row + 2 * (size_t)pos + 1] = weights_host[row + j + 1];
+        }
     if (e == cudaSuccess)
-        e = cudaMemcpy(p->weights, weights_host, wbytes, cudaMemcpyHostToDevice);
+        e = cudaMemcpy(p->weights, wp, wbytes, cudaMemcpyHostToDevice);
+    free(wp);
     if (e == cudaSuccess)
         e = cudaMemset(p->power, 0, pbytes);
     if (e != cudaSuccess) {
@@ -113,16 +127,16 @@ extern "C" int cbf_pfb_fft_create(int channels, int taps, int unzip, size_t spec
         cbf_pfb_fft_destroy(p);
         return cufft_fail(msg, msglen, "cufftXtSetJITCallback", fr);
     }
-    long long m = channels / unzip;
+    long long n = m;
     size_t work = 0;
-    fr = cufftXtMakePlanMany(p->fft, 1, &m, NULL, 1, m, CUDA_C_32F, NULL, 1, m, CUDA_C_32F,
+    fr = cufftXtMakePlanMany(p->fft, 1, &n, NULL, 1, n, CUDA_C_32F, NULL, 1, n, CUDA_C_32F,
                              (long long)(2 * spectra * unzip), &work, CUDA_C_32F);
     if (fr != CUFFT_SUCCESS) {
         cbf_pfb_fft_destroy(p);
         return cbf_kern_fail(msg, msglen, CBF_KERN_ECUDA,
                              "pfb fft: cuFFT plan of %zu x %lld points with the FIR load "
                              "callback (%s, JIT-linked by libnvJitLink) failed (cufftResult %d)",
-                             2 * spectra * unzip, m, symbol, (int)fr);
+                             2 * spectra * unzip, n, symbol, (int)fr);
     }
     *out = p;
     return 0;

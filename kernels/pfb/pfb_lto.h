@@ -16,7 +16,8 @@
 struct cbf_pfb_lto_params {
     const unsigned *in[2];          /* packed samples as 32-bit words (4-byte aligned) */
     long long first_bit[2];         /* bit of sample start[pol] in in[pol] */
-    const float *w;                 /* [taps][step] */
+    const float *w;                 /* [taps][channels][2]: the weights of y[2i], y[2i+1]
+                                       for element position r m + q, i = q n + r */
     unsigned long long *power;      /* [2][CBF_PFB_LTO_SLOTS] */
     unsigned long long pol_elems;   /* spectra x channels */
     int log_ch, log_m, log_n;       /* log2 of channels, of channels / unzip, of unzip */

@@ -9,7 +9,9 @@
  * z[i] = y[2i] + i y[2i+1] with i = q n + r (pfb.h's unzipped order), and
  * each y[j] = sum_t w[t step + j] x[start + s step + t step + j] is summed
  * in fir_kernel's order (one fmaf per tap from t = 0, starting at 0), so
- * the transform's input is bit for bit the four-pass FIR's output.
+ * the transform's input is bit for bit the four-pass FIR's output. The
+ * weights are stored in element order (pfb_lto.h), so a warp's
+ * neighbouring elements read neighbouring float2 at every unzip.
  *
  * The two samples 2i, 2i+1 (2 x bits <= 32 bits) sit together in the
  * stream: two aligned 32-bit words hold them at the same bit offset in
@@ -45,7 +47,7 @@ __device__ __forceinline__ void add_power(const cbf_pfb_lto_params *p, int pol, 
     asm volatile("mov.u32 %0, %%warpid;" : "=r"(warp));
     const unsigned slot = (sm * 8 + (warp & 7)) & (CBF_PFB_LTO_SLOTS - 1);
     for (int q = 0; q < 2; q++) {
-        unsigned long long v = (unsigned long long)s[2 * q + 1] << 16 | s[2 * q];
+        unsigned long long v = ((unsigned long long)s[2 * q + 1] << 16) + s[2 * q];
         if (v)
             atomicAdd(p->power + q * CBF_PFB_LTO_SLOTS + slot, v);
     }
@@ -64,8 +66,8 @@ __device__ __forceinline__ cufftComplex fir_load(unsigned long long e, const cbf
     const long long bit = p->first_bit[pol] + (s * p->step + j0) * p->bits;
     const unsigned *src = p->in[pol] + (bit >> 5);
     const int off = (int)(bit & 31), bits = p->bits;
-    const float2 *w = reinterpret_cast<const float2 *>(p->w + j0);
-    const int wstep = p->step / 2, row = p->row_words;
+    const float2 *w = reinterpret_cast<const float2 *>(p->w) + pos;
+    const int wstep = 1 << p->log_ch, row = p->row_words;
     unsigned lo[TAPS], hi[TAPS];
     float2 wt[TAPS];
 #pragma unroll
