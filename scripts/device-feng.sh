@@ -12,7 +12,7 @@
 # "|--gpu": CPU, then GPU; add "--gpu --lto" for the FIR in cuFFT's load
 # callback). FENG_PIPELINE=0 leaves the pipeline tests out.
 # FENG_MEMCHECK_ARGS: test_feng's arguments under compute-sanitizer
-# (default --gpu); FENG_MEMCHECK=0 leaves it out.
+# (default --gpu), run last as the slowest; FENG_MEMCHECK=0 leaves it out.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/device-env.sh
@@ -61,6 +61,30 @@ elif [ "${FENG_PIPELINE:-1}" != 0 ]; then
     echo "== pipeline tests not built (libcbf runtime not in this tree?)"
     tail -5 "$OUT/build.log"
 fi
+rm -f "$OUT/last.log"
+"$B/tools/bench/cbf-bench" feng ${FENG_BENCH_ARGS:-} >"$OUT/bench.md" 2>&1
+echo "== cbf-bench feng: exit $?"
+cat "$OUT/bench.md"
+# FENG_NCU=1: Nsight Compute on cuFFT's kernel with the FIR load callback
+# (the one kernel of `cbf-bench feng --path lto` that is neither post's nor
+# the gain table's) at each size of FENG_NCU_CHANNELS (channels, or
+# channels:symbol for a measurement variant of the callback).
+if [ "${FENG_NCU:-0}" = 1 ] && command -v ncu >/dev/null; then
+    for spec in ${FENG_NCU_CHANNELS:-4096 32768}; do
+        # channels, or channels:symbol for a callback variant (pfb_lto.h)
+        ch=${spec%%:*} sym=
+        [ "$spec" != "$ch" ] && sym=${spec#*:}
+        CBF_PFB_LTO_SYMBOL=$sym timeout "${FENG_NCU_TIMEOUT:-60}" ncu --clock-control none \
+            -k 'regex:^(?!post_kernel|eff_gain_kernel).*$' --launch-count 1 \
+            --section SpeedOfLight --section MemoryWorkloadAnalysis \
+            --section MemoryWorkloadAnalysis_Tables --section Occupancy --section LaunchStats \
+            --section WarpStateStats --section InstructionStats --print-details all \
+            "$B/tools/bench/cbf-bench" feng --path lto --channels "$ch" --reps 1 \
+            --samples 67108864 >"$OUT/ncu-$ch${sym:+-$sym}.txt" 2>&1
+        echo "== ncu lto $ch channels ${sym:-(default callback)}: exit $?"
+        grep -E "^  [a-zA-Z_]|Duration|DRAM Throughput|Memory Throughput|L1/TEX Hit|L2 Hit|L1/TEX Cache Throughput|L2 Cache Throughput|Compute \(SM\) Throughput|Executed Ipc A|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Size|Grid Size|Local Memory|Executed Instructions  |Warp Cycles Per Issued|Stall Long|Stall LG|local_op_(ld|st).sum  |lts__t_sectors_srcunit_tex.sum  " "$OUT/ncu-$ch${sym:+-$sym}.txt" | head -24
+    done
+fi
 if [ "${FENG_MEMCHECK:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; then
     start=$SECONDS
     timeout "${FENG_MEMCHECK_TIMEOUT:-150}" compute-sanitizer --tool memcheck --leak-check no \
@@ -68,26 +92,6 @@ if [ "${FENG_MEMCHECK:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; th
     r=$?
     echo "== memcheck ${FENG_MEMCHECK_ARGS:---gpu}: exit $r, $((SECONDS - start)) s ($(grep -c 'Invalid\|out of bounds' "$OUT/memcheck.log") invalid accesses)"
     tail -3 "$OUT/memcheck.log"
-fi
-rm -f "$OUT/last.log"
-"$B/tools/bench/cbf-bench" feng ${FENG_BENCH_ARGS:-} >"$OUT/bench.md" 2>&1
-echo "== cbf-bench feng: exit $?"
-cat "$OUT/bench.md"
-# FENG_NCU=1: Nsight Compute on cuFFT's kernel with the FIR load callback
-# (the one kernel of `cbf-bench feng --path lto` that is neither post's nor
-# the gain table's) at each size of FENG_NCU_CHANNELS.
-if [ "${FENG_NCU:-0}" = 1 ] && command -v ncu >/dev/null; then
-    for ch in ${FENG_NCU_CHANNELS:-4096 32768}; do
-        timeout "${FENG_NCU_TIMEOUT:-60}" ncu --clock-control none \
-            -k 'regex:^(?!post_kernel|eff_gain_kernel).*$' --launch-count 1 \
-            --section SpeedOfLight --section MemoryWorkloadAnalysis \
-            --section MemoryWorkloadAnalysis_Tables --section Occupancy --section LaunchStats \
-            --section WarpStateStats --section InstructionStats --print-details all \
-            "$B/tools/bench/cbf-bench" feng --path lto --channels "$ch" --reps 1 \
-            --samples 67108864 >"$OUT/ncu-$ch.txt" 2>&1
-        echo "== ncu lto $ch channels: exit $?"
-        grep -E "^  [a-zA-Z_]|Duration|DRAM Throughput|Memory Throughput|L1/TEX Hit|L2 Hit|L1/TEX Cache Throughput|L2 Cache Throughput|Compute \(SM\) Throughput|Executed Ipc A|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Size|Grid Size|Local Memory|Executed Instructions  |Warp Cycles Per Issued|Stall|sectors" "$OUT/ncu-$ch.txt" | head -40
-    done
 fi
 if [ -n "${FENG_AFTER:-}" ]; then
     eval "$FENG_AFTER"
