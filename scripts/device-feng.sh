@@ -85,9 +85,15 @@ if [ "${FENG_NCU:-0}" = 1 ] && command -v ncu >/dev/null; then
         grep -E "^  [a-zA-Z_]|Duration|DRAM Throughput|Memory Throughput|L1/TEX Hit|L2 Hit|L1/TEX Cache Throughput|L2 Cache Throughput|Compute \(SM\) Throughput|Executed Ipc A|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Size|Grid Size|Local Memory|Executed Instructions  |Warp Cycles Per Issued|Stall Long|Stall LG|local_op_(ld|st).sum  |lts__t_sectors_srcunit_tex.sum  " "$OUT/ncu-$ch${sym:+-$sym}.txt" | head -24
     done
 fi
-if [ "${FENG_MEMCHECK:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; then
+# FENG_DEADLINE: seconds into the script by which memcheck must end (it
+# gets what is left, up to FENG_MEMCHECK_TIMEOUT), for a device call's limit.
+mc_limit=${FENG_MEMCHECK_TIMEOUT:-150}
+if [ -n "${FENG_DEADLINE:-}" ] && [ $((FENG_DEADLINE - SECONDS)) -lt "$mc_limit" ]; then
+    mc_limit=$((FENG_DEADLINE - SECONDS))
+fi
+if [ "${FENG_MEMCHECK:-1}" != 0 ] && [ "$mc_limit" -gt 5 ] && command -v compute-sanitizer >/dev/null; then
     start=$SECONDS
-    timeout "${FENG_MEMCHECK_TIMEOUT:-150}" compute-sanitizer --tool memcheck --leak-check no \
+    timeout "$mc_limit" compute-sanitizer --tool memcheck --leak-check no \
         "$B/tests/feng/test_feng" ${FENG_MEMCHECK_ARGS:---gpu} >"$OUT/memcheck.log" 2>&1
     r=$?
     echo "== memcheck ${FENG_MEMCHECK_ARGS:---gpu}: exit $r, $((SECONDS - start)) s ($(grep -c 'Invalid\|out of bounds' "$OUT/memcheck.log") invalid accesses)"
