@@ -67,22 +67,18 @@ echo "== cbf-bench feng: exit $?"
 cat "$OUT/bench.md"
 # FENG_NCU=1: Nsight Compute on cuFFT's kernel with the FIR load callback
 # (the one kernel of `cbf-bench feng --path lto` that is neither post's nor
-# the gain table's) at each size of FENG_NCU_CHANNELS (channels, or
-# channels:symbol for a measurement variant of the callback).
+# the gain table's) at each size of FENG_NCU_CHANNELS.
 if [ "${FENG_NCU:-0}" = 1 ] && command -v ncu >/dev/null; then
-    for spec in ${FENG_NCU_CHANNELS:-4096 32768}; do
-        # channels, or channels:symbol for a callback variant (pfb_lto.h)
-        ch=${spec%%:*} sym=
-        [ "$spec" != "$ch" ] && sym=${spec#*:}
-        CBF_PFB_LTO_SYMBOL=$sym timeout "${FENG_NCU_TIMEOUT:-60}" ncu --clock-control none \
+    for ch in ${FENG_NCU_CHANNELS:-4096 32768}; do
+        timeout "${FENG_NCU_TIMEOUT:-60}" ncu --clock-control none \
             -k 'regex:^(?!post_kernel|eff_gain_kernel).*$' --launch-count 1 \
             --section SpeedOfLight --section MemoryWorkloadAnalysis \
             --section MemoryWorkloadAnalysis_Tables --section Occupancy --section LaunchStats \
             --section WarpStateStats --section InstructionStats --print-details all \
             "$B/tools/bench/cbf-bench" feng --path lto --channels "$ch" --reps 1 \
-            --samples 67108864 >"$OUT/ncu-$ch${sym:+-$sym}.txt" 2>&1
-        echo "== ncu lto $ch channels ${sym:-(default callback)}: exit $?"
-        grep -E "^  [a-zA-Z_]|Duration|DRAM Throughput|Memory Throughput|L1/TEX Hit|L2 Hit|L1/TEX Cache Throughput|L2 Cache Throughput|Compute \(SM\) Throughput|Executed Ipc A|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Size|Grid Size|Local Memory|Executed Instructions  |Warp Cycles Per Issued|Stall Long|Stall LG|local_op_(ld|st).sum  |lts__t_sectors_srcunit_tex.sum  " "$OUT/ncu-$ch${sym:+-$sym}.txt" | head -24
+            --samples 67108864 >"$OUT/ncu-$ch.txt" 2>&1
+        echo "== ncu lto $ch channels: exit $?"
+        grep -E "^  [a-zA-Z_]|Duration|DRAM Throughput|Memory Throughput|L1/TEX Hit|L2 Hit|L1/TEX Cache Throughput|L2 Cache Throughput|Compute \(SM\) Throughput|Executed Ipc A|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Size|Grid Size|Local Memory|Executed Instructions  |Warp Cycles Per Issued|Stall Long|Stall LG|local_op_(ld|st).sum  |lts__t_sectors_srcunit_tex.sum  " "$OUT/ncu-$ch.txt" | head -24
     done
 fi
 # FENG_DEADLINE: seconds into the script by which memcheck must end (it

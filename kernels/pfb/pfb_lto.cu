@@ -114,9 +114,6 @@ extern "C" int cbf_pfb_fft_create(int channels, int taps, int unzip, size_t spec
      * call, which links it in. */
     char symbol[64];
     snprintf(symbol, sizeof symbol, CBF_PFB_LTO_SYMBOL_FMT, taps);
-    const char *other = getenv(CBF_PFB_LTO_SYMBOL_ENV);
-    if (taps == 16 && other && *other)
-        snprintf(symbol, sizeof symbol, "%s", other);
     cufftResult fr = cufftCreate(&p->fft);
     if (fr != CUFFT_SUCCESS) {
         cbf_pfb_fft_destroy(p);

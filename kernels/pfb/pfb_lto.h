@@ -28,9 +28,5 @@ struct cbf_pfb_lto_params {
  * function: cuFFT's wrapper declares the name it is given in C++, so the
  * mangled names agree). */
 #define CBF_PFB_LTO_SYMBOL_FMT "cbf_pfb_lto_load_%d"
-/* For measurements only: the environment variable CBF_PFB_LTO_SYMBOL names
- * another entry point (cbf_pfb_lto_load_16_g8, _g4, _g1: 16 taps, loads
- * issued in groups of 8, 4, 1 taps) for plans of 16 taps. */
-#define CBF_PFB_LTO_SYMBOL_ENV "CBF_PFB_LTO_SYMBOL"
 
 #endif

@@ -53,11 +53,7 @@ __device__ __forceinline__ void add_power(const cbf_pfb_lto_params *p, int pol, 
     }
 }
 
-/* G: taps whose loads are issued together. G = TAPS issues all 3 x TAPS
- * loads of a call before its arithmetic (the most in flight, the most
- * registers); smaller G walks the taps in groups, a rolled loop, so the
- * callback holds fewer registers where cuFFT calls it as a function. */
-template <int TAPS, int G>
+template <int TAPS>
 __device__ __forceinline__ cufftComplex fir_load(unsigned long long e, const cbf_pfb_lto_params *p)
 {
     const int pol = e >= p->pol_elems;
@@ -72,6 +68,14 @@ __device__ __forceinline__ cufftComplex fir_load(unsigned long long e, const cbf
     const int off = (int)(bit & 31), bits = p->bits;
     const float2 *w = reinterpret_cast<const float2 *>(p->w) + pos;
     const int wstep = 1 << p->log_ch, row = p->row_words;
+    unsigned lo[TAPS], hi[TAPS];
+    float2 wt[TAPS];
+#pragma unroll
+    for (int t = 0; t < TAPS; t++) {
+        hi[t] = __ldg(src + t * row);
+        lo[t] = __ldg(src + t * row + 1);
+        wt[t] = __ldg(w + t * wstep);
+    }
     /* Samples to float without I2F (a quarter-rate instruction): the
      * field u, its sign bit flipped, below the mantissa of 2^23 is
      * 2^23 + (u ^ sb) exactly; subtracting 2^23 + sb leaves the signed
@@ -80,32 +84,17 @@ __device__ __forceinline__ cufftComplex fir_load(unsigned long long e, const cbf
     const float bias = __uint_as_float(key);
     float re = 0.0f, im = 0.0f;
     unsigned pw = 0;
-#pragma unroll 1
-    for (int t0 = 0; t0 < TAPS; t0 += G) {
-        unsigned lo[G], hi[G];
-        float2 wt[G];
 #pragma unroll
-        for (int g = 0; g < G; g++) {
-            if (TAPS % G && t0 + g >= TAPS)
-                break;
-            hi[g] = __ldg(src + (t0 + g) * row);
-            lo[g] = __ldg(src + (t0 + g) * row + 1);
-            wt[g] = __ldg(w + (t0 + g) * wstep);
+    for (int t = 0; t < TAPS; t++) {
+        const unsigned top = __funnelshift_l(be32(lo[t]), be32(hi[t]), off);
+        const float a = __uint_as_float((top >> (32 - bits)) ^ key) - bias;
+        const float b = __uint_as_float(((top >> (32 - 2 * bits)) & mask) ^ key) - bias;
+        if (t == 0) {
+            const int ia = (int)a, ib = (int)b;
+            pw = (unsigned)(ia * ia) + (unsigned)(ib * ib);
         }
-#pragma unroll
-        for (int g = 0; g < G; g++) {
-            if (TAPS % G && t0 + g >= TAPS)
-                break;
-            const unsigned top = __funnelshift_l(be32(lo[g]), be32(hi[g]), off);
-            const float a = __uint_as_float((top >> (32 - bits)) ^ key) - bias;
-            const float b = __uint_as_float(((top >> (32 - 2 * bits)) & mask) ^ key) - bias;
-            if (t0 + g == 0) {
-                const int ia = (int)a, ib = (int)b;
-                pw = (unsigned)(ia * ia) + (unsigned)(ib * ib);
-            }
-            re = fmaf(wt[g].x, a, re);
-            im = fmaf(wt[g].y, b, im);
-        }
+        re = fmaf(wt[t].x, a, re);
+        im = fmaf(wt[t].y, b, im);
     }
     add_power(p, pol, pw);
     return make_float2(re, im);
@@ -113,31 +102,28 @@ __device__ __forceinline__ cufftComplex fir_load(unsigned long long e, const cbf
 
 /* The entry points, one per tap count (pfb_lto.h's CBF_PFB_LTO_SYMBOL_FMT),
  * with the signature cuFFT's wrapper declares for a complex load. */
-#define CBF_PFB_LTO_LOAD(NAME, T, G)                                                         \
-    __device__ cufftComplex NAME(void *data, unsigned long long e, void *info, void *shared)   \
+#define CBF_PFB_LTO_LOAD(T)                                                                  \
+    __device__ cufftComplex cbf_pfb_lto_load_##T(void *data, unsigned long long e, void *info, \
+                                                 void *shared)                               \
     {                                                                                        \
         (void)data;                                                                          \
         (void)shared;                                                                        \
-        return fir_load<T, G>(e, static_cast<const cbf_pfb_lto_params *>(info));            \
+        return fir_load<T>(e, static_cast<const cbf_pfb_lto_params *>(info));               \
     }
-CBF_PFB_LTO_LOAD(cbf_pfb_lto_load_1, 1, 1)
-CBF_PFB_LTO_LOAD(cbf_pfb_lto_load_2, 2, 2)
-CBF_PFB_LTO_LOAD(cbf_pfb_lto_load_3, 3, 3)
-CBF_PFB_LTO_LOAD(cbf_pfb_lto_load_4, 4, 4)
-CBF_PFB_LTO_LOAD(cbf_pfb_lto_load_5, 5, 5)
-CBF_PFB_LTO_LOAD(cbf_pfb_lto_load_6, 6, 6)
-CBF_PFB_LTO_LOAD(cbf_pfb_lto_load_7, 7, 7)
-CBF_PFB_LTO_LOAD(cbf_pfb_lto_load_8, 8, 8)
-CBF_PFB_LTO_LOAD(cbf_pfb_lto_load_9, 9, 9)
-CBF_PFB_LTO_LOAD(cbf_pfb_lto_load_10, 10, 10)
-CBF_PFB_LTO_LOAD(cbf_pfb_lto_load_11, 11, 11)
-CBF_PFB_LTO_LOAD(cbf_pfb_lto_load_12, 12, 12)
-CBF_PFB_LTO_LOAD(cbf_pfb_lto_load_13, 13, 13)
-CBF_PFB_LTO_LOAD(cbf_pfb_lto_load_14, 14, 14)
-CBF_PFB_LTO_LOAD(cbf_pfb_lto_load_15, 15, 15)
-CBF_PFB_LTO_LOAD(cbf_pfb_lto_load_16, 16, 16)
-/* Measurement variants of 16 taps in groups of 8, 4 and 1 (pfb_lto.h). */
-CBF_PFB_LTO_LOAD(cbf_pfb_lto_load_16_g8, 16, 8)
-CBF_PFB_LTO_LOAD(cbf_pfb_lto_load_16_g4, 16, 4)
-CBF_PFB_LTO_LOAD(cbf_pfb_lto_load_16_g1, 16, 1)
+CBF_PFB_LTO_LOAD(1)
+CBF_PFB_LTO_LOAD(2)
+CBF_PFB_LTO_LOAD(3)
+CBF_PFB_LTO_LOAD(4)
+CBF_PFB_LTO_LOAD(5)
+CBF_PFB_LTO_LOAD(6)
+CBF_PFB_LTO_LOAD(7)
+CBF_PFB_LTO_LOAD(8)
+CBF_PFB_LTO_LOAD(9)
+CBF_PFB_LTO_LOAD(10)
+CBF_PFB_LTO_LOAD(11)
+CBF_PFB_LTO_LOAD(12)
+CBF_PFB_LTO_LOAD(13)
+CBF_PFB_LTO_LOAD(14)
+CBF_PFB_LTO_LOAD(15)
+CBF_PFB_LTO_LOAD(16)
 #undef CBF_PFB_LTO_LOAD

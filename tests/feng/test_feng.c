@@ -1070,24 +1070,6 @@ static void test_lto_vs_four_pass(void **state)
         feng_case_free_input(&c);
         free(w);
     }
-    /* The measurement variants of the 16-tap callback (kernels/pfb/pfb_lto.h:
-     * loads in groups of taps), each on its own plan, against the model. */
-    const char *variants[] = {"cbf_pfb_lto_load_16_g8", "cbf_pfb_lto_load_16_g4",
-                              "cbf_pfb_lto_load_16_g1"};
-    for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
-        float *w = new_weights(2048, 16);
-        feng_case c;
-        feng_case_random(&c, 2048, 16, 10, 2, 8, 2, w);
-        set_random_gains(&c, 25.0);
-        setenv("CBF_PFB_LTO_SYMBOL", variants[i], 1);
-        feng_release();
-        feng_result r = check_case(&c, variants[i]);
-        unsetenv("CBF_PFB_LTO_SYMBOL");
-        feng_release();
-        feng_result_free(&r);
-        feng_case_free_input(&c);
-        free(w);
-    }
 }
 
 int main(int argc, char **argv)

@@ -30,7 +30,6 @@ enum { PATH_FOUR = 1, PATH_LTO = 2 };
 typedef struct opts {
     int channels[8], n_channels, taps, bits, reps, unzip, paths;
     size_t samples; /* per pol per run */
-    const char *lto_symbols; /* --lto-symbols: measurement variants, comma-separated */
 } opts;
 
 #define CK(call) CBF_BENCH_CK("feng", call)
@@ -186,24 +185,7 @@ static int bench_one(const opts *o, int channels, double copy_rate, chain *c)
                 "%llu\n", channels, unzip, spectra, (unsigned long long)sat[0],
                 (unsigned long long)sat[1]);
     }
-    /* Variant 0 is the plan's own callback; --lto-symbols adds measurement
-     * variants (kernels/pfb/pfb_lto.h), each its own plan. */
-    char list[256], *variant[5] = {""};
-    int n_variants = 1;
-    snprintf(list, sizeof list, "%s", o->lto_symbols ? o->lto_symbols : "");
-    for (char *tok = strtok(list, ","); tok && n_variants < 5; tok = strtok(NULL, ","))
-        variant[n_variants++] = tok;
-    for (int vi = 0; (o->paths & PATH_LTO) && vi < n_variants; vi++) {
-        const char *v = variant[vi];
-        char name_lto[32] = "lto", name_chain[32] = "lto chain";
-        if (*v) {
-            const char *tag = strrchr(v, '_') ? strrchr(v, '_') + 1 : v;
-            snprintf(name_lto, sizeof name_lto, "lto %s", tag);
-            snprintf(name_chain, sizeof name_chain, "chain %s", tag);
-            setenv("CBF_PFB_LTO_SYMBOL", v, 1);
-        } else {
-            unsetenv("CBF_PFB_LTO_SYMBOL");
-        }
+    if (o->paths & PATH_LTO) {
         /* Making the plan JIT-links cuFFT's kernel with the callback. */
         cudaEvent_t e0, e1;
         float t_plan = 0, t_lto, t_lto_chain;
@@ -224,12 +206,11 @@ static int bench_one(const opts *o, int channels, double copy_rate, chain *c)
         if (report("power", cbf_pfb_fft_power(c->lto, c->stream, power, msg, sizeof msg), msg) ||
             report("saturated", cbf_fft_post_cuda_saturated(c->post, sat, msg, sizeof msg), msg))
             return 1;
-        row(name_lto, channels, t_lto, samples, in_b + 4, copy_rate, 0);
-        row(name_chain, channels, t_lto_chain, samples, in_b + 4 + 4 + 1, copy_rate, four);
-        fprintf(stderr, "# %d channels, %s: plan made (JIT-linked) in %.0f ms, power %llu + "
-                "%llu, last run saturated %llu + %llu\n", channels, name_lto, t_plan,
-                (unsigned long long)power[0], (unsigned long long)power[1],
-                (unsigned long long)sat[0], (unsigned long long)sat[1]);
+        row("lto", channels, t_lto, samples, in_b + 4, copy_rate, 0);
+        row("lto chain", channels, t_lto_chain, samples, in_b + 4 + 4 + 1, copy_rate, four);
+        fprintf(stderr, "# %d channels, lto: plan made (JIT-linked) in %.0f ms, last run "
+                "saturated %llu + %llu\n", channels, t_plan, (unsigned long long)sat[0],
+                (unsigned long long)sat[1]);
         cbf_pfb_fft_destroy(c->lto);
         c->lto = NULL;
     }
@@ -254,11 +235,10 @@ static int parse(int argc, char **argv, opts *o)
             fprintf(strcmp(a, "--help") ? stderr : stdout,
                     "usage: cbf-bench feng [--channels 4096,8192,32768] [--taps 16] [--bits 10]\n"
                     "                      [--samples 268435456] [--reps 20] [--unzip 0|1|2|4]\n"
-                    "                      [--path four-pass|lto|both] [--lto-symbols a,b]\n"
+                    "                      [--path four-pass|lto|both]\n"
                     "samples: per polarisation per run; unzip 0 chooses as the engine does;\n"
                     "path: lto is the FIR in cuFFT's load callback + post (both: the default,\n"
-                    "four-pass alone where the build lacks the callback); lto-symbols: 16-tap\n"
-                    "callback variants timed too (kernels/pfb/pfb_lto.h)\n");
+                    "four-pass alone where the build lacks the callback)\n");
             return strcmp(a, "--help") ? 2 : 1;
         }
         i++;
@@ -276,8 +256,6 @@ static int parse(int argc, char **argv, opts *o)
             o->reps = atoi(v) < 1 ? 1 : atoi(v) > 64 ? 64 : atoi(v);
         else if (!strcmp(a, "--unzip"))
             o->unzip = atoi(v);
-        else if (!strcmp(a, "--lto-symbols"))
-            o->lto_symbols = v;
         else if (!strcmp(a, "--path")) {
             o->paths = !strcmp(v, "four-pass") ? PATH_FOUR
                        : !strcmp(v, "lto")      ? PATH_LTO
