@@ -87,31 +87,6 @@ int cbf_pfb_cuda_power_async(cbf_pfb_cuda *plan, void *stream, uint64_t dst[2], 
                              size_t msglen);
 void cbf_pfb_cuda_destroy(cbf_pfb_cuda *plan);
 
-/* The FIR inside cuFFT's load callback (issue 17: one pass over memory
- * fewer than FIR + cuFFT). A plan holds the weights and a cuFFT plan of
- * 2 x spectra x unzip transforms of channels / unzip points whose load
- * callback (LTO-IR, JIT-linked when the plan is made) computes each input
- * element from the packed samples, summed as cbf_pfb_cuda_run sums it, so
- * the transform's input is bit for bit the FIR's output. run writes
- * job->out ([pol][spectra][step], out_pol_stride = spectra x step) with
- * what fft_post's transform would leave in place there, ready for
- * cbf_fft_post_cuda_post; job->spectra must be the plan's, job->in[pol]
- * 4-byte aligned. Enqueued on a stream (cudaStream_t as void *), as
- * cbf_pfb_cuda_run; power: as cbf_pfb_cuda_power (waits for the stream).
- * Making the plan JIT-links cuFFT's kernel (libnvJitLink and NVRTC must be
- * loadable at run time): make it once, not per run.
- * available: 0 when this build has the callback, else CBF_KERN_ENOTSUP
- * with the reason (then create fails the same way). CUDA builds only. */
-typedef struct cbf_pfb_fft cbf_pfb_fft;
-int cbf_pfb_fft_available(char *msg, size_t msglen);
-int cbf_pfb_fft_create(int channels, int taps, int unzip, size_t spectra,
-                       const float *weights_host, cbf_pfb_fft **out, char *msg, size_t msglen);
-int cbf_pfb_fft_run(cbf_pfb_fft *plan, const cbf_pfb_job *job, void *stream, char *msg,
-                    size_t msglen);
-int cbf_pfb_fft_power(cbf_pfb_fft *plan, void *stream, uint64_t power[2], char *msg,
-                      size_t msglen);
-void cbf_pfb_fft_destroy(cbf_pfb_fft *plan);
-
 /* Narrowband (complex) FIR, for the ddc output (cbf.ddc.complex): complex
  * float32 (re, im) input [pol][sample], step = 2 x channels complex samples
  * per spectrum (the 2N-point complex transform whose outer half fft_post

@@ -15,8 +15,6 @@
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
-int feng_lto;
-
 void feng_seed(uint64_t seed) { rng_state = seed ? seed : 1; }
 
 uint64_t feng_rand(void)
@@ -210,46 +208,6 @@ static int gpu_fir(void *ctx, const cbf_pfb_job *job, char *msg, size_t msglen)
     return cbf_pfb_cuda_run(x->plan, job, x->stream, msg, msglen);
 }
 
-/* The LTO plan of the last case, kept while the shape and weights stay:
- * making one JIT-links cuFFT's kernel, which takes far longer than a run. */
-static struct {
-    cbf_pfb_fft *plan;
-    int channels, taps, unzip;
-    size_t spectra;
-    float *weights;
-} lto_cache;
-
-static int lto_plan(const feng_case *c, size_t spectra, cbf_pfb_fft **out, char *msg,
-                    size_t msglen)
-{
-    const size_t wn = 2 * (size_t)c->channels * (size_t)c->taps;
-    if (lto_cache.plan && lto_cache.channels == c->channels && lto_cache.taps == c->taps &&
-        lto_cache.unzip == c->unzip && lto_cache.spectra == spectra &&
-        !memcmp(lto_cache.weights, c->weights, wn * sizeof(float))) {
-        *out = lto_cache.plan;
-        return 0;
-    }
-    cbf_pfb_fft_destroy(lto_cache.plan);
-    free(lto_cache.weights);
-    memset(&lto_cache, 0, sizeof lto_cache);
-    int rc = cbf_pfb_fft_create(c->channels, c->taps, c->unzip, spectra, c->weights,
-                                &lto_cache.plan, msg, msglen);
-    if (rc)
-        return rc;
-    lto_cache.weights = malloc(wn * sizeof(float));
-    if (!lto_cache.weights) {
-        snprintf(msg, msglen, "out of memory");
-        return -2;
-    }
-    memcpy(lto_cache.weights, c->weights, wn * sizeof(float));
-    lto_cache.channels = c->channels;
-    lto_cache.taps = c->taps;
-    lto_cache.unzip = c->unzip;
-    lto_cache.spectra = spectra;
-    *out = lto_cache.plan;
-    return 0;
-}
-
 static int run_gpu(const feng_case *c, feng_result *r, char *msg, size_t msglen)
 {
     cbf_pfb_job job;
@@ -271,26 +229,14 @@ static int run_gpu(const feng_case *c, feng_result *r, char *msg, size_t msglen)
     TRY(cudaMemset(d_data, 0xff, floats * sizeof(float)));
     TRY(cudaMalloc((void **)&d_out, r->out_bytes));
     TRY(cudaMemset(d_out, 0x88, r->out_bytes));
+    if ((rc = cbf_pfb_cuda_create(c->channels, c->taps, c->weights, &pfb, msg, msglen)))
+        goto out;
     job.out = d_data;
-    if (feng_lto) {
-        /* FIR and transform in one: the whole job in one call (fir_split is
-         * the four-pass FIR's business), and no FIR output to copy. */
-        cbf_pfb_fft *lto = NULL;
-        job.in[0] = d_in[0];
-        job.in[1] = d_in[1];
-        if ((rc = lto_plan(c, job.spectra, &lto, msg, msglen)) ||
-            (rc = cbf_pfb_fft_run(lto, &job, stream, msg, msglen)) ||
-            (rc = cbf_pfb_fft_power(lto, stream, r->power, msg, msglen)))
-            goto out;
-    } else {
-        if ((rc = cbf_pfb_cuda_create(c->channels, c->taps, c->weights, &pfb, msg, msglen)))
-            goto out;
-        struct gpu_ctx ctx = {pfb, stream};
-        if ((rc = fir_pieces(c, &job, d_in, gpu_fir, &ctx, msg, msglen)) ||
-            (rc = cbf_pfb_cuda_power(pfb, stream, r->power, msg, msglen)))
-            goto out;
-        TRY(cudaMemcpy(r->fir, d_data, floats * sizeof(float), cudaMemcpyDeviceToHost));
-    }
+    struct gpu_ctx ctx = {pfb, stream};
+    if ((rc = fir_pieces(c, &job, d_in, gpu_fir, &ctx, msg, msglen)) ||
+        (rc = cbf_pfb_cuda_power(pfb, stream, r->power, msg, msglen)))
+        goto out;
+    TRY(cudaMemcpy(r->fir, d_data, floats * sizeof(float), cudaMemcpyDeviceToHost));
     if ((rc = cbf_fft_post_cuda_create(&cfg, stream, &post, msg, msglen)) ||
         (rc = cbf_fft_post_cuda_set_gains(post, c->gains, msg, msglen)) ||
         (c->switch_gains && (rc = cbf_fft_post_cuda_set_next_gains(post, c->next_gains, msg, msglen))))
@@ -299,7 +245,7 @@ static int run_gpu(const feng_case *c, feng_result *r, char *msg, size_t msglen)
                            {c->fine_delay[0], c->fine_delay[1]}, {c->phase[0], c->phase[1]},
                            c->spectrum_delay, c->switch_gains, c->gain_switch,
                            c->first_spectrum};
-    if ((rc = (feng_lto ? cbf_fft_post_cuda_post : cbf_fft_post_cuda_run)(post, &a, msg, msglen)) ||
+    if ((rc = cbf_fft_post_cuda_run(post, &a, msg, msglen)) ||
         (rc = cbf_fft_post_cuda_saturated(post, r->saturated, msg, msglen)))
         goto out;
     TRY(cudaMemcpy(r->out, d_out, r->out_bytes, cudaMemcpyDeviceToHost));
@@ -315,15 +261,6 @@ out:
     return rc;
 }
 #endif
-
-void feng_release(void)
-{
-#ifdef CBF_HAVE_CUDA
-    cbf_pfb_fft_destroy(lto_cache.plan);
-    free(lto_cache.weights);
-    memset(&lto_cache, 0, sizeof lto_cache);
-#endif
-}
 
 #ifdef CBF_HAVE_CUDA
 static int post_only_gpu(const cbf_fft_post_config *cfg, float *fir, size_t pol_stride,
@@ -400,7 +337,6 @@ int feng_run(int gpu, const feng_case *c, feng_result *r, char *msg, size_t msgl
     size_t floats = 2 * spectra * 2 * (size_t)c->channels;
     r->out_bytes = spectra * (size_t)c->channels * 2 * (c->out_bits == 8 ? 2 : 1);
     r->fir = malloc(floats * sizeof(float));
-    memset(r->fir, 0xff, floats * sizeof(float));
     r->out = malloc(r->out_bytes);
     memset(r->out, 0x88, r->out_bytes);
     if (!gpu)

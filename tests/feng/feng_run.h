@@ -29,19 +29,11 @@ typedef struct feng_case {
 } feng_case;
 
 typedef struct feng_result {
-    float *fir;            /* [pol][spectra][step] FIR output (before the FFT); NaN
-                              (0xff bytes) with feng_lto, which keeps none */
+    float *fir;            /* [pol][spectra][step] FIR output (before the FFT) */
     uint8_t *out;          /* engine output */
     size_t out_bytes;
     uint64_t saturated[2], power[2];
 } feng_result;
-
-/* 1: GPU runs take the FIR inside cuFFT's load callback (cbf_pfb_fft)
- * and then fft_post's post alone, instead of FIR + cuFFT + post
- * (test_feng --gpu --lto). Plans are kept between runs of the same shape
- * and weights; feng_release frees the last. */
-extern int feng_lto;
-void feng_release(void);
 
 /* 1 when a GPU can run the CUDA kernels here. */
 int feng_have_gpu(void);

@@ -1,8 +1,6 @@
 /* test_feng.c: the wideband F-engine kernels (pfb + fft_post) against the
  * float64 model in feng_ref.c. Run with --gpu for the CUDA kernels (exit 77,
- * skipped, without a GPU), --gpu --lto for them with the FIR inside cuFFT's
- * load callback (cbf_pfb_fft; skipped where the build lacks it); the same
- * cases hold on all three.
+ * skipped, without a GPU); the same cases hold on both.
  *
  * Tolerance: float32 FIR and FFT arithmetic leaves errors near 1e-5 of the
  * value before rounding; an output rounds differently from the float64
@@ -1033,67 +1031,19 @@ static void test_missing_heap(void **state)
     assert_int_equal(pres[1], 1);
 }
 
-/* With --lto: the FIR in cuFFT's load callback against the four-pass
- * chain on the same input, every unzip. Both are held against the model by
- * check_case; this says how many output values the two differ in (the
- * transform's input is the same bits, so only a different cuFFT kernel
- * for the callback plan could make any differ) and holds the power equal. */
-static void test_lto_vs_four_pass(void **state)
-{
-    (void)state;
-    if (!use_gpu || !feng_lto)
-        skip();
-    const struct { int channels, unzip; } cases[] = {{4096, 1}, {4096, 2}, {8192, 4}};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        float *w = new_weights(cases[i].channels, 16);
-        feng_case c;
-        feng_case_random(&c, cases[i].channels, 16, 10, cases[i].unzip, 16, 2, w);
-        set_random_gains(&c, 25.0);
-        char what[96];
-        snprintf(what, sizeof what, "lto, %d channels, unzip %d", cases[i].channels,
-                 cases[i].unzip);
-        feng_result lto = check_case(&c, what), four;
-        char msg[512];
-        feng_lto = 0;
-        int rc = feng_run(1, &c, &four, msg, sizeof msg);
-        feng_lto = 1;
-        if (rc)
-            fail_msg("%s: four-pass run: %s", what, msg);
-        size_t differ = 0;
-        for (size_t j = 0; j < lto.out_bytes; j++)
-            differ += lto.out[j] != four.out[j];
-        printf("# %s: %zu of %zu output bytes differ from the four-pass chain's\n", what, differ,
-               lto.out_bytes);
-        assert_true(lto.power[0] == four.power[0] && lto.power[1] == four.power[1]);
-        feng_result_free(&lto);
-        feng_result_free(&four);
-        feng_case_free_input(&c);
-        free(w);
-    }
-}
-
 int main(int argc, char **argv)
 {
     use_gpu = argc > 1 && !strcmp(argv[1], "--gpu");
-    feng_lto = use_gpu && argc > 2 && !strcmp(argv[2], "--lto");
     if (use_gpu && !feng_have_gpu()) {
         printf("SKIP: no CUDA GPU here (or built without CUDA)\n");
         return 77;
     }
-#ifdef CBF_HAVE_CUDA
-    char why[256];
-    if (feng_lto && cbf_pfb_fft_available(why, sizeof why)) {
-        printf("SKIP: %s\n", why);
-        return 77;
-    }
-#endif
     uint64_t seed = (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
     if (getenv("FENG_SEED"))
         seed = strtoull(getenv("FENG_SEED"), NULL, 0);
     feng_seed(seed);
-    printf("# %s kernels%s, seed %llu (FENG_SEED=%llu repeats it)\n", use_gpu ? "CUDA" : "CPU",
-           feng_lto ? " (FIR in cuFFT's load callback)" : "", (unsigned long long)seed,
-           (unsigned long long)seed);
+    printf("# %s kernels, seed %llu (FENG_SEED=%llu repeats it)\n", use_gpu ? "CUDA" : "CPU",
+           (unsigned long long)seed, (unsigned long long)seed);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_weights),
         cmocka_unit_test(test_chain_random),
@@ -1113,9 +1063,6 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_dither_keeps_integers),
         cmocka_unit_test(test_dither_tone),
         cmocka_unit_test(test_dither_cpu_gpu),
-        cmocka_unit_test(test_lto_vs_four_pass),
     };
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    feng_release();
-    return rc;
+    return cmocka_run_group_tests(tests, NULL, NULL);
 }

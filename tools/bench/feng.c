@@ -1,20 +1,14 @@
 /* cbf-bench feng: the wideband F-engine kernels on the GPU, each alone and
- * chained, against the bandwidth bound of this four-pass design; and, where
- * the build has it (--path lto|both), the FIR inside cuFFT's load callback
- * (cbf_pfb_fft) followed by the same post-processing: three passes.
+ * chained, against the bandwidth bound of this four-pass design.
  *
  * Bytes per input sample (10-bit in, 8-bit out): the FIR reads bits/8 and
  * writes 4 (float32); cuFFT reads and writes 4 in place; post-processing
  * reads 4 and writes 1 (two int8 per complex channel, one channel per two
  * samples). The bound is the device-to-device copy rate measured in the same
- * run (bytes read + written) divided by those bytes. The callback path
- * reads bits/8 and writes 4 ("lto"), then post reads 4 and writes 1: its
- * chain's bound is the copy rate over bits/8 + 9 bytes; the last column
- * holds each chain against the four-pass bound (bits/8 + 17). */
+ * run (bytes read + written) divided by those bytes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "fft_post.h"
 #include "pfb.h"
@@ -26,10 +20,8 @@
 
 #define MEERKAT_ANT_RATE (2 * 1712e6) /* samples/s of one L-band antenna, both pols */
 
-enum { PATH_FOUR = 1, PATH_LTO = 2 };
-
 typedef struct opts {
-    int channels[8], n_channels, taps, bits, reps, unzip, paths;
+    int channels[8], n_channels, taps, bits, reps, unzip;
     size_t samples; /* per pol per run */
 } opts;
 
@@ -38,7 +30,6 @@ typedef struct opts {
 typedef struct chain {
     cudaStream_t stream;
     cbf_pfb_cuda *pfb;
-    cbf_pfb_fft *lto;
     cbf_fft_post_cuda *post;
     cbf_pfb_job job;
     cbf_fft_post_args args;
@@ -75,16 +66,6 @@ static int do_chain(void *ctx)
 {
     return do_pfb(ctx) || do_fft(ctx) || do_post(ctx);
 }
-static int do_lto(void *ctx)
-{
-    chain *c = ctx;
-    char msg[256];
-    return report("lto", cbf_pfb_fft_run(c->lto, &c->job, c->stream, msg, sizeof msg), msg);
-}
-static int do_lto_chain(void *ctx)
-{
-    return do_lto(ctx) || do_post(ctx);
-}
 static int do_copy(void *ctx)
 {
     chain *c = ctx;
@@ -103,18 +84,13 @@ static void fill_random(uint8_t *p, size_t n, uint64_t seed)
     }
 }
 
-/* four_bytes: the four-pass chain's bytes per sample, for a chain's last
- * column (0: a kernel alone, left blank). */
 static void row(const char *name, int channels, float ms, double samples, double bytes_per,
-                double copy_rate, double four_bytes)
+                double copy_rate)
 {
     double rate = samples / (ms * 1e-3);
     double bound = copy_rate / bytes_per;
-    char four[16] = "";
-    if (four_bytes > 0)
-        snprintf(four, sizeof four, "%.0f%%", 100.0 * rate / (copy_rate / four_bytes));
-    printf("| %-6d | %-9s | %9.3f | %8.1f | %7.1f | %8.1f | %5.0f%% | %5s |\n", channels, name,
-           ms, rate / 1e9, rate / MEERKAT_ANT_RATE, bound / 1e9, 100.0 * rate / bound, four);
+    printf("| %-6d | %-5s | %9.3f | %8.1f | %7.1f | %8.1f | %5.0f%% |\n", channels, name, ms,
+           rate / 1e9, rate / MEERKAT_ANT_RATE, bound / 1e9, 100.0 * rate / bound);
 }
 
 static int bench_one(const opts *o, int channels, double copy_rate, chain *c)
@@ -165,52 +141,23 @@ static int bench_one(const opts *o, int channels, double copy_rate, chain *c)
     if (report("gains", cbf_fft_post_cuda_set_gains(c->post, g, msg, sizeof msg), msg))
         return 1;
     free(g);
-    const double samples = 2.0 * (double)spectra * (double)step, in_b = o->bits / 8.0;
-    const double four = in_b + 4 + 8 + 4 + 1;
+    float t_pfb, t_fft, t_post, t_chain;
+    if (cbf_bench_time_ms(do_pfb, c, c->stream, o->reps, &t_pfb) ||
+        cbf_bench_time_ms(do_fft, c, c->stream, o->reps, &t_fft) ||
+        cbf_bench_time_ms(do_post, c, c->stream, o->reps, &t_post) ||
+        cbf_bench_time_ms(do_chain, c, c->stream, o->reps, &t_chain))
+        return 1;
     uint64_t power[2], sat[2];
-    if (o->paths & PATH_FOUR) {
-        float t_pfb, t_fft, t_post, t_chain;
-        if (cbf_bench_time_ms(do_pfb, c, c->stream, o->reps, &t_pfb) ||
-            cbf_bench_time_ms(do_fft, c, c->stream, o->reps, &t_fft) ||
-            cbf_bench_time_ms(do_post, c, c->stream, o->reps, &t_post) ||
-            cbf_bench_time_ms(do_chain, c, c->stream, o->reps, &t_chain))
-            return 1;
-        if (report("power", cbf_pfb_cuda_power(c->pfb, c->stream, power, msg, sizeof msg), msg) ||
-            report("saturated", cbf_fft_post_cuda_saturated(c->post, sat, msg, sizeof msg), msg))
-            return 1;
-        row("pfb", channels, t_pfb, samples, in_b + 4, copy_rate, 0);
-        row("fft", channels, t_fft, samples, 8, copy_rate, 0);
-        row("post", channels, t_post, samples, 4 + 1, copy_rate, 0);
-        row("chain", channels, t_chain, samples, four, copy_rate, four);
-        fprintf(stderr, "# %d channels: unzip %d, %zu spectra per pol, last run saturated %llu + "
-                "%llu\n", channels, unzip, spectra, (unsigned long long)sat[0],
-                (unsigned long long)sat[1]);
-    }
-    if (o->paths & PATH_LTO) {
-        /* Making the plan JIT-links cuFFT's kernel with the callback: host
-         * time, wall clock. */
-        struct timespec p0, p1;
-        float t_lto, t_lto_chain;
-        clock_gettime(CLOCK_MONOTONIC, &p0);
-        if (report("lto plan", cbf_pfb_fft_create(channels, o->taps, unzip, spectra, weights,
-                                                  &c->lto, msg, sizeof msg), msg))
-            return 1;
-        clock_gettime(CLOCK_MONOTONIC, &p1);
-        const double t_plan = (p1.tv_sec - p0.tv_sec) * 1e3 + (p1.tv_nsec - p0.tv_nsec) * 1e-6;
-        if (cbf_bench_time_ms(do_lto, c, c->stream, o->reps, &t_lto) ||
-            cbf_bench_time_ms(do_lto_chain, c, c->stream, o->reps, &t_lto_chain))
-            return 1;
-        if (report("power", cbf_pfb_fft_power(c->lto, c->stream, power, msg, sizeof msg), msg) ||
-            report("saturated", cbf_fft_post_cuda_saturated(c->post, sat, msg, sizeof msg), msg))
-            return 1;
-        row("lto", channels, t_lto, samples, in_b + 4, copy_rate, 0);
-        row("lto chain", channels, t_lto_chain, samples, in_b + 4 + 4 + 1, copy_rate, four);
-        fprintf(stderr, "# %d channels, lto: plan made (JIT-linked) in %.0f ms, last run "
-                "saturated %llu + %llu\n", channels, t_plan, (unsigned long long)sat[0],
-                (unsigned long long)sat[1]);
-        cbf_pfb_fft_destroy(c->lto);
-        c->lto = NULL;
-    }
+    if (report("power", cbf_pfb_cuda_power(c->pfb, c->stream, power, msg, sizeof msg), msg) ||
+        report("saturated", cbf_fft_post_cuda_saturated(c->post, sat, msg, sizeof msg), msg))
+        return 1;
+    const double samples = 2.0 * (double)spectra * (double)step, in_b = o->bits / 8.0;
+    row("pfb", channels, t_pfb, samples, in_b + 4, copy_rate);
+    row("fft", channels, t_fft, samples, 8, copy_rate);
+    row("post", channels, t_post, samples, 4 + 1, copy_rate);
+    row("chain", channels, t_chain, samples, in_b + 4 + 8 + 4 + 1, copy_rate);
+    fprintf(stderr, "# %d channels: unzip %d, %zu spectra per pol, last run saturated %llu + %llu\n",
+            channels, unzip, spectra, (unsigned long long)sat[0], (unsigned long long)sat[1]);
     cbf_pfb_cuda_destroy(c->pfb);
     cbf_fft_post_cuda_destroy(c->post);
     cudaFree(d_in[0]);
@@ -224,7 +171,7 @@ static int bench_one(const opts *o, int channels, double copy_rate, chain *c)
 
 static int parse(int argc, char **argv, opts *o)
 {
-    *o = (opts){{4096, 8192, 32768}, 3, 16, 10, 20, 0, PATH_FOUR | PATH_LTO, (size_t)1 << 28};
+    *o = (opts){{4096, 8192, 32768}, 3, 16, 10, 20, 0, (size_t)1 << 28};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -232,10 +179,7 @@ static int parse(int argc, char **argv, opts *o)
             fprintf(strcmp(a, "--help") ? stderr : stdout,
                     "usage: cbf-bench feng [--channels 4096,8192,32768] [--taps 16] [--bits 10]\n"
                     "                      [--samples 268435456] [--reps 20] [--unzip 0|1|2|4]\n"
-                    "                      [--path four-pass|lto|both]\n"
-                    "samples: per polarisation per run; unzip 0 chooses as the engine does;\n"
-                    "path: lto is the FIR in cuFFT's load callback + post (both: the default,\n"
-                    "four-pass alone where the build lacks the callback)\n");
+                    "samples: per polarisation per run; unzip 0 chooses as the engine does\n");
             return strcmp(a, "--help") ? 2 : 1;
         }
         i++;
@@ -253,16 +197,6 @@ static int parse(int argc, char **argv, opts *o)
             o->reps = atoi(v) < 1 ? 1 : atoi(v) > 64 ? 64 : atoi(v);
         else if (!strcmp(a, "--unzip"))
             o->unzip = atoi(v);
-        else if (!strcmp(a, "--path")) {
-            o->paths = !strcmp(v, "four-pass") ? PATH_FOUR
-                       : !strcmp(v, "lto")      ? PATH_LTO
-                       : !strcmp(v, "both")     ? PATH_FOUR | PATH_LTO
-                                                : 0;
-            if (!o->paths) {
-                fprintf(stderr, "cbf-bench feng: --path %s: four-pass, lto or both\n", v);
-                return 2;
-            }
-        }
         else {
             fprintf(stderr, "cbf-bench feng: unknown option %s\n", a);
             return 2;
@@ -280,15 +214,6 @@ int cbf_bench_feng(int argc, char **argv)
     struct cudaDeviceProp prop;
     if (cbf_bench_gpu("feng", &prop))
         return 1;
-    char why[256];
-    if ((o.paths & PATH_LTO) && cbf_pfb_fft_available(why, sizeof why)) {
-        if (o.paths == PATH_LTO) {
-            fprintf(stderr, "cbf-bench feng: --path lto: %s\n", why);
-            return 1;
-        }
-        fprintf(stderr, "# four-pass chain only: %s\n", why);
-        o.paths = PATH_FOUR;
-    }
     chain c = {0};
     CK(cudaStreamCreate(&c.stream));
     c.copy_bytes = (size_t)1 << 32;
@@ -306,9 +231,8 @@ int cbf_bench_feng(int argc, char **argv)
     printf("taps %d, %d-bit in, 8-bit out, %.0f Msample/s per pol per antenna; rate in Gsample/s "
            "(both pols); bound = copy rate / bytes moved per sample\n\n",
            o.taps, o.bits, MEERKAT_ANT_RATE / 2e6);
-    printf("| channels | kernel | ms | Gsample/s | antennas | bound Gsample/s | of bound | "
-           "of four-pass bound |\n");
-    printf("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    printf("| channels | kernel | ms | Gsample/s | antennas | bound Gsample/s | of bound |\n");
+    printf("| --- | --- | --- | --- | --- | --- | --- |\n");
     for (int i = 0; i < o.n_channels; i++)
         if (bench_one(&o, o.channels[i], copy_rate, &c))
             return 1;
