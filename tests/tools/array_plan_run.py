@@ -78,7 +78,10 @@ def run_plan(cbf_run, plan):
         try:
             for i, (order, name, host, gpu, yaml, ports) in enumerate(rows):
                 log = stack.enter_context(open(os.path.join(plan, name + ".log"), "w"))
-                p = subprocess.Popen([cbf_run, yaml, "--quiet"], cwd=plan, stdout=log, stderr=subprocess.STDOUT)
+                # not --quiet: a progress line every 5 s and the counter
+                # table at exit (drops among them) go to the log, for a
+                # failure to show
+                p = subprocess.Popen([cbf_run, yaml], cwd=plan, stdout=log, stderr=subprocess.STDOUT)
                 stack.callback(_kill, p)
                 procs.append((name, p, log))
                 # Start the next stage only once this one's sockets are bound.
@@ -136,8 +139,17 @@ def main():
         got_b = np.concatenate(list(beams["data"][()]))      # [batch][beam][channel][spectrum][2]
         want_b = np.concatenate(list(ref_b["data"][()]))
         if not beams["present"][()].all() or got_b.shape != want_b.shape or not np.array_equal(got_b, want_b):
+            where = ""
+            if got_b.shape == want_b.shape:
+                diff = (got_b != want_b).any(axis=-1)          # [batch][beam][channel][spectrum]
+                zero = (got_b == 0).all(axis=-1) & diff
+                where = (f"; {diff.sum()} values differ ({zero.sum()} of them zero in the recording), "
+                         f"batches {sorted(set(np.argwhere(diff)[:, 0].tolist()))}, "
+                         f"channels {np.argwhere(diff.any(axis=(0, 1, 3))).ravel()[[0, -1]].tolist()}")
+            logs = "; ".join(f"{n}: {open(os.path.join(plan, n + '.log')).read()[-1500:]!r}"
+                             for n in ("beams", "xeng0", "xeng1"))
             fail(f"beams: {got_b.shape} recorded, {want_b.shape} in the single-process run, "
-                 f"equal: {got_b.shape == want_b.shape and np.array_equal(got_b, want_b)}")
+                 f"equal: {got_b.shape == want_b.shape and np.array_equal(got_b, want_b)}{where}; logs: {logs}")
         print(f"ok: the 8-process plan cbf-array wrote ran as written; {len(ref_ts)} dumps x 1024 channels "
               f"and {got_b.shape[0]} batches x 2 beams identical to the single-process XB-engine")
     return 0
