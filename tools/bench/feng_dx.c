@@ -148,6 +148,23 @@ static void row(int m, const char *name, float ms, size_t points, double bytes_p
            copy_rate / bytes_per_point / 1e9, 100.0 * rate * bytes_per_point / copy_rate, err);
 }
 
+/* Times step (a transform, in place or not as c says), then runs it once
+ * more on fresh input (in place: b refilled from a; else b poisoned with
+ * NaN) and checks that output: *ms, *err as check's. */
+static int time_checked(dx_ctx *c, cbf_bench_step step, int m, size_t points, int reps,
+                        const double complex *w, float *ms, double *err)
+{
+    long off1;
+    CK(cudaMemcpy(c->b, c->a, sizeof(float2) * points, cudaMemcpyDeviceToDevice));
+    if (cbf_bench_time_ms(step, c, c->s, reps, ms))
+        return 1;
+    if (c->in_place)
+        CK(cudaMemcpy(c->b, c->a, sizeof(float2) * points, cudaMemcpyDeviceToDevice));
+    else
+        CK(cudaMemset(c->b, 0xff, sizeof(float2) * points));
+    return step(c) || check(c, m, 0, w, (float2){0, 0}, err, &off1);
+}
+
 /* Rows of one variant: dx (checked; in place too when suggested), dx x4,
  * transform, dx+post (checked). *best_tr, *best_post: the lowest
  * picoseconds per point seen of the transform alone and of dx+post. */
@@ -163,14 +180,7 @@ static int bench_variant(dx_ctx *c, int i, const cbf_fft_dx_variant *v, size_t p
     c->variant = i;
     c->mode = CBF_FFT_DX_FFT;
     for (c->in_place = 0; c->in_place < 1 + v->suggested; c->in_place++) {
-        CK(cudaMemcpy(c->b, c->a, sizeof(float2) * points, cudaMemcpyDeviceToDevice));
-        if (cbf_bench_time_ms(do_dx, c, c->s, reps, &ms))
-            return 1;
-        if (c->in_place)
-            CK(cudaMemcpy(c->b, c->a, sizeof(float2) * points, cudaMemcpyDeviceToDevice));
-        else
-            CK(cudaMemset(c->b, 0xff, sizeof(float2) * points)); /* poisoned: NaN */
-        if (do_dx(c) || check(c, m, 0, w, (float2){0, 0}, &err, &off1))
+        if (time_checked(c, do_dx, m, points, reps, w, &ms, &err))
             return 1;
         snprintf(name, sizeof name, "dx %dx%d%s%s", v->ept, v->ffts_per_block,
                  v->suggested ? "*" : "", c->in_place ? " in pl." : "");
@@ -218,7 +228,6 @@ static int bench_m(dx_ctx *c, int m, size_t points, double copy_rate, int reps)
 {
     char msg[64];
     double err;
-    long off1;
     float ms;
     c->spectra = points / (size_t)m;
     double complex *w = malloc(sizeof(double complex) * (size_t)m);
@@ -231,14 +240,7 @@ static int bench_m(dx_ctx *c, int m, size_t points, double copy_rate, int reps)
         cufftSetStream(c->plan, c->s) != CUFFT_SUCCESS)
         return fprintf(stderr, "cbf-bench feng --dx: cuFFT plan of %d x %d failed\n", n, m), 1;
     for (c->in_place = 0; c->in_place < 2; c->in_place++) {
-        CK(cudaMemcpy(c->b, c->a, sizeof(float2) * points, cudaMemcpyDeviceToDevice));
-        if (cbf_bench_time_ms(do_cufft, c, c->s, reps, &ms))
-            return 1;
-        if (c->in_place)
-            CK(cudaMemcpy(c->b, c->a, sizeof(float2) * points, cudaMemcpyDeviceToDevice));
-        else
-            CK(cudaMemset(c->b, 0xff, sizeof(float2) * points));
-        if (do_cufft(c) || check(c, m, 0, w, (float2){0, 0}, &err, &off1))
+        if (time_checked(c, do_cufft, m, points, reps, w, &ms, &err))
             return 1;
         snprintf(msg, sizeof msg, "%.1e%s", err, err > TOL ? " FAIL" : "");
         row(m, c->in_place ? "cufft in pl." : "cufft", ms, points, 16, copy_rate, msg);
