@@ -17,11 +17,14 @@
 #include <cuda_runtime.h>
 
 #include "gpu_time.h"
+#ifdef CBF_BENCH_FENG_DX
+#include "feng_dx.h"
+#endif
 
 #define MEERKAT_ANT_RATE (2 * 1712e6) /* samples/s of one L-band antenna, both pols */
 
 typedef struct opts {
-    int channels[8], n_channels, taps, bits, reps, unzip;
+    int channels[8], n_channels, taps, bits, reps, unzip, dx;
     size_t samples; /* per pol per run */
 } opts;
 
@@ -171,15 +174,21 @@ static int bench_one(const opts *o, int channels, double copy_rate, chain *c)
 
 static int parse(int argc, char **argv, opts *o)
 {
-    *o = (opts){{4096, 8192, 32768}, 3, 16, 10, 20, 0, (size_t)1 << 28};
+    *o = (opts){{4096, 8192, 32768}, 3, 16, 10, 20, 0, 0, (size_t)1 << 28};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--dx")) {
+            o->dx = 1;
+            continue;
+        }
         if (!strcmp(a, "--help") || !v) {
             fprintf(strcmp(a, "--help") ? stderr : stdout,
                     "usage: cbf-bench feng [--channels 4096,8192,32768] [--taps 16] [--bits 10]\n"
-                    "                      [--samples 268435456] [--reps 20] [--unzip 0|1|2|4]\n"
-                    "samples: per polarisation per run; unzip 0 chooses as the engine does\n");
+                    "                      [--samples 268435456] [--reps 20] [--unzip 0|1|2|4] [--dx]\n"
+                    "samples: per polarisation per run; unzip 0 chooses as the engine does\n"
+                    "--dx: instead of the chain, cuFFTDx block FFTs of 4096 and 8192 points\n"
+                    "      against cuFFT (issue 17; built where meson found cuFFTDx)\n");
             return strcmp(a, "--help") ? 2 : 1;
         }
         i++;
@@ -228,6 +237,16 @@ int cbf_bench_feng(int argc, char **argv)
     cudaFree(c.dst);
     printf("GPU: %s (%d SMs); device-to-device copy %.3f TB/s (4 GiB, read + write, median)\n",
            prop.name, prop.multiProcessorCount, copy_rate / 1e12);
+    if (o.dx) {
+#ifdef CBF_BENCH_FENG_DX
+        rc = cbf_bench_feng_dx(copy_rate, o.samples, o.reps);
+        cudaStreamDestroy(c.stream);
+        return rc;
+#else
+        fprintf(stderr, "cbf-bench feng: --dx: built without cuFFTDx (meson option mathdx_dir)\n");
+        return 1;
+#endif
+    }
     printf("taps %d, %d-bit in, 8-bit out, %.0f Msample/s per pol per antenna; rate in Gsample/s "
            "(both pols); bound = copy rate / bytes moved per sample\n\n",
            o.taps, o.bits, MEERKAT_ANT_RATE / 2e6);
