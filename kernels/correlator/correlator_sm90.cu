@@ -687,10 +687,14 @@ __global__ void __launch_bounds__(THREADS, 1)
  * (the coefficient digits, the batches' presence masks) overlaps the
  * correlator's first stages instead of holding them. Warp w takes spectra
  * 16 w .. 16 w + 15 of a 64-spectrum stage (copy half w / 2) as one m16
- * tile, rows g and g + 8 the spectra 2 g and 2 g + 1 as in beamform.cu, 8
- * antennas per k-step read with the copy's 128-byte swizzle. Presence is applied to the samples (zeros for an
- * antenna missing from the batch), the coefficient digits of up to 8 beams
- * sit after the correlator's shared memory. Registers: the correlating
+ * tile, rows g and g + 8 the spectra 2 g and 2 g + 1 as in beamform.cu,
+ * the rows of 4 antennas per k32 step read with the copy's 128-byte
+ * swizzle and permuted into one pol's (re, im) of 16 antennas (the
+ * per-pol layout of beamform_dev.cuh, bf_coefs_pol: a beam takes one pol,
+ * so the usual beams need half the products of the two-pol layout).
+ * Presence is applied to the samples (zeros for an antenna missing from
+ * the batch), the coefficient digits of up to 8 beams sit after the
+ * correlator's shared memory. Registers: the correlating
  * warpgroups need about 200 and the block has 65536 for 384 threads, so
  * warpgroup 2 gives back its share (setmaxnreg) and theirs grows. */
 #define XB_THREADS (THREADS + 128)
@@ -704,9 +708,6 @@ __global__ void __launch_bounds__(THREADS, 1)
 #endif
 #ifndef XB_BEAM_MODE
 #define XB_BEAM_MODE 2 /* tuning runs: 0 barriers only, 1 and the coefficients, 2 the beams */
-#endif
-#ifndef XB_PREFETCH
-#define XB_PREFETCH 1
 #endif
 #ifndef XB_MIN_UNIT
 #define XB_MIN_UNIT 8 /* shorter pieces than corr_wgmma's: more blocks where channels are few */
@@ -879,7 +880,8 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
         int acc[2][3][4] = {};
         /* rows of antennas 16 kq + tig (+ 4, + 8, + 12): spectra t and
          * t + 1, both pols, zeros for an antenna missing; the next step's
-         * rows are loaded before this step's products (XB_PREFETCH) */
+         * rows are loaded before this step's products (18.9% extra on the
+         * single call against 23.8% loading them after) */
         auto rows = [&](int kq, uint2 (&w)[4]) {
 #pragma unroll
             for (int q = 0; q < 4; q++) {
@@ -893,7 +895,7 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
         rows(0, w);
 #pragma unroll
         for (int kq = 0; kq < BF_KQ; kq++) {
-            if (XB_PREFETCH && kq + 1 < BF_KQ)
+            if (kq + 1 < BF_KQ)
                 rows(kq + 1, wn);
 #pragma unroll
             for (int nt = 0; nt < 2; nt++) {
@@ -911,13 +913,10 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
                     cbf_mma_s8(acc[nt][2], a0, a1, a2, a3, w2.x, w2.y);
                 }
             }
-            if (kq + 1 < BF_KQ) {
-                if (!XB_PREFETCH)
-                    rows(kq + 1, wn);
+            if (kq + 1 < BF_KQ)
 #pragma unroll
                 for (int q = 0; q < 4; q++)
                     w[q] = wn[q];
-            }
         }
         /* tile rows: spectra t and t + 1 of the heap; n-tile nt holds the
          * beam of slot 4 nt + tig */
