@@ -115,6 +115,12 @@ def main():
         r = subprocess.run([cbf_array, desc, "--out", plan], capture_output=True, text=True)
         if r.returncode:
             fail(f"cbf-array exit {r.returncode}: {r.stdout}{r.stderr}")
+        # the engines' senders paced at 8x their share of the simulated
+        # digitiser's 0.1 Gb/s: an F-engine 8 x 0.1 / 4 antennas, an
+        # X-engine's 2 beams 8 x 0.025 x 4 x 2 / (10 bits x 2 X-engines)
+        for name, want in (("feng0", "rate_gbps: 0.2\n"), ("xeng1", "rate_gbps: 0.08\n")):
+            if want not in open(os.path.join(plan, name + ".yaml")).read():
+                fail(f"{name}.yaml: no '{want.strip()}' (its sender unpaced)")
         names = run_plan(cbf_run, plan)
         if names != ["beams", "xeng0", "xeng1", "feng0", "feng1", "feng2", "feng3", "digitiser0"]:
             fail(f"processes.tsv lists {names}")

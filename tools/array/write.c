@@ -62,6 +62,18 @@ static void engine(FILE *f, const array_desc *d, const array_proc *q, const char
     fprintf(f, "nodes:\n");
 }
 
+/* Simulated digitisers send at simulate.rate_gbps; the engines' senders
+ * are then paced at PACE times their share of it (pipelines/array-feng.yaml
+ * does so for the F-engines): unpaced, an engine sends each buffer in one
+ * burst, and several bursts at once overrun a receiver's socket buffer on
+ * a loaded host. 0 where the digitisers are real or unpaced. */
+#define PACE 8.0
+static double sim_share_gbps(const array_desc *d)
+{
+    /* one antenna's share of its digitiser's rate */
+    return d->digitisers > 0 && d->sim_rate_gbps > 0 ? d->sim_rate_gbps * d->digitisers / d->antennas : 0.0;
+}
+
 static void write_digitiser(FILE *f, const array_desc *d, const array_proc *q, const char *ifs)
 {
     char dst[16384], n1[32], n2[32];
@@ -96,6 +108,8 @@ static void write_feng(FILE *f, const array_desc *d, const array_proc *q, const 
             d->spectra_per_heap, num(d->gain, n), q->index);
     fprintf(f, "  send:\n    plugin: sender\n    params:\n      destinations: \"%s\"\n      interface: %s\n"
                "      feng_id: %d\n", dst, ifs, q->index);
+    if (sim_share_gbps(d) > 0)
+        fprintf(f, "      rate_gbps: %s\n", num(PACE * sim_share_gbps(d), n));
     fprintf(f, "edges:\n  - recv.out -> pfb.in\n  - pfb.out -> post.in\n  - post.out -> send.in\n");
 }
 
@@ -126,6 +140,12 @@ static void write_xeng(FILE *f, const array_desc *d, const array_proc *q, const 
         groups(d->beam, 0, d->beams, dst, sizeof dst);
         fprintf(f, "]\n  bsend:\n    plugin: sender\n    params:\n      destinations: \"%s\"\n"
                    "      interface: %s\n", dst, ifs);
+        /* a beam carries one byte per digitiser sample of one pol (2 N
+         * samples in, N complex 8-bit values out), over this X-engine's
+         * share of the channels */
+        if (sim_share_gbps(d) > 0)
+            fprintf(f, "      rate_gbps: %s\n",
+                    num(PACE * sim_share_gbps(d) * 4.0 * d->beams / (d->bits * (double)d->xengines), n));
     }
     fprintf(f, "  sink: {plugin: filesink, params: {path: %s.h5, overwrite: true}}\n", q->name);
     fprintf(f, "edges:\n  - recv.batches -> corr.in\n  - corr.out -> reduce.in\n  - reduce.out -> sink.in\n");
