@@ -50,7 +50,7 @@ static const cbf_param_decl bf_qgain_args[] = {
     BF_AT_ARG,
 };
 
-const cbf_request_decl bf_requests[BF_N_REQUESTS] = {
+const cbf_request_decl cbf_beamctl_requests[CBF_BEAMCTL_N_REQUESTS] = {
     {.name = "beam-weights", .args = bf_weights_args, .n_args = CBF_COUNT_OF(bf_weights_args),
      .doc = "set one beam's weights (one real per antenna) from a timestamp on"},
     {.name = "beam-delays", .args = bf_delays_args, .n_args = CBF_COUNT_OF(bf_delays_args),
@@ -79,7 +79,7 @@ static char *bf_join(const char *open, const double *v, size_t count, const char
 }
 
 /* The sensor of `kind` for beam b, from the values in force. */
-static void bf_show(bf_ctl *c, int b, int kind)
+static void bf_show(cbf_beamctl *c, int b, int kind)
 {
     const size_t A = (size_t)c->A;
     char *s = NULL, open[40];
@@ -111,7 +111,7 @@ static double bf_mono_now(void)
 /* A clip count is `warn` while it has risen within CBF_RISE_HOLD_S, the
  * core's rule for counters (a text's status is the plugin's to set, so
  * it is re-set when the rule's answer changes). */
-void bf_ctl_clips(bf_ctl *c, const uint64_t *sat)
+void cbf_beamctl_clips(cbf_beamctl *c, const uint64_t *sat)
 {
     const double now = bf_mono_now();
     for (int b = 0; b < c->B; b++) {
@@ -155,7 +155,7 @@ static int bf_check_list(const cbf_params *p, const char *name, size_t beams, si
 
 static int bf_name_ok(const char *s, size_t len)
 {
-    if (!len || len >= BF_NAME_MAX)
+    if (!len || len >= CBF_BEAM_NAME_MAX)
         return 0;
     for (size_t i = 0; i < len; i++)
         if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
@@ -166,7 +166,7 @@ static int bf_name_ok(const char *s, size_t len)
 
 /* `names`: "" for beam0, beam1, ...; else B names, comma separated, each
  * usable in a katcp sensor name (letters, digits, '.', '-', '_'). */
-static int bf_names(bf_ctl *c, const cbf_params *p, cbf_error *err)
+static int bf_names(cbf_beamctl *c, const cbf_params *p, cbf_error *err)
 {
     const char *s = cbf_params_string(p, "names");
     const char *where = cbf_params_where(p, "names");
@@ -175,7 +175,7 @@ static int bf_names(bf_ctl *c, const cbf_params *p, cbf_error *err)
         s++;
     if (!*s) {
         for (; b < c->B; b++)
-            snprintf(c->names[b], BF_NAME_MAX, "beam%d", b);
+            snprintf(c->names[b], CBF_BEAM_NAME_MAX, "beam%d", b);
         return 0;
     }
     for (;;) {
@@ -186,7 +186,7 @@ static int bf_names(bf_ctl *c, const cbf_params *p, cbf_error *err)
         if (!bf_name_ok(s, len))
             return cbf_error_set(err, CBF_ECONFIG, "%s: names: '%.*s' is not a beam name (1 to %d "
                                  "letters, digits, '.', '-' or '_')", where, (int)len, s,
-                                 BF_NAME_MAX - 1);
+                                 CBF_BEAM_NAME_MAX - 1);
         if (b == c->B)
             return cbf_error_set(err, CBF_ECONFIG, "%s: names: more names than the %d beams", where,
                                  c->B);
@@ -208,7 +208,7 @@ static int bf_names(bf_ctl *c, const cbf_params *p, cbf_error *err)
     return 0;
 }
 
-int bf_ctl_init(bf_ctl *c, cbf_node *node, const cbf_params *p, int A, int B, int64_t sbs,
+int cbf_beamctl_init(cbf_beamctl *c, cbf_node *node, const cbf_params *p, int A, int B, int64_t sbs,
                 double spacing, double first, double centre, cbf_error *err)
 {
     memset(c, 0, sizeof *c);
@@ -247,7 +247,7 @@ int bf_ctl_init(bf_ctl *c, cbf_node *node, const cbf_params *p, int A, int B, in
             c->d[(b * nA + a) * 2 + 1] = bf_list_at(p, "fringe_offsets", b, a, nA, 0.0);
         }
         for (int k = 0; k < BF_TEXTS; k++) {
-            char name[BF_NAME_MAX + 32];
+            char name[CBF_BEAM_NAME_MAX + 32];
             snprintf(name, sizeof name, "%s.%s", c->names[b], bf_text_suffix[k]);
             c->t[b * BF_TEXTS + (size_t)k] = cbf_node_text(node, name);
         }
@@ -258,7 +258,7 @@ int bf_ctl_init(bf_ctl *c, cbf_node *node, const cbf_params *p, int A, int B, in
     return 0;
 }
 
-void bf_ctl_free(bf_ctl *c)
+void cbf_beamctl_free(cbf_beamctl *c)
 {
     if (c->q)
         for (int i = 0; i < c->B * BF_KINDS; i++)
@@ -279,7 +279,7 @@ void bf_ctl_free(bf_ctl *c)
 
 /* ---- the data path's side ---- */
 
-int bf_ctl_coef(bf_ctl *c, cbf_beam_coef *coef, cbf_error *err)
+int cbf_beamctl_coef(cbf_beamctl *c, cbf_beam_coef *coef, cbf_error *err)
 {
     const size_t A = (size_t)c->A;
     int any = 0;
@@ -300,13 +300,13 @@ int bf_ctl_coef(bf_ctl *c, cbf_beam_coef *coef, cbf_error *err)
     return any;
 }
 
-static size_t bf_payload_len(const bf_ctl *c, int kind)
+static size_t bf_payload_len(const cbf_beamctl *c, int kind)
 {
     return kind == BF_WEIGHTS ? (size_t)c->A : kind == BF_DELAYS ? 2 * (size_t)c->A : 1;
 }
 
 /* The values in force of one beam and kind. */
-static double *bf_in_force(bf_ctl *c, int b, int kind)
+static double *bf_in_force(cbf_beamctl *c, int b, int kind)
 {
     const size_t A = (size_t)c->A;
     return kind == BF_WEIGHTS ? c->w + (size_t)b * A
@@ -314,7 +314,7 @@ static double *bf_in_force(bf_ctl *c, int b, int kind)
                                : &c->qg[b];
 }
 
-void bf_ctl_apply(bf_ctl *c, int64_t upto)
+void cbf_beamctl_apply(cbf_beamctl *c, int64_t upto)
 {
     for (int i = 0; i < c->B * BF_KINDS; i++) {
         cbf_timed *q = c->q[i];
@@ -335,7 +335,7 @@ void bf_ctl_apply(bf_ctl *c, int64_t upto)
     }
 }
 
-int64_t bf_ctl_next_change(const bf_ctl *c)
+int64_t cbf_beamctl_next_change(const cbf_beamctl *c)
 {
     int64_t first = INT64_MAX;
     for (int i = 0; i < c->B * BF_KINDS; i++)
@@ -344,7 +344,7 @@ int64_t bf_ctl_next_change(const bf_ctl *c)
     return first;
 }
 
-void bf_ctl_processed(bf_ctl *c, int64_t next)
+void cbf_beamctl_processed(cbf_beamctl *c, int64_t next)
 {
     c->next = next;
     c->have_next = 1;
@@ -355,7 +355,7 @@ void bf_ctl_processed(bf_ctl *c, int64_t next)
 
 /* ---- requests ---- */
 
-static int bf_find_beam(const bf_ctl *c, const char *name, cbf_error *err)
+static int bf_find_beam(const cbf_beamctl *c, const char *name, cbf_error *err)
 {
     for (int b = 0; b < c->B; b++)
         if (!strcmp(c->names[b], name))
@@ -376,7 +376,7 @@ static int bf_find_beam(const bf_ctl *c, const char *name, cbf_error *err)
     return cbf_error_set(err, CBF_EINVAL, "no beam '%s' (beams: %s)", name, list);
 }
 
-static int bf_queue(bf_ctl *c, int b, int kind, cbf_timed **out, cbf_error *err)
+static int bf_queue(cbf_beamctl *c, int b, int kind, cbf_timed **out, cbf_error *err)
 {
     cbf_timed **q = &c->q[b * BF_KINDS + kind];
     if (!*q) {
@@ -395,7 +395,7 @@ static int bf_queue(bf_ctl *c, int b, int kind, cbf_timed **out, cbf_error *err)
     return 0;
 }
 
-int bf_ctl_request(bf_ctl *c, const cbf_request *req, cbf_reply *reply, cbf_error *err)
+int cbf_beamctl_request(cbf_beamctl *c, const cbf_request *req, cbf_reply *reply, cbf_error *err)
 {
     const char *name = cbf_request_name(req);
     const cbf_params *p = cbf_request_args(req);

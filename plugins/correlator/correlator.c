@@ -1,11 +1,6 @@
 /* correlator: X-engine batches in, one int64 accumulator buffer out per
- * dump ("cbf.xeng.accum"). Dumps hold heap_accumulation_threshold batches
- * and start at multiples of that interval in timestamp (auto-resync), so a
- * dump may begin or end inside an input buffer; the presence flags of the
- * output say, per (batch of the dump, antenna), whether data arrived. A
- * dump that was only partly seen at the start of the stream goes out with
- * its unseen batches flagged missing; the unfinished dump at end of stream
- * is dropped and counted.
+ * dump ("cbf.xeng.accum"). The dumps' timing, flags and counts are the
+ * shared stage code of dumps.h (the xbengine plugin adds beams to them).
  *
  * On the CPU the exact int64 kernel adds into one slice of host
  * accumulators. On the GPU the accumulators are device memory with
@@ -20,27 +15,16 @@
 #include <cbf/cbf.h>
 
 #include <stdlib.h>
-#include <string.h>
 
-#include "correlator.h"
-#include "reducer.h"
+#include "dumps.h"
 #include "stage/contracts/xeng.h"
-#include "stage/flow.h"
 #include "stage/gpu.h"
 #include "stage/input.h"
-#include "stage/kern.h"
 
 static const cbf_param_decl corr_params[] = {
-    {.name = CBF_ATTR_HEAP_ACCUMULATION_THRESHOLD, .type = CBF_PARAM_INT, .def = "4",
-     .has_range = 1, .min = 1, .max = 1 << 24, .doc = "batches per dump"},
+    CBF_CORR_PARAMS,
     {.name = "buffers", .type = CBF_PARAM_INT, .def = "3", .has_range = 1, .min = 2, .max = 64,
      .doc = "accumulator buffers in the pool"},
-    {.name = "slices", .type = CBF_PARAM_INT, .def = "0", .has_range = 1, .min = 0,
-     .max = 65535,
-     .doc = "GPU: accumulator slices (one per blockIdx.z), 0 = enough to fill the GPU; the CPU "
-            "and the Hopper kernel add into slice 0 alone"},
-    {.name = "block_ants", .type = CBF_PARAM_CHOICE, .def = "auto", .choices = "auto|32|48|64",
-     .doc = "GPU: antennas per thread block of the tensor-core kernel"},
 };
 
 static const cbf_port_decl corr_ports[] = {
@@ -51,17 +35,9 @@ static const cbf_port_decl corr_ports[] = {
 
 typedef struct corr {
     cbf_port *in, *out;
-    cbf_pool *pool;
-    cbf_corr_shape shape;
-    int batches;             /* per input buffer */
-    int64_t batch_step, dump_batches;
-    cbf_buffer *acc;         /* the open dump, or NULL */
-    int64_t open_dump;
-    int slices;              /* accumulator slices per buffer (1 on the CPU) */
-    size_t acc_bytes, in_bytes;
+    cbf_corr_dumps dumps;
     int gpu;
     void *stream;            /* cudaStream_t */
-    cbf_corr_cuda *plan;
     /* Host input: uploads on `up` into d_in[k], k in turn; uploaded[k]
      * (on up) orders the kernels after it, read[k] (on stream, after the
      * kernels) the next upload into d_in[k] after them. */
@@ -75,32 +51,20 @@ typedef struct corr {
     cbf_gpu_timer *timer[2];
     uint64_t n_timed;
     cbf_gauge *g_gpu_ms;
-    cbf_counter *c_dumps, *c_dropped;
 } corr;
 
 #ifdef CBF_HAVE_CUDA
-/* Stream, plan, slices and (for host input) the upload buffer. */
+/* The hold, timers and (for host input) the upload buffers. */
 static int corr_gpu_setup(cbf_node *node, corr *s, cbf_mem_kind in_mem, cbf_error *err)
 {
-    const cbf_params *p = cbf_node_params(node);
-    const char *ba = cbf_params_string(p, "block_ants");
-    char msg[CBF_STAGE_MSG];
     int rc;
-    if ((rc = cbf_stage_stream_create(&s->stream, err)) ||
-        (rc = cbf_stage_kern(cbf_corr_cuda_create(&s->shape, strcmp(ba, "auto") ? atoi(ba) : 0,
-                                                  &s->plan, msg, sizeof msg), msg, err)))
-        return rc;
-    const int64_t want = cbf_params_int(p, "slices");
-    /* A call never spans more batches than one buffer or one dump holds. */
-    size_t most = (size_t)s->batches < (size_t)s->dump_batches ? (size_t)s->batches
-                                                               : (size_t)s->dump_batches;
-    s->slices = want ? (int)want : cbf_corr_cuda_auto_slices(s->plan, most);
     if ((rc = cbf_stage_hold_init(&s->held, 1, err)))
         return rc;
     if (in_mem != CBF_MEM_DEVICE && (rc = cbf_stage_stream_create(&s->up, err)))
         return rc;
     for (int k = 0; k < 2 && in_mem != CBF_MEM_DEVICE; k++)
-        if ((rc = cbf_stage_alloc(CBF_MEM_DEVICE, s->in_bytes, (void **)&s->d_in[k], "input", err)) ||
+        if ((rc = cbf_stage_alloc(CBF_MEM_DEVICE, s->dumps.in_bytes, (void **)&s->d_in[k],
+                                  "input", err)) ||
             (rc = cbf_stage_event_create(&s->uploaded[k], err)) ||
             (rc = cbf_stage_event_create(&s->read[k], err)))
             return rc;
@@ -109,7 +73,7 @@ static int corr_gpu_setup(cbf_node *node, corr *s, cbf_mem_kind in_mem, cbf_erro
         return rc;
     s->g_gpu_ms = cbf_node_gauge(node, "gpu_ms_per_buffer");
     cbf_log_info("tensor-core correlator on the GPU, %d accumulator slice(s), %s input",
-                 s->slices, cbf_mem_kind_name(in_mem));
+                 s->dumps.slices, cbf_mem_kind_name(in_mem));
     return 0;
 }
 #endif
@@ -122,13 +86,9 @@ static void corr_fini(cbf_node *node)
     cbf_error ignored;
     if (s->held.buf)
         cbf_stage_hold_fini(&s->held);
-    if (s->stream) /* nothing may still write s->acc */
+    if (s->stream) /* nothing may still write the open dump */
         cbf_stage_stream_sync(s->stream, "stream", &ignored);
-    if (s->acc)
-        cbf_buffer_unref(s->acc);
-#ifdef CBF_HAVE_CUDA
-    cbf_corr_cuda_destroy(s->plan);
-#endif
+    cbf_corr_dumps_fini(&s->dumps);
     for (int k = 0; k < 2; k++) {
         cbf_stage_free(CBF_MEM_DEVICE, s->d_in[k]);
         cbf_stage_event_destroy(s->uploaded[k]);
@@ -152,91 +112,23 @@ static int corr_init(cbf_node *node, cbf_error *err)
     s->in = cbf_node_port(node, "in", 0);
     s->out = cbf_node_port(node, "out", 0);
     const cbf_port_desc *in = cbf_port_get_desc(s->in);
-    double ch, sph, sbs, rate;
-    int rc;
-    if ((rc = cbf_stage_input_attr(in, CBF_ATTR_CHANNELS, &ch, err)) ||
-        (rc = cbf_stage_input_attr(in, CBF_ATTR_SPECTRA_PER_HEAP, &sph, err)) ||
-        (rc = cbf_stage_input_attr(in, CBF_ATTR_SAMPLES_BETWEEN_SPECTRA, &sbs, err)) ||
-        (rc = cbf_stage_input_attr(in, CBF_ATTR_ADC_SAMPLE_RATE, &rate, err)))
-        return rc;
-    cbf_xeng_batch b;
-    if (cbf_xeng_batch_of(in, &b))
-        return cbf_error_set(err, CBF_ECONFIG,
-                             "input must be CI8 or CI4 [batch][antenna][channel][spectrum][pol]");
-    s->batches = (int)b.batches;
-    s->shape = (cbf_corr_shape){(int)b.n_ants, (int)b.channels, (int)b.spectra,
-                                b.dtype == CBF_DTYPE_CI8 ? 8 : 4};
-    char msg[CBF_STAGE_MSG];
-    if (cbf_corr_shape_check(&s->shape, msg, sizeof msg))
-        return cbf_error_set(err, CBF_ECONFIG, "input: %s", msg);
-    s->batch_step = (int64_t)sph * (int64_t)sbs;
-    s->dump_batches = cbf_params_int(p, CBF_ATTR_HEAP_ACCUMULATION_THRESHOLD);
-    s->open_dump = -1;
-    s->in_bytes = (size_t)s->batches * cbf_corr_batch_bytes(&s->shape);
-    s->slices = 1;
     s->gpu = cbf_node_use_gpu(node);
-#ifdef CBF_HAVE_CUDA
-    if (s->gpu && (rc = corr_gpu_setup(node, s, in->mem, err)))
-        return rc;
-#else
+    int rc;
+#ifndef CBF_HAVE_CUDA
     if (s->gpu)
         return cbf_error_set(err, CBF_ENOTSUP, "built without CUDA");
 #endif
     if (!s->gpu && in->mem == CBF_MEM_DEVICE)
         return cbf_error_set(err, CBF_ECONFIG, "device input on the CPU path");
-    s->acc_bytes = (size_t)s->slices * cbf_corr_accum_len(&s->shape) * sizeof(int64_t);
-    const cbf_xeng_accum acc = {
-        .slices = (size_t)s->slices,
-        .channels = (size_t)s->shape.channels,
-        .baselines = cbf_corr_baselines(s->shape.n_ants),
-        .n_ants = s->shape.n_ants,
-        .dump_batches = (int)s->dump_batches,
-    };
-    cbf_port_desc d;
-    cbf_xeng_accum_desc(&d, &acc, s->gpu ? CBF_MEM_DEVICE : CBF_MEM_HOST, in);
-    d.timestamp_step = s->batch_step * s->dump_batches;
-    if ((rc = cbf_stage_out_open(node, s->out, &d, (size_t)cbf_params_int(p, "buffers"), &s->pool,
-                                 err)))
+    if ((s->gpu && (rc = cbf_stage_stream_create(&s->stream, err))) ||
+        (rc = cbf_corr_dumps_init(&s->dumps, node, in, s->stream, err)))
         return rc;
-    s->c_dumps = cbf_node_counter(node, "dumps");
-    s->c_dropped = cbf_node_counter(node, "unfinished_dumps_dropped");
-    return 0;
-}
-
-static int corr_send_dump(corr *s, cbf_error *err)
-{
-    cbf_buffer *b = s->acc;
-    s->acc = NULL;
-    b->missing = 0;
-    for (size_t i = 0; i < b->n_present; i++)
-        b->missing += !b->present[i];
-    cbf_counter_add(s->c_dumps, 1);
-    if (s->gpu) {
-        int rc = cbf_buffer_record(b, s->stream, err);
-        if (rc) {
-            cbf_buffer_unref(b);
-            return rc;
-        }
-    }
-    return cbf_port_send(s->out, b);
-}
-
-static int corr_open_dump(corr *s, int64_t dump, cbf_error *err)
-{
-    int rc = cbf_pool_get(s->pool, &s->acc);
-    if (rc)
-        return rc == CBF_ESTOPPED ? rc : cbf_error_set(err, rc, "no accumulator buffer");
-    /* On the GPU, the reducer synchronised its stream before it gave this buffer back. */
-    if ((rc = cbf_stage_fill(s->acc->data, s->acc->kind, 0, s->acc_bytes, s->stream,
-                             "clearing accumulators", err)))
+#ifdef CBF_HAVE_CUDA
+    if (s->gpu && (rc = corr_gpu_setup(node, s, in->mem, err)))
         return rc;
-    s->acc->n_present = (size_t)s->dump_batches * s->shape.n_ants;
-    memset(s->acc->present, 0, s->acc->n_present); /* nothing seen yet */
-    s->acc->timestamp = dump * s->dump_batches * s->batch_step;
-    s->acc->seq = (uint64_t)dump;
-    s->acc->saturated = 0;
-    s->open_dump = dump;
-    return 0;
+#endif
+    return cbf_corr_dumps_open(&s->dumps, node, s->out, in, (size_t)cbf_params_int(p, "buffers"),
+                               err);
 }
 
 /* Where the kernels read this input buffer from (uploading a host one). */
@@ -254,8 +146,8 @@ static int corr_input_data(corr *s, cbf_buffer *in, const uint8_t **data, cbf_er
     if ((rc = cbf_gpu_timer_start(s->timer[k], s->stream, err)) ||
         (rc = cbf_buffer_wait_stream(in, s->up, err)) ||
         (rc = cbf_stage_stream_wait(s->up, s->read[k], err)) ||
-        (rc = cbf_stage_copy(s->d_in[k], CBF_MEM_DEVICE, in->data, in->kind, s->in_bytes, s->up,
-                             "upload", err)) ||
+        (rc = cbf_stage_copy(s->d_in[k], CBF_MEM_DEVICE, in->data, in->kind, s->dumps.in_bytes,
+                             s->up, "upload", err)) ||
         (rc = cbf_stage_event_record(s->uploaded[k], s->up, err)) ||
         (rc = cbf_stage_stream_wait(s->stream, s->uploaded[k], err)))
         return rc;
@@ -286,59 +178,10 @@ static void corr_gauge(corr *s)
         cbf_gauge_set(s->g_gpu_ms, cbf_gpu_timer_ms(s->timer[(k - 1) % 2]));
 }
 
-static int corr_run_kernel(corr *s, const cbf_corr_job *job, cbf_error *err)
+static int corr_piece(void *user, const cbf_corr_job *job, cbf_error *err)
 {
-    char msg[CBF_STAGE_MSG];
-#ifdef CBF_HAVE_CUDA
-    if (s->gpu) {
-        cbf_corr_job j = *job;
-        const size_t n = j.batch_end - j.batch_begin;
-        j.slices = n < (size_t)s->slices ? (int)n : s->slices;
-        return cbf_stage_kern(cbf_corr_cuda_run(s->plan, &j, s->stream, msg, sizeof msg), msg,
-                              err);
-    }
-#else
-    (void)s;
-#endif
-    return cbf_stage_kern(cbf_corr_cpu(job, msg, sizeof msg), msg, err);
-}
-
-static int corr_correlate(corr *s, cbf_buffer *in, const uint8_t *data, cbf_error *err)
-{
-    cbf_dump_span sp[64];
-    size_t nsp;
-    char msg[CBF_STAGE_MSG];
-    /* at most 32 batches at a time, so the spans always fit in sp */
-    for (int first = 0; first < s->batches;) {
-        int n = s->batches - first < 32 ? s->batches - first : 32;
-        int64_t ts = in->timestamp + first * s->batch_step;
-        if (cbf_dump_split(ts, (size_t)n, s->batch_step, s->dump_batches, sp, sizeof sp / sizeof sp[0], &nsp, msg,
-                           sizeof msg))
-            return cbf_error_set(err, CBF_EINVAL, "buffer %llu: %s",
-                                 (unsigned long long)in->seq, msg);
-        for (size_t j = 0; j < nsp; j++) {
-            int rc;
-            if (s->acc && sp[j].dump != s->open_dump && (rc = corr_send_dump(s, err)))
-                return rc;
-            if (!s->acc && (rc = corr_open_dump(s, sp[j].dump, err)))
-                return rc;
-            cbf_corr_job job = {s->shape, data, (size_t)first + sp[j].batch_begin,
-                                (size_t)first + sp[j].batch_end, s->acc->data, s->slices};
-            if ((rc = corr_run_kernel(s, &job, err)))
-                return rc;
-            const int64_t dump_ts = s->acc->timestamp;
-            for (size_t b = job.batch_begin; b < job.batch_end; b++) {
-                int64_t k = (in->timestamp + (int64_t)b * s->batch_step - dump_ts) / s->batch_step;
-                for (int a = 0; a < s->shape.n_ants; a++)
-                    s->acc->present[k * s->shape.n_ants + a] =
-                        in->present[b * (size_t)s->shape.n_ants + a];
-            }
-            if (sp[j].closes && (rc = corr_send_dump(s, err)))
-                return rc;
-        }
-        first += n;
-    }
-    return 0;
+    corr *s = user;
+    return cbf_corr_dumps_kernel(&s->dumps, job, err);
 }
 
 static int corr_buffer(void *user, cbf_buffer *in, cbf_error *err)
@@ -347,7 +190,7 @@ static int corr_buffer(void *user, cbf_buffer *in, cbf_error *err)
     const uint8_t *data;
     int rc = corr_input_data(s, in, &data, err);
     if (!rc)
-        rc = corr_correlate(s, in, data, err);
+        rc = cbf_corr_dumps_add(&s->dumps, in, data, corr_piece, s, err);
     if (!rc && s->gpu)
         rc = cbf_gpu_timer_stop(s->timer[s->n_timed % 2], s->stream, err);
     /* even after an error: the producer may not get `in` back while the GPU reads it */
@@ -364,14 +207,9 @@ static int corr_run(cbf_node *node, cbf_error *err)
     int rc = cbf_stage_input_loop(node, "in", corr_buffer, s, err);
     if (rc)
         return rc == CBF_ESTOPPED ? 0 : rc;
-    if (s->acc) {
-        cbf_buffer_unref(s->acc);
-        s->acc = NULL;
-        cbf_counter_add(s->c_dropped, 1);
-    }
+    cbf_corr_dumps_end(&s->dumps);
     return 0;
 }
-
 static const cbf_plugin_desc corr_desc = {
     .abi = CBF_PLUGIN_ABI,
     .name = "correlator",

@@ -1,0 +1,113 @@
+/* beams.h: a node's tied-array beams, the stage code the beamformer and
+ * xbengine plugins share (built here as the static library
+ * cbf_beam_stage). It holds the beams' shape and band, the control state
+ * (beamctl.h), the coefficients on the host and, on the GPU, their device
+ * copies with the presence flags and the per-beam saturation counts, all
+ * written on one stream in order with the kernels that read them.
+ *
+ * A buffer is formed as
+ *   cbf_beams_begin          the job, flags and counts queued
+ *   cbf_beams_coef_until     per stretch of constant coefficients: the
+ *                            changes due put into force, the stretch's end
+ *   cbf_beams_run            the stretch's kernels (or the caller's fused
+ *                            kernel, with cbf_beams_part's job)
+ *   cbf_beams_end            counts to out->aux, out's event recorded
+ *   cbf_beams_processed      every spectrum of the buffer has its
+ *                            coefficients chosen
+ * and, once out's event has passed, cbf_beams_land fills out's metadata,
+ * the counters and the clip sensors; the caller sends it. */
+#ifndef CBF_BEAMS_H
+#define CBF_BEAMS_H
+
+#include <cbf/cbf.h>
+
+#include <stdint.h>
+
+#include "beamctl.h"
+#include "beamform.h"
+
+/* The parameters of the beams, the same in both plugins. */
+#define CBF_BEAMS_PARAMS                                                                          \
+    {.name = "beams", .type = CBF_PARAM_RECORDS, .def = "[{pol: 0}, {pol: 1}]",                  \
+     .choices = "pol,quant_gain=1",                                                             \
+     .doc = "one record per single-pol beam: input pol (0 or 1) and quantisation gain"},         \
+    {.name = "names", .type = CBF_PARAM_STRING, .def = "",                                       \
+     .doc = "beam names for requests and sensors, comma separated (katgpucbf's stream names); " \
+            "empty: beam0, beam1, ..."},                                                        \
+    {.name = "weights", .type = CBF_PARAM_FLOAT_LIST, .def = "[]",                               \
+     .doc = "real weight per antenna: [] = 1, n_ants values for every beam, or beams x n_ants "  \
+            "(beam-major)"},                                                                    \
+    {.name = "delays", .type = CBF_PARAM_FLOAT_LIST, .def = "[]",                                \
+     .doc = "delay per antenna, seconds, shaped as weights ([] = 0)"},                          \
+    {.name = "fringe_offsets", .type = CBF_PARAM_FLOAT_LIST, .def = "[]",                        \
+     .doc = "phase per antenna at the band centre, radians, shaped as weights ([] = 0)"},       \
+    {.name = "dither", .type = CBF_PARAM_BOOL, .def = "true",                                    \
+     .doc = "add uniform dither in (-1/2, 1/2) before rounding (katgpucbf's default)"},          \
+    {.name = "dither_key", .type = CBF_PARAM_INT, .def = "1",                                    \
+     .doc = "key of the counter-based dither generator (the same key repeats a run exactly)"}
+
+typedef struct cbf_beams {
+    cbf_beam_shape shape;
+    size_t batches, in_bytes, out_bytes;
+    int64_t sbs;                 /* digitiser samples between spectra */
+    uint64_t first_channel, total_channels, key;
+    int dither, gpu;
+    cbf_beamctl ctl;             /* names, values in force, pending changes, sensors */
+    cbf_beam_coef *coef;         /* host [beam][antenna], from ctl */
+    uint8_t *pol;                /* host [beam] */
+    uint64_t *sat;               /* host [beam]: counts out of (CPU) or back from aux (an
+                                    aux is not always 8-byte aligned: a harness's extras) */
+    void *stream;                /* GPU: the caller's; every copy and kernel here, in order */
+    /* Read by the kernels in stream order: each is rewritten on `stream`
+     * after the kernels that read it last, so one copy of each suffices. */
+    uint8_t *d_present, *d_pol;
+    cbf_beam_coef *d_coef;
+    uint64_t *d_sat;
+    cbf_counter *c_batches, *c_missing, *c_sat;
+} cbf_beams;
+
+/* From the node's parameters (CBF_BEAMS_PARAMS) and its CI8 X-engine input
+ * `in`; on the GPU (gpu != 0) the device copies, written on `stream`. On
+ * failure cbf_beams_fini frees what was made (b is zeroed first). */
+int cbf_beams_init(cbf_beams *b, cbf_node *node, const cbf_port_desc *in, int gpu, void *stream,
+                   cbf_error *err);
+/* The caller has waited for the stream. */
+void cbf_beams_fini(cbf_beams *b);
+/* The output port's description: beams as the input's batches, in device
+ * memory on the GPU. */
+void cbf_beams_out_desc(const cbf_beams *b, const cbf_port_desc *in, cbf_port_desc *d);
+
+/* Starts `in` (its samples at `data`: device memory on the GPU) into `out`:
+ * *job covers the whole buffer with the device (GPU) or host copies. */
+int cbf_beams_begin(cbf_beams *b, const cbf_buffer *in, const uint8_t *data, cbf_buffer *out,
+                    cbf_beam_job *job, cbf_error *err);
+/* From spectrum s0 of the buffer (timestamp ts; spectra counted across
+ * its batches): puts the changes due by s0 into force, remakes and (on
+ * the GPU, on the stream) copies the coefficients that changed, and sets
+ * *s1 <= end to the first spectrum after s0 that the next change reaches. */
+int cbf_beams_coef_until(cbf_beams *b, int64_t ts, size_t s0, size_t end, size_t *s1,
+                         cbf_error *err);
+/* Batches [n, n + count) of base's, spectra [t0, t1) of each (0, 0: all). */
+cbf_beam_job cbf_beams_part(const cbf_beams *b, const cbf_beam_job *base, size_t n, size_t count,
+                            int t0, int t1);
+/* Spectra [s0, s1) of base's buffer: a partial heap at each end, whole
+ * heaps between. */
+int cbf_beams_run(cbf_beams *b, const cbf_beam_job *base, size_t s0, size_t s1, cbf_error *err);
+/* The buffer's counts into out->aux and, on the GPU, out's event recorded
+ * after every kernel queued on the stream. */
+int cbf_beams_end(cbf_beams *b, cbf_buffer *out, cbf_error *err);
+/* Every spectrum of `in` has its coefficients chosen. */
+void cbf_beams_processed(cbf_beams *b, const cbf_buffer *in);
+/* out's work is done: its timestamp, sequence, flags, missing and
+ * saturated from in and aux, added to the counters and clip sensors. */
+void cbf_beams_land(cbf_beams *b, const cbf_buffer *in, cbf_buffer *out);
+
+#define CBF_BEAMS_N_REQUESTS CBF_BEAMCTL_N_REQUESTS
+/* The beam-* requests (cbf/control.h), on the node's thread between buffers. */
+static inline int cbf_beams_request(cbf_beams *b, const cbf_request *req, cbf_reply *reply,
+                                    cbf_error *err)
+{
+    return cbf_beamctl_request(&b->ctl, req, reply, err);
+}
+
+#endif
