@@ -13,10 +13,13 @@ exactly (exit 77 without a GPU). With --deferred the CPU runs hold each
 output back until the next buffer is queued (CBF_FLIGHT_DEFER=1,
 plugins/stage/flight.h), as the GPU path does when the GPU is behind: the
 changes must stay exact to the spectrum with a buffer in flight, and the
-last buffer must still reach the file. test_beam_control.c holds the
-values to the float64 reference.
+last buffer must still reach the file. With --xb the node is the
+xbengine plugin (correlation beside the beams; on the GPU `fuse: on`, so
+on a Hopper GPU the one kernel runs and a change inside a piece splits it
+into the two kernels) and the same must hold. test_beam_control.c holds
+the values to the float64 reference.
 
-usage: test_beam_timing.py [--gpu | --deferred] (CBF_BUILD_ROOT in the environment)"""
+usage: test_beam_timing.py [--gpu | --deferred] [--xb] (CBF_BUILD_ROOT in the environment)"""
 import os
 import subprocess
 import sys
@@ -46,17 +49,24 @@ nodes:
     params: {antennas: %d, channels: %d, spectra_per_heap: %d, batches: %d, length: %d,
              missing_antennas: [3], missing_batches: [161, 170]}
   beam:
-    plugin: beamformer
+    plugin: %s
     params:
       beams: [{pol: 0}, {pol: 1, quant_gain: 0.5}, {pol: 0, quant_gain: 0.25}]
       names: "a, b, c"
       delays: [0, 1e-9, 2e-9, 3e-9, -1e-9, -2e-9, 0.5e-9, 0]
-      dither_key: 9
+      dither_key: 9%s
   sink: {plugin: filesink, params: {path: %s, overwrite: true}}
+%s
 edges:
   - fsim.out -> beam.in
-  - beam.out -> sink.in
+  - beam.%s -> sink.in
+%s
 """
+XB = "--xb" in sys.argv[1:]
+# the xbengine's dumps go to a discard node; its beams to the file
+NODE = ("xbengine", "\n      fuse: \"on\"\n      heap_accumulation_threshold: 3",
+        "  dumps: {plugin: discard}", "beams", "  - beam.out -> dumps.in") if XB else \
+       ("beamformer", "", "", "out", "")
 
 
 def ts(k, i):
@@ -75,7 +85,9 @@ CHANGES = [
 
 def run(tmp, gpu, requests):
     path = os.path.join(tmp, "beams-%s-%d.h5" % (gpu, requests))
-    e = Engine(YAML % (gpu, A, C, T, NB, BUFS * NB, path), os.path.join(tmp, "engine.yaml"))
+    plugin, extra, sinks, port, edge = NODE
+    e = Engine(YAML % (gpu, A, C, T, NB, BUFS * NB, plugin, extra, path, sinks, port, edge),
+               os.path.join(tmp, "engine.yaml"))
     try:
         for name, b, args, at in CHANGES if requests else []:
             rc, reply, err = e.request(dict({"request": name, "node": "beam", "beam": "abc"[b], "at": at}, **args))

@@ -8,6 +8,11 @@
  * beam steered at fsim's delayed common signal must gain it coherently,
  * which ties the sign of `delays` to cbf's delay convention.
  *
+ * Two xbengine nodes (fuse: on and off) take the same input with the same
+ * beams: their beams and dumps must equal the beamformer's and the
+ * correlator's byte for byte (on a Hopper GPU, the one kernel and the two
+ * streams).
+ *
  * `test_beamform_pipeline` runs with `gpu: none`; `--gpu` with
  * `gpu: required` (exit 77 without a GPU), and there also compares the
  * beams with the CPU run's byte for byte. */
@@ -72,6 +77,21 @@ static void *read_ds(hid_t f, const char *name, hid_t type, size_t elem, size_t 
     return p;
 }
 
+/* A dataset's bytes as stored (its own type), for comparing two. */
+static uint8_t *read_raw(hid_t f, const char *name, size_t *bytes)
+{
+    hid_t ds = H5Dopen2(f, name, H5P_DEFAULT);
+    if (ds < 0)
+        return NULL;
+    hid_t t = H5Dget_type(ds);
+    size_t n;
+    H5Dclose(ds);
+    uint8_t *p = read_ds(f, name, t, H5Tget_size(t), &n);
+    *bytes = n * H5Tget_size(t);
+    H5Tclose(t);
+    return p;
+}
+
 /* Beam parameters (as written into the YAML below). Beam 0: antenna 0
  * alone; beam 1: all four steered onto fsim's common signal (delay -d / fs
  * undoes fsim's delay d, fringe pi d / 2 its phase at the band centre);
@@ -115,6 +135,14 @@ static result run_and_check(const char *gpu)
     list(w, sizeof w, weight);
     list(d, sizeof d, delay);
     list(f, sizeof f, fringe);
+    /* the beams' parameters, the same in the beamformer and the xbengines */
+    char bp[8192];
+    snprintf(bp, sizeof bp,
+             "      beams: [{pol: %d, quant_gain: %g}, {pol: %d, quant_gain: %g},\n"
+             "              {pol: %d, quant_gain: %g}, {pol: %d, quant_gain: %g}]\n"
+             "      weights: %s\n      delays: %s\n      fringe_offsets: %s\n"
+             "      dither_key: %d\n",
+             pol[0], qgain[0], pol[1], qgain[1], pol[2], qgain[2], pol[3], qgain[3], w, d, f, KEY);
     FILE *y = fopen(yaml, "w");
     assert_non_null(y);
     fprintf(y,
@@ -125,15 +153,14 @@ static result run_and_check(const char *gpu)
             "    params: {antennas: %d, channels: %d, spectra_per_heap: %d, batches: %d, length: %d,\n"
             "             start: 123904, delays: [0, 1.5, 3, 4.5], signal: 12, noise: 4,\n"
             "             missing_antennas: [2], missing_batches: [3, 6]}\n"
-            "  beam:\n"
-            "    plugin: beamformer\n"
-            "    params:\n"
-            "      beams: [{pol: %d, quant_gain: %g}, {pol: %d, quant_gain: %g},\n"
-            "              {pol: %d, quant_gain: %g}, {pol: %d, quant_gain: %g}]\n"
-            "      weights: %s\n      delays: %s\n      fringe_offsets: %s\n"
-            "      dither_key: %d\n"
-            "  corr: {plugin: correlator}\n"
+            "  beam:\n    plugin: beamformer\n    params:\n%s"
+            "  xb:\n    plugin: xbengine\n    params:\n%s      fuse: \"on\"\n      heap_accumulation_threshold: 3\n"
+            "  xs:\n    plugin: xbengine\n    params:\n%s      fuse: \"off\"\n      heap_accumulation_threshold: 3\n"
+            /* dumps of 3 batches, across the buffers of 2 */
+            "  corr: {plugin: correlator, params: {heap_accumulation_threshold: 3}}\n"
             "  reduce: {plugin: reducer}\n"
+            "  xreduce: {plugin: reducer}\n"
+            "  sreduce: {plugin: reducer}\n"
             "  sink:\n"
             "    plugin: filesink\n"
             "    params: {path: %s, overwrite: true}\n"
@@ -143,9 +170,16 @@ static result run_and_check(const char *gpu)
             "  - corr.out -> reduce.in\n"
             "  - beam.out -> sink.in\n"
             "  - fsim.out -> sink.in\n"
-            "  - reduce.out -> sink.in\n",
-            gpu, A, C, T, NB, LEN, pol[0], qgain[0], pol[1], qgain[1], pol[2], qgain[2], pol[3],
-            qgain[3], w, d, f, KEY, h5);
+            "  - reduce.out -> sink.in\n"
+            "  - fsim.out -> xb.in\n"
+            "  - fsim.out -> xs.in\n"
+            "  - xb.out -> xreduce.in\n"
+            "  - xs.out -> sreduce.in\n"
+            "  - xb.beams -> sink.in\n"
+            "  - xs.beams -> sink.in\n"
+            "  - xreduce.out -> sink.in\n"
+            "  - sreduce.out -> sink.in\n",
+            gpu, A, C, T, NB, LEN, bp, bp, bp, h5);
     fclose(y);
     assert_int_equal(run_cbf(yaml), 0);
     unlink(yaml);
@@ -160,6 +194,24 @@ static result run_and_check(const char *gpu)
     int64_t *ts = read_ds(fh, "/beam/timestamp", H5T_NATIVE_INT64, 8, &nts);
     uint8_t *aux = read_ds(fh, "/beam/aux", H5T_NATIVE_UINT8, 1, &naux);
     uint64_t *sat = read_ds(fh, "/beam/saturated", H5T_NATIVE_UINT64, 8, &nsat);
+    /* the xbengine nodes' beams and visibilities as the two plugins' */
+    static const char *const same[][2] = {
+        {"/xb/data", "/beam/data"}, {"/xb/aux", "/beam/aux"}, {"/xb/present", "/beam/present"},
+        {"/xb/saturated", "/beam/saturated"}, {"/xb/timestamp", "/beam/timestamp"},
+        {"/xb/beam_ants", "/beam/beam_ants"}, {"/xs/data", "/beam/data"},
+        {"/xs/aux", "/beam/aux"}, {"/xs/saturated", "/beam/saturated"},
+        {"/xreduce/data", "/reduce/data"}, {"/xreduce/present", "/reduce/present"},
+        {"/xreduce/timestamp", "/reduce/timestamp"}, {"/sreduce/data", "/reduce/data"},
+    };
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        size_t n0, n1;
+        uint8_t *a = read_raw(fh, same[i][0], &n0);
+        uint8_t *b = read_raw(fh, same[i][1], &n1);
+        if (!a || !b || n0 != n1 || n0 == 0 || memcmp(a, b, n0))
+            fail_msg("gpu %s: %s differs from %s", gpu, same[i][0], same[i][1]);
+        free(a);
+        free(b);
+    }
     H5Fclose(fh);
     unlink(h5);
     assert_non_null(x);
