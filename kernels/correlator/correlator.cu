@@ -321,6 +321,16 @@ int cbf_xb_cuda_fused(const cbf_corr_cuda *p, const cbf_corr_job *job, const cbf
 #endif
 }
 
+int cbf_xb_cuda_can_fuse(const cbf_corr_cuda *p, const cbf_beam_shape *beams)
+{
+#ifdef CBF_CORR_SM90
+    return p->sm90 && cbf_corr_sm90_xb_shape_fits(&p->shape, beams);
+#else
+    (void)p, (void)beams;
+    return 0;
+#endif
+}
+
 int cbf_xb_cuda_run(cbf_corr_cuda *p, const cbf_corr_job *job, const cbf_beam_job *beams, void *stream,
                     char *msg, size_t msglen)
 {

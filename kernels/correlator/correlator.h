@@ -98,6 +98,17 @@ void cbf_corr_cuda_destroy(cbf_corr_cuda *plan);
  * otherwise the correlator and then the beamformer run on the stream. The
  * same accumulators and beam bytes either way. */
 int cbf_xb_cuda_fused(const cbf_corr_cuda *plan, const cbf_corr_job *job, const cbf_beam_job *beams);
+/* 1 when the one kernel can serve whole buffers of this plan's shape and
+ * these beams (the Hopper kernels, 8-bit, N <= 64, B <= 8, the same
+ * channels and spectra): cbf_xb_cuda_fused then holds for every job of
+ * whole heaps from batch 0 with the beams' input the correlator's. */
+int cbf_xb_cuda_can_fuse(const cbf_corr_cuda *plan, const cbf_beam_shape *beams);
+/* Channels per buffer from which the one kernel costs less beside the
+ * correlator than the beamformer's own kernel on a second stream (N = 64,
+ * B = 8 on the H100: 21-22% against 25-26% extra from 512 channels, 25-30%
+ * against 5-24% below; docs/performance.md "Correlation and beams in one
+ * kernel"). The xbengine plugin's `fuse: auto` follows it. */
+#define CBF_XB_FUSE_MIN_CHANNELS 512
 int cbf_xb_cuda_run(cbf_corr_cuda *plan, const cbf_corr_job *job, const cbf_beam_job *beams,
                     void *stream, char *msg, size_t msglen);
 

@@ -1423,15 +1423,18 @@ cudaError_t cbf_corr_sm90_launch(const cbf_corr_job *job, const int2 *tiles, int
     return cudaGetLastError();
 }
 
+int cbf_corr_sm90_xb_shape_fits(const cbf_corr_shape *s, const cbf_beam_shape *b)
+{
+    return s->bits == 8 && s->n_ants <= TILE && b->n_ants == s->n_ants && b->n_beams <= BF_GROUP &&
+           b->channels == s->channels && b->spectra_per_heap == s->spectra_per_heap;
+}
+
 int cbf_corr_sm90_xb_fits(const cbf_corr_job *job, const cbf_beam_job *bj)
 {
     const cbf_corr_shape *s = &job->shape;
-    const cbf_beam_shape *b = &bj->shape;
     int t0, t1;
     cbf_beam_job_span(bj, &t0, &t1);
-    return s->bits == 8 && s->n_ants <= TILE && b->n_ants == s->n_ants && b->n_beams <= BF_GROUP &&
-           b->channels == s->channels && b->spectra_per_heap == s->spectra_per_heap &&
-           bj->in == job->in && job->batch_begin == 0 && bj->batches == job->batch_end && !bj->raw &&
+    return cbf_corr_sm90_xb_shape_fits(s, &bj->shape) && bj->in == job->in && job->batch_begin == 0 && bj->batches == job->batch_end && !bj->raw &&
            t0 == 0 && t1 == s->spectra_per_heap && (uintptr_t)bj->out % 4 == 0 &&
            (uintptr_t)job->in % 16 == 0 && job->batch_end <= 0x7FFFFFFF;
 }

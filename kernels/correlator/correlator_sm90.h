@@ -46,6 +46,7 @@ cudaError_t cbf_corr_sm90_launch(const cbf_corr_job *job, const int2 *tiles, int
 /* The correlation and up to 8 beams of the same batches in one kernel
  * (xb_wgmma): 1 when the jobs suit it (8-bit, N <= 64, one input, whole
  * heaps from batch 0, no raw sums). */
+int cbf_corr_sm90_xb_shape_fits(const cbf_corr_shape *s, const cbf_beam_shape *b);
 int cbf_corr_sm90_xb_fits(const cbf_corr_job *job, const cbf_beam_job *beams);
 cudaError_t cbf_corr_sm90_xb_launch(const cbf_corr_job *job, const cbf_beam_job *beams,
                                     const int2 *tiles, int sms, cudaStream_t stream);

@@ -253,10 +253,18 @@ static void corr_free(corr_ctx *cc)
 /* The columns both beside tables share, in ms: the correlator alone (c),
  * the beamformer alone (b), both on one stream (s) and on two (p), and
  * cbf_xb_cuda_run (x), with each pair's extra time over the correlator. */
-static void print_beside(double c, double b, double s, double p, double x, int fused)
+/* The last column is the xbengine plugin's choice with `fuse: auto`: the
+ * one kernel where it serves the shape from CBF_XB_FUSE_MIN_CHANNELS
+ * channels, the two streams otherwise. */
+static void print_beside(double c, double b, double s, double p, double x, int fused,
+                         const corr_ctx *cc, const beam_ctx *bc)
 {
-    printf("| %.3f | %.3f | %.3f | %.1f%% | %.3f | %.1f%% | %s | %.3f | %.1f%% |\n", c, b, s, 100.0 * (s - c) / c, p,
-           100.0 * (p - c) / c, fused ? "one kernel" : "two kernels", x, 100.0 * (x - c) / c);
+    const int node_fused = cbf_xb_cuda_can_fuse(cc->plan, &bc->job.shape) &&
+                           bc->job.shape.channels >= CBF_XB_FUSE_MIN_CHANNELS;
+    const double n = node_fused ? x : p;
+    printf("| %.3f | %.3f | %.3f | %.1f%% | %.3f | %.1f%% | %s | %.3f | %.1f%% | %s | %.1f%% |\n", c, b, s,
+           100.0 * (s - c) / c, p, 100.0 * (p - c) / c, fused ? "one kernel" : "two kernels", x,
+           100.0 * (x - c) / c, node_fused ? "one kernel" : "two streams", 100.0 * (n - c) / c);
 }
 
 /* Correlator alone, then with the beamformer on the same batches. */
@@ -283,7 +291,7 @@ static int beside_one(const opts *o, int n, int b, cudaStream_t s, cudaStream_t 
         return 1;
     CK(cudaGetLastError());
     printf("| %d | %d | %d ", n, b, channels);
-    print_beside(tc, tb, ts, tp, tx, cbf_xb_cuda_fused(cc.plan, &cc.job, &bc.job));
+    print_beside(tc, tb, ts, tp, tx, cbf_xb_cuda_fused(cc.plan, &cc.job, &bc.job), &cc, &bc);
     cudaEventDestroy(par.fork);
     cudaEventDestroy(par.join);
     corr_free(&cc);
@@ -391,7 +399,7 @@ static int beside_ring(const opts *o, int n, int b, int channels, size_t l2, cud
     CK(cudaGetLastError());
     printf("| %d | %d | %d | %d x %.1f MB ", n, b, channels, r, buf / 1e6);
     print_beside(t[RING_CORR], t[RING_BEAMS], t[RING_SEQ], t[RING_PAR], t[RING_XB],
-                 cbf_xb_cuda_fused(cc[0].plan, &cc[0].job, &bc[0].job));
+                 cbf_xb_cuda_fused(cc[0].plan, &cc[0].job, &bc[0].job), &cc[0], &bc[0]);
     cudaEventDestroy(x.join);
     for (int i = 0; i < r; i++) {
         cudaEventDestroy(ev[i]);
@@ -510,8 +518,8 @@ int cbf_bench_beam(int argc, char **argv)
     printf("\nBeside the correlator (same input, 8-bit, automatic kernel): extra = time over the "
            "correlator alone\n\n");
     printf("| N | B | channels | correlator ms | beamformer ms | both, one stream ms | extra | both, two "
-           "streams ms | extra | cbf_xb_cuda_run | ms | extra |\n| --- | --- | --- | --- | --- | --- | --- | --- | "
-           "--- | --- | --- | --- |\n");
+           "streams ms | extra | cbf_xb_cuda_run | ms | extra | xbengine (fuse: auto) | extra |\n| --- | --- | --- "
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     for (int i = 0; i < o.n_ants; i++)
         if (beside_one(&o, o.ants[i], o.beams[0], s, side))
             return 1;
@@ -519,8 +527,8 @@ int cbf_bench_beam(int argc, char **argv)
            "distinct buffers spanning 4x the %.0f MB L2): ms per buffer; extra = time over the correlator "
            "alone\n\n", BATCHES, prop.l2CacheSize / 1e6);
     printf("| N | B | channels | buffers | correlator ms | beamformer ms | both, one stream ms | extra | both, "
-           "two streams ms | extra | cbf_xb_cuda_run | ms | extra |\n| --- | --- | --- | --- | --- | --- | --- | --- "
-           "| --- | --- | --- | --- | --- |\n");
+           "two streams ms | extra | cbf_xb_cuda_run | ms | extra | xbengine (fuse: auto) | extra |\n| --- | --- "
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     /* the first antenna count only: the small array, where the beams cost
      * most beside the correlator (and large N's accumulators would not fit) */
     for (int k = 0; k < o.n_xb; k++)
