@@ -123,22 +123,29 @@ static void write_xeng(FILE *f, const array_desc *d, const array_proc *q, const 
                "      total_channels: %d\n      spectra_per_heap: %d\n      batches: 1\n      stops: %d\n"
                "      chunks_in_flight: 8\n      buffers: 10\n",
             src, ifs, d->antennas, q->count, q->first, d->channels, d->spectra_per_heap, d->antennas);
+    /* With beams, one xbengine node (correlation and beams from one
+     * upload, one kernel where it pays: plugins/xbengine), named corr so
+     * that corr.* settings reach it either way. */
+    fprintf(f, "  corr:\n    plugin: %s\n    params:\n", d->beams ? "xbengine" : "correlator");
     if (d->heaps_per_dump)
-        fprintf(f, "  corr: {plugin: correlator, params: {heap_accumulation_threshold: %d}}\n", d->heaps_per_dump);
-    else
-        fprintf(f, "  corr: {plugin: correlator}\n");
-    fprintf(f, "  reduce: {plugin: reducer}\n");
+        fprintf(f, "      heap_accumulation_threshold: %d\n", d->heaps_per_dump);
+    else if (!d->beams)
+        fprintf(f, "      {}\n");
     if (d->beams) {
         /* Every beam at the phase centre, weights 1 / N: a coherent beam
-         * keeps one antenna's level; steer with the beamformer's requests. */
-        fprintf(f, "  beams:\n    plugin: beamformer\n    params:\n      beams: [");
+         * keeps one antenna's level; steer with the beam requests. */
+        fprintf(f, "      beams: [");
         for (int b = 0; b < d->beams; b++)
             fprintf(f, "%s{pol: %d}", b ? ", " : "", b % 2);
         fprintf(f, "]\n      weights: [");
         for (int a = 0; a < d->antennas; a++)
             fprintf(f, "%s%s", a ? ", " : "", num(1.0 / d->antennas, n));
+        fprintf(f, "]\n");
+    }
+    fprintf(f, "  reduce: {plugin: reducer}\n");
+    if (d->beams) {
         groups(d->beam, 0, d->beams, dst, sizeof dst);
-        fprintf(f, "]\n  bsend:\n    plugin: sender\n    params:\n      destinations: \"%s\"\n"
+        fprintf(f, "  bsend:\n    plugin: sender\n    params:\n      destinations: \"%s\"\n"
                    "      interface: %s\n", dst, ifs);
         /* a beam carries one byte per digitiser sample of one pol (2 N
          * samples in, N complex 8-bit values out), over this X-engine's
@@ -150,7 +157,7 @@ static void write_xeng(FILE *f, const array_desc *d, const array_proc *q, const 
     fprintf(f, "  sink: {plugin: filesink, params: {path: %s.h5, overwrite: true}}\n", q->name);
     fprintf(f, "edges:\n  - recv.batches -> corr.in\n  - corr.out -> reduce.in\n  - reduce.out -> sink.in\n");
     if (d->beams)
-        fprintf(f, "  - recv.batches -> beams.in\n  - beams.out -> bsend.in\n");
+        fprintf(f, "  - corr.beams -> bsend.in\n");
 }
 
 static void write_beams(FILE *f, const array_desc *d, const array_proc *q, const char *ifs)
