@@ -21,6 +21,7 @@ the values to the float64 reference.
 
 usage: test_beam_timing.py [--gpu | --deferred] [--xb] (CBF_BUILD_ROOT in the environment)"""
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -87,18 +88,23 @@ def run(tmp, gpu, requests):
     path = os.path.join(tmp, "beams-%s-%d.h5" % (gpu, requests))
     plugin, extra, sinks, port, edge = NODE
     e = Engine(YAML % (gpu, A, C, T, NB, BUFS * NB, plugin, extra, path, sinks, port, edge),
-               os.path.join(tmp, "engine.yaml"))
+               os.path.join(tmp, "engine.yaml"), stdout=subprocess.PIPE)
     try:
         for name, b, args, at in CHANGES if requests else []:
             rc, reply, err = e.request(dict({"request": name, "node": "beam", "beam": "abc"[b], "at": at}, **args))
             if rc or not reply.get("ok"):
                 fail("%s for beam %s at %d: %s%s (had the data already passed it? the requests "
                      "must reach the engine before buffer 80)" % (name, "abc"[b], at, err, reply))
+        table = e.proc.stdout.read()                 # cbf-run's counters, at its end
         code = e.proc.wait(timeout=300)
     finally:
         e.kill()
     if code:
         fail("cbf-run (gpu: %s) exited %d:\n%s" % (gpu, code, "".join(e.log[-20:])))
+    if XB and gpu != "none" and hopper():
+        m = re.search(r"one_kernel_pieces=(\d+)", table)
+        check(m is not None and int(m.group(1)) > 0,
+              "the xbengine ran the one kernel on this Hopper GPU (%s)" % (m.group(0) if m else table))
     with h5py.File(path) as f:
         d = f["beam"]["data"][()]                      # [buf][batch][beam][channel][spectrum][2]
         stamps = f["beam"]["timestamp"][()]
@@ -106,6 +112,16 @@ def run(tmp, gpu, requests):
     check(d.shape == (BUFS, NB, 3, C, T, 2) and list(stamps) == [ts(k, 0) for k in range(BUFS)],
           "gpu %s, requests %d: %d buffers of beams" % (gpu, requests, BUFS))
     return d
+
+
+def hopper():
+    """Whether the GPU is compute capability 9.x, where `fuse: on` must run the one kernel."""
+    try:
+        r = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
+                           capture_output=True, text=True)
+    except OSError:
+        return False
+    return r.returncode == 0 and r.stdout.strip().startswith("9.")
 
 
 def per_spectrum(d):
