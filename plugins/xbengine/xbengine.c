@@ -224,7 +224,7 @@ static int xb_piece(void *user, const cbf_corr_job *job, cbf_error *err)
     return cbf_stage_kern(cbf_xb_cuda_run(s->dumps.plan, &cj, &bj, s->stream, msg, sizeof msg),
                           msg, err);
 #else
-    return CBF_EINTERNAL; /* fused is never set without CUDA */
+    return cbf_error_set(err, CBF_EINTERNAL, "one kernel without CUDA"); /* never: fused is 0 */
 #endif
 }
 
