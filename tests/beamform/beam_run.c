@@ -15,8 +15,7 @@ static int br_cuda(cudaError_t e, const char *call, char *msg, size_t msglen)
 }
 #define CK(call) do { if ((rc = br_cuda((call), #call, msg, msglen))) goto out; } while (0)
 
-/* A device copy of n host bytes (or n zero bytes when h is NULL). */
-static int br_up(void **d, const void *h, size_t n, char *msg, size_t msglen)
+int beam_dev_up(void **d, const void *h, size_t n, char *msg, size_t msglen)
 {
     int rc;
     CK(cudaMalloc(d, n ? n : 1));
@@ -37,13 +36,13 @@ int beam_run(int gpu, const cbf_beam_job *job, char *msg, size_t msglen)
     const size_t raw_b = out_b * 2 * sizeof(float);
     void *d[7] = {0};
     int rc;
-    if ((rc = br_up(&d[0], job->in, in_b, msg, msglen)) ||
-        (rc = br_up(&d[1], job->present, n * A, msg, msglen)) ||
-        (rc = br_up(&d[2], job->coef, A * B * sizeof *job->coef, msg, msglen)) ||
-        (rc = br_up(&d[3], job->pol, B, msg, msglen)) ||
-        (rc = br_up(&d[4], job->out, out_b, msg, msglen)) ||
-        (rc = br_up(&d[5], job->saturated, B * sizeof(uint64_t), msg, msglen)) ||
-        (job->raw && (rc = br_up(&d[6], job->raw, raw_b, msg, msglen))))
+    if ((rc = beam_dev_up(&d[0], job->in, in_b, msg, msglen)) ||
+        (rc = beam_dev_up(&d[1], job->present, n * A, msg, msglen)) ||
+        (rc = beam_dev_up(&d[2], job->coef, A * B * sizeof *job->coef, msg, msglen)) ||
+        (rc = beam_dev_up(&d[3], job->pol, B, msg, msglen)) ||
+        (rc = beam_dev_up(&d[4], job->out, out_b, msg, msglen)) ||
+        (rc = beam_dev_up(&d[5], job->saturated, B * sizeof(uint64_t), msg, msglen)) ||
+        (job->raw && (rc = beam_dev_up(&d[6], job->raw, raw_b, msg, msglen))))
         goto out;
     cbf_beam_job j = *job;
     j.in = d[0];

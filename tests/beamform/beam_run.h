@@ -12,4 +12,10 @@
  * (values outside the job's span of spectra kept as they were). */
 int beam_run(int gpu, const cbf_beam_job *job, char *msg, size_t msglen);
 
+#ifdef CBF_HAVE_CUDA
+/* *d: a device copy of n host bytes (n zero bytes when h is NULL); 0 or
+ * CBF_KERN_ECUDA with msg. */
+int beam_dev_up(void **d, const void *h, size_t n, char *msg, size_t msglen);
+#endif
+
 #endif

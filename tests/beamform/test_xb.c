@@ -23,6 +23,7 @@
 
 #include "../gpu_available.h"
 #include "beam_rng.h"
+#include "beam_run.h"
 #include "beamform.h"
 #include "correlator.h"
 
@@ -30,12 +31,13 @@
 
 static int hopper; /* compute capability 9.0: the fused kernel must run */
 
+/* A device copy of n host bytes (zeros when h is NULL). */
 static void *up(const void *h, size_t n)
 {
-    void *d;
-    CK(cudaMalloc(&d, n ? n : 1));
-    if (h)
-        CK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice));
+    void *d = NULL;
+    char msg[256];
+    if (beam_dev_up(&d, h, n, msg, sizeof msg))
+        fail_msg("%s", msg);
     return d;
 }
 
@@ -93,10 +95,8 @@ static void run_case(int N, int B, int C, int T, size_t n, int gone, double gain
     g.pol = up(pol, (size_t)B);
     g.out = up(NULL, out_n);
     CK(cudaMemset(g.out, 0x5a, out_n));
-    g.saturated = up(NULL, (size_t)B * sizeof(uint64_t));
-    CK(cudaMemset(g.saturated, 0, (size_t)B * sizeof(uint64_t)));
+    g.saturated = up(NULL, (size_t)B * sizeof(uint64_t)); /* zeros */
     gc.accum = up(NULL, acc_n * sizeof(int64_t));
-    CK(cudaMemset(gc.accum, 0, acc_n * sizeof(int64_t)));
     const int fused = cbf_xb_cuda_fused(plan, &gc, &g);
     if (hopper)
         assert_int_equal(fused, 1);
