@@ -33,10 +33,6 @@
 #include "stage/gpu.h"
 #include "stage/input.h"
 
-/* Output buffers queued at most (stage/flight.h): one running on the GPU
- * while the next is queued behind it. */
-#define BF_IN_FLIGHT 2
-
 static const cbf_param_decl bf_params[] = {
     CBF_BEAMS_PARAMS,
     {.name = "buffers", .type = CBF_PARAM_INT, .def = "3", .has_range = 1, .min = 2, .max = 64,
@@ -52,11 +48,7 @@ static const cbf_port_decl bf_ports[] = {
 
 typedef struct bf {
     cbf_port *in, *out;
-    cbf_pool *pool;
-    cbf_beams beams;
-    /* Outputs whose work is queued, with their inputs, sent once complete:
-     * on the GPU the next buffer is queued before the oldest is waited for. */
-    cbf_stage_flight flight;
+    cbf_beams beams;             /* with the output pool and the flight */
     int gpu;
     void *stream;                /* everything but host input's uploads, in order */
     cbf_stage_upload up;         /* host input on the GPU */
@@ -67,7 +59,6 @@ static void bf_fini(cbf_node *node)
     bf *s = cbf_node_state(node);
     if (!s)
         return;
-    cbf_stage_flight_fini(&s->flight);
     cbf_error ignored;
     if (s->stream) /* after an error: nothing may still read what is freed below */
         cbf_stage_stream_sync(s->stream, "stream", &ignored);
@@ -97,8 +88,7 @@ static int bf_init(cbf_node *node, cbf_error *err)
     if (!s->gpu && in->mem == CBF_MEM_DEVICE)
         return cbf_error_set(err, CBF_ECONFIG, "device input on the CPU path");
     if ((s->gpu && (rc = cbf_stage_stream_create(&s->stream, err))) ||
-        (rc = cbf_beams_init(&s->beams, node, in, s->gpu, s->stream, err)) ||
-        (rc = cbf_stage_flight_init(&s->flight, BF_IN_FLIGHT, err)))
+        (rc = cbf_beams_init(&s->beams, node, in, s->gpu, s->stream, err)))
         return rc;
     if (s->gpu && in->mem != CBF_MEM_DEVICE &&
         (rc = cbf_stage_upload_init(&s->up, s->beams.in_bytes, err)))
@@ -106,10 +96,7 @@ static int bf_init(cbf_node *node, cbf_error *err)
     if (s->gpu)
         cbf_log_info("beamformer on the GPU: %d beams, %d antennas, %s input",
                      s->beams.shape.n_beams, s->beams.shape.n_ants, cbf_mem_kind_name(in->mem));
-    cbf_port_desc d;
-    cbf_beams_out_desc(&s->beams, in, &d);
-    return cbf_stage_out_open(node, s->out, &d, (size_t)cbf_params_int(p, "buffers"), &s->pool,
-                              err);
+    return cbf_beams_open(&s->beams, node, s->out, in, (size_t)cbf_params_int(p, "buffers"), err);
 }
 
 /* Beamforms `in` into `out`, its per-beam counts into out->aux, in
@@ -117,8 +104,9 @@ static int bf_init(cbf_node *node, cbf_error *err)
  * (timestamp ts + i x samples_between_spectra) uses every change at or
  * before its timestamp. On the GPU it is all queued on the stream, out's
  * event recorded after the counts' copy. */
-static int bf_compute(bf *s, cbf_buffer *in, cbf_buffer *out, cbf_error *err)
+static int bf_compute(void *user, cbf_buffer *in, cbf_buffer *out, cbf_error *err)
 {
+    bf *s = user;
     cbf_beams *b = &s->beams;
     const uint8_t *data = in->data;
     int rc = 0;
@@ -138,44 +126,11 @@ static int bf_compute(bf *s, cbf_buffer *in, cbf_buffer *out, cbf_error *err)
     return cbf_beams_end(b, out, err);
 }
 
-/* A landed output (stage/flight.h): its counts are in aux; the rest of its
- * metadata, the counters and the clip sensors follow, and it goes out. */
-static int bf_land(void *user, cbf_buffer *in, cbf_buffer *out, cbf_error *err)
-{
-    (void)err;
-    bf *s = user;
-    cbf_beams_land(&s->beams, in, out);
-    return cbf_port_send(s->out, out);
-}
-
 static int bf_buffer(void *user, cbf_buffer *in, cbf_error *err)
 {
     bf *s = user;
-    if (!s->gpu && in->kind != CBF_MEM_HOST) {
-        int rc = cbf_buffer_sync_host(in, err);
-        if (rc)
-            return rc;
-    }
-    cbf_buffer *out;
-    int rc = cbf_pool_get(s->pool, &out);
-    if (rc)
-        return rc == CBF_ESTOPPED ? rc : cbf_error_set(err, rc, "no output buffer");
-    rc = bf_compute(s, in, out, err);
-    /* the coefficients of every spectrum up to here are chosen */
-    cbf_beams_processed(&s->beams, in);
-    if (!rc)
-        rc = cbf_stage_flight_push(&s->flight, in, out, err);
-    if (rc) {
-        /* work queued before the failure may still touch in and out */
-        cbf_error ignored;
-        if (s->up.stream)
-            cbf_stage_stream_sync(s->up.stream, "upload", &ignored);
-        if (s->gpu)
-            cbf_stage_stream_sync(s->stream, "stream", &ignored);
-        cbf_buffer_unref(out);
-        return rc;
-    }
-    return cbf_stage_flight_land(&s->flight, BF_IN_FLIGHT - 1, bf_land, s, err);
+    void *const streams[2] = {s->up.stream, s->stream};
+    return cbf_beams_buffer(&s->beams, in, bf_compute, s, streams, 2, err);
 }
 
 static int bf_run(cbf_node *node, cbf_error *err)
@@ -184,7 +139,7 @@ static int bf_run(cbf_node *node, cbf_error *err)
     int rc = cbf_stage_input_loop(node, "in", bf_buffer, s, err);
     /* the end of the stream: every output goes; stopping or an error: fini drops them */
     if (!rc)
-        rc = cbf_stage_flight_land(&s->flight, 0, bf_land, s, err);
+        rc = cbf_beams_drain(&s->beams, err);
     return rc == CBF_ESTOPPED ? 0 : rc;
 }
 

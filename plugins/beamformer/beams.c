@@ -16,6 +16,7 @@
 #include "stage/contracts/beam.h"
 #include "stage/contracts/feng.h"
 #include "stage/contracts/xeng.h"
+#include "stage/flow.h"
 #include "stage/gpu.h"
 #include "stage/input.h"
 #include "stage/kern.h"
@@ -111,6 +112,7 @@ int cbf_beams_init(cbf_beams *b, cbf_node *node, const cbf_port_desc *in, int gp
 
 void cbf_beams_fini(cbf_beams *b)
 {
+    cbf_stage_flight_fini(&b->flight);
     cbf_stage_free(CBF_MEM_DEVICE, b->d_present);
     cbf_stage_free(CBF_MEM_DEVICE, b->d_pol);
     cbf_stage_free(CBF_MEM_DEVICE, b->d_coef);
@@ -122,12 +124,21 @@ void cbf_beams_fini(cbf_beams *b)
     memset(b, 0, sizeof *b);
 }
 
-void cbf_beams_out_desc(const cbf_beams *b, const cbf_port_desc *in, cbf_port_desc *d)
+/* Output buffers queued at most (stage/flight.h): one running on the GPU
+ * while the next is queued behind it. */
+#define BEAMS_IN_FLIGHT 2
+
+int cbf_beams_open(cbf_beams *b, cbf_node *node, cbf_port *out, const cbf_port_desc *in,
+                   size_t buffers, cbf_error *err)
 {
     const cbf_beam_batch ob = {b->batches, (size_t)b->shape.n_beams, (size_t)b->shape.channels,
                                (size_t)b->shape.spectra_per_heap, (size_t)b->shape.n_ants};
-    cbf_beam_batch_desc(d, &ob, b->gpu ? CBF_MEM_DEVICE : CBF_MEM_HOST, in);
-    d->timestamp_step = in->timestamp_step;
+    cbf_port_desc d;
+    cbf_beam_batch_desc(&d, &ob, b->gpu ? CBF_MEM_DEVICE : CBF_MEM_HOST, in);
+    d.timestamp_step = in->timestamp_step;
+    b->out = out;
+    int rc = cbf_stage_flight_init(&b->flight, BEAMS_IN_FLIGHT, err);
+    return rc ? rc : cbf_stage_out_open(node, out, &d, buffers, &b->pool, err);
 }
 
 static int beams_kern(cbf_beams *b, const cbf_beam_job *job, cbf_error *err)
@@ -238,14 +249,12 @@ int cbf_beams_end(cbf_beams *b, cbf_buffer *out, cbf_error *err)
     return rc ? rc : cbf_buffer_record(out, b->stream, err);
 }
 
-void cbf_beams_processed(cbf_beams *b, const cbf_buffer *in)
+/* A landed output (stage/flight.h): its counts are in aux; the rest of its
+ * metadata, the counters and the clip sensors follow, and it goes out. */
+static int beams_land(void *user, cbf_buffer *in, cbf_buffer *out, cbf_error *err)
 {
-    const int64_t spectra = (int64_t)(b->batches * (size_t)b->shape.spectra_per_heap);
-    cbf_beamctl_processed(&b->ctl, in->timestamp + spectra * b->sbs);
-}
-
-void cbf_beams_land(cbf_beams *b, const cbf_buffer *in, cbf_buffer *out)
-{
+    (void)err;
+    cbf_beams *b = user;
     const size_t B = (size_t)b->shape.n_beams, n_flags = b->batches * (size_t)b->shape.n_ants;
     memcpy(b->sat, out->aux, B * sizeof(uint64_t));
     out->timestamp = in->timestamp;
@@ -262,4 +271,40 @@ void cbf_beams_land(cbf_beams *b, const cbf_buffer *in, cbf_buffer *out)
     cbf_counter_add(b->c_missing, out->missing);
     cbf_counter_add(b->c_sat, out->saturated);
     cbf_beamctl_clips(&b->ctl, b->sat);
+    return cbf_port_send(b->out, out);
+}
+
+int cbf_beams_buffer(cbf_beams *b, cbf_buffer *in, cbf_beams_compute_fn compute, void *user,
+                     void *const *streams, int n, cbf_error *err)
+{
+    if (!b->gpu && in->kind != CBF_MEM_HOST) {
+        int rc = cbf_buffer_sync_host(in, err);
+        if (rc)
+            return rc;
+    }
+    cbf_buffer *out;
+    int rc = cbf_pool_get(b->pool, &out);
+    if (rc)
+        return rc == CBF_ESTOPPED ? rc : cbf_error_set(err, rc, "no beam buffer");
+    rc = compute(user, in, out, err);
+    /* the coefficients of every spectrum up to here are chosen */
+    const int64_t spectra = (int64_t)(b->batches * (size_t)b->shape.spectra_per_heap);
+    cbf_beamctl_processed(&b->ctl, in->timestamp + spectra * b->sbs);
+    if (!rc)
+        rc = cbf_stage_flight_push(&b->flight, in, out, err);
+    if (rc) {
+        /* work queued before the failure may still touch in and out */
+        cbf_error ignored;
+        for (int i = 0; i < n; i++)
+            if (streams[i])
+                cbf_stage_stream_sync(streams[i], "stream", &ignored);
+        cbf_buffer_unref(out);
+        return rc;
+    }
+    return cbf_stage_flight_land(&b->flight, BEAMS_IN_FLIGHT - 1, beams_land, b, err);
+}
+
+int cbf_beams_drain(cbf_beams *b, cbf_error *err)
+{
+    return cbf_stage_flight_land(&b->flight, 0, beams_land, b, err);
 }

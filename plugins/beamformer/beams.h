@@ -12,10 +12,10 @@
  *   cbf_beams_run            the stretch's kernels (or the caller's fused
  *                            kernel, with cbf_beams_part's job)
  *   cbf_beams_end            counts to out->aux, out's event recorded
- *   cbf_beams_processed      every spectrum of the buffer has its
- *                            coefficients chosen
- * and, once out's event has passed, cbf_beams_land fills out's metadata,
- * the counters and the clip sensors; the caller sends it. */
+ * inside the compute step of cbf_beams_buffer, which takes the output
+ * buffer, puts it in flight (stage/flight.h) and, once its event has
+ * passed, fills its metadata, the counters and the clip sensors and sends
+ * it. */
 #ifndef CBF_BEAMS_H
 #define CBF_BEAMS_H
 
@@ -25,6 +25,7 @@
 
 #include "beamctl.h"
 #include "beamform.h"
+#include "stage/flight.h"
 
 /* The parameters of the beams, the same in both plugins. */
 #define CBF_BEAMS_PARAMS                                                                          \
@@ -64,6 +65,11 @@ typedef struct cbf_beams {
     cbf_beam_coef *d_coef;
     uint64_t *d_sat;
     cbf_counter *c_batches, *c_missing, *c_sat;
+    cbf_port *out;
+    cbf_pool *pool;
+    /* Outputs whose work is queued, with their inputs, sent once complete:
+     * on the GPU the next buffer is queued before the oldest is waited for. */
+    cbf_stage_flight flight;
 } cbf_beams;
 
 /* From the node's parameters (CBF_BEAMS_PARAMS) and its CI8 X-engine input
@@ -71,11 +77,24 @@ typedef struct cbf_beams {
  * failure cbf_beams_fini frees what was made (b is zeroed first). */
 int cbf_beams_init(cbf_beams *b, cbf_node *node, const cbf_port_desc *in, int gpu, void *stream,
                    cbf_error *err);
-/* The caller has waited for the stream. */
+/* The caller has waited for the stream: drops what is in flight. */
 void cbf_beams_fini(cbf_beams *b);
-/* The output port's description: beams as the input's batches, in device
- * memory on the GPU. */
-void cbf_beams_out_desc(const cbf_beams *b, const cbf_port_desc *in, cbf_port_desc *d);
+/* Opens the output port `out` (beams as the input's batches, in device
+ * memory on the GPU) with `buffers` buffers. */
+int cbf_beams_open(cbf_beams *b, cbf_node *node, cbf_port *out, const cbf_port_desc *in,
+                   size_t buffers, cbf_error *err);
+
+/* Queues one input buffer's work into an output buffer (the steps below). */
+typedef int (*cbf_beams_compute_fn)(void *user, cbf_buffer *in, cbf_buffer *out, cbf_error *err);
+/* One input buffer: an output buffer from the pool, compute, the
+ * buffer's spectra marked processed, the pair put in flight and the
+ * outputs that have landed sent. After a failure the n `streams` (the
+ * caller's, which may still touch in and out) are waited for and the
+ * output dropped. */
+int cbf_beams_buffer(cbf_beams *b, cbf_buffer *in, cbf_beams_compute_fn compute, void *user,
+                     void *const *streams, int n, cbf_error *err);
+/* The end of the stream: every output goes. */
+int cbf_beams_drain(cbf_beams *b, cbf_error *err);
 
 /* Starts `in` (its samples at `data`: device memory on the GPU) into `out`:
  * *job covers the whole buffer with the device (GPU) or host copies. */
@@ -96,11 +115,6 @@ int cbf_beams_run(cbf_beams *b, const cbf_beam_job *base, size_t s0, size_t s1, 
 /* The buffer's counts into out->aux and, on the GPU, out's event recorded
  * after every kernel queued on the stream. */
 int cbf_beams_end(cbf_beams *b, cbf_buffer *out, cbf_error *err);
-/* Every spectrum of `in` has its coefficients chosen. */
-void cbf_beams_processed(cbf_beams *b, const cbf_buffer *in);
-/* out's work is done: its timestamp, sequence, flags, missing and
- * saturated from in and aux, added to the counters and clip sensors. */
-void cbf_beams_land(cbf_beams *b, const cbf_buffer *in, cbf_buffer *out);
 
 #define CBF_BEAMS_N_REQUESTS CBF_BEAMCTL_N_REQUESTS
 /* The beam-* requests (cbf/control.h), on the node's thread between buffers. */

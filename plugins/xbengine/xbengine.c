@@ -37,9 +37,6 @@
 #include "stage/input.h"
 #include "stage/kern.h"
 
-/* Beam buffers queued at most, as the beamformer's. */
-#define XB_IN_FLIGHT 2
-
 static const cbf_param_decl xb_params[] = {
     CBF_CORR_PARAMS,
     CBF_BEAMS_PARAMS,
@@ -64,10 +61,8 @@ static const cbf_port_decl xb_ports[] = {
 
 typedef struct xb {
     cbf_port *in, *out, *beams_out;
-    cbf_pool *beam_pool;
     cbf_corr_dumps dumps;
-    cbf_beams beams;
-    cbf_stage_flight flight;
+    cbf_beams beams;             /* with the beams' pool and flight */
     int gpu, fused;
     void *stream;                /* the correlator's; the beams' too when fused */
     void *side;                  /* the beams' when not fused */
@@ -85,7 +80,6 @@ static void xb_fini(cbf_node *node)
     xb *s = cbf_node_state(node);
     if (!s)
         return;
-    cbf_stage_flight_fini(&s->flight);
     cbf_error ignored;
     /* after an error: nothing may still read or write what is freed below */
     if (s->stream)
@@ -168,14 +162,10 @@ static int xb_init(cbf_node *node, cbf_error *err)
     if (!s->gpu && ((rc = cbf_corr_dumps_init(&s->dumps, node, in, NULL, err)) ||
                     (rc = cbf_beams_init(&s->beams, node, in, 0, NULL, err))))
         return rc;
-    if ((rc = cbf_stage_flight_init(&s->flight, XB_IN_FLIGHT, err)) ||
-        (rc = cbf_corr_dumps_open(&s->dumps, node, s->out, in,
-                                  (size_t)cbf_params_int(p, "buffers"), err)))
-        return rc;
-    cbf_port_desc d;
-    cbf_beams_out_desc(&s->beams, in, &d);
-    if ((rc = cbf_stage_out_open(node, s->beams_out, &d,
-                                 (size_t)cbf_params_int(p, "beam_buffers"), &s->beam_pool, err)))
+    if ((rc = cbf_corr_dumps_open(&s->dumps, node, s->out, in,
+                                  (size_t)cbf_params_int(p, "buffers"), err)) ||
+        (rc = cbf_beams_open(&s->beams, node, s->beams_out, in,
+                             (size_t)cbf_params_int(p, "beam_buffers"), err)))
         return rc;
     s->c_fused = cbf_node_counter(node, "one_kernel_pieces");
     return 0;
@@ -230,8 +220,9 @@ static int xb_piece(void *user, const cbf_corr_job *job, cbf_error *err)
 
 /* Queues the correlation and the beams of `in` (samples at data), out's
  * event recorded after every kernel reading the input, on either stream. */
-static int xb_compute(xb *s, cbf_buffer *in, cbf_buffer *out, cbf_error *err)
+static int xb_compute(void *user, cbf_buffer *in, cbf_buffer *out, cbf_error *err)
 {
+    xb *s = user;
     s->data = in->data;
     s->cur = in;
     int rc = 0;
@@ -256,43 +247,11 @@ static int xb_compute(xb *s, cbf_buffer *in, cbf_buffer *out, cbf_error *err)
     return cbf_beams_end(&s->beams, out, err);
 }
 
-static int xb_land(void *user, cbf_buffer *in, cbf_buffer *out, cbf_error *err)
-{
-    (void)err;
-    xb *s = user;
-    cbf_beams_land(&s->beams, in, out);
-    return cbf_port_send(s->beams_out, out);
-}
-
 static int xb_buffer(void *user, cbf_buffer *in, cbf_error *err)
 {
     xb *s = user;
-    if (!s->gpu && in->kind != CBF_MEM_HOST) {
-        int rc = cbf_buffer_sync_host(in, err);
-        if (rc)
-            return rc;
-    }
-    cbf_buffer *out;
-    int rc = cbf_pool_get(s->beam_pool, &out);
-    if (rc)
-        return rc == CBF_ESTOPPED ? rc : cbf_error_set(err, rc, "no beam buffer");
-    rc = xb_compute(s, in, out, err);
-    cbf_beams_processed(&s->beams, in);
-    if (!rc)
-        rc = cbf_stage_flight_push(&s->flight, in, out, err);
-    if (rc) {
-        /* work queued before the failure may still touch in and out */
-        cbf_error ignored;
-        if (s->up.stream)
-            cbf_stage_stream_sync(s->up.stream, "upload", &ignored);
-        if (s->side)
-            cbf_stage_stream_sync(s->side, "beams' stream", &ignored);
-        if (s->gpu)
-            cbf_stage_stream_sync(s->stream, "stream", &ignored);
-        cbf_buffer_unref(out);
-        return rc;
-    }
-    return cbf_stage_flight_land(&s->flight, XB_IN_FLIGHT - 1, xb_land, s, err);
+    void *const streams[3] = {s->up.stream, s->side, s->stream};
+    return cbf_beams_buffer(&s->beams, in, xb_compute, s, streams, 3, err);
 }
 
 static int xb_run(cbf_node *node, cbf_error *err)
@@ -303,7 +262,7 @@ static int xb_run(cbf_node *node, cbf_error *err)
      * is dropped; stopping or an error: fini drops them */
     if (!rc) {
         cbf_corr_dumps_end(&s->dumps);
-        rc = cbf_stage_flight_land(&s->flight, 0, xb_land, s, err);
+        rc = cbf_beams_drain(&s->beams, err);
     }
     return rc == CBF_ESTOPPED ? 0 : rc;
 }
