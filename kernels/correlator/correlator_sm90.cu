@@ -60,8 +60,6 @@
 #include <cuda.h> /* CUtensorMap (the type only: no libcuda link) */
 #include <cudaTypedefs.h>
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "beamform_dev.cuh"
 #include "cbf_mma.h"
@@ -130,40 +128,6 @@ __device__ __forceinline__ void wgmma_n64(int *d, const unsigned a[4], uint64_t 
     asm volatile(CBF_WGMMA_HEAD(64) CBF_REGS_0 "}, {%32, %33, %34, %35}, %36, " CBF_WGMMA_TAIL
                  : CBF_D32(0)
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-}
-
-/* D(64 x 96) and D(64 x 32): the 16-antenna row groups of diagonal tiles
- * (corr_run, DG). */
-#define CBF_REGS_1H \
-    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
-#define CBF_REGS_0H "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
-__device__ __forceinline__ void wgmma_n96(int *d, const unsigned a[4], uint64_t desc)
-{
-    asm volatile(CBF_WGMMA_HEAD(96) CBF_REGS_0 ", " CBF_REGS_1H
-                 "}, {%48, %49, %50, %51}, %52, " CBF_WGMMA_TAIL
-                 : CBF_D32(0), CBF_D8(32), CBF_D8(40)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-}
-__device__ __forceinline__ void wgmma_n32(int *d, const unsigned a[4], uint64_t desc)
-{
-    asm volatile(CBF_WGMMA_HEAD(32) CBF_REGS_0H "}, {%16, %17, %18, %19}, %20, " CBF_WGMMA_TAIL
-                 : CBF_D8(0), CBF_D8(8)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-}
-/* One of the above by width N (columns). */
-template <int N> __device__ __forceinline__ void wgmma_rs(int *d, const unsigned a[4], uint64_t desc)
-{
-    static_assert(N == 256 || N == 128 || N == 96 || N == 64 || N == 32, "wgmma width");
-    if constexpr (N == 256)
-        wgmma_n256(d, a, desc);
-    else if constexpr (N == 128)
-        wgmma_n128(d, a, desc);
-    else if constexpr (N == 96)
-        wgmma_n96(d, a, desc);
-    else if constexpr (N == 64)
-        wgmma_n64(d, a, desc);
-    else
-        wgmma_n32(d, a, desc);
 }
 
 /* The same with A in shared memory too (the small-array kernel). */
@@ -339,7 +303,6 @@ struct corr_unit {
      * is done with each ring slot; the ring's own mbarriers are then set
      * up before corr_run */
     unsigned empty;
-    int diag16; /* whole diagonal tiles of 8-bit input in 16-antenna row groups (DG) */
 };
 
 /* The correlating warpgroups' barrier, of 256 threads: the whole block in
@@ -377,45 +340,15 @@ __device__ __forceinline__ void stage_copy(unsigned slot, unsigned bar, const CU
     }
 }
 
-/* Diagonal tiles in 16-antenna row groups (DG 1 and 2, 8-bit input, whole
- * tiles): with rows of 32 antennas x 2 pols, a diagonal tile multiplies
- * three 32 x 32 antenna blocks, two of them triangles half thrown away
- * (384 columns of 64 rows in all). Here the conjugate moves to A: a row
- * group is 16 antennas x 2 pols x (re, im) and (-im, re) (rows g and
- * g + 8 of a warp), B holds only (re, im) columns, 2 per antenna (dg_col),
- * so a row group needs the columns of its own antennas and those after
- * them alone: rows 0..15 x 128 columns, 16..31 x 96, 32..47 x 64, 48..63
- * x 32, 320 columns; warpgroup 0 takes groups 0 and 3 (DG 1), warpgroup 1
- * groups 1 and 2 (DG 2), 160 each. Row (a1, p1, 1) times column (a2, p2)
- * is -Im of the product, negated at the flush (exact). */
-template <int I> struct dg_group {
-    static constexpr int i = I;
-};
-__host__ __device__ constexpr int dg_row(int dg, int i) { return dg == 1 ? 48 * i : 16 + 16 * i; }
-__host__ __device__ constexpr int dg_width(int dg, int i) { return 2 * (TILE - dg_row(dg, i)); }
-/* B column of (antenna a, pol p2) in a diagonal tile's (re, im) columns:
- * groups of 4 antennas in 8 columns, neighbouring antennas 4 columns apart
- * so that a quarter-warp's stores of two antennas meet distinct banks
- * through the swizzle; antenna a's columns start at 2 a for a % 4 = 0. */
-__device__ __forceinline__ int dg_col(int a, int p2)
-{
-    return 8 * (a >> 2) + 4 * (a & 1) + 2 * ((a >> 1) & 1) + p2;
-}
-
 /* This warpgroup multiplies B's columns START .. START + W - 1 (accumulators
  * START / 2 ..): W = 256 on whole tiles; START = 128 for the second
  * warpgroup of a diagonal tile (its antennas meet only the upper half);
  * W < 256 where the tile's columns run past the last antenna (columns of
  * absent antennas are multiplied only up to the next 64); W = 0 for a
- * warpgroup whose antennas are all past the last, which only helps.
- * DG 1 or 2: warpgroup DG - 1 of a whole diagonal tile in 16-antenna row
- * groups (above; START and W unused, a1 computed here). */
-template <int BITS, int START, int W, int DG = 0>
+ * warpgroup whose antennas are all past the last, which only helps. */
+template <int BITS, int START, int W>
 __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, int a1)
 {
-    static_assert(DG == 0 || BITS == 8, "row groups: 8-bit input");
-    constexpr int NG = DG ? 2 : 1; /* A row sets (of 64 rows) per warpgroup */
-    constexpr int NACC = DG ? (dg_width(DG, 0) + dg_width(DG, 1)) / 2 : 128;
     /* Copy halves per tile side and stage: 8-bit, 256 bytes per antenna
      * (two boxes of 32 spectra); 4-bit, 128 bytes (one box of 64 spectra,
      * the ring slot half used). */
@@ -447,14 +380,7 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
      * 4-bit: the same spectra are 4 bytes each, byte 32 ks + 4 t (chunk
      * 2 ks) and + 16 (chunk 2 ks + 1) of the antenna's 128; a warp's eight
      * antennas have distinct sg, so its 32 loads meet 32 distinct banks. */
-    /* DG: rows g, g + 8 are (a1, p1) and its conjugate, antennas 4 apart
-     * within the warp's 8 (sg = 0, 2, 4, 6 or 1, 3, 5, 7 as above), the
-     * second row group (dg_row(DG, 1) - dg_row(DG, 0)) * 128 bytes on. */
-    const int wq = warp & 3, p1 = (lane >> 2) & 1;
-    if (DG)
-        a1 = u.tile.x + dg_row(DG, 0) + 8 * (wq >> 1) + (wq & 1) + 2 * (lane >> 3);
     const int t = lane & 3, ar = a1 - u.tile.x, sg = ar & 7;
-    constexpr unsigned a_grp = DG ? (unsigned)(dg_row(DG, 1) - dg_row(DG, 0)) * 128u : 0u;
     unsigned a_rd[2][2]; /* [ks % 2][lo, hi] */
 #pragma unroll
     for (int k2 = 0; k2 < 2; k2++)
@@ -462,29 +388,8 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
         for (int e = 0; e < 2; e++)
             a_rd[k2][e] = (unsigned)(ar * 128 + (((4 * k2 + (t >> 1) + 2 * e) ^ sg) << 4) +
                                      8 * (t & 1));
-    auto frag_a = [&](unsigned slot, unsigned (&af)[NG][4][4]) {
-        if constexpr (DG) {
-            uint2 ra[NG][8];
-#pragma unroll
-            for (int gr = 0; gr < NG; gr++)
-#pragma unroll
-                for (int ks = 0; ks < 4; ks++) {
-                    const unsigned half = slot + (unsigned)(ks >> 1) * HALF_BYTES + gr * a_grp;
-                    ra[gr][2 * ks] = ld_shared8(half + a_rd[ks & 1][0]);
-                    ra[gr][2 * ks + 1] = ld_shared8(half + a_rd[ks & 1][1]);
-                }
-            const unsigned sel = p1 ? 0x7632 : 0x5410;
-#pragma unroll
-            for (int gr = 0; gr < NG; gr++)
-#pragma unroll
-                for (int ks = 0; ks < 4; ks++) {
-                    const uint2 lo = ra[gr][2 * ks], hi = ra[gr][2 * ks + 1];
-                    af[gr][ks][0] = __byte_perm(lo.x, lo.y, sel); /* row g: (re, im) */
-                    af[gr][ks][1] = cbf_corr_conj_perm(af[gr][ks][0]); /* g + 8: (-im, re) */
-                    af[gr][ks][2] = __byte_perm(hi.x, hi.y, sel);
-                    af[gr][ks][3] = cbf_corr_conj_perm(af[gr][ks][2]);
-                }
-        } else if constexpr (BITS == 4) {
+    auto frag_a = [&](unsigned slot, unsigned (&af)[4][4]) {
+        if constexpr (BITS == 4) {
             unsigned ra[8];
 #pragma unroll
             for (int c = 0; c < 8; c++)
@@ -496,8 +401,8 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
 #pragma unroll
             for (int c = 0; c < 8; c++) {
                 const unsigned re16 = ra[c] & 0xF0F0F0F0u, im16 = (ra[c] << 4) & 0xF0F0F0F0u;
-                af[0][c >> 1][2 * (c & 1)] = __byte_perm(re16, im16, CI4_SEL(0));
-                af[0][c >> 1][2 * (c & 1) + 1] = __byte_perm(re16, im16, CI4_SEL(1));
+                af[c >> 1][2 * (c & 1)] = __byte_perm(re16, im16, CI4_SEL(0));
+                af[c >> 1][2 * (c & 1) + 1] = __byte_perm(re16, im16, CI4_SEL(1));
             }
         } else {
             uint2 ra[8];
@@ -510,10 +415,10 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
 #pragma unroll
             for (int ks = 0; ks < 4; ks++) {
                 const uint2 lo = ra[2 * ks], hi = ra[2 * ks + 1];
-                af[0][ks][0] = __byte_perm(lo.x, lo.y, 0x5410); /* row g: pol 0 */
-                af[0][ks][1] = __byte_perm(lo.x, lo.y, 0x7632); /* row g + 8: pol 1 */
-                af[0][ks][2] = __byte_perm(hi.x, hi.y, 0x5410);
-                af[0][ks][3] = __byte_perm(hi.x, hi.y, 0x7632);
+                af[ks][0] = __byte_perm(lo.x, lo.y, 0x5410); /* row g: pol 0 */
+                af[ks][1] = __byte_perm(lo.x, lo.y, 0x7632); /* row g + 8: pol 1 */
+                af[ks][2] = __byte_perm(hi.x, hi.y, 0x5410);
+                af[ks][3] = __byte_perm(hi.x, hi.y, 0x7632);
             }
         }
     };
@@ -580,10 +485,6 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
                     const unsigned r1 = __byte_perm(x0.z, x0.w, sel);
                     const unsigned r2 = __byte_perm(x1.x, x1.y, sel);
                     const unsigned r3 = __byte_perm(x1.z, x1.w, sel);
-                    if constexpr (DG) { /* (re, im) columns only */
-                        st_col(bsw, dg_col(a, p2), r0, r1, r2, r3);
-                        continue;
-                    }
                     const int c = 4 * a + 2 * p2;
                     st_col(bsw, c, r0, r1, r2, r3);
                     st_col(bsw, c + 1, cbf_corr_conj_perm(r0), cbf_corr_conj_perm(r1),
@@ -593,16 +494,16 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
         }
     };
     /* Stage `stage` from its raw slot into B buffer bsw and fragments af. */
-    auto unpack = [&](int stage, unsigned bsw, unsigned (&af)[NG][4][4]) {
+    auto unpack = [&](int stage, unsigned bsw, unsigned (&af)[4][4]) {
         build_b(slot_of(stage), bsw);
         frag_a(slot_of(stage), af);
     };
 
-    int acc[NACC];
+    int acc[128];
 #pragma unroll
-    for (int i = 0; i < NACC; i++)
+    for (int i = 0; i < 128; i++)
         acc[i] = 0;
-    unsigned af0[NG][4][4], af1[NG][4][4];
+    unsigned af0[4][4], af1[4][4];
     const int n = u.n;
 
     /* Prologue: stages 0 .. DEPTH - 1 in flight; stage 0 into B and A. */
@@ -625,31 +526,24 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
 
     /* Stage s: B in bsw[s & 1], A in cur; copies of stages s + 1 ..
      * s + DEPTH - 1 landed or in flight. */
-    auto step = [&](int s, unsigned (&cur)[NG][4][4], unsigned (&nxt)[NG][4][4]) {
+    auto step = [&](int s, unsigned (&cur)[4][4], unsigned (&nxt)[4][4]) {
         const unsigned b = bsw0 + (unsigned)(s & 1) * BSW_BYTES;
 #pragma unroll
-        for (int i = 0; i < NACC; i++)
+        for (int i = 0; i < 128; i++)
             keep(acc[i]);
         wg_fence();
 #pragma unroll
         for (int ks = 0; ks < 4; ks++) {
-            if constexpr (DG) { /* row group i: columns dg_col(dg_row(DG, i), 0) = 2 x its row */
-                const unsigned bk = b + 32 * ks;
-                wgmma_rs<dg_width(DG, 0)>(acc, cur[0][ks], sw128_desc(bk + dg_row(DG, 0) * 256));
-                wgmma_rs<dg_width(DG, 1)>(acc + dg_width(DG, 0) / 2, cur[1][ks],
-                                          sw128_desc(bk + dg_row(DG, 1) * 256));
-                continue;
-            }
             const unsigned bk = b + START * 128 + 32 * ks; /* column START, k-block ks */
             if constexpr (W == 256)
-                wgmma_n256(acc, cur[0][ks], sw128_desc(bk));
+                wgmma_n256(acc, cur[ks], sw128_desc(bk));
             else if constexpr (W == 192) {
-                wgmma_n128(acc + START / 2, cur[0][ks], sw128_desc(bk));
-                wgmma_n64(acc + START / 2 + 64, cur[0][ks], sw128_desc(bk + 128 * 128));
+                wgmma_n128(acc + START / 2, cur[ks], sw128_desc(bk));
+                wgmma_n64(acc + START / 2 + 64, cur[ks], sw128_desc(bk + 128 * 128));
             } else if constexpr (W == 128)
-                wgmma_n128(acc + START / 2, cur[0][ks], sw128_desc(bk));
+                wgmma_n128(acc + START / 2, cur[ks], sw128_desc(bk));
             else if constexpr (W == 64)
-                wgmma_n64(acc + START / 2, cur[0][ks], sw128_desc(bk));
+                wgmma_n64(acc + START / 2, cur[ks], sw128_desc(bk));
         }
         wg_commit();
         /* the slot of stage s, read in the previous step (and by the
@@ -672,15 +566,13 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
         fence_async_smem(); /* B stores, and the slot reads before its refill */
         wg_wait0();
 #pragma unroll
-        for (int i = 0; i < NACC; i++)
+        for (int i = 0; i < 128; i++)
             keep(acc[i]);
 #pragma unroll
-        for (int gr = 0; gr < NG; gr++)
+        for (int ks = 0; ks < 4; ks++)
 #pragma unroll
-            for (int ks = 0; ks < 4; ks++)
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    keep(cur[gr][ks][e]);
+            for (int e = 0; e < 4; e++)
+                keep(cur[ks][e]);
         corr_sync();
     };
     for (int s = 0; s < n; s += 2) {
@@ -689,45 +581,19 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
             step(s + 1, af1, af0);
     }
 
-    if constexpr (DG) {
-        /* Row group i, accumulator quad j: rows g ((re, im): Re) and g + 8
-         * ((-im, re): -Im) of (a1, p1), columns 8 j + 2 t + p2 = antenna
-         * dg_row + 4 j + 2 (t % 2) + t / 2 (dg_col), pol p2. */
-        auto flush = [&](auto grp) { /* the group as a type: its loop unrolls */
-            constexpr int gr = decltype(grp)::i;
-            const int a1g = a1 + dg_row(DG, gr) - dg_row(DG, 0);
-            const int *ag = acc + (gr ? dg_width(DG, 0) / 2 : 0);
+    /* Accumulator quad j: rows g (p1 = 0) and g + 8 (p1 = 1), columns
+     * 8 j + 2 t + (0, 1) = antenna 2 j + t / 2, p2 = t % 2, (re, im): the
+     * products (0, p2) and (1, p2) are adjacent in docs/formats.md order. */
 #pragma unroll
-            for (int j = 0; j < dg_width(DG, gr) / 8; j++) {
-                const int a2 = u.tile.y + dg_row(DG, gr) + 4 * j + 2 * (t & 1) + (t >> 1);
-                if (a1g > a2)
-                    continue;
+    for (int j = START / 8; j < (START + W) / 8; j++) {
+        const int a2 = u.tile.y + 2 * j + (t >> 1), p2 = t & 1;
+        if (a2 < u.n_ants && a1 <= a2) {
+            unsigned long long *p = reinterpret_cast<unsigned long long *>(
+                u.out + (((size_t)a2 * (a2 + 1) / 2 + a1) * 4 + 2 * p2) * 2);
 #pragma unroll
-                for (int p2 = 0; p2 < 2; p2++) {
-                    unsigned long long *p = reinterpret_cast<unsigned long long *>(
-                        u.out + (((size_t)a2 * (a2 + 1) / 2 + a1g) * 4 + 2 * p2 + p1) * 2);
-                    atomicAdd(p, (unsigned long long)(long long)ag[4 * j + p2]);
-                    atomicAdd(p + 1, (unsigned long long)(-(long long)ag[4 * j + 2 + p2]));
-                }
-            }
-        };
-        flush(dg_group<0>{});
-        flush(dg_group<1>{});
-    } else {
-        /* Accumulator quad j: rows g (p1 = 0) and g + 8 (p1 = 1), columns
-         * 8 j + 2 t + (0, 1) = antenna 2 j + t / 2, p2 = t % 2, (re, im): the
-         * products (0, p2) and (1, p2) are adjacent in docs/formats.md order. */
-#pragma unroll
-        for (int j = START / 8; j < (START + W) / 8; j++) {
-            const int a2 = u.tile.y + 2 * j + (t >> 1), p2 = t & 1;
-            if (a2 < u.n_ants && a1 <= a2) {
-                unsigned long long *p = reinterpret_cast<unsigned long long *>(
-                    u.out + (((size_t)a2 * (a2 + 1) / 2 + a1) * 4 + 2 * p2) * 2);
-#pragma unroll
-                for (int e = 0; e < 4; e++) /* 4-bit: A was 16 x the samples */
-                    atomicAdd(p + e, (unsigned long long)(long long)(BITS == 4 ? acc[4 * j + e] >> 4
-                                                                               : acc[4 * j + e]));
-            }
+            for (int e = 0; e < 4; e++) /* 4-bit: A was 16 x the samples */
+                atomicAdd(p + e, (unsigned long long)(long long)(BITS == 4 ? acc[4 * j + e] >> 4
+                                                                           : acc[4 * j + e]));
         }
     }
 }
@@ -753,7 +619,6 @@ __device__ __forceinline__ corr_unit corr_unit_of(unsigned char *smem_dyn, long 
     u.r = (int)(k0 - q * steps);
     u.out = accum + (size_t)u.chan * ((size_t)n_ants * (n_ants + 1) / 2) * 8;
     u.empty = 0;
-    u.diag16 = 0;
     return u;
 }
 
@@ -771,15 +636,6 @@ __device__ __forceinline__ void corr_tile(corr_unit &u, const CUtensorMap *mapp)
     /* This warpgroup's columns (see corr_run), in 64s. */
     const int wg = warp >> 2;
     const int start = u.tile.x == u.tile.y && wg == 1 ? 128 : 0;
-    if constexpr (BITS == 8)
-        if (u.diag16 && u.tile.x == u.tile.y && u.tile.x + TILE <= n_ants) {
-            /* a whole diagonal tile in 16-antenna row groups (corr_run, DG) */
-            if (wg == 0)
-                corr_run<8, 0, 0, 1>(u, &map, a1);
-            else
-                corr_run<8, 0, 0, 2>(u, &map, a1);
-            return;
-        }
     const int cols = 4 * min(TILE, n_ants - u.tile.y), end = (cols + 63) & ~63;
     const int width = u.tile.x + 32 * wg < n_ants && end > start ? end - start : 0;
     if (width == 0)
@@ -801,13 +657,12 @@ template <int BITS>
 __global__ void __launch_bounds__(THREADS, 1)
     corr_wgmma(const __grid_constant__ CUtensorMap map, long long *__restrict__ accum,
                const int2 *__restrict__ tiles, int ntiles, int n_ants, int channels, int steps,
-               long long b_begin, long long niter, int unit, int diag16)
+               long long b_begin, long long niter, int unit)
 {
 #ifdef CBF_SM90_DEVICE
     extern __shared__ unsigned char smem_dyn[];
     corr_unit u = corr_unit_of(smem_dyn, accum, tiles, ntiles, n_ants, channels, steps, b_begin,
                                niter, unit);
-    u.diag16 = diag16;
     corr_tile<BITS>(u, &map);
 #else
     __trap(); /* wgmma needs sm_90a */
@@ -1531,15 +1386,6 @@ static cudaError_t encode_map(CUtensorMap *map, const cbf_corr_job *job, unsigne
     return cudaSuccess;
 }
 
-/* Whole diagonal tiles in 16-antenna row groups (corr_run, DG): 8-bit
- * input. CBF_CORR_SM90_DIAG16=0 in the environment runs them as the other
- * tiles (32-antenna rows, the conjugate in B), for comparison. */
-static int diag16_on(const cbf_corr_shape *s)
-{
-    const char *e = getenv("CBF_CORR_SM90_DIAG16");
-    return s->bits == 8 && !(e && !strcmp(e, "0"));
-}
-
 cudaError_t cbf_corr_sm90_launch(const cbf_corr_job *job, const int2 *tiles, int ntiles, int sms,
                                  cudaStream_t stream)
 {
@@ -1564,10 +1410,7 @@ cudaError_t cbf_corr_sm90_launch(const cbf_corr_job *job, const int2 *tiles, int
         return cudaGetLastError();
     }
     const long long items = (long long)ntiles * s->channels;
-    int unit = pick_unit(niter, items, sms, 16);
-    const char *ue = getenv("CBF_CORR_SM90_UNIT"); /* XXX tuning runs only */
-    if (ue && atoi(ue) > 0 && atoi(ue) <= UNIT_MAX)
-        unit = atoi(ue);
+    const int unit = pick_unit(niter, items, sms, 16);
     const long long blocks = items * ((niter + unit - 1) / unit);
     if (blocks > 0x7FFFFFFFLL)
         return cudaErrorInvalidConfiguration;
@@ -1576,7 +1419,7 @@ cudaError_t cbf_corr_sm90_launch(const cbf_corr_job *job, const int2 *tiles, int
     (s->bits == 4 ? corr_wgmma<4> : corr_wgmma<8>)<<<(unsigned)blocks, THREADS, SMEM_BYTES,
                                                      stream>>>(
         map, (long long *)job->accum, tiles, ntiles, s->n_ants, s->channels, (int)steps,
-        (long long)job->batch_begin, niter, unit, diag16_on(s));
+        (long long)job->batch_begin, niter, unit);
     return cudaGetLastError();
 }
 

@@ -126,9 +126,7 @@ static void test_antenna_counts(void **state)
 
 /* Tiles of the wgmma kernel (64 x 64) and of mma.sync in numbers: several
  * tile rows and columns, a last partial tile, and 192 spectra per heap (3
- * of the wgmma kernel's 64-spectrum stages, so stages run across batches).
- * The wgmma kernel's whole diagonal tiles run in 16-antenna row groups;
- * CBF_CORR_SM90_DIAG16=0 runs them as the other tiles, checked too. */
+ * of the wgmma kernel's 64-spectrum stages, so stages run across batches). */
 static void test_large_n(void **state)
 {
     (void)state;
@@ -136,11 +134,6 @@ static void test_large_n(void **state)
     for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
         cbf_corr_shape s = {ns[i], 2, i == 1 ? 64 : 192, 8};
         each_block(&s, 3, 1, 3);
-        if (use_gpu) {
-            setenv("CBF_CORR_SM90_DIAG16", "0", 1);
-            check_correlate(&s, 3, 1, 3, 1, 0);
-            unsetenv("CBF_CORR_SM90_DIAG16");
-        }
     }
 }
 
