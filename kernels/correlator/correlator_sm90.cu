@@ -60,6 +60,7 @@
 #include <cuda.h> /* CUtensorMap (the type only: no libcuda link) */
 #include <cudaTypedefs.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "beamform_dev.cuh"
 #include "cbf_mma.h"
@@ -76,6 +77,11 @@
 /* B's two buffers, the ring, its mbarriers, 1024 bytes for alignment */
 #define SMEM_BYTES (2 * BSW_BYTES + DEPTH * RAW_BYTES + 8 * DEPTH + 1024)
 #define UNIT_MAX 1023 /* stages per piece: int32 partial sums stay exact */
+/* The flush's staging rows (corr_run): 64 a1 x 8 values, int32, and 8
+ * words more so that the two rows and two pols one quarter-warp stores
+ * meet distinct banks; 64 rows fit in the B buffers and the ring. */
+#define FL_ROW (TILE * 8 + 8)
+static_assert(TILE * FL_ROW * 4 <= 2 * BSW_BYTES + DEPTH * RAW_BYTES, "flush staging");
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define CBF_SM90_DEVICE 1
@@ -303,6 +309,7 @@ struct corr_unit {
      * is done with each ring slot; the ring's own mbarriers are then set
      * up before corr_run */
     unsigned empty;
+    int staged; /* the flush through shared memory (corr_run; not with the beams) */
 };
 
 /* The correlating warpgroups' barrier, of 256 threads: the whole block in
@@ -583,7 +590,48 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
 
     /* Accumulator quad j: rows g (p1 = 0) and g + 8 (p1 = 1), columns
      * 8 j + 2 t + (0, 1) = antenna 2 j + t / 2, p2 = t % 2, (re, im): the
-     * products (0, p2) and (1, p2) are adjacent in docs/formats.md order. */
+     * products (0, p2) and (1, p2) are adjacent in docs/formats.md order,
+     * one 32-byte sector. 4-bit: A was 16 x the samples. */
+    auto value = [&](int i) { return BITS == 4 ? acc[i] >> 4 : acc[i]; };
+    if (u.staged) {
+        /* Through shared memory (the ring and B, idle now): a warp's 64-bit
+         * atomics straight from the fragments meet 32 sectors, one value
+         * each, and the block's 32768 of them took about 20 stages' time;
+         * from the tile's products laid out in output order (row a2: a1,
+         * product, re/im, i.e. 8 a1 values contiguous in global memory too),
+         * each instruction adds 32 consecutive values, 8 whole sectors. */
+#pragma unroll
+        for (int j = START / 8; j < (START + W) / 8; j++) {
+            const int a2 = u.tile.y + 2 * j + (t >> 1), p2 = t & 1;
+            if (a2 < u.n_ants && a1 <= a2)
+                st_shared16(u.sbase + 4u * (unsigned)((a2 - u.tile.y) * FL_ROW + (a1 - u.tile.x) * 8 +
+                                                      4 * p2),
+                            (unsigned)value(4 * j), (unsigned)value(4 * j + 1),
+                            (unsigned)value(4 * j + 2), (unsigned)value(4 * j + 3));
+        }
+        corr_sync();
+        /* warp w: rows (a2) w, w + 8, ...; every (a1 <= a2, a2 < N) of the
+         * tile was written above (the warpgroups' columns cover them) */
+        for (int r = warp; r < TILE && u.tile.y + r < u.n_ants; r += THREADS / 32) {
+            const int a2 = u.tile.y + r, nv = 8 * min(TILE, a2 - u.tile.x + 1);
+            unsigned long long *p = reinterpret_cast<unsigned long long *>(
+                u.out + ((size_t)a2 * (a2 + 1) / 2 + u.tile.x) * 8);
+            const unsigned row = u.sbase + 4u * (unsigned)(r * FL_ROW);
+            for (int i0 = 0; i0 < nv; i0 += 4 * 32) { /* 4 loads in flight, then their adds */
+                int v[4];
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    const int i = i0 + 32 * k + lane;
+                    v[k] = i < nv ? (int)ld_shared4(row + 4u * (unsigned)i) : 0;
+                }
+#pragma unroll
+                for (int k = 0; k < 4; k++)
+                    if (i0 + 32 * k + lane < nv)
+                        atomicAdd(p + i0 + 32 * k + lane, (unsigned long long)(long long)v[k]);
+            }
+        }
+        return;
+    }
 #pragma unroll
     for (int j = START / 8; j < (START + W) / 8; j++) {
         const int a2 = u.tile.y + 2 * j + (t >> 1), p2 = t & 1;
@@ -591,9 +639,8 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
             unsigned long long *p = reinterpret_cast<unsigned long long *>(
                 u.out + (((size_t)a2 * (a2 + 1) / 2 + a1) * 4 + 2 * p2) * 2);
 #pragma unroll
-            for (int e = 0; e < 4; e++) /* 4-bit: A was 16 x the samples */
-                atomicAdd(p + e, (unsigned long long)(long long)(BITS == 4 ? acc[4 * j + e] >> 4
-                                                                           : acc[4 * j + e]));
+            for (int e = 0; e < 4; e++)
+                atomicAdd(p + e, (unsigned long long)(long long)value(4 * j + e));
         }
     }
 }
@@ -619,6 +666,7 @@ __device__ __forceinline__ corr_unit corr_unit_of(unsigned char *smem_dyn, long 
     u.r = (int)(k0 - q * steps);
     u.out = accum + (size_t)u.chan * ((size_t)n_ants * (n_ants + 1) / 2) * 8;
     u.empty = 0;
+    u.staged = 0;
     return u;
 }
 
@@ -657,12 +705,13 @@ template <int BITS>
 __global__ void __launch_bounds__(THREADS, 1)
     corr_wgmma(const __grid_constant__ CUtensorMap map, long long *__restrict__ accum,
                const int2 *__restrict__ tiles, int ntiles, int n_ants, int channels, int steps,
-               long long b_begin, long long niter, int unit)
+               long long b_begin, long long niter, int unit, int staged)
 {
 #ifdef CBF_SM90_DEVICE
     extern __shared__ unsigned char smem_dyn[];
     corr_unit u = corr_unit_of(smem_dyn, accum, tiles, ntiles, n_ants, channels, steps, b_begin,
                                niter, unit);
+    u.staged = staged;
     corr_tile<BITS>(u, &map);
 #else
     __trap(); /* wgmma needs sm_90a */
@@ -1386,6 +1435,13 @@ static cudaError_t encode_map(CUtensorMap *map, const cbf_corr_job *job, unsigne
     return cudaSuccess;
 }
 
+/* XXX tuning runs: an integer from the environment in place of the choice */
+static int tuning(const char *name, int dflt)
+{
+    const char *e = getenv(name);
+    return e && *e ? atoi(e) : dflt;
+}
+
 cudaError_t cbf_corr_sm90_launch(const cbf_corr_job *job, const int2 *tiles, int ntiles, int sms,
                                  cudaStream_t stream)
 {
@@ -1410,7 +1466,9 @@ cudaError_t cbf_corr_sm90_launch(const cbf_corr_job *job, const int2 *tiles, int
         return cudaGetLastError();
     }
     const long long items = (long long)ntiles * s->channels;
-    const int unit = pick_unit(niter, items, sms, 16);
+    int unit = tuning("CBF_CORR_SM90_UNIT", 0);
+    if (unit < 1 || unit > UNIT_MAX)
+        unit = pick_unit(niter, items, sms, 16);
     const long long blocks = items * ((niter + unit - 1) / unit);
     if (blocks > 0x7FFFFFFFLL)
         return cudaErrorInvalidConfiguration;
@@ -1419,7 +1477,7 @@ cudaError_t cbf_corr_sm90_launch(const cbf_corr_job *job, const int2 *tiles, int
     (s->bits == 4 ? corr_wgmma<4> : corr_wgmma<8>)<<<(unsigned)blocks, THREADS, SMEM_BYTES,
                                                      stream>>>(
         map, (long long *)job->accum, tiles, ntiles, s->n_ants, s->channels, (int)steps,
-        (long long)job->batch_begin, niter, unit);
+        (long long)job->batch_begin, niter, unit, tuning("CBF_CORR_SM90_STAGED", 1));
     return cudaGetLastError();
 }
 
