@@ -50,7 +50,8 @@
  * of at most 1023 stages, sized so the blocks fill the GPU's last wave
  * evenly; a block is one (tile, channel, piece). Pieces of one tile may run
  * at once, so results are added with 64-bit atomics (integer: exact in any
- * order) into slice 0 of the accumulators.
+ * order) into slice 0 of the accumulators: through shared memory in output
+ * order, so that each warp instruction adds 32 consecutive values (corr_run).
  *
  * int32 exactness: one stage adds at most 64 x 2 x 127^2 per element, so
  * 1023 stages (65472 spectra) stay below 2^31. 4-bit: at most 64 x 2 x
@@ -60,7 +61,6 @@
 #include <cuda.h> /* CUtensorMap (the type only: no libcuda link) */
 #include <cudaTypedefs.h>
 #include <stdint.h>
-#include <stdlib.h>
 
 #include "beamform_dev.cuh"
 #include "cbf_mma.h"
@@ -705,13 +705,13 @@ template <int BITS>
 __global__ void __launch_bounds__(THREADS, 1)
     corr_wgmma(const __grid_constant__ CUtensorMap map, long long *__restrict__ accum,
                const int2 *__restrict__ tiles, int ntiles, int n_ants, int channels, int steps,
-               long long b_begin, long long niter, int unit, int staged)
+               long long b_begin, long long niter, int unit)
 {
 #ifdef CBF_SM90_DEVICE
     extern __shared__ unsigned char smem_dyn[];
     corr_unit u = corr_unit_of(smem_dyn, accum, tiles, ntiles, n_ants, channels, steps, b_begin,
                                niter, unit);
-    u.staged = staged;
+    u.staged = 1;
     corr_tile<BITS>(u, &map);
 #else
     __trap(); /* wgmma needs sm_90a */
@@ -1365,12 +1365,15 @@ const char *cbf_corr_sm90_kernel(int n_ants)
 
 /* Stages per piece: at most UNIT_MAX, and among the piece counts that allow,
  * the one whose blocks best fill whole waves of `sms` blocks (one block per
- * SM), counting a few stages per block for the pipeline's start and the
- * flush; pieces of fewer than min_unit stages only where UNIT_MAX asks. */
-static int pick_unit(long long niter, long long items, int sms, int min_unit)
+ * SM), counting `fixed` stages per block for the pipeline's start and the
+ * flush; pieces of fewer than min_unit stages only where UNIT_MAX asks.
+ * corr_wgmma counts 10: the waves are not even (diagonal tiles, pieces of
+ * two lengths), and on the H100 fewer, longer pieces timed faster than the
+ * best fill of 4 chose (N = 512: 512 stages 3.93 ms, 128 stages 3.97-3.99;
+ * N = 1024: 342 stages 7.28 ms, 256 stages 7.36-7.81). */
+static int pick_unit(long long niter, long long items, int sms, int min_unit, double fixed)
 {
     const long long pmin = (niter + UNIT_MAX - 1) / UNIT_MAX;
-    const double fixed = 4.0; /* stages' worth of prologue and flush per block */
     long long best_unit = (niter + pmin - 1) / pmin;
     double best = -1.0;
     for (long long p = pmin; p <= pmin + 16; p++) {
@@ -1435,13 +1438,6 @@ static cudaError_t encode_map(CUtensorMap *map, const cbf_corr_job *job, unsigne
     return cudaSuccess;
 }
 
-/* XXX tuning runs: an integer from the environment in place of the choice */
-static int tuning(const char *name, int dflt)
-{
-    const char *e = getenv(name);
-    return e && *e ? atoi(e) : dflt;
-}
-
 cudaError_t cbf_corr_sm90_launch(const cbf_corr_job *job, const int2 *tiles, int ntiles, int sms,
                                  cudaStream_t stream)
 {
@@ -1466,9 +1462,7 @@ cudaError_t cbf_corr_sm90_launch(const cbf_corr_job *job, const int2 *tiles, int
         return cudaGetLastError();
     }
     const long long items = (long long)ntiles * s->channels;
-    int unit = tuning("CBF_CORR_SM90_UNIT", 0);
-    if (unit < 1 || unit > UNIT_MAX)
-        unit = pick_unit(niter, items, sms, 16);
+    const int unit = pick_unit(niter, items, sms, 16, 10.0);
     const long long blocks = items * ((niter + unit - 1) / unit);
     if (blocks > 0x7FFFFFFFLL)
         return cudaErrorInvalidConfiguration;
@@ -1477,7 +1471,7 @@ cudaError_t cbf_corr_sm90_launch(const cbf_corr_job *job, const int2 *tiles, int
     (s->bits == 4 ? corr_wgmma<4> : corr_wgmma<8>)<<<(unsigned)blocks, THREADS, SMEM_BYTES,
                                                      stream>>>(
         map, (long long *)job->accum, tiles, ntiles, s->n_ants, s->channels, (int)steps,
-        (long long)job->batch_begin, niter, unit, tuning("CBF_CORR_SM90_STAGED", 1));
+        (long long)job->batch_begin, niter, unit);
     return cudaGetLastError();
 }
 
@@ -1504,7 +1498,7 @@ cudaError_t cbf_corr_sm90_xb_launch(const cbf_corr_job *job, const cbf_beam_job 
     if (!cbf_corr_sm90_xb_fits(job, bj))
         return cudaErrorInvalidConfiguration;
     const long long steps = s->spectra_per_heap / TS, niter = (long long)job->batch_end * steps;
-    const int unit = pick_unit(niter, s->channels, sms, XB_MIN_UNIT);
+    const int unit = pick_unit(niter, s->channels, sms, XB_MIN_UNIT, 4.0);
     const long long blocks = (long long)s->channels * ((niter + unit - 1) / unit);
     if (blocks > 0x7FFFFFFFLL)
         return cudaErrorInvalidConfiguration;
