@@ -594,12 +594,14 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
      * one 32-byte sector. 4-bit: A was 16 x the samples. */
     auto value = [&](int i) { return BITS == 4 ? acc[i] >> 4 : acc[i]; };
     if (u.staged) {
-        /* Through shared memory (the ring and B, idle now): a warp's 64-bit
-         * atomics straight from the fragments meet 32 sectors, one value
-         * each, and the block's 32768 of them took about 20 stages' time;
-         * from the tile's products laid out in output order (row a2: a1,
-         * product, re/im, i.e. 8 a1 values contiguous in global memory too),
-         * each instruction adds 32 consecutive values, 8 whole sectors. */
+        /* Through shared memory: a warp's 64-bit atomics straight from the
+         * fragments meet 32 sectors, one value each, and the block's 32768
+         * of them took about 20 stages' time; from the tile's products laid
+         * out in output order (row a2: a1, product, re/im, as in global
+         * memory), each instruction adds 32 consecutive values, 8 whole
+         * sectors. The ring and B are idle: every copy issued has landed
+         * (each stage was waited for) and the MMAs were waited for before
+         * the last step's barrier. */
 #pragma unroll
         for (int j = START / 8; j < (START + W) / 8; j++) {
             const int a2 = u.tile.y + 2 * j + (t >> 1), p2 = t & 1;
@@ -1369,8 +1371,8 @@ const char *cbf_corr_sm90_kernel(int n_ants)
  * flush; pieces of fewer than min_unit stages only where UNIT_MAX asks.
  * corr_wgmma counts 10: the waves are not even (diagonal tiles, pieces of
  * two lengths), and on the H100 fewer, longer pieces timed faster than the
- * best fill of 4 chose (N = 512: 512 stages 3.93 ms, 128 stages 3.97-3.99;
- * N = 1024: 342 stages 7.28 ms, 256 stages 7.36-7.81). */
+ * best fill of 4 chose (one sweep: N = 512 in pieces of 512 stages 3.93 ms,
+ * of 128 3.97-4.00; N = 1024 of 342 7.28 ms, of 256 7.36-7.81). */
 static int pick_unit(long long niter, long long items, int sms, int min_unit, double fixed)
 {
     const long long pmin = (niter + UNIT_MAX - 1) / UNIT_MAX;
