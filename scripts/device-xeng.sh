@@ -4,6 +4,7 @@
 # tests on CPU and GPU (also under compute-sanitizer), then
 # `cbf-bench xeng`. Logs and the benchmark table go to $OUT (./out by hand),
 # at most 8 files (what the device tool brings back).
+# test_xb (the one-kernel correlator with beams) runs on the GPU too.
 # XENG_BENCH_ARGS: the 8-bit benchmark's options; XENG_BENCH4_ARGS: the 4-bit
 # one's (default: wgmma and mma.sync at N = 80, 256, 1024); XENG_NO_BENCH4: skip the
 # 4-bit benchmark; XENG_NO_SANITIZE: skip memcheck; XENG_SANITIZE_FILTER:
@@ -27,6 +28,9 @@ cat "$OUT/info.txt"
     meson setup "$B" ${XENG_MESON_ARGS:-} >/dev/null &&
         ninja -C "$B" tests/xeng/test_xeng kernels/correlator/libcbf_kernel_correlator.a
 } >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+# test_xb: the one-kernel correlator and beams (xb_wgmma, corr_run's 64 x 64
+# tile with a third warpgroup) must stay bit-exact too
+ninja -C "$B" tests/beamform/test_xb >>"$OUT/build.log" 2>&1 || echo "== test_xb did not build"
 BENCH="$B/tools/bench/cbf-bench"
 if ! ninja -C "$B" tools/bench/cbf-bench >>"$OUT/build.log" 2>&1; then
     BENCH="$B/cbf-bench-xeng"
@@ -50,6 +54,14 @@ for mode in "" --gpu; do
     grep -E "seed|FAILED|PASSED|ERROR|differ|got" "$OUT/test${mode:-_cpu}.log" | head -20
     [ $r -eq 0 ] || rc=1
 done
+if [ -x "$B/tests/beamform/test_xb" ]; then
+    timeout 120 "$B/tests/beamform/test_xb" >"$OUT/test_xb.log" 2>&1
+    r=$?
+    echo "== test_xb (GPU): exit $r"; grep -E "FAILED|PASSED|skipped" "$OUT/test_xb.log" | head -5
+    [ $r -eq 0 ] || rc=1
+else
+    rc=1
+fi
 if [ -z "${XENG_NO_SANITIZE:-}" ] && command -v compute-sanitizer >/dev/null; then
     CBF_TEST_FILTER="${XENG_SANITIZE_FILTER:-}" timeout ${XENG_SANITIZE_TIMEOUT:-120} \
         compute-sanitizer --tool memcheck --leak-check no \

@@ -50,7 +50,8 @@
  * of at most 1023 stages, sized so the blocks fill the GPU's last wave
  * evenly; a block is one (tile, channel, piece). Pieces of one tile may run
  * at once, so results are added with 64-bit atomics (integer: exact in any
- * order) into slice 0 of the accumulators.
+ * order) into slice 0 of the accumulators: through shared memory in output
+ * order, so that each warp instruction adds 32 consecutive values (corr_run).
  *
  * int32 exactness: one stage adds at most 64 x 2 x 127^2 per element, so
  * 1023 stages (65472 spectra) stay below 2^31. 4-bit: at most 64 x 2 x
@@ -76,6 +77,11 @@
 /* B's two buffers, the ring, its mbarriers, 1024 bytes for alignment */
 #define SMEM_BYTES (2 * BSW_BYTES + DEPTH * RAW_BYTES + 8 * DEPTH + 1024)
 #define UNIT_MAX 1023 /* stages per piece: int32 partial sums stay exact */
+/* The flush's staging rows (corr_run): 64 a1 x 8 values, int32, and 8
+ * words more so that the two rows and two pols one quarter-warp stores
+ * meet distinct banks; 64 rows fit in the B buffers and the ring. */
+#define FL_ROW (TILE * 8 + 8)
+static_assert(TILE * FL_ROW * 4 <= 2 * BSW_BYTES + DEPTH * RAW_BYTES, "flush staging");
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define CBF_SM90_DEVICE 1
@@ -303,6 +309,7 @@ struct corr_unit {
      * is done with each ring slot; the ring's own mbarriers are then set
      * up before corr_run */
     unsigned empty;
+    int staged; /* the flush through shared memory (corr_run; not with the beams) */
 };
 
 /* The correlating warpgroups' barrier, of 256 threads: the whole block in
@@ -583,7 +590,50 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
 
     /* Accumulator quad j: rows g (p1 = 0) and g + 8 (p1 = 1), columns
      * 8 j + 2 t + (0, 1) = antenna 2 j + t / 2, p2 = t % 2, (re, im): the
-     * products (0, p2) and (1, p2) are adjacent in docs/formats.md order. */
+     * products (0, p2) and (1, p2) are adjacent in docs/formats.md order,
+     * one 32-byte sector. 4-bit: A was 16 x the samples. */
+    auto value = [&](int i) { return BITS == 4 ? acc[i] >> 4 : acc[i]; };
+    if (u.staged) {
+        /* Through shared memory: a warp's 64-bit atomics straight from the
+         * fragments meet 32 sectors, one value each, and the block's 32768
+         * of them took about 20 stages' time; from the tile's products laid
+         * out in output order (row a2: a1, product, re/im, as in global
+         * memory), each instruction adds 32 consecutive values, 8 whole
+         * sectors. The ring and B are idle: every copy issued has landed
+         * (each stage was waited for) and the MMAs were waited for before
+         * the last step's barrier. */
+#pragma unroll
+        for (int j = START / 8; j < (START + W) / 8; j++) {
+            const int a2 = u.tile.y + 2 * j + (t >> 1), p2 = t & 1;
+            if (a2 < u.n_ants && a1 <= a2)
+                st_shared16(u.sbase + 4u * (unsigned)((a2 - u.tile.y) * FL_ROW + (a1 - u.tile.x) * 8 +
+                                                      4 * p2),
+                            (unsigned)value(4 * j), (unsigned)value(4 * j + 1),
+                            (unsigned)value(4 * j + 2), (unsigned)value(4 * j + 3));
+        }
+        corr_sync();
+        /* warp w: rows (a2) w, w + 8, ...; every (a1 <= a2, a2 < N) of the
+         * tile was written above (the warpgroups' columns cover them) */
+        for (int r = warp; r < TILE && u.tile.y + r < u.n_ants; r += THREADS / 32) {
+            const int a2 = u.tile.y + r, nv = 8 * min(TILE, a2 - u.tile.x + 1);
+            unsigned long long *p = reinterpret_cast<unsigned long long *>(
+                u.out + ((size_t)a2 * (a2 + 1) / 2 + u.tile.x) * 8);
+            const unsigned row = u.sbase + 4u * (unsigned)(r * FL_ROW);
+            for (int i0 = 0; i0 < nv; i0 += 4 * 32) { /* 4 loads in flight, then their adds */
+                int v[4];
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    const int i = i0 + 32 * k + lane;
+                    v[k] = i < nv ? (int)ld_shared4(row + 4u * (unsigned)i) : 0;
+                }
+#pragma unroll
+                for (int k = 0; k < 4; k++)
+                    if (i0 + 32 * k + lane < nv)
+                        atomicAdd(p + i0 + 32 * k + lane, (unsigned long long)(long long)v[k]);
+            }
+        }
+        return;
+    }
 #pragma unroll
     for (int j = START / 8; j < (START + W) / 8; j++) {
         const int a2 = u.tile.y + 2 * j + (t >> 1), p2 = t & 1;
@@ -591,9 +641,8 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
             unsigned long long *p = reinterpret_cast<unsigned long long *>(
                 u.out + (((size_t)a2 * (a2 + 1) / 2 + a1) * 4 + 2 * p2) * 2);
 #pragma unroll
-            for (int e = 0; e < 4; e++) /* 4-bit: A was 16 x the samples */
-                atomicAdd(p + e, (unsigned long long)(long long)(BITS == 4 ? acc[4 * j + e] >> 4
-                                                                           : acc[4 * j + e]));
+            for (int e = 0; e < 4; e++)
+                atomicAdd(p + e, (unsigned long long)(long long)value(4 * j + e));
         }
     }
 }
@@ -619,6 +668,7 @@ __device__ __forceinline__ corr_unit corr_unit_of(unsigned char *smem_dyn, long 
     u.r = (int)(k0 - q * steps);
     u.out = accum + (size_t)u.chan * ((size_t)n_ants * (n_ants + 1) / 2) * 8;
     u.empty = 0;
+    u.staged = 0;
     return u;
 }
 
@@ -663,6 +713,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     extern __shared__ unsigned char smem_dyn[];
     corr_unit u = corr_unit_of(smem_dyn, accum, tiles, ntiles, n_ants, channels, steps, b_begin,
                                niter, unit);
+    u.staged = 1;
     corr_tile<BITS>(u, &map);
 #else
     __trap(); /* wgmma needs sm_90a */
@@ -1316,12 +1367,15 @@ const char *cbf_corr_sm90_kernel(int n_ants)
 
 /* Stages per piece: at most UNIT_MAX, and among the piece counts that allow,
  * the one whose blocks best fill whole waves of `sms` blocks (one block per
- * SM), counting a few stages per block for the pipeline's start and the
- * flush; pieces of fewer than min_unit stages only where UNIT_MAX asks. */
-static int pick_unit(long long niter, long long items, int sms, int min_unit)
+ * SM), counting `fixed` stages per block for the pipeline's start and the
+ * flush; pieces of fewer than min_unit stages only where UNIT_MAX asks.
+ * corr_wgmma counts 10: the waves are not even (diagonal tiles, pieces of
+ * two lengths), and on the H100 fewer, longer pieces timed faster than the
+ * best fill of 4 chose (one sweep: N = 512 in pieces of 512 stages 3.93 ms,
+ * of 128 3.97-4.00; N = 1024 of 342 7.28 ms, of 256 7.36-7.81). */
+static int pick_unit(long long niter, long long items, int sms, int min_unit, double fixed)
 {
     const long long pmin = (niter + UNIT_MAX - 1) / UNIT_MAX;
-    const double fixed = 4.0; /* stages' worth of prologue and flush per block */
     long long best_unit = (niter + pmin - 1) / pmin;
     double best = -1.0;
     for (long long p = pmin; p <= pmin + 16; p++) {
@@ -1410,7 +1464,7 @@ cudaError_t cbf_corr_sm90_launch(const cbf_corr_job *job, const int2 *tiles, int
         return cudaGetLastError();
     }
     const long long items = (long long)ntiles * s->channels;
-    const int unit = pick_unit(niter, items, sms, 16);
+    const int unit = pick_unit(niter, items, sms, 16, 10.0);
     const long long blocks = items * ((niter + unit - 1) / unit);
     if (blocks > 0x7FFFFFFFLL)
         return cudaErrorInvalidConfiguration;
@@ -1446,7 +1500,7 @@ cudaError_t cbf_corr_sm90_xb_launch(const cbf_corr_job *job, const cbf_beam_job 
     if (!cbf_corr_sm90_xb_fits(job, bj))
         return cudaErrorInvalidConfiguration;
     const long long steps = s->spectra_per_heap / TS, niter = (long long)job->batch_end * steps;
-    const int unit = pick_unit(niter, s->channels, sms, XB_MIN_UNIT);
+    const int unit = pick_unit(niter, s->channels, sms, XB_MIN_UNIT, 4.0);
     const long long blocks = (long long)s->channels * ((niter + unit - 1) / unit);
     if (blocks > 0x7FFFFFFFLL)
         return cudaErrorInvalidConfiguration;
