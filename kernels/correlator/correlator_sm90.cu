@@ -309,7 +309,7 @@ struct corr_unit {
      * is done with each ring slot; the ring's own mbarriers are then set
      * up before corr_run */
     unsigned empty;
-    int staged; /* the flush through shared memory (corr_run; not with the beams) */
+    int staged; /* the flush through shared memory (corr_run) */
 };
 
 /* The correlating warpgroups' barrier, of 256 threads: the whole block in
@@ -601,7 +601,14 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
          * memory), each instruction adds 32 consecutive values, 8 whole
          * sectors. The ring and B are idle: every copy issued has landed
          * (each stage was waited for) and the MMAs were waited for before
-         * the last step's barrier. */
+         * the last step's barrier. Beside the beams (xb_wgmma) the ring is
+         * idle once their warps have released each slot's last stage: its
+         * phase is the one after the phase the refill of that stage waited
+         * for, so the parity names it without doubt. */
+        if (u.empty)
+            for (int d = 0; d < DEPTH && d < n; d++)
+                mbar_wait(u.empty + 8u * (unsigned)d,
+                          (unsigned)((d + (n - 1 - d) / DEPTH * DEPTH) / DEPTH) & 1u);
 #pragma unroll
         for (int j = START / 8; j < (START + W) / 8; j++) {
             const int a2 = u.tile.y + 2 * j + (t >> 1), p2 = t & 1;
@@ -996,10 +1003,9 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
     auto stages = [&](auto single) {
         for (int s = 0; s < n; s++) {
             form(s, single);
-            if (s + DEPTH >= n)
-                continue;
-            /* done with the slot: the reads before its refill, then one
-             * arrival per warp */
+            /* done with the slot: the reads before its refill (or, for
+             * the last stages, the correlator's flush through the ring),
+             * then one arrival per warp */
             fence_async_smem();
             __syncwarp();
             if (lane == 0)
@@ -1030,6 +1036,7 @@ __global__ void __launch_bounds__(XB_THREADS, 1)
     /* the ring's mbarriers (one arrival: the copy's) and the beams' (one
      * per beam warp), then the only barrier of all 384 threads */
     u.empty = (unsigned)__cvta_generic_to_shared(smem_dyn + SMEM_BYTES + sizeof(bf_coefs_pol));
+    u.staged = 1;
     if (threadIdx.x == 0) {
         const unsigned bar0 = u.sbase + 2 * BSW_BYTES + DEPTH * RAW_BYTES;
         for (int d = 0; d < DEPTH; d++) {
