@@ -105,10 +105,11 @@ int cbf_xb_cuda_fused(const cbf_corr_cuda *plan, const cbf_corr_job *job, const 
 int cbf_xb_cuda_can_fuse(const cbf_corr_cuda *plan, const cbf_beam_shape *beams);
 /* Channels per buffer from which the one kernel costs less beside the
  * correlator than the beamformer's own kernel on a second stream (N = 64,
- * B = 8 on the H100: 21-22% against 25-26% extra from 512 channels, 25-30%
- * against 5-24% below; docs/performance.md "Correlation and beams in one
- * kernel"). The xbengine plugin's `fuse: auto` follows it. */
-#define CBF_XB_FUSE_MIN_CHANNELS 512
+ * B = 8 on the H100, both flushing through shared memory: 39-44% against
+ * 46-47% extra from 256 channels, 21-46% against 13-44% below;
+ * docs/performance.md "Correlation and beams in one kernel"). The
+ * xbengine plugin's `fuse: auto` follows it. */
+#define CBF_XB_FUSE_MIN_CHANNELS 256
 int cbf_xb_cuda_run(cbf_corr_cuda *plan, const cbf_corr_job *job, const cbf_beam_job *beams,
                     void *stream, char *msg, size_t msglen);
 

@@ -602,13 +602,11 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
          * sectors. The ring and B are idle: every copy issued has landed
          * (each stage was waited for) and the MMAs were waited for before
          * the last step's barrier. Beside the beams (xb_wgmma) the ring is
-         * idle once their warps have released each slot's last stage: its
-         * phase is the one after the phase the refill of that stage waited
-         * for, so the parity names it without doubt. */
+         * idle once their warps are done with their last stage: they
+         * arrive on barrier 3 then (xb_beams), which these threads wait
+         * at. */
         if (u.empty)
-            for (int d = 0; d < DEPTH && d < n; d++)
-                mbar_wait(u.empty + 8u * (unsigned)d,
-                          (unsigned)((d + (n - 1 - d) / DEPTH * DEPTH) / DEPTH) & 1u);
+            asm volatile("barrier.sync 3, %0;\n" ::"n"(THREADS + 128) : "memory");
 #pragma unroll
         for (int j = START / 8; j < (START + W) / 8; j++) {
             const int a2 = u.tile.y + 2 * j + (t >> 1), p2 = t & 1;
@@ -1003,9 +1001,10 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
     auto stages = [&](auto single) {
         for (int s = 0; s < n; s++) {
             form(s, single);
-            /* done with the slot: the reads before its refill (or, for
-             * the last stages, the correlator's flush through the ring),
-             * then one arrival per warp */
+            if (s + DEPTH >= n)
+                continue;
+            /* done with the slot: the reads before its refill, then one
+             * arrival per warp */
             fence_async_smem();
             __syncwarp();
             if (lane == 0)
@@ -1016,6 +1015,9 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
         stages(xb_single<true>{});
     else
         stages(xb_single<false>{});
+    /* done with the ring: the correlator's flush may stage its products
+     * there (corr_run waits at barrier 3; an arrival does not wait) */
+    asm volatile("barrier.arrive 3, %0;\n" ::"n"(THREADS + 128) : "memory");
 #pragma unroll
     for (int nt = 0; nt < 2; nt++)
         if (sat[nt])
