@@ -1,6 +1,8 @@
-/* fft_dx.cu: cuFFTDx block FFTs for the issue 17 measurement (fft_dx.h).
+/* fft_dx.cu: cuFFTDx block FFTs (fft_dx.h): the fused FFT + post kernel
+ * that fft_post's CUDA plan runs where it fits, and the issue 17
+ * measurement kernels.
  *
- * One kernel template per (size, elements per thread, FFTs per block) and
+ * Measurement kernels: one kernel template per (size, elements per thread, FFTs per block) and
  * mode. Blocks are persistent (a grid-stride loop over groups of
  * ffts_per_block spectra, as many blocks as fit on the GPU at once), the way
  * a fused kernel would keep per-thread constants (the post's twiddles) in
@@ -10,8 +12,8 @@
  * allowed (in == out): plain loads, no __restrict__ or read-only path. */
 #include "fft_dx.h"
 
-#include "cbf_cplx.h"
 #include "cuda_check.h"
+#include "fft_post_dev.cuh"
 
 #include <cuda_runtime.h>
 #include <cufftdx.hpp>
@@ -182,7 +184,317 @@ const cbf_fft_dx_variant variants[] = {ENTRIES(VARIANT)};
 const launch_fn launchers[][3] = {ENTRIES(LAUNCHERS)};
 constexpr int n_variants = (int)(sizeof variants / sizeof variants[0]);
 
+/* ---- The fused FFT + post kernel (cbf_fft_dx_post_run) ----
+ *
+ * Block: one cuFFTDx transform of M = channels points, 16 elements per
+ * thread (cuFFTDx's suggestion at 4096; at 8192 it keeps both pols'
+ * elements, 64 registers, under the 128 a thread may have), S = M / 16
+ * threads. Thread t holds bins t + i S after the transform; through shared
+ * memory z it reads bins s and M - s for s = t + i S, i < 8, and computes
+ * channels s ("direct" slot i) and M - s ("mirror" slot 8 + i; thread 0's
+ * s = 0 fills it with channel M / 2, which no other s reaches), with
+ * fft_post's own combine and finish (fft_post_dev.cuh). Each thread keeps
+ * its 16 channels' words (both pols packed) for the block's G spectra in
+ * its own column of shared memory (no barrier needed: nobody else reads
+ * it) and stores each channel's G words as one vector: G consecutive
+ * spectra of a channel are adjacent in the output.
+ *
+ * The two pols of the next spectrum are loaded into registers as soon as
+ * the current one's transform has left them for z, so the loads of one
+ * transform overlap the post-processing and transform of the other. */
+constexpr int DXP_EPT = 16;
+template <int M>
+using dxp_fft = dx_fft<M, DXP_EPT, 1>;
+
+/* z's bytes: the transform's workspace, which z reuses once it is done. */
+template <class FFT>
+__host__ __device__ constexpr size_t dxp_zbytes()
+{
+    constexpr size_t z = cufftdx::size_of<FFT>::value * sizeof(float2);
+    constexpr size_t w = FFT::shared_memory_size;
+    return ((z > w ? z : w) + 15) / 16 * 16;
+}
+
+/* What the kernel needs of the run, by value. */
+struct dxp_ctx {
+    const float2 *data;
+    long long pol_stride; /* float2 */
+    void *out;
+    long long spectra, gain_switch;
+    int sph, bits;
+    float inv_n_ch;
+    const float2 *eff, *sd;
+    unsigned long long *sat;
+    dither_run dr;
+};
+
+template <class FFT>
+__device__ __forceinline__ void dxp_load(typename FFT::value_type (&r)[FFT::storage_size],
+                                         const float2 *__restrict__ src)
+{
+#pragma unroll
+    for (int i = 0; i < FFT::elements_per_thread; i++) {
+        float2 v = __ldg(src + threadIdx.x + i * FFT::stride);
+        r[i] = typename FFT::value_type{v.x, v.y};
+    }
+}
+
+/* One pol of spectrum g (the block's j-th): transform r, post-process it
+ * into the thread's tile column, then load `next` (NULL: none) into r. */
+template <class FFT, int G, bool ROT, bool DITHER>
+__device__ __forceinline__ void dxp_pol(typename FFT::value_type (&r)[FFT::storage_size], int pol,
+                                        int j, long long g, const float2 *next,
+                                        unsigned char *smem, unsigned *tile, const float2 *hk,
+                                        const dxp_ctx &c, unsigned *sat)
+{
+    constexpr int M = cufftdx::size_of<FFT>::value, EPT = FFT::elements_per_thread;
+    constexpr int S = FFT::stride, H = EPT / 2;
+    const int t = threadIdx.x;
+    float2 *z = (float2 *)smem;
+    FFT().execute(r, smem);
+    __syncthreads(); /* the workspace becomes z */
+#pragma unroll
+    for (int i = 0; i < EPT; i++)
+        z[t + i * S] = make_float2(r[i].x, r[i].y);
+    __syncthreads();
+    if (next)
+        dxp_load<FFT>(r, next);
+    /* A spectrum takes all its gains from one table (fft_post.cu's rule). */
+    const float2 *eff = c.eff + (g >= c.gain_switch ? 2 * M : 0);
+    const float2 dp = ROT ? __ldg(c.sd + pol * c.spectra + g) : make_float2(0.f, 0.f);
+    const int shift = pol * (c.bits == 8 ? 16 : 8);
+    /* Sub-transform 0's twiddle in fft_post's post kernel, kept so that
+     * both paths round alike after their transforms. */
+    const float2 tw0 = expi_pi(-0.0f);
+#pragma unroll
+    for (int i = 0; i < H; i++) {
+        const int s = t + i * S;
+        float2 zs = cmul(tw0, z[s]), zc = cmul(tw0, conj2(z[(M - s) & (M - 1)])), xk, xnk;
+        combine<1>(&zs, &zc, 0, hk[i], &xk, &xnk);
+        unsigned w0 = finish(xk, s, pol, eff, c.bits, sat, ROT, dp, c.inv_n_ch, M / 2, DITHER,
+                             c.dr, g, M),
+                 w1;
+        if (s > 0) {
+            w1 = finish(xnk, M - s, pol, eff, c.bits, sat, ROT, dp, c.inv_n_ch, M / 2, DITHER,
+                        c.dr, g, M);
+        } else {
+            zs = cmul(tw0, z[M / 2]);
+            zc = cmul(tw0, conj2(z[M / 2]));
+            combine<1>(&zs, &zc, 0, expi_pi(-(float)(M / 2) * c.inv_n_ch), &xk, &xnk);
+            w1 = finish(xk, M / 2, pol, eff, c.bits, sat, ROT, dp, c.inv_n_ch, M / 2, DITHER,
+                        c.dr, g, M);
+        }
+        unsigned *d = tile + (i * G + j) * S + t, *mi = tile + ((H + i) * G + j) * S + t;
+        *d = (pol ? *d : 0u) | w0 << shift;
+        *mi = (pol ? *mi : 0u) | w1 << shift;
+    }
+    __syncthreads(); /* z is the next transform's workspace */
+}
+
+/* One channel's G words (both pols each) at output index idx: 4 bytes each
+ * for 8-bit output, 2 for 4-bit; idx is a multiple of G, so the vectors
+ * are aligned. */
+template <int G>
+__device__ __forceinline__ void dxp_store(void *out, long long idx, const unsigned *w, int bits)
+{
+    if (bits == 8) {
+        unsigned *o = (unsigned *)out + idx;
+        if constexpr (G % 4 == 0) {
+#pragma unroll
+            for (int q = 0; q < G / 4; q++)
+                ((uint4 *)o)[q] = make_uint4(w[4 * q], w[4 * q + 1], w[4 * q + 2], w[4 * q + 3]);
+        } else if constexpr (G == 2) {
+            *(uint2 *)o = make_uint2(w[0], w[1]);
+        } else {
+            o[0] = w[0];
+        }
+    } else {
+        unsigned short *o = (unsigned short *)out + idx;
+        if constexpr (G % 8 == 0) {
+#pragma unroll
+            for (int q = 0; q < G / 8; q++)
+                ((uint4 *)o)[q] = make_uint4(w[8 * q] | w[8 * q + 1] << 16,
+                                             w[8 * q + 2] | w[8 * q + 3] << 16,
+                                             w[8 * q + 4] | w[8 * q + 5] << 16,
+                                             w[8 * q + 6] | w[8 * q + 7] << 16);
+        } else if constexpr (G == 4) {
+            *(uint2 *)o = make_uint2(w[0] | w[1] << 16, w[2] | w[3] << 16);
+        } else if constexpr (G == 2) {
+            *(unsigned *)o = w[0] | w[1] << 16;
+        } else {
+            o[0] = (unsigned short)w[0];
+        }
+    }
+}
+
+/* Blocks per SM the launch bounds ask for: two 256-thread blocks at 4096
+ * points (128 registers), one 512-thread block at 8192. */
+template <int M>
+__host__ __device__ constexpr int dxp_min_blocks()
+{
+    return M <= 4096 ? 2 : 1;
+}
+
+template <class FFT, int G, bool ROT, bool DITHER>
+__global__ void __launch_bounds__(FFT::max_threads_per_block,
+                                  dxp_min_blocks<cufftdx::size_of<FFT>::value>())
+    dxp_kernel(const dxp_ctx c)
+{
+    constexpr int M = cufftdx::size_of<FFT>::value, EPT = FFT::elements_per_thread;
+    constexpr int S = FFT::stride, H = EPT / 2;
+    extern __shared__ __align__(16) unsigned char smem[];
+    unsigned *tile = (unsigned *)(smem + dxp_zbytes<FFT>());
+    const int t = threadIdx.x;
+    /* A thread's bins s are the same in every spectrum: twiddles once, as
+     * fft_post's post kernel computes them. */
+    float2 hk[H];
+#pragma unroll
+    for (int i = 0; i < H; i++)
+        hk[i] = expi_pi(-(float)(t + i * S) * c.inv_n_ch);
+    unsigned sat0 = 0, sat1 = 0;
+    const long long g0 = (long long)blockIdx.x * G;
+    typename FFT::value_type a[FFT::storage_size], b[FFT::storage_size];
+    dxp_load<FFT>(a, c.data + g0 * M);
+    dxp_load<FFT>(b, c.data + c.pol_stride + g0 * M);
+#pragma unroll 1
+    for (int j = 0; j < G; j++) {
+        const long long g = g0 + j;
+        const bool more = j + 1 < G;
+        dxp_pol<FFT, G, ROT, DITHER>(a, 0, j, g, more ? c.data + (g + 1) * M : nullptr, smem,
+                                     tile, hk, c, &sat0);
+        dxp_pol<FFT, G, ROT, DITHER>(b, 1, j, g,
+                                     more ? c.data + c.pol_stride + (g + 1) * M : nullptr, smem,
+                                     tile, hk, c, &sat1);
+    }
+    /* G divides spectra_per_heap: the block's spectra share one heap. */
+    const long long heap = g0 / c.sph, first = g0 % c.sph;
+#pragma unroll
+    for (int slot = 0; slot < EPT; slot++) {
+        const int s = t + (slot % H) * S;
+        const int ch = slot < H ? s : s == 0 ? M / 2 : M - s;
+        unsigned w[G];
+#pragma unroll
+        for (int j = 0; j < G; j++)
+            w[j] = tile[(slot * G + j) * S + t];
+        dxp_store<G>(c.out, (heap * M + ch) * c.sph + first, w, c.bits);
+    }
+    for (int pol = 0; pol < 2; pol++) {
+        unsigned v = pol ? sat1 : sat0;
+        for (int off = 16; off; off >>= 1)
+            v += __shfl_down_sync(0xffffffffu, v, off);
+        if ((t & 31) == 0 && v)
+            atomicAdd(c.sat + pol, (unsigned long long)v);
+    }
+}
+
+template <int M, int G, bool ROT, bool DITHER>
+int dxp_launch(const dxp_ctx &c, cudaStream_t stream, char *msg, size_t msglen)
+{
+    using FFT = dxp_fft<M>;
+    const size_t smem = dxp_zbytes<FFT>() + (size_t)M * G * sizeof(unsigned);
+    auto k = dxp_kernel<FFT, G, ROT, DITHER>;
+    CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    k<<<(unsigned)(c.spectra / G), FFT::block_dim, smem, stream>>>(c);
+    CUDA_TRY(cudaGetLastError());
+    return 0;
+}
+
+typedef int (*dxp_fn)(const dxp_ctx &, cudaStream_t, char *, size_t);
+struct dxp_entry {
+    int m, group, rot, dither;
+    dxp_fn fn;
+};
+#define DXP_MODES(m, g)                                                                    \
+    {m, g, 0, 0, dxp_launch<m, g, false, false>}, {m, g, 0, 1, dxp_launch<m, g, false, true>}, \
+        {m, g, 1, 0, dxp_launch<m, g, true, false>}, {m, g, 1, 1, dxp_launch<m, g, true, true>},
+/* Shared memory per block: z (M x 8 bytes) and the tile (M x G x 4): at
+ * 4096 points G = 4 is 96 KB, two blocks per SM; 8192 points, G = 4 is
+ * 192 KB, one 512-thread block. */
+const dxp_entry dxp_entries[] = {DXP_MODES(4096, 1) DXP_MODES(4096, 2) DXP_MODES(4096, 4)
+                                     DXP_MODES(4096, 8) DXP_MODES(8192, 1) DXP_MODES(8192, 2)
+                                         DXP_MODES(8192, 4)};
+#undef DXP_MODES
+constexpr int n_dxp = (int)(sizeof dxp_entries / sizeof dxp_entries[0]);
+
+/* The group the engine uses when the caller leaves it to the kernel. */
+int dxp_default_group(int m)
+{
+    return m == 4096 ? 4 : 4;
+}
+
 } // namespace
+
+extern "C" int cbf_fft_dx_post_check(int channels, int unzip, int complex_in, char *msg,
+                                     size_t msglen)
+{
+    if (complex_in || unzip != 1 || (channels != 4096 && channels != 8192))
+        return cbf_kern_fail(msg, msglen, CBF_KERN_ENOTSUP,
+                             "fft_dx: the fused FFT + post kernel does wideband unzip 1 at 4096 "
+                             "and 8192 channels (asked: %s, unzip %d, %d channels)",
+                             complex_in ? "narrowband" : "wideband", unzip, channels);
+    int dev, major, minor;
+    CUDA_TRY(cudaGetDevice(&dev));
+    CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    CUDA_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    if (major != 9 || minor != 0)
+        return cbf_kern_fail(msg, msglen, CBF_KERN_ENOTSUP,
+                             "fft_dx: the fused kernel is built for sm_90a only (this GPU: "
+                             "sm_%d%d)",
+                             major, minor);
+    return 0;
+}
+
+extern "C" int cbf_fft_dx_post_groups(int channels, int *groups, int max)
+{
+    int n = 0;
+    for (int i = 0; i < n_dxp; i++)
+        if (dxp_entries[i].m == channels && !dxp_entries[i].rot && !dxp_entries[i].dither &&
+            n < max)
+            groups[n++] = dxp_entries[i].group;
+    return n;
+}
+
+extern "C" int cbf_fft_dx_post_run(const cbf_fft_dx_post *p, void *stream, char *msg,
+                                   size_t msglen)
+{
+    const int m = p->channels;
+    int rc = cbf_fft_dx_post_check(m, 1, 0, msg, msglen);
+    if (rc)
+        return rc;
+    if (p->spectra_per_heap <= 0 || p->spectra % (size_t)p->spectra_per_heap ||
+        p->data_pol_stride % 2 || p->data_pol_stride < p->spectra * 2 * (size_t)m ||
+        (p->out_bits != 8 && p->out_bits != 4) || !p->eff || !p->sat)
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL, "fft_dx: bad fused post arguments");
+    int group = p->group;
+    if (!group)
+        for (group = dxp_default_group(m); p->spectra_per_heap % group;)
+            group /= 2;
+    const int rot = p->spectrum_delay != NULL, dither = p->dither != 0;
+    const dxp_entry *e = NULL;
+    for (int i = 0; i < n_dxp && !e; i++)
+        if (dxp_entries[i].m == m && dxp_entries[i].group == group && dxp_entries[i].rot == rot &&
+            dxp_entries[i].dither == dither)
+            e = &dxp_entries[i];
+    if (!e || p->spectra_per_heap % group)
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                             "fft_dx: group %d: not compiled for %d channels or not a divisor of "
+                             "spectra_per_heap %d",
+                             group, m, p->spectra_per_heap);
+    const dxp_ctx c = {(const float2 *)p->data,
+                       (long long)(p->data_pol_stride / 2),
+                       p->out,
+                       (long long)p->spectra,
+                       p->gain_switch,
+                       p->spectra_per_heap,
+                       p->out_bits,
+                       1.0f / (float)m,
+                       (const float2 *)p->eff,
+                       (const float2 *)p->spectrum_delay,
+                       p->sat,
+                       {p->dither, p->dither_antenna, (unsigned long long)p->dither_key,
+                        (unsigned long long)p->first_spectrum}};
+    return e->fn(c, (cudaStream_t)stream, msg, msglen);
+}
 
 extern "C" int cbf_fft_dx_variants(const cbf_fft_dx_variant **v)
 {
