@@ -10,7 +10,7 @@
 #     fused chain and the four-pass bound of the same run;
 #   - compute-sanitizer memcheck on test_feng --gpu --dx (every template of
 #     the kernel) and racecheck on a small cbf-bench run;
-#   - with DX_SCOPING=1, cbf-bench feng --dx (the cuFFTDx measurement kernels);
+#   - step scoping: cbf-bench feng --dx (the cuFFTDx measurement kernels);
 #   - Nsight Compute on the fused kernel and post_kernel (--clock-control none).
 # Output under $OUT (./out by hand): bench.md, test and sanitizer logs, ncu.csv.
 set -uo pipefail
@@ -39,26 +39,41 @@ run() { # file under $OUT, seconds, command...
     timeout "$t" "$@" >"$OUT/$name" 2>&1
     echo "== $name: exit $? (${SECONDS}s)"
 }
-run test-dx.log 60 $test --gpu --dx
-grep -E "PASSED|FAILED|SKIP|fail|\[  ERROR" "$OUT/test-dx.log" | head -12
-run bench.md 60 $bench feng --channels "${DX_CHANNELS:-4096,8192}" ${DX_BENCH_ARGS:-}
-cat "$OUT/bench.md"
-run memcheck.log 50 compute-sanitizer --tool memcheck $test --gpu --dx
-grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck.log" | head -4
-small="feng --channels ${DX_CHANNELS:-4096,8192} --samples 1048576 --reps 1"
-run racecheck.log 40 compute-sanitizer --tool racecheck $bench $small
-grep -E "RACECHECK SUMMARY|ERROR SUMMARY" "$OUT/racecheck.log" | head -4
-run test-gpu.log 40 $test --gpu
-grep -E "PASSED|FAILED|\[  ERROR" "$OUT/test-gpu.log" | head -6
-if [ "${DX_SCOPING:-0}" = 1 ]; then
+CH=${DX_CHANNELS:-4096,8192}
+step_test_dx() {
+    run test-dx.log 60 $test --gpu --dx
+    grep -E "PASSED|FAILED|SKIP|fail|\[  ERROR" "$OUT/test-dx.log" | head -12
+}
+step_bench() {
+    run bench.md 60 $bench feng --channels "$CH" ${DX_BENCH_ARGS:-}
+    cat "$OUT/bench.md"
+}
+step_memcheck() {
+    run memcheck.log 55 compute-sanitizer --tool memcheck $test --gpu --dx
+    grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck.log" | head -4
+}
+step_racecheck() {
+    run racecheck.log 60 compute-sanitizer --tool racecheck $bench feng --channels 4096 \
+        --samples 65536 --reps 1
+    grep -E "RACECHECK SUMMARY|ERROR SUMMARY|hazard" "$OUT/racecheck.log" | head -4
+}
+step_test_gpu() {
+    run test-gpu.log 45 $test --gpu
+    grep -E "PASSED|FAILED|\[  ERROR" "$OUT/test-gpu.log" | head -6
+}
+step_scoping() {
     run scoping.log 60 $bench feng --dx
     cat "$OUT/scoping.log"
-fi
-if [ "${DX_NCU:-1}" = 1 ] && command -v ncu >/dev/null; then
-    run ncu.csv 40 ncu --clock-control none --kernel-name-base mangled \
-        --kernel-id '::regex:dxp_kernel|post_kernel:2' --csv --print-units base \
-        --metrics gpu__time_duration.sum,smsp__inst_executed.sum,sm__inst_executed.avg.per_cycle_active,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,launch__grid_size,launch__block_size,launch__occupancy_limit_shared_mem,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,smsp__thread_inst_executed.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_write.sum,lts__t_bytes.sum,lts__throughput.avg.pct_of_peak_sustained_elapsed,smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_wait_per_issue_active.ratio \
-        $bench feng --channels "${DX_CHANNELS:-4096,8192}" --samples 16777216 --reps 1
+}
+step_ncu() {
+    command -v ncu >/dev/null || { echo "== ncu: not here"; return; }
+    run ncu.csv 50 ncu --clock-control none --kernel-name-base mangled \
+        --kernel-id "::regex:${DX_NCU_KERNELS:-dxp_kernel|post_kernel}:2" --csv --print-units base \
+        --metrics gpu__time_duration.sum,smsp__inst_executed.sum,sm__inst_executed.avg.per_cycle_active,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,launch__grid_size,launch__block_size,launch__occupancy_limit_shared_mem,launch__occupancy_limit_registers,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,smsp__thread_inst_executed.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_write.sum,lts__t_sectors_op_read.sum,l1tex__t_sector_hit_rate.pct,lts__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__throughput.avg.pct_of_peak_sustained_active,smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_wait_per_issue_active.ratio,smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio,smsp__average_warps_issue_stalled_selected_per_issue_active.ratio \
+        $bench feng --channels "${DX_NCU_CHANNELS:-4096}" --samples 16777216 --reps 1 ${DX_NCU_ARGS:-}
     echo "$(grep -c '"gpu__time_duration.sum"' "$OUT/ncu.csv") kernels profiled"
-fi
+}
+for step in ${DX_STEPS:-test_dx bench memcheck racecheck test_gpu ncu}; do
+    "step_$step"
+done
 exit 0

@@ -187,21 +187,24 @@ constexpr int n_variants = (int)(sizeof variants / sizeof variants[0]);
 /* ---- The fused FFT + post kernel (cbf_fft_dx_post_run) ----
  *
  * Block: one cuFFTDx transform of M = channels points, 16 elements per
- * thread (cuFFTDx's suggestion at 4096; at 8192 it keeps both pols'
- * elements, 64 registers, under the 128 a thread may have), S = M / 16
- * threads. Thread t holds bins t + i S after the transform; through shared
- * memory z it reads bins s and M - s for s = t + i S, i < 8, and computes
- * channels s ("direct" slot i) and M - s ("mirror" slot 8 + i; thread 0's
- * s = 0 fills it with channel M / 2, which no other s reaches), with
- * fft_post's own combine and finish (fft_post_dev.cuh). Each thread keeps
- * its 16 channels' words (both pols packed) for the block's G spectra in
- * its own column of shared memory (no barrier needed: nobody else reads
- * it) and stores each channel's G words as one vector: G consecutive
- * spectra of a channel are adjacent in the output.
+ * thread (cuFFTDx's suggestion at 4096; at 8192 it keeps a thread's
+ * elements, 32 registers a pol, within the 128 a thread may have), S = M /
+ * 16 threads. Thread t holds bins t + i S after the transform; through
+ * shared memory z it reads bins s and M - s for s = t + i S, i < 8, and
+ * computes channels s ("direct" slot i) and M - s ("mirror" slot 8 + i;
+ * thread 0's s = 0 fills it with channel M / 2, which no other s reaches),
+ * with fft_post's own combine and finish (fft_post_dev.cuh). A block does
+ * G consecutive spectra, both pols each; each thread keeps its 16
+ * channels' words (both pols packed) for the G spectra, in its own column
+ * of shared memory (no barrier needed: nobody else reads it) or in
+ * registers (TREG), and stores each channel's G words as one vector: G
+ * consecutive spectra of a channel are adjacent in the output.
  *
- * The two pols of the next spectrum are loaded into registers as soon as
- * the current one's transform has left them for z, so the loads of one
- * transform overlap the post-processing and transform of the other. */
+ * PF: the two pols of the next spectrum are loaded into registers as soon
+ * as the current ones have gone to z, so the loads overlap the transforms
+ * and post-processing (64 registers of elements); otherwise each pol is
+ * loaded just before its transform (32), leaving registers for more
+ * blocks per SM (MINB, the launch bounds' blocks per SM). */
 constexpr int DXP_EPT = 16;
 template <int M>
 using dxp_fft = dx_fft<M, DXP_EPT, 1>;
@@ -239,37 +242,55 @@ __device__ __forceinline__ void dxp_load(typename FFT::value_type (&r)[FFT::stor
     }
 }
 
-/* One pol of spectrum g (the block's j-th): transform r, post-process it
- * into the thread's tile column, then load `next` (NULL: none) into r. */
-template <class FFT, int G, bool ROT, bool DITHER>
+/* The per-thread word store: registers [slot][spectrum] with TREG, else a
+ * 1 x 1 stand-in (the words go to shared memory). */
+template <bool TREG, int EPT, int G>
+struct dxp_acc {
+    unsigned w[TREG ? EPT : 1][TREG ? G : 1];
+};
+
+/* One pol of spectrum g (the block's j-th): load `cur` (without PF),
+ * transform r, post-process it into the thread's words, then load `next`
+ * (with PF; NULL: none) into r. */
+template <class FFT, int G, bool ROT, bool DITHER, bool TREG, bool PF>
 __device__ __forceinline__ void dxp_pol(typename FFT::value_type (&r)[FFT::storage_size], int pol,
-                                        int j, long long g, const float2 *next,
-                                        unsigned char *smem, unsigned *tile, const float2 *hk,
-                                        const dxp_ctx &c, unsigned *sat)
+                                        int j, long long g, const float2 *cur,
+                                        const float2 *next, unsigned char *smem, unsigned *tile,
+                                        dxp_acc<TREG, FFT::elements_per_thread, G> &acc,
+                                        const float2 *hk, const dxp_ctx &c, unsigned *sat)
 {
     constexpr int M = cufftdx::size_of<FFT>::value, EPT = FFT::elements_per_thread;
     constexpr int S = FFT::stride, H = EPT / 2;
     const int t = threadIdx.x;
     float2 *z = (float2 *)smem;
+    if (!PF)
+        dxp_load<FFT>(r, cur);
     FFT().execute(r, smem);
     __syncthreads(); /* the workspace becomes z */
 #pragma unroll
     for (int i = 0; i < EPT; i++)
         z[t + i * S] = make_float2(r[i].x, r[i].y);
     __syncthreads();
-    if (next)
+    if (PF && next)
         dxp_load<FFT>(r, next);
     /* A spectrum takes all its gains from one table (fft_post.cu's rule). */
     const float2 *eff = c.eff + (g >= c.gain_switch ? 2 * M : 0);
     const float2 dp = ROT ? __ldg(c.sd + pol * c.spectra + g) : make_float2(0.f, 0.f);
     const int shift = pol * (c.bits == 8 ? 16 : 8);
-    /* Sub-transform 0's twiddle in fft_post's post kernel, kept so that
-     * both paths round alike after their transforms. */
-    const float2 tw0 = expi_pi(-0.0f);
+    if (TREG && pol == 0) {
+        /* A new spectrum: the words move down one place. */
+#pragma unroll
+        for (int i = 0; i < (TREG ? EPT : 1); i++)
+#pragma unroll
+            for (int q = 0; q + 1 < (TREG ? G : 1); q++)
+                acc.w[i][q] = acc.w[i][q + 1];
+    }
+    /* fft_post's post kernel twiddles sub-transform 0 by exp(-0 i) = 1 - 0i
+     * first, which changes no value but the sign of a zero: left out. */
 #pragma unroll
     for (int i = 0; i < H; i++) {
         const int s = t + i * S;
-        float2 zs = cmul(tw0, z[s]), zc = cmul(tw0, conj2(z[(M - s) & (M - 1)])), xk, xnk;
+        float2 zs = z[s], zc = conj2(z[(M - s) & (M - 1)]), xk, xnk;
         combine<1>(&zs, &zc, 0, hk[i], &xk, &xnk);
         unsigned w0 = finish(xk, s, pol, eff, c.bits, sat, ROT, dp, c.inv_n_ch, M / 2, DITHER,
                              c.dr, g, M),
@@ -278,15 +299,20 @@ __device__ __forceinline__ void dxp_pol(typename FFT::value_type (&r)[FFT::stora
             w1 = finish(xnk, M - s, pol, eff, c.bits, sat, ROT, dp, c.inv_n_ch, M / 2, DITHER,
                         c.dr, g, M);
         } else {
-            zs = cmul(tw0, z[M / 2]);
-            zc = cmul(tw0, conj2(z[M / 2]));
+            zs = z[M / 2];
+            zc = conj2(zs);
             combine<1>(&zs, &zc, 0, expi_pi(-(float)(M / 2) * c.inv_n_ch), &xk, &xnk);
             w1 = finish(xk, M / 2, pol, eff, c.bits, sat, ROT, dp, c.inv_n_ch, M / 2, DITHER,
                         c.dr, g, M);
         }
-        unsigned *d = tile + (i * G + j) * S + t, *mi = tile + ((H + i) * G + j) * S + t;
-        *d = (pol ? *d : 0u) | w0 << shift;
-        *mi = (pol ? *mi : 0u) | w1 << shift;
+        if constexpr (TREG) {
+            acc.w[i][G - 1] = (pol ? acc.w[i][G - 1] : 0u) | w0 << shift;
+            acc.w[H + i][G - 1] = (pol ? acc.w[H + i][G - 1] : 0u) | w1 << shift;
+        } else {
+            unsigned *d = tile + (i * G + j) * S + t, *mi = tile + ((H + i) * G + j) * S + t;
+            *d = (pol ? *d : 0u) | w0 << shift;
+            *mi = (pol ? *mi : 0u) | w1 << shift;
+        }
     }
     __syncthreads(); /* z is the next transform's workspace */
 }
@@ -327,18 +353,8 @@ __device__ __forceinline__ void dxp_store(void *out, long long idx, const unsign
     }
 }
 
-/* Blocks per SM the launch bounds ask for: two 256-thread blocks at 4096
- * points (128 registers), one 512-thread block at 8192. */
-template <int M>
-__host__ __device__ constexpr int dxp_min_blocks()
-{
-    return M <= 4096 ? 2 : 1;
-}
-
-template <class FFT, int G, bool ROT, bool DITHER>
-__global__ void __launch_bounds__(FFT::max_threads_per_block,
-                                  dxp_min_blocks<cufftdx::size_of<FFT>::value>())
-    dxp_kernel(const dxp_ctx c)
+template <class FFT, int G, bool ROT, bool DITHER, bool TREG, bool PF, int MINB>
+__global__ void __launch_bounds__(FFT::max_threads_per_block, MINB) dxp_kernel(const dxp_ctx c)
 {
     constexpr int M = cufftdx::size_of<FFT>::value, EPT = FFT::elements_per_thread;
     constexpr int S = FFT::stride, H = EPT / 2;
@@ -353,18 +369,25 @@ __global__ void __launch_bounds__(FFT::max_threads_per_block,
         hk[i] = expi_pi(-(float)(t + i * S) * c.inv_n_ch);
     unsigned sat0 = 0, sat1 = 0;
     const long long g0 = (long long)blockIdx.x * G;
-    typename FFT::value_type a[FFT::storage_size], b[FFT::storage_size];
-    dxp_load<FFT>(a, c.data + g0 * M);
-    dxp_load<FFT>(b, c.data + c.pol_stride + g0 * M);
+    dxp_acc<TREG, EPT, G> acc;
+    typename FFT::value_type a[FFT::storage_size], b[PF ? FFT::storage_size : 1];
+    if constexpr (PF) {
+        dxp_load<FFT>(a, c.data + g0 * M);
+        dxp_load<FFT>(b, c.data + c.pol_stride + g0 * M);
+    }
 #pragma unroll 1
     for (int j = 0; j < G; j++) {
         const long long g = g0 + j;
         const bool more = j + 1 < G;
-        dxp_pol<FFT, G, ROT, DITHER>(a, 0, j, g, more ? c.data + (g + 1) * M : nullptr, smem,
-                                     tile, hk, c, &sat0);
-        dxp_pol<FFT, G, ROT, DITHER>(b, 1, j, g,
-                                     more ? c.data + c.pol_stride + (g + 1) * M : nullptr, smem,
-                                     tile, hk, c, &sat1);
+        const float2 *p0 = c.data + g * M, *p1 = c.data + c.pol_stride + g * M;
+        dxp_pol<FFT, G, ROT, DITHER, TREG, PF>(a, 0, j, g, p0, more ? p0 + M : nullptr, smem,
+                                               tile, acc, hk, c, &sat0);
+        if constexpr (PF)
+            dxp_pol<FFT, G, ROT, DITHER, TREG, PF>(b, 1, j, g, p1, more ? p1 + M : nullptr, smem,
+                                                   tile, acc, hk, c, &sat1);
+        else
+            dxp_pol<FFT, G, ROT, DITHER, TREG, PF>(a, 1, j, g, p1, nullptr, smem, tile, acc, hk,
+                                                   c, &sat1);
     }
     /* G divides spectra_per_heap: the block's spectra share one heap. */
     const long long heap = g0 / c.sph, first = g0 % c.sph;
@@ -374,8 +397,12 @@ __global__ void __launch_bounds__(FFT::max_threads_per_block,
         const int ch = slot < H ? s : s == 0 ? M / 2 : M - s;
         unsigned w[G];
 #pragma unroll
-        for (int j = 0; j < G; j++)
-            w[j] = tile[(slot * G + j) * S + t];
+        for (int j = 0; j < G; j++) {
+            if constexpr (TREG)
+                w[j] = acc.w[slot][j];
+            else
+                w[j] = tile[(slot * G + j) * S + t];
+        }
         dxp_store<G>(c.out, (heap * M + ch) * c.sph + first, w, c.bits);
     }
     for (int pol = 0; pol < 2; pol++) {
@@ -387,12 +414,12 @@ __global__ void __launch_bounds__(FFT::max_threads_per_block,
     }
 }
 
-template <int M, int G, bool ROT, bool DITHER>
+template <int M, int G, bool ROT, bool DITHER, bool TREG, bool PF, int MINB>
 int dxp_launch(const dxp_ctx &c, cudaStream_t stream, char *msg, size_t msglen)
 {
     using FFT = dxp_fft<M>;
-    const size_t smem = dxp_zbytes<FFT>() + (size_t)M * G * sizeof(unsigned);
-    auto k = dxp_kernel<FFT, G, ROT, DITHER>;
+    const size_t smem = dxp_zbytes<FFT>() + (TREG ? 0 : (size_t)M * G * sizeof(unsigned));
+    auto k = dxp_kernel<FFT, G, ROT, DITHER, TREG, PF, MINB>;
     CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     k<<<(unsigned)(c.spectra / G), FFT::block_dim, smem, stream>>>(c);
     CUDA_TRY(cudaGetLastError());
@@ -401,26 +428,45 @@ int dxp_launch(const dxp_ctx &c, cudaStream_t stream, char *msg, size_t msglen)
 
 typedef int (*dxp_fn)(const dxp_ctx &, cudaStream_t, char *, size_t);
 struct dxp_entry {
-    int m, group, rot, dither;
+    cbf_fft_dx_post_variant v;
+    int rot, dither;
     dxp_fn fn;
 };
-#define DXP_MODES(m, g)                                                                    \
-    {m, g, 0, 0, dxp_launch<m, g, false, false>}, {m, g, 0, 1, dxp_launch<m, g, false, true>}, \
-        {m, g, 1, 0, dxp_launch<m, g, true, false>}, {m, g, 1, 1, dxp_launch<m, g, true, true>},
-/* Shared memory per block: z (M x 8 bytes) and the tile (M x G x 4): at
- * 4096 points G = 4 is 96 KB, two blocks per SM; 8192 points, G = 4 is
- * 192 KB, one 512-thread block. */
-const dxp_entry dxp_entries[] = {DXP_MODES(4096, 1) DXP_MODES(4096, 2) DXP_MODES(4096, 4)
-                                     DXP_MODES(4096, 8) DXP_MODES(8192, 1) DXP_MODES(8192, 2)
-                                         DXP_MODES(8192, 4)};
+/* The engine's kernels: every delay-model and dither template of the
+ * chosen layout, per group size (the largest of them dividing
+ * spectra_per_heap runs). Shared memory per block: z (M x 8 bytes) and,
+ * without TREG, the words (M x G x 4): at 4096 points and G = 4, 96 KB,
+ * two blocks per SM; at 8192, 192 KB, one 512-thread block. */
+#define DXP_K(m, g, treg, pf, minb, rot, dith)                                               \
+    {{m, g, treg, pf, minb}, rot, dith, dxp_launch<m, g, rot, dith, treg, pf, minb>}
+#define DXP_MODES(m, g, treg, pf, minb)                                                      \
+    DXP_K(m, g, treg, pf, minb, false, false), DXP_K(m, g, treg, pf, minb, false, true),     \
+        DXP_K(m, g, treg, pf, minb, true, false), DXP_K(m, g, treg, pf, minb, true, true),
+#define DXP_ENGINE_4096(g) DXP_MODES(4096, g, false, true, 2)
+#define DXP_ENGINE_8192(g) DXP_MODES(8192, g, false, true, 1)
+const dxp_entry dxp_engine[] = {DXP_ENGINE_4096(1) DXP_ENGINE_4096(2) DXP_ENGINE_4096(4)
+                                    DXP_ENGINE_8192(1) DXP_ENGINE_8192(2) DXP_ENGINE_8192(4)};
+/* Layouts measured against each other (cbf-bench feng, rows "dx ..."):
+ * plain runs only (no delay model, no dither). */
+const dxp_entry dxp_measured[] = {
+    DXP_K(4096, 2, false, true, 2, false, false),  DXP_K(4096, 4, false, true, 2, false, false),
+    DXP_K(4096, 8, false, true, 1, false, false),  DXP_K(4096, 4, false, false, 2, false, false),
+    DXP_K(4096, 2, false, false, 3, false, false), DXP_K(4096, 2, true, false, 2, false, false),
+    DXP_K(4096, 2, true, false, 3, false, false),  DXP_K(4096, 4, true, false, 2, false, false),
+    DXP_K(4096, 1, true, false, 4, false, false),  DXP_K(8192, 2, false, true, 1, false, false),
+    DXP_K(8192, 4, false, true, 1, false, false),  DXP_K(8192, 4, false, false, 1, false, false),
+    DXP_K(8192, 2, true, false, 1, false, false),  DXP_K(8192, 4, true, false, 1, false, false),
+};
+#undef DXP_ENGINE_4096
+#undef DXP_ENGINE_8192
 #undef DXP_MODES
-constexpr int n_dxp = (int)(sizeof dxp_entries / sizeof dxp_entries[0]);
+#undef DXP_K
+constexpr int n_engine = (int)(sizeof dxp_engine / sizeof dxp_engine[0]);
+constexpr int n_measured = (int)(sizeof dxp_measured / sizeof dxp_measured[0]);
+cbf_fft_dx_post_variant dxp_measured_v[n_measured];
 
-/* The group the engine uses when the caller leaves it to the kernel. */
-int dxp_default_group(int m)
-{
-    return m == 4096 ? 4 : 4;
-}
+/* The group the engine uses when spectra_per_heap allows. */
+constexpr int DXP_GROUP = 4;
 
 } // namespace
 
@@ -444,14 +490,12 @@ extern "C" int cbf_fft_dx_post_check(int channels, int unzip, int complex_in, ch
     return 0;
 }
 
-extern "C" int cbf_fft_dx_post_groups(int channels, int *groups, int max)
+extern "C" int cbf_fft_dx_post_variants(const cbf_fft_dx_post_variant **v)
 {
-    int n = 0;
-    for (int i = 0; i < n_dxp; i++)
-        if (dxp_entries[i].m == channels && !dxp_entries[i].rot && !dxp_entries[i].dither &&
-            n < max)
-            groups[n++] = dxp_entries[i].group;
-    return n;
+    for (int i = 0; i < n_measured; i++)
+        dxp_measured_v[i] = dxp_measured[i].v;
+    *v = dxp_measured_v;
+    return n_measured;
 }
 
 extern "C" int cbf_fft_dx_post_run(const cbf_fft_dx_post *p, void *stream, char *msg,
@@ -461,25 +505,25 @@ extern "C" int cbf_fft_dx_post_run(const cbf_fft_dx_post *p, void *stream, char 
     int rc = cbf_fft_dx_post_check(m, 1, 0, msg, msglen);
     if (rc)
         return rc;
+    const int rot = p->spectrum_delay != NULL, dither = p->dither != 0;
     if (p->spectra_per_heap <= 0 || p->spectra % (size_t)p->spectra_per_heap ||
         p->data_pol_stride % 2 || p->data_pol_stride < p->spectra * 2 * (size_t)m ||
-        (p->out_bits != 8 && p->out_bits != 4) || !p->eff || !p->sat)
+        (p->out_bits != 8 && p->out_bits != 4) || !p->eff || !p->sat ||
+        p->variant >= n_measured ||
+        (p->variant >= 0 && (rot || dither || dxp_measured[p->variant].v.points != m ||
+                             p->spectra_per_heap % dxp_measured[p->variant].v.group)))
         return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL, "fft_dx: bad fused post arguments");
-    int group = p->group;
-    if (!group)
-        for (group = dxp_default_group(m); p->spectra_per_heap % group;)
-            group /= 2;
-    const int rot = p->spectrum_delay != NULL, dither = p->dither != 0;
-    const dxp_entry *e = NULL;
-    for (int i = 0; i < n_dxp && !e; i++)
-        if (dxp_entries[i].m == m && dxp_entries[i].group == group && dxp_entries[i].rot == rot &&
-            dxp_entries[i].dither == dither)
-            e = &dxp_entries[i];
-    if (!e || p->spectra_per_heap % group)
-        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
-                             "fft_dx: group %d: not compiled for %d channels or not a divisor of "
-                             "spectra_per_heap %d",
-                             group, m, p->spectra_per_heap);
+    const dxp_entry *e = p->variant >= 0 ? &dxp_measured[p->variant] : NULL;
+    int group = DXP_GROUP;
+    while (p->spectra_per_heap % group)
+        group /= 2;
+    for (int i = 0; i < n_engine && !e; i++)
+        if (dxp_engine[i].v.points == m && dxp_engine[i].v.group == group &&
+            dxp_engine[i].rot == rot && dxp_engine[i].dither == dither)
+            e = &dxp_engine[i];
+    if (!e)
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL, "fft_dx: no kernel for group %d",
+                             group);
     const dxp_ctx c = {(const float2 *)p->data,
                        (long long)(p->data_pol_stride / 2),
                        p->out,

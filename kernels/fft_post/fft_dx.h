@@ -76,7 +76,8 @@ typedef struct cbf_fft_dx_post {
     unsigned long long *sat;  /* [2], added to */
     int dither, dither_antenna;
     uint64_t dither_key, first_spectrum;
-    int group;                /* spectra per block; 0: the engine's choice for the shape */
+    int variant;              /* -1: the engine's kernel; else one of
+                                 cbf_fft_dx_post_variants (no delay model, no dither) */
 } cbf_fft_dx_post;
 
 /* 0 when the fused kernel can run this shape on the current device: a
@@ -84,10 +85,14 @@ typedef struct cbf_fft_dx_post {
  * an sm_90 GPU; otherwise CBF_KERN_ENOTSUP, msg saying why. */
 int cbf_fft_dx_post_check(int channels, int unzip, int complex_in, char *msg, size_t msglen);
 
-/* The compiled group sizes for `channels` without per-spectrum delay and
- * dither (the benchmark's variants): writes up to `max` of them, returns
- * their count. */
-int cbf_fft_dx_post_groups(int channels, int *groups, int max);
+/* Layouts of the fused kernel compiled for measurement (cbf-bench feng):
+ * spectra per block, the words in registers or shared memory, the next
+ * spectrum loaded during this one's work, blocks per SM asked of the
+ * compiler. Returns their count. */
+typedef struct cbf_fft_dx_post_variant {
+    int points, group, tile_in_registers, prefetch, min_blocks;
+} cbf_fft_dx_post_variant;
+int cbf_fft_dx_post_variants(const cbf_fft_dx_post_variant **v);
 
 /* Enqueues the kernel on `stream` (a cudaStream_t); device pointers in p. */
 int cbf_fft_dx_post_run(const cbf_fft_dx_post *p, void *stream, char *msg, size_t msglen);

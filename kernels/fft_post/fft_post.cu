@@ -572,7 +572,7 @@ static int run_fused(cbf_fft_post_cuda *plan, const cbf_fft_post_args *args, cha
         args->data, args->data_pol_stride, args->out, c->channels, c->spectra_per_heap,
         c->out_bits, c->spectra, plan->eff, args->spectrum_delay ? plan->sd : NULL,
         args->switch_gains ? (long long)args->gain_switch : LLONG_MAX, plan->sat, c->dither,
-        c->dither_antenna, c->dither_key, args->first_spectrum, 0};
+        c->dither_antenna, c->dither_key, args->first_spectrum, -1};
     if ((rc = cbf_fft_dx_post_run(&d, plan->stream, msg, msglen)))
         return rc;
     post_done(plan, args);

@@ -29,7 +29,7 @@
 #define MEERKAT_ANT_RATE (2 * 1712e6) /* samples/s of one L-band antenna, both pols */
 
 typedef struct opts {
-    int channels[8], n_channels, taps, bits, reps, unzip, dx, fused;
+    int channels[8], n_channels, taps, bits, reps, unzip, dx, fused, variants;
     size_t samples; /* per pol per run */
 } opts;
 
@@ -118,53 +118,81 @@ static void row(const char *name, int channels, float ms, double samples, double
 }
 
 /* The output of one run of `run` (after which the stream is waited for). */
-static int one_output(int (*run)(void *), chain *c, void *d_out, uint8_t *host, size_t bytes)
+static int one_output(int (*run)(void *), void *ctx, cudaStream_t stream, void *d_out,
+                      uint8_t *host, size_t bytes)
 {
-    CK(cudaMemsetAsync(d_out, 0x88, bytes, c->stream));
-    if (run(c))
+    CK(cudaMemsetAsync(d_out, 0x88, bytes, stream));
+    if (run(ctx))
         return 1;
-    CK(cudaMemcpyAsync(host, d_out, bytes, cudaMemcpyDeviceToHost, c->stream));
-    CK(cudaStreamSynchronize(c->stream));
+    CK(cudaMemcpyAsync(host, d_out, bytes, cudaMemcpyDeviceToHost, stream));
+    CK(cudaStreamSynchronize(stream));
     return 0;
 }
 
 #ifdef CBF_BENCH_FENG_DX
-/* The fused kernel's compiled group sizes, each alone (no delay model, no
- * dither), on the FIR output in c->args: rows "dx gN". */
-typedef struct dx_group_ctx {
+/* The fused kernel's measured layouts, each alone (no delay model, no
+ * dither), on the FIR output in c->args: rows "dx gG r|s pf|- bB" (G
+ * spectra per block, words in registers or shared memory, next spectrum
+ * prefetched or not, B blocks per SM asked for). */
+typedef struct dx_variant_ctx {
     chain *c;
     cbf_fft_dx_post p;
-} dx_group_ctx;
-static int do_dx_group(void *ctx)
+} dx_variant_ctx;
+static int do_dx_variant(void *ctx)
 {
-    dx_group_ctx *x = ctx;
+    dx_variant_ctx *x = ctx;
     char msg[256];
-    return report("dx group", cbf_fft_dx_post_run(&x->p, x->c->stream, msg, sizeof msg), msg);
+    return report("dx variant", cbf_fft_dx_post_run(&x->p, x->c->stream, msg, sizeof msg), msg);
 }
-static int bench_dx_groups(chain *c, const cbf_fft_post_config *cfg, double samples,
-                           double copy_rate)
+static int bench_dx_variants(chain *c, const cbf_fft_post_config *cfg, int reps, double samples,
+                             double copy_rate)
 {
-    int groups[8], n = cbf_fft_dx_post_groups(cfg->channels, groups, 8);
+    const cbf_fft_dx_post_variant *v;
+    int n = cbf_fft_dx_post_variants(&v);
     void *eff;
     unsigned long long *sat;
-    CK(cudaMalloc(&eff, sizeof(float) * 8 * (size_t)cfg->channels));
-    CK(cudaMemset(eff, 0, sizeof(float) * 8 * (size_t)cfg->channels));
-    CK(cudaMalloc((void **)&sat, 2 * sizeof(unsigned long long)));
-    dx_group_ctx x = {c, {c->args.data, c->args.data_pol_stride, c->args.out, cfg->channels,
-                          cfg->spectra_per_heap, cfg->out_bits, cfg->spectra, eff, NULL,
-                          LLONG_MAX, sat, 0, 0, 0, 0, 0}};
-    int rc = 0;
-    for (int i = 0; i < n && !rc; i++) {
-        if (cfg->spectra_per_heap % groups[i])
-            continue;
-        x.p.group = groups[i];
-        float t;
-        char name[16];
-        snprintf(name, sizeof name, "dx g%d", groups[i]);
-        rc = cbf_bench_time_ms(do_dx_group, &x, c->stream, 10, &t);
-        if (!rc)
-            row(name, cfg->channels, t, samples, 4 + 1, copy_rate, 0);
+    const size_t eff_bytes = sizeof(float) * 8 * (size_t)cfg->channels;
+    /* The benchmark's gains (0.05 + 0.01i) in both tables, no delay. */
+    float *host = malloc(eff_bytes);
+    if (!host)
+        return 1;
+    for (size_t i = 0; i < eff_bytes / sizeof(float); i += 2) {
+        host[i] = 0.05f;
+        host[i + 1] = 0.01f;
     }
+    CK(cudaMalloc(&eff, eff_bytes));
+    CK(cudaMemcpy(eff, host, eff_bytes, cudaMemcpyHostToDevice));
+    free(host);
+    CK(cudaMalloc((void **)&sat, 2 * sizeof(unsigned long long)));
+    dx_variant_ctx x = {c, {c->args.data, c->args.data_pol_stride, c->args.out, cfg->channels,
+                            cfg->spectra_per_heap, cfg->out_bits, cfg->spectra, eff, NULL,
+                            LLONG_MAX, sat, 0, 0, 0, 0, 0}};
+    /* Every layout computes the same bytes: each against the engine's. */
+    const size_t bytes = cbf_fft_post_out_bytes(cfg);
+    uint8_t *ref = malloc(bytes), *got = malloc(bytes);
+    x.p.variant = -1;
+    int rc = !ref || !got || one_output(do_dx_variant, &x, c->stream, c->args.out, ref, bytes);
+    for (int i = 0; i < n && !rc; i++) {
+        if (v[i].points != cfg->channels || cfg->spectra_per_heap % v[i].group)
+            continue;
+        x.p.variant = i;
+        float t;
+        char name[32];
+        snprintf(name, sizeof name, "dx g%d %s %s b%d", v[i].group,
+                 v[i].tile_in_registers ? "r" : "s", v[i].prefetch ? "pf" : "-", v[i].min_blocks);
+        rc = cbf_bench_time_ms(do_dx_variant, &x, c->stream, reps, &t) ||
+             one_output(do_dx_variant, &x, c->stream, c->args.out, got, bytes);
+        if (rc)
+            break;
+        row(name, cfg->channels, t, samples, 4 + 1, copy_rate, 0);
+        size_t differ = 0;
+        for (size_t k = 0; k < bytes; k++)
+            differ += ref[k] != got[k];
+        fprintf(stderr, "# %d channels, %s: %zu of %zu bytes differ from the engine's kernel\n",
+                cfg->channels, name, differ, bytes);
+    }
+    free(ref);
+    free(got);
     cudaFree(eff);
     cudaFree(sat);
     return rc;
@@ -261,15 +289,15 @@ static int bench_one(const opts *o, int channels, double copy_rate, chain *c)
             return 1;
         row("dx", channels, t_fused, samples, 4 + 1, copy_rate, 0);
 #ifdef CBF_BENCH_FENG_DX
-        if (bench_dx_groups(c, &cfg, samples, copy_rate))
+        if (o->variants && bench_dx_variants(c, &cfg, o->reps, samples, copy_rate))
             return 1;
 #endif
         row("dx chain", channels, t_fchain, samples, in_b + 4 + 4 + 1, copy_rate, four_pass);
         /* Both chains' outputs of the same input: how far the transforms'
          * rounding moves them (the tests hold both to the float64 model). */
         uint8_t *a = malloc(out_bytes), *b = malloc(out_bytes);
-        if (!a || !b || one_output(do_chain, c, d_out, a, out_bytes) ||
-            one_output(do_fused_chain, c, d_out, b, out_bytes))
+        if (!a || !b || one_output(do_chain, c, c->stream, d_out, a, out_bytes) ||
+            one_output(do_fused_chain, c, c->stream, d_out, b, out_bytes))
             return 1;
         size_t differ = 0, worse = 0;
         for (size_t i = 0; i < out_bytes; i++) {
@@ -299,7 +327,7 @@ static int bench_one(const opts *o, int channels, double copy_rate, chain *c)
 
 static int parse(int argc, char **argv, opts *o)
 {
-    *o = (opts){{4096, 8192, 32768}, 3, 16, 10, 20, 0, 0, 1, (size_t)1 << 28};
+    *o = (opts){{4096, 8192, 32768}, 3, 16, 10, 20, 0, 0, 1, 0, (size_t)1 << 28};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -311,15 +339,19 @@ static int parse(int argc, char **argv, opts *o)
             o->fused = 0;
             continue;
         }
+        if (!strcmp(a, "--dx-variants")) {
+            o->variants = 1;
+            continue;
+        }
         if (!strcmp(a, "--help") || !v) {
             fprintf(strcmp(a, "--help") ? stderr : stdout,
                     "usage: cbf-bench feng [--channels 4096,8192,32768] [--taps 16] [--bits 10]\n"
                     "                      [--samples 268435456] [--reps 20] [--unzip 0|1|2|4]\n"
-                    "                      [--four-pass] [--dx]\n"
+                    "                      [--four-pass] [--dx-variants] [--dx]\n"
                     "samples: per polarisation per run; unzip 0 chooses as the engine does\n"
-                    "rows dx, dx gN, dx chain: fft_post's fused cuFFTDx FFT + post kernel (the\n"
-                    "      engine's group, each compiled group, FIR + it), where it runs the\n"
-                    "      shape; --four-pass leaves them out\n"
+                    "rows dx, dx chain: fft_post's fused cuFFTDx FFT + post kernel, alone and\n"
+                    "      after the FIR, where it runs the shape; --four-pass leaves them out;\n"
+                    "      --dx-variants adds its measured layouts (rows dx g...)\n"
                     "--dx: instead of the chain, cuFFTDx block FFTs of 4096 and 8192 points\n"
                     "      against cuFFT (issue 17; built where meson found cuFFTDx)\n");
             return strcmp(a, "--help") ? 2 : 1;
