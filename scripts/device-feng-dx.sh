@@ -48,6 +48,10 @@ step_bench() {
     run bench.md 60 $bench feng --channels "$CH" ${DX_BENCH_ARGS:-}
     cat "$OUT/bench.md"
 }
+step_bench_dither() {
+    run bench-dither.md 40 $bench feng --channels 4096 --dither
+    tail -n +6 "$OUT/bench-dither.md"
+}
 step_memcheck() {
     run memcheck.log 55 compute-sanitizer --tool memcheck $test --gpu --dx
     grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck.log" | head -4
@@ -73,7 +77,9 @@ step_ncu() {
         $bench feng --channels "${DX_NCU_CHANNELS:-4096}" --samples 16777216 --reps 1 ${DX_NCU_ARGS:-}
     echo "$(grep -c '"gpu__time_duration.sum"' "$OUT/ncu.csv") kernels profiled"
 }
-for step in ${DX_STEPS:-test_dx bench memcheck racecheck test_gpu ncu}; do
+# Steps in order (DX_STEPS): test_dx bench bench_dither memcheck racecheck
+# test_gpu ncu scoping; one file under $OUT each.
+for step in ${DX_STEPS:-test_dx bench bench_dither memcheck racecheck test_gpu ncu}; do
     "step_$step"
 done
 exit 0

@@ -190,7 +190,7 @@ constexpr int n_variants = (int)(sizeof variants / sizeof variants[0]);
  * thread (cuFFTDx's suggestion at 4096; at 8192 it keeps a thread's
  * elements, 32 registers a pol, within the 128 a thread may have), S = M /
  * 16 threads. Thread t holds bins t + i S after the transform; through
- * shared memory z it reads bins s and M - s for s = t + i S, i < 8, and
+ * shared memory z it gets bins M - s for its own s = t + i S, i < 8, and
  * computes channels s ("direct" slot i) and M - s ("mirror" slot 8 + i;
  * thread 0's s = 0 fills it with channel M / 2, which no other s reaches),
  * with fft_post's own combine and finish (fft_post_dev.cuh). A block does
@@ -201,10 +201,12 @@ constexpr int n_variants = (int)(sizeof variants / sizeof variants[0]);
  * consecutive spectra of a channel are adjacent in the output.
  *
  * PF: the two pols of the next spectrum are loaded into registers as soon
- * as the current ones have gone to z, so the loads overlap the transforms
- * and post-processing (64 registers of elements); otherwise each pol is
- * loaded just before its transform (32), leaving registers for more
- * blocks per SM (MINB, the launch bounds' blocks per SM). */
+ * as the current ones are post-processed, so the loads overlap the other
+ * pol's transform and post-processing (64 registers of elements);
+ * otherwise each pol is loaded just before its transform (32), leaving
+ * registers for more blocks per SM (MINB, the launch bounds' blocks per
+ * SM): three blocks of 64 KB at 4096 points and G = 2 measured fastest
+ * (docs/performance.md). */
 constexpr int DXP_EPT = 16;
 template <int M>
 using dxp_fft = dx_fft<M, DXP_EPT, 1>;
@@ -262,19 +264,23 @@ __device__ __forceinline__ void dxp_pol(typename FFT::value_type (&r)[FFT::stora
     constexpr int M = cufftdx::size_of<FFT>::value, EPT = FFT::elements_per_thread;
     constexpr int S = FFT::stride, H = EPT / 2;
     const int t = threadIdx.x;
+    /* z holds the upper half of the bins, bin b at b - M / 2: a thread's
+     * own bins s = t + i S (i < H) stay in its registers, and their
+     * partners M - s all lie above M / 2 (s = 0's partner is bin 0, thread
+     * 0's r[0]; the middle channel's bin M / 2 is thread 0's r[H]). */
     float2 *z = (float2 *)smem;
     if (!PF)
         dxp_load<FFT>(r, cur);
     FFT().execute(r, smem);
     __syncthreads(); /* the workspace becomes z */
 #pragma unroll
-    for (int i = 0; i < EPT; i++)
-        z[t + i * S] = make_float2(r[i].x, r[i].y);
+    for (int i = H; i < EPT; i++)
+        z[t + (i - H) * S] = make_float2(r[i].x, r[i].y);
     __syncthreads();
-    if (PF && next)
-        dxp_load<FFT>(r, next);
-    /* A spectrum takes all its gains from one table (fft_post.cu's rule). */
-    const float2 *eff = c.eff + (g >= c.gain_switch ? 2 * M : 0);
+    /* A spectrum takes all its gains from one table (fft_post.cu's rule);
+     * the fused plan's tables are [pol][channel]: a warp's gains are 256
+     * contiguous bytes. */
+    const float2 *eff = c.eff + (g >= c.gain_switch ? 2 * M : 0) + pol * M;
     const float2 dp = ROT ? __ldg(c.sd + pol * c.spectra + g) : make_float2(0.f, 0.f);
     const int shift = pol * (c.bits == 8 ? 16 : 8);
     if (TREG && pol == 0) {
@@ -290,20 +296,21 @@ __device__ __forceinline__ void dxp_pol(typename FFT::value_type (&r)[FFT::stora
 #pragma unroll
     for (int i = 0; i < H; i++) {
         const int s = t + i * S;
-        float2 zs = z[s], zc = conj2(z[(M - s) & (M - 1)]), xk, xnk;
+        float2 zs = make_float2(r[i].x, r[i].y), xk, xnk;
+        float2 zc = conj2(s > 0 ? z[M / 2 - s] : zs);
         combine<1>(&zs, &zc, 0, hk[i], &xk, &xnk);
-        unsigned w0 = finish(xk, s, pol, eff, c.bits, sat, ROT, dp, c.inv_n_ch, M / 2, DITHER,
-                             c.dr, g, M),
+        unsigned w0 = finish(xk, __ldg(eff + s), s, pol, c.bits, sat, ROT, dp, c.inv_n_ch, M / 2,
+                             DITHER, c.dr, g, M),
                  w1;
         if (s > 0) {
-            w1 = finish(xnk, M - s, pol, eff, c.bits, sat, ROT, dp, c.inv_n_ch, M / 2, DITHER,
-                        c.dr, g, M);
+            w1 = finish(xnk, __ldg(eff + M - s), M - s, pol, c.bits, sat, ROT, dp, c.inv_n_ch,
+                        M / 2, DITHER, c.dr, g, M);
         } else {
-            zs = z[M / 2];
+            zs = make_float2(r[H].x, r[H].y);
             zc = conj2(zs);
             combine<1>(&zs, &zc, 0, expi_pi(-(float)(M / 2) * c.inv_n_ch), &xk, &xnk);
-            w1 = finish(xk, M / 2, pol, eff, c.bits, sat, ROT, dp, c.inv_n_ch, M / 2, DITHER,
-                        c.dr, g, M);
+            w1 = finish(xk, __ldg(eff + M / 2), M / 2, pol, c.bits, sat, ROT, dp, c.inv_n_ch,
+                        M / 2, DITHER, c.dr, g, M);
         }
         if constexpr (TREG) {
             acc.w[i][G - 1] = (pol ? acc.w[i][G - 1] : 0u) | w0 << shift;
@@ -314,6 +321,8 @@ __device__ __forceinline__ void dxp_pol(typename FFT::value_type (&r)[FFT::stora
             *mi = (pol ? *mi : 0u) | w1 << shift;
         }
     }
+    if (PF && next)
+        dxp_load<FFT>(r, next);
     __syncthreads(); /* z is the next transform's workspace */
 }
 
@@ -434,28 +443,28 @@ struct dxp_entry {
 };
 /* The engine's kernels: every delay-model and dither template of the
  * chosen layout, per group size (the largest of them dividing
- * spectra_per_heap runs). Shared memory per block: z (M x 8 bytes) and,
- * without TREG, the words (M x G x 4): at 4096 points and G = 4, 96 KB,
- * two blocks per SM; at 8192, 192 KB, one 512-thread block. */
+ * spectra_per_heap, at most dxp_group's, runs). Shared memory per block: z
+ * (the transform's workspace, M x 8 bytes) and, without TREG, the words (M
+ * x G x 4): at 4096 points and G = 2, 64 KB, three blocks per SM (80
+ * registers); at 8192 and G = 4, 192 KB, one 512-thread block. */
 #define DXP_K(m, g, treg, pf, minb, rot, dith)                                               \
     {{m, g, treg, pf, minb}, rot, dith, dxp_launch<m, g, rot, dith, treg, pf, minb>}
 #define DXP_MODES(m, g, treg, pf, minb)                                                      \
     DXP_K(m, g, treg, pf, minb, false, false), DXP_K(m, g, treg, pf, minb, false, true),     \
         DXP_K(m, g, treg, pf, minb, true, false), DXP_K(m, g, treg, pf, minb, true, true),
-#define DXP_ENGINE_4096(g) DXP_MODES(4096, g, false, true, 2)
-#define DXP_ENGINE_8192(g) DXP_MODES(8192, g, false, true, 1)
-const dxp_entry dxp_engine[] = {DXP_ENGINE_4096(1) DXP_ENGINE_4096(2) DXP_ENGINE_4096(4)
-                                    DXP_ENGINE_8192(1) DXP_ENGINE_8192(2) DXP_ENGINE_8192(4)};
-/* Layouts measured against each other (cbf-bench feng, rows "dx ..."):
- * plain runs only (no delay model, no dither). */
+#define DXP_ENGINE_4096(g) DXP_MODES(4096, g, false, false, 3)
+#define DXP_ENGINE_8192(g) DXP_MODES(8192, g, false, false, 1)
+const dxp_entry dxp_engine[] = {DXP_ENGINE_4096(1) DXP_ENGINE_4096(2) DXP_ENGINE_8192(1)
+                                    DXP_ENGINE_8192(2) DXP_ENGINE_8192(4)};
+/* Layouts measured against each other (cbf-bench feng --dx-variants, rows
+ * "dx g..."): plain runs only (no delay model, no dither). */
 const dxp_entry dxp_measured[] = {
-    DXP_K(4096, 2, false, true, 2, false, false),  DXP_K(4096, 4, false, true, 2, false, false),
-    DXP_K(4096, 8, false, true, 1, false, false),  DXP_K(4096, 4, false, false, 2, false, false),
-    DXP_K(4096, 2, false, false, 3, false, false), DXP_K(4096, 2, true, false, 2, false, false),
-    DXP_K(4096, 2, true, false, 3, false, false),  DXP_K(4096, 4, true, false, 2, false, false),
-    DXP_K(4096, 1, true, false, 4, false, false),  DXP_K(8192, 2, false, true, 1, false, false),
-    DXP_K(8192, 4, false, true, 1, false, false),  DXP_K(8192, 4, false, false, 1, false, false),
-    DXP_K(8192, 2, true, false, 1, false, false),  DXP_K(8192, 4, true, false, 1, false, false),
+    DXP_K(4096, 2, false, false, 3, false, false), DXP_K(4096, 2, false, false, 2, false, false),
+    DXP_K(4096, 4, false, false, 2, false, false), DXP_K(4096, 2, false, true, 2, false, false),
+    DXP_K(4096, 4, false, true, 2, false, false),  DXP_K(4096, 2, true, false, 3, false, false),
+    DXP_K(4096, 1, false, false, 4, false, false), DXP_K(8192, 4, false, false, 1, false, false),
+    DXP_K(8192, 2, false, false, 1, false, false), DXP_K(8192, 4, false, true, 1, false, false),
+    DXP_K(8192, 1, false, false, 2, false, false), DXP_K(8192, 2, true, false, 1, false, false),
 };
 #undef DXP_ENGINE_4096
 #undef DXP_ENGINE_8192
@@ -465,8 +474,11 @@ constexpr int n_engine = (int)(sizeof dxp_engine / sizeof dxp_engine[0]);
 constexpr int n_measured = (int)(sizeof dxp_measured / sizeof dxp_measured[0]);
 cbf_fft_dx_post_variant dxp_measured_v[n_measured];
 
-/* The group the engine uses when spectra_per_heap allows. */
-constexpr int DXP_GROUP = 4;
+/* The group the engine uses where spectra_per_heap allows. */
+int dxp_group(int m)
+{
+    return m == 4096 ? 2 : 4;
+}
 
 } // namespace
 
@@ -514,7 +526,7 @@ extern "C" int cbf_fft_dx_post_run(const cbf_fft_dx_post *p, void *stream, char 
                              p->spectra_per_heap % dxp_measured[p->variant].v.group)))
         return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL, "fft_dx: bad fused post arguments");
     const dxp_entry *e = p->variant >= 0 ? &dxp_measured[p->variant] : NULL;
-    int group = DXP_GROUP;
+    int group = dxp_group(m);
     while (p->spectra_per_heap % group)
         group /= 2;
     for (int i = 0; i < n_engine && !e; i++)

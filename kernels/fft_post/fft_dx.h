@@ -69,7 +69,7 @@ typedef struct cbf_fft_dx_post {
     void *out;                /* cbf_fft_post_out_bytes */
     int channels, spectra_per_heap, out_bits;
     size_t spectra;
-    const void *eff;          /* float2 [2][channel][pol]: gains with delay and phase folded
+    const void *eff;          /* float2 [2][pol][channel]: gains with delay and phase folded
                                  in, the tables before and from gain_switch on */
     const void *spectrum_delay; /* float2 [pol][spectrum] (fine delay, phase), or NULL */
     long long gain_switch;    /* first spectrum of the second table */

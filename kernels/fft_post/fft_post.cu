@@ -67,7 +67,8 @@ __device__ __forceinline__ void load_bins(const float2 *__restrict__ z, int m, i
  * to (one stream operation fewer than a memset). */
 __global__ void eff_gain_kernel(const float2 *__restrict__ g_now, const float2 *__restrict__ g_next,
                                 int channels, int kc, float d0, float d1, float ph0, float ph1,
-                                float2 *__restrict__ eff, unsigned long long *sat)
+                                int pol_major, float2 *__restrict__ eff,
+                                unsigned long long *sat)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < 2)
@@ -77,7 +78,9 @@ __global__ void eff_gain_kernel(const float2 *__restrict__ g_now, const float2 *
     int j = i % (2 * channels), k = j >> 1, pol = j & 1;
     float d = pol ? d1 : d0, ph = pol ? ph1 : ph0;
     float2 g = i < 2 * channels ? g_now[j] : g_next[j];
-    eff[i] = cmul(g, expi_pi(fmaf(-d / (float)channels, (float)(k - kc), ph * (float)M_1_PI)));
+    /* pol_major: [t][pol][k], the fused kernel's layout (fft_dx.cu). */
+    int o = pol_major ? i - j + pol * channels + k : i;
+    eff[o] = cmul(g, expi_pi(fmaf(-d / (float)channels, (float)(k - kc), ph * (float)M_1_PI)));
 }
 
 /* ROT: a per-spectrum delay model is applied; DITHER: dither is on. Template
@@ -158,13 +161,13 @@ __global__ void __launch_bounds__(TILE *ROWS_OF(N_UNZIP), BLOCKS_OF(N_UNZIP)) po
                     float2 xk, xnk;
                     int k = p * m + s;
                     combine<N_UNZIP>(zs, zc, p, hk[p], &xk, &xnk);
-                    packed[p] |= finish(xk, k, pol, eff, bits, &sat, rot, dp, inv_n_ch, kc,
-                                        DITHER, dr, g, channels)
+                    packed[p] |= finish(xk, __ldg(eff + 2 * k + pol), k, pol, bits, &sat, rot, dp,
+                                        inv_n_ch, kc, DITHER, dr, g, channels)
                                  << shift;
                     if (s > 0)
                         packed[N_UNZIP + p] |=
-                            finish(xnk, channels - k, pol, eff, bits, &sat, rot, dp, inv_n_ch, kc,
-                                   DITHER, dr, g, channels)
+                            finish(xnk, __ldg(eff + 2 * (channels - k) + pol), channels - k, pol,
+                                   bits, &sat, rot, dp, inv_n_ch, kc, DITHER, dr, g, channels)
                             << shift;
                 }
                 if (s == 0) {
@@ -177,8 +180,8 @@ __global__ void __launch_bounds__(TILE *ROWS_OF(N_UNZIP), BLOCKS_OF(N_UNZIP)) po
                         int k = p * m + half;
                         combine<N_UNZIP>(zs, zc, p, expi_pi(-(float)k * inv_n_ch), &xk, &xnk);
                         packed[2 * N_UNZIP - 1 - p] |=
-                            finish(xk, k, pol, eff, bits, &sat, rot, dp, inv_n_ch, kc,
-                                   DITHER, dr, g, channels)
+                            finish(xk, __ldg(eff + 2 * k + pol), k, pol, bits, &sat, rot, dp,
+                                   inv_n_ch, kc, DITHER, dr, g, channels)
                             << shift;
                     }
                 }
@@ -269,8 +272,8 @@ __global__ void __launch_bounds__(TILE * CROWS) post_complex_kernel(
 #pragma unroll
         for (int pol = 0; pol < 2; pol++) {
             const float2 dp = sd ? __ldg(sd + pol * spectra + g) : make_float2(0.f, 0.f);
-            packed |= finish(x[i][pol], c, pol, eff, bits, &sat[pol], sd != nullptr, dp, inv_n_ch,
-                             N / 2, dr.on, dr, g, N)
+            packed |= finish(x[i][pol], __ldg(eff + 2 * c + pol), c, pol, bits, &sat[pol],
+                             sd != nullptr, dp, inv_n_ch, N / 2, dr.on, dr, g, N)
                       << (pol * (bits == 8 ? 16 : 8));
         }
         tile[threadIdx.x][ty] = packed;
@@ -479,7 +482,7 @@ static int post_prepare(cbf_fft_post_cuda *plan, const cbf_fft_post_args *args, 
     eff_gain_kernel<<<(4 * c->channels + 255) / 256, 256, 0, plan->stream>>>(
         plan->gains[0], plan->gains[1], c->channels, c->channels / 2,
         dscale * args->fine_delay[0], dscale * args->fine_delay[1], args->phase[0], args->phase[1],
-        plan->eff, plan->sat);
+        plan->fused, plan->eff, plan->sat);
     CUDA_TRY(cudaGetLastError());
     if (args->spectrum_delay)
         /* From pageable memory: returns once the source has been read. */

@@ -136,9 +136,9 @@ void cbf_fft_post_cpu_destroy(cbf_fft_post_cpu *plan);
 /* CUDA: one cuFFT plan made at create, bound to `stream` (cudaStream_t as
  * void *), or, where cfg.fft selects it, the fused kernel (which needs no
  * plan, and leaves args.data as it was). run = fft + post, both enqueued
- * (fft and post alone are the four-pass path's, refused by a fused plan); the saturation counts of the
- * last run are read with cbf_fft_post_cuda_saturated, which waits for the
- * stream. set_gains (both tables) and set_next_gains copy host gains to the
+ * (fft and post alone are the four-pass path's, refused by a fused plan);
+ * the saturation counts of the last run are read with
+ * cbf_fft_post_cuda_saturated, which waits for the stream. set_gains (both tables) and set_next_gains copy host gains to the
  * device and wait. A per-spectrum delay model is copied to the device by
  * run, from host memory the call may reuse once run returns. */
 typedef struct cbf_fft_post_cuda cbf_fft_post_cuda;

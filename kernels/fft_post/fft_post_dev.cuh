@@ -51,18 +51,20 @@ struct dither_run {
     unsigned long long key, first;
 };
 
-/* Gain (with delay and phase), dither, quantise one value of one pol of
- * spectrum g of the run; returns its packed bits. eff: this spectrum's
- * table; dp: this spectrum's delay model (fine delay, phase), applied when
- * rot is set, referenced to channel kc (channels / 2) as eff_gain_kernel's. */
-static __device__ __forceinline__ unsigned finish(float2 x, int k, int pol, const float2 *eff,
-                                                 int bits, unsigned *sat, bool rot, float2 dp,
+/* Gain (with delay and phase), dither, quantise one value (channel k, pol)
+ * of spectrum g of the run; returns its packed bits. gain: the value's
+ * entry of this spectrum's table (eff_gain_kernel's, read by the caller,
+ * whose table layout it is); dp: this spectrum's delay model (fine delay,
+ * phase), applied when rot is set, referenced to channel kc (channels / 2)
+ * as eff_gain_kernel's. */
+static __device__ __forceinline__ unsigned finish(float2 x, float2 gain, int k, int pol, int bits,
+                                                 unsigned *sat, bool rot, float2 dp,
                                                  float inv_n_ch, int kc, bool dither,
                                                  const dither_run &dr, long long g, int channels)
 {
     if (rot)
         x = cmul(x, expi_pi(fmaf(-dp.x * inv_n_ch, (float)(k - kc), dp.y * (float)M_1_PI)));
-    x = cmul(x, __ldg(eff + 2 * k + pol));
+    x = cmul(x, gain);
     if (dither)
         cbf_fft_post_dither_add(dr.key,
                                 cbf_fft_post_dither_counter(dr.first + (unsigned long long)g,

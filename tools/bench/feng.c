@@ -29,7 +29,7 @@
 #define MEERKAT_ANT_RATE (2 * 1712e6) /* samples/s of one L-band antenna, both pols */
 
 typedef struct opts {
-    int channels[8], n_channels, taps, bits, reps, unzip, dx, fused, variants;
+    int channels[8], n_channels, taps, bits, reps, unzip, dx, fused, variants, dither;
     size_t samples; /* per pol per run */
 } opts;
 
@@ -215,6 +215,7 @@ static int bench_one(const opts *o, int channels, double copy_rate, chain *c)
     float *d_data;
     void *d_out;
     cbf_fft_post_config cfg = {channels, unzip, (int)sph, spectra, 8, 0};
+    cfg.dither = o->dither; /* the plugin's default is on; the table's runs are without */
     size_t out_bytes = cbf_fft_post_out_bytes(&cfg);
     if (!weights || !host)
         return 1;
@@ -276,7 +277,8 @@ static int bench_one(const opts *o, int channels, double copy_rate, chain *c)
     row("fft", channels, t_fft, samples, 8, copy_rate, 0);
     row("post", channels, t_post, samples, 4 + 1, copy_rate, 0);
     row("chain", channels, t_chain, samples, four_pass, copy_rate, four_pass);
-    fprintf(stderr, "# %d channels: unzip %d, %zu spectra per pol, last run saturated %llu + %llu\n",
+    fprintf(stderr,
+            "# %d channels: unzip %d, %zu spectra per pol, last run saturated %llu + %llu\n",
             channels, unzip, spectra, (unsigned long long)sat[0], (unsigned long long)sat[1]);
     if (c->fused) {
         /* The FIR output afresh (fft transformed it in place), then the
@@ -327,7 +329,7 @@ static int bench_one(const opts *o, int channels, double copy_rate, chain *c)
 
 static int parse(int argc, char **argv, opts *o)
 {
-    *o = (opts){{4096, 8192, 32768}, 3, 16, 10, 20, 0, 0, 1, 0, (size_t)1 << 28};
+    *o = (opts){{4096, 8192, 32768}, 3, 16, 10, 20, 0, 0, 1, 0, 0, (size_t)1 << 28};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -343,15 +345,20 @@ static int parse(int argc, char **argv, opts *o)
             o->variants = 1;
             continue;
         }
+        if (!strcmp(a, "--dither")) {
+            o->dither = 1;
+            continue;
+        }
         if (!strcmp(a, "--help") || !v) {
             fprintf(strcmp(a, "--help") ? stderr : stdout,
                     "usage: cbf-bench feng [--channels 4096,8192,32768] [--taps 16] [--bits 10]\n"
                     "                      [--samples 268435456] [--reps 20] [--unzip 0|1|2|4]\n"
-                    "                      [--four-pass] [--dx-variants] [--dx]\n"
+                    "                      [--four-pass] [--dx-variants] [--dither] [--dx]\n"
                     "samples: per polarisation per run; unzip 0 chooses as the engine does\n"
                     "rows dx, dx chain: fft_post's fused cuFFTDx FFT + post kernel, alone and\n"
                     "      after the FIR, where it runs the shape; --four-pass leaves them out;\n"
                     "      --dx-variants adds its measured layouts (rows dx g...)\n"
+                    "--dither: post-processing with dither (fft_post's default), both chains\n"
                     "--dx: instead of the chain, cuFFTDx block FFTs of 4096 and 8192 points\n"
                     "      against cuFFT (issue 17; built where meson found cuFFTDx)\n");
             return strcmp(a, "--help") ? 2 : 1;
