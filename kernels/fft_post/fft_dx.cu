@@ -195,10 +195,13 @@ constexpr int n_variants = (int)(sizeof variants / sizeof variants[0]);
  * thread 0's s = 0 fills it with channel M / 2, which no other s reaches),
  * with fft_post's own combine and finish (fft_post_dev.cuh). A block does
  * G consecutive spectra, both pols each; each thread keeps its 16
- * channels' words (both pols packed) for the G spectra, in its own column
- * of shared memory (no barrier needed: nobody else reads it) or in
- * registers (TREG), and stores each channel's G words as one vector: G
- * consecutive spectra of a channel are adjacent in the output.
+ * channels' words (both pols packed) for the G spectra in its own column
+ * of shared memory (no barrier needed: nobody else reads it), and stores
+ * each channel's G words as one vector: G consecutive spectra of a channel
+ * are adjacent in the output. HOLD: pol 0's halves of the words wait in 8
+ * registers for pol 1's, so each word is one shared store instead of a
+ * store, a load and a store (the kernel is bound by its shared-memory
+ * traffic, docs/performance.md).
  *
  * PF: the two pols of the next spectrum are loaded into registers as soon
  * as the current ones are post-processed, so the loads overlap the other
@@ -244,21 +247,21 @@ __device__ __forceinline__ void dxp_load(typename FFT::value_type (&r)[FFT::stor
     }
 }
 
-/* The per-thread word store: registers [slot][spectrum] with TREG, else a
- * 1 x 1 stand-in (the words go to shared memory). */
-template <bool TREG, int EPT, int G>
+/* With HOLD, pol 0's values of slots i and H + i as the halves of w[i];
+ * else a stand-in. */
+template <bool HOLD, int H>
 struct dxp_acc {
-    unsigned w[TREG ? EPT : 1][TREG ? G : 1];
+    unsigned w[HOLD ? H : 1];
 };
 
 /* One pol of spectrum g (the block's j-th): load `cur` (without PF),
  * transform r, post-process it into the thread's words, then load `next`
  * (with PF; NULL: none) into r. */
-template <class FFT, int G, bool ROT, bool DITHER, bool TREG, bool PF>
+template <class FFT, int G, bool ROT, bool DITHER, bool HOLD, bool PF>
 __device__ __forceinline__ void dxp_pol(typename FFT::value_type (&r)[FFT::storage_size], int pol,
                                         int j, long long g, const float2 *cur,
                                         const float2 *next, unsigned char *smem, unsigned *tile,
-                                        dxp_acc<TREG, FFT::elements_per_thread, G> &acc,
+                                        dxp_acc<HOLD, FFT::elements_per_thread / 2> &acc,
                                         const float2 *hk, const dxp_ctx &c, unsigned *sat)
 {
     constexpr int M = cufftdx::size_of<FFT>::value, EPT = FFT::elements_per_thread;
@@ -283,14 +286,6 @@ __device__ __forceinline__ void dxp_pol(typename FFT::value_type (&r)[FFT::stora
     const float2 *eff = c.eff + (g >= c.gain_switch ? 2 * M : 0) + pol * M;
     const float2 dp = ROT ? __ldg(c.sd + pol * c.spectra + g) : make_float2(0.f, 0.f);
     const int shift = pol * (c.bits == 8 ? 16 : 8);
-    if (TREG && pol == 0) {
-        /* A new spectrum: the words move down one place. */
-#pragma unroll
-        for (int i = 0; i < (TREG ? EPT : 1); i++)
-#pragma unroll
-            for (int q = 0; q + 1 < (TREG ? G : 1); q++)
-                acc.w[i][q] = acc.w[i][q + 1];
-    }
     /* fft_post's post kernel twiddles sub-transform 0 by exp(-0 i) = 1 - 0i
      * first, which changes no value but the sign of a zero: left out. */
 #pragma unroll
@@ -312,11 +307,16 @@ __device__ __forceinline__ void dxp_pol(typename FFT::value_type (&r)[FFT::stora
             w1 = finish(xk, __ldg(eff + M / 2), M / 2, pol, c.bits, sat, ROT, dp, c.inv_n_ch,
                         M / 2, DITHER, c.dr, g, M);
         }
-        if constexpr (TREG) {
-            acc.w[i][G - 1] = (pol ? acc.w[i][G - 1] : 0u) | w0 << shift;
-            acc.w[H + i][G - 1] = (pol ? acc.w[H + i][G - 1] : 0u) | w1 << shift;
+        unsigned *d = tile + (i * G + j) * S + t, *mi = tile + ((H + i) * G + j) * S + t;
+        if constexpr (HOLD) {
+            /* A pol's value is at most 16 bits (8-bit output), shift 0. */
+            if (pol == 0) {
+                acc.w[i] = w0 | w1 << 16;
+            } else {
+                *d = (acc.w[i] & 0xffffu) | w0 << shift;
+                *mi = (acc.w[i] >> 16) | w1 << shift;
+            }
         } else {
-            unsigned *d = tile + (i * G + j) * S + t, *mi = tile + ((H + i) * G + j) * S + t;
             *d = (pol ? *d : 0u) | w0 << shift;
             *mi = (pol ? *mi : 0u) | w1 << shift;
         }
@@ -362,7 +362,7 @@ __device__ __forceinline__ void dxp_store(void *out, long long idx, const unsign
     }
 }
 
-template <class FFT, int G, bool ROT, bool DITHER, bool TREG, bool PF, int MINB>
+template <class FFT, int G, bool ROT, bool DITHER, bool HOLD, bool PF, int MINB>
 __global__ void __launch_bounds__(FFT::max_threads_per_block, MINB) dxp_kernel(const dxp_ctx c)
 {
     constexpr int M = cufftdx::size_of<FFT>::value, EPT = FFT::elements_per_thread;
@@ -378,7 +378,7 @@ __global__ void __launch_bounds__(FFT::max_threads_per_block, MINB) dxp_kernel(c
         hk[i] = expi_pi(-(float)(t + i * S) * c.inv_n_ch);
     unsigned sat0 = 0, sat1 = 0;
     const long long g0 = (long long)blockIdx.x * G;
-    dxp_acc<TREG, EPT, G> acc;
+    dxp_acc<HOLD, H> acc;
     typename FFT::value_type a[FFT::storage_size], b[PF ? FFT::storage_size : 1];
     if constexpr (PF) {
         dxp_load<FFT>(a, c.data + g0 * M);
@@ -389,13 +389,13 @@ __global__ void __launch_bounds__(FFT::max_threads_per_block, MINB) dxp_kernel(c
         const long long g = g0 + j;
         const bool more = j + 1 < G;
         const float2 *p0 = c.data + g * M, *p1 = c.data + c.pol_stride + g * M;
-        dxp_pol<FFT, G, ROT, DITHER, TREG, PF>(a, 0, j, g, p0, more ? p0 + M : nullptr, smem,
+        dxp_pol<FFT, G, ROT, DITHER, HOLD, PF>(a, 0, j, g, p0, more ? p0 + M : nullptr, smem,
                                                tile, acc, hk, c, &sat0);
         if constexpr (PF)
-            dxp_pol<FFT, G, ROT, DITHER, TREG, PF>(b, 1, j, g, p1, more ? p1 + M : nullptr, smem,
+            dxp_pol<FFT, G, ROT, DITHER, HOLD, PF>(b, 1, j, g, p1, more ? p1 + M : nullptr, smem,
                                                    tile, acc, hk, c, &sat1);
         else
-            dxp_pol<FFT, G, ROT, DITHER, TREG, PF>(a, 1, j, g, p1, nullptr, smem, tile, acc, hk,
+            dxp_pol<FFT, G, ROT, DITHER, HOLD, PF>(a, 1, j, g, p1, nullptr, smem, tile, acc, hk,
                                                    c, &sat1);
     }
     /* G divides spectra_per_heap: the block's spectra share one heap. */
@@ -406,12 +406,8 @@ __global__ void __launch_bounds__(FFT::max_threads_per_block, MINB) dxp_kernel(c
         const int ch = slot < H ? s : s == 0 ? M / 2 : M - s;
         unsigned w[G];
 #pragma unroll
-        for (int j = 0; j < G; j++) {
-            if constexpr (TREG)
-                w[j] = acc.w[slot][j];
-            else
-                w[j] = tile[(slot * G + j) * S + t];
-        }
+        for (int j = 0; j < G; j++)
+            w[j] = tile[(slot * G + j) * S + t];
         dxp_store<G>(c.out, (heap * M + ch) * c.sph + first, w, c.bits);
     }
     for (int pol = 0; pol < 2; pol++) {
@@ -423,12 +419,12 @@ __global__ void __launch_bounds__(FFT::max_threads_per_block, MINB) dxp_kernel(c
     }
 }
 
-template <int M, int G, bool ROT, bool DITHER, bool TREG, bool PF, int MINB>
+template <int M, int G, bool ROT, bool DITHER, bool HOLD, bool PF, int MINB>
 int dxp_launch(const dxp_ctx &c, cudaStream_t stream, char *msg, size_t msglen)
 {
     using FFT = dxp_fft<M>;
-    const size_t smem = dxp_zbytes<FFT>() + (TREG ? 0 : (size_t)M * G * sizeof(unsigned));
-    auto k = dxp_kernel<FFT, G, ROT, DITHER, TREG, PF, MINB>;
+    const size_t smem = dxp_zbytes<FFT>() + (size_t)M * G * sizeof(unsigned);
+    auto k = dxp_kernel<FFT, G, ROT, DITHER, HOLD, PF, MINB>;
     CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     k<<<(unsigned)(c.spectra / G), FFT::block_dim, smem, stream>>>(c);
     CUDA_TRY(cudaGetLastError());
@@ -444,27 +440,23 @@ struct dxp_entry {
 /* The engine's kernels: every delay-model and dither template of the
  * chosen layout, per group size (the largest of them dividing
  * spectra_per_heap, at most dxp_group's, runs). Shared memory per block: z
- * (the transform's workspace, M x 8 bytes) and, without TREG, the words (M
- * x G x 4): at 4096 points and G = 2, 64 KB, three blocks per SM (80
- * registers); at 8192 and G = 4, 192 KB, one 512-thread block. */
-#define DXP_K(m, g, treg, pf, minb, rot, dith)                                               \
-    {{m, g, treg, pf, minb}, rot, dith, dxp_launch<m, g, rot, dith, treg, pf, minb>}
-#define DXP_MODES(m, g, treg, pf, minb)                                                      \
-    DXP_K(m, g, treg, pf, minb, false, false), DXP_K(m, g, treg, pf, minb, false, true),     \
-        DXP_K(m, g, treg, pf, minb, true, false), DXP_K(m, g, treg, pf, minb, true, true),
-#define DXP_ENGINE_4096(g) DXP_MODES(4096, g, false, false, 3)
-#define DXP_ENGINE_8192(g) DXP_MODES(8192, g, false, false, 1)
+ * (the transform's workspace, M x 8 bytes) and the words (M x G x 4): at
+ * 4096 points and G = 2, 64 KB, three blocks per SM (80 registers); at
+ * 8192 and G = 4, 192 KB, one 512-thread block. */
+#define DXP_K(m, g, hold, pf, minb, rot, dith)                                               \
+    {{m, g, hold, pf, minb}, rot, dith, dxp_launch<m, g, rot, dith, hold, pf, minb>}
+#define DXP_MODES(m, g, hold, pf, minb)                                                      \
+    DXP_K(m, g, hold, pf, minb, false, false), DXP_K(m, g, hold, pf, minb, false, true),     \
+        DXP_K(m, g, hold, pf, minb, true, false), DXP_K(m, g, hold, pf, minb, true, true),
+#define DXP_ENGINE_4096(g) DXP_MODES(4096, g, true, false, 3)
+#define DXP_ENGINE_8192(g) DXP_MODES(8192, g, true, false, 1)
 const dxp_entry dxp_engine[] = {DXP_ENGINE_4096(1) DXP_ENGINE_4096(2) DXP_ENGINE_8192(1)
                                     DXP_ENGINE_8192(2) DXP_ENGINE_8192(4)};
 /* Layouts measured against each other (cbf-bench feng --dx-variants, rows
  * "dx g..."): plain runs only (no delay model, no dither). */
 const dxp_entry dxp_measured[] = {
-    DXP_K(4096, 2, false, false, 3, false, false), DXP_K(4096, 2, false, false, 2, false, false),
-    DXP_K(4096, 4, false, false, 2, false, false), DXP_K(4096, 2, false, true, 2, false, false),
-    DXP_K(4096, 4, false, true, 2, false, false),  DXP_K(4096, 2, true, false, 3, false, false),
-    DXP_K(4096, 1, false, false, 4, false, false), DXP_K(8192, 4, false, false, 1, false, false),
-    DXP_K(8192, 2, false, false, 1, false, false), DXP_K(8192, 4, false, true, 1, false, false),
-    DXP_K(8192, 1, false, false, 2, false, false), DXP_K(8192, 2, true, false, 1, false, false),
+    DXP_K(4096, 2, true, false, 3, false, false), DXP_K(4096, 2, false, false, 3, false, false),
+    DXP_K(8192, 4, true, false, 1, false, false), DXP_K(8192, 4, false, false, 1, false, false),
 };
 #undef DXP_ENGINE_4096
 #undef DXP_ENGINE_8192

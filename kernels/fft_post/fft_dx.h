@@ -86,11 +86,11 @@ typedef struct cbf_fft_dx_post {
 int cbf_fft_dx_post_check(int channels, int unzip, int complex_in, char *msg, size_t msglen);
 
 /* Layouts of the fused kernel compiled for measurement (cbf-bench feng):
- * spectra per block, the words in registers or shared memory, the next
- * spectrum loaded during this one's work, blocks per SM asked of the
- * compiler. Returns their count. */
+ * spectra per block, pol 0's values held in registers for pol 1's (else
+ * combined in shared memory), the next spectrum loaded during this one's
+ * work, blocks per SM asked of the compiler. Returns their count. */
 typedef struct cbf_fft_dx_post_variant {
-    int points, group, tile_in_registers, prefetch, min_blocks;
+    int points, group, hold, prefetch, min_blocks;
 } cbf_fft_dx_post_variant;
 int cbf_fft_dx_post_variants(const cbf_fft_dx_post_variant **v);
 

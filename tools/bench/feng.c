@@ -131,9 +131,10 @@ static int one_output(int (*run)(void *), void *ctx, cudaStream_t stream, void *
 
 #ifdef CBF_BENCH_FENG_DX
 /* The fused kernel's measured layouts, each alone (no delay model, no
- * dither), on the FIR output in c->args: rows "dx gG r|s pf|- bB" (G
- * spectra per block, words in registers or shared memory, next spectrum
- * prefetched or not, B blocks per SM asked for). */
+ * dither), on the FIR output in c->args: rows "dx gG h|s pf|- bB" (G
+ * spectra per block, pol 0's values held in registers or combined in
+ * shared memory, next spectrum prefetched or not, B blocks per SM asked
+ * for). */
 typedef struct dx_variant_ctx {
     chain *c;
     cbf_fft_dx_post p;
@@ -178,8 +179,8 @@ static int bench_dx_variants(chain *c, const cbf_fft_post_config *cfg, int reps,
         x.p.variant = i;
         float t;
         char name[32];
-        snprintf(name, sizeof name, "dx g%d %s %s b%d", v[i].group,
-                 v[i].tile_in_registers ? "r" : "s", v[i].prefetch ? "pf" : "-", v[i].min_blocks);
+        snprintf(name, sizeof name, "dx g%d %s %s b%d", v[i].group, v[i].hold ? "h" : "s",
+                 v[i].prefetch ? "pf" : "-", v[i].min_blocks);
         rc = cbf_bench_time_ms(do_dx_variant, &x, c->stream, reps, &t) ||
              one_output(do_dx_variant, &x, c->stream, c->args.out, got, bytes);
         if (rc)
