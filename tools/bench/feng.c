@@ -217,6 +217,7 @@ static int bench_one(const opts *o, int channels, double copy_rate, chain *c)
     void *d_out;
     cbf_fft_post_config cfg = {channels, unzip, (int)sph, spectra, 8, 0};
     cfg.dither = o->dither; /* the plugin's default is on; the table's runs are without */
+    cfg.fft = CBF_FFT_POST_FFT_CUFFT; /* the four-pass plan, whatever auto would take */
     size_t out_bytes = cbf_fft_post_out_bytes(&cfg);
     if (!weights || !host)
         return 1;
