@@ -449,14 +449,20 @@ static int check_args(const cbf_fft_post_cuda *plan, const cbf_fft_post_args *a,
                          a->data_pol_stride, need);
 }
 
+/* fft and post alone: the four-pass path's steps. */
+static int four_pass_args(const cbf_fft_post_cuda *plan, const cbf_fft_post_args *a, char *msg,
+                          size_t msglen)
+{
+    int rc = check_args(plan, a, msg, msglen);
+    return rc ? rc : plan->fused ? fused_only(msg, msglen) : 0;
+}
+
 extern "C" int cbf_fft_post_cuda_fft(cbf_fft_post_cuda *plan, const cbf_fft_post_args *args,
                                      char *msg, size_t msglen)
 {
-    int rc = check_args(plan, args, msg, msglen);
+    int rc = four_pass_args(plan, args, msg, msglen);
     if (rc)
         return rc;
-    if (plan->fused)
-        return fused_only(msg, msglen);
     for (int pol = 0; pol < 2; pol++) {
         cufftComplex *d = (cufftComplex *)(args->data + pol * args->data_pol_stride);
         cufftResult fr = cufftExecC2C(plan->fft, d, d, CUFFT_FORWARD);
@@ -504,12 +510,8 @@ static void post_done(cbf_fft_post_cuda *plan, const cbf_fft_post_args *args)
 extern "C" int cbf_fft_post_cuda_post(cbf_fft_post_cuda *plan, const cbf_fft_post_args *args,
                                       char *msg, size_t msglen)
 {
-    int rc = check_args(plan, args, msg, msglen);
-    if (rc)
-        return rc;
-    if (plan->fused)
-        return fused_only(msg, msglen);
-    if ((rc = post_prepare(plan, args, msg, msglen)))
+    int rc = four_pass_args(plan, args, msg, msglen);
+    if (rc || (rc = post_prepare(plan, args, msg, msglen)))
         return rc;
     const cbf_fft_post_config *c = &plan->cfg;
     const int half = c->channels / c->unzip / 2;

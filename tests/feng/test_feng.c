@@ -272,6 +272,23 @@ static void test_dft_corner(void **state)
     }
 }
 
+/* Different coarse offsets per pol (s1 >= s0; the input grows by s1, fresh
+ * random samples) and random fine delays and phases. */
+static void random_offsets_delays(feng_case *c, int64_t s0, int64_t s1)
+{
+    c->start[0] = s0;
+    c->start[1] = s1;
+    c->in_samples += (size_t)s1;
+    for (int p = 0; p < 2; p++) {
+        size_t bytes = cbf_packed_bytes(c->in_samples, c->bits);
+        c->in[p] = realloc(c->in[p], bytes);
+        for (size_t i = 0; i < bytes; i++)
+            c->in[p][i] = (uint8_t)feng_rand();
+        c->fine_delay[p] = (float)(feng_uniform() - 0.5);
+        c->phase[p] = (float)(2 * M_PI * feng_uniform() - M_PI);
+    }
+}
+
 static void test_chain_random(void **state)
 {
     (void)state;
@@ -279,20 +296,7 @@ static void test_chain_random(void **state)
     feng_case c;
     feng_case_random(&c, 256, 16, 10, 1, 32, 2, w);
     set_random_gains(&c, 25.0);
-    /* Different coarse offsets per pol: the input grows by the larger. */
-    c.start[0] = 3;
-    c.start[1] = 17;
-    c.in_samples += 17;
-    for (int p = 0; p < 2; p++) {
-        size_t bytes = cbf_packed_bytes(c.in_samples, c.bits);
-        c.in[p] = realloc(c.in[p], bytes);
-        for (size_t i = 0; i < bytes; i++)
-            c.in[p][i] = (uint8_t)feng_rand();
-    }
-    for (int p = 0; p < 2; p++) {
-        c.fine_delay[p] = (float)(feng_uniform() - 0.5);
-        c.phase[p] = (float)(2 * M_PI * feng_uniform() - M_PI);
-    }
+    random_offsets_delays(&c, 3, 17);
     feng_result r = check_case(&c, "10-bit, 256 channels, delays and gains");
     feng_result_free(&r);
     c.out_bits = 4;
@@ -1055,17 +1059,7 @@ static void dx_case(int channels, int sph, int batches, int out_bits, double rms
     const size_t spectra = (size_t)sph * batches;
     float *next = NULL, *sd = NULL;
     if (extras) {
-        c.start[0] = 5;
-        c.start[1] = 40;
-        c.in_samples += 40;
-        for (int p = 0; p < 2; p++) {
-            size_t bytes = cbf_packed_bytes(c.in_samples, c.bits);
-            c.in[p] = realloc(c.in[p], bytes);
-            for (size_t i = 0; i < bytes; i++)
-                c.in[p][i] = (uint8_t)feng_rand();
-            c.fine_delay[p] = (float)(feng_uniform() - 0.5);
-            c.phase[p] = (float)(2 * M_PI * feng_uniform() - M_PI);
-        }
+        random_offsets_delays(&c, 5, 40);
         next = malloc(sizeof(float) * 4 * (size_t)channels);
         sd = malloc(sizeof(float) * 4 * spectra);
         for (int i = 0; i < 4 * channels; i++)
