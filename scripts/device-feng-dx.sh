@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
 # On the lent GPU machine (device tool, carrying .devdeps): fft_post's fused
 # cuFFTDx FFT + post kernel (issue 17 item 1, docs/performance.md "Fused FFT
-# + post"). Unpacks the nvidia-mathdx headers (MATHDX_TAR, default
-# .devdeps/mathdx.tar.xz, made by scripts/fetch-mathdx.sh), builds cbf-bench
-# and the F-engine kernel test with them, then, within DX_DEADLINE seconds:
-#   - test_feng --gpu --dx (the fused kernel against the float64 model) and
-#     test_feng --gpu (the four-pass path and the pfb, as before);
-#   - cbf-bench feng at DX_CHANNELS (4096,8192): the four-pass chain, the
-#     fused chain and the four-pass bound of the same run;
-#   - compute-sanitizer memcheck on test_feng --gpu --dx (every template of
-#     the kernel) and racecheck on a small cbf-bench run;
-#   - step scoping: cbf-bench feng --dx (the cuFFTDx measurement kernels);
-#   - Nsight Compute on the fused kernel and post_kernel (--clock-control none).
-# Output under $OUT (./out by hand): bench.md, test and sanitizer logs, ncu.csv.
+# + post with cuFFTDx"). Unpacks the nvidia-mathdx headers (MATHDX_TAR,
+# default .devdeps/mathdx.tar.xz, made by scripts/fetch-mathdx.sh), builds
+# cbf-bench and the F-engine kernel test with them, then runs the steps of
+# DX_STEPS in order within DX_DEADLINE seconds (each cut to what is left):
+#   test_dx       test_feng --gpu --dx: the fused kernel against the float64 model
+#   bench         cbf-bench feng at DX_CHANNELS (4096,8192): four-pass chain,
+#                 fused chain, four-pass bound of the same run (DX_BENCH_ARGS:
+#                 --dx-variants adds the measured layouts)
+#   bench_dither  the same at 4096 channels with dither (fft_post's default)
+#   memcheck      compute-sanitizer memcheck on test_feng --gpu --dx
+#   racecheck     compute-sanitizer racecheck on a small cbf-bench run
+#   test_gpu      test_feng --gpu: the four-pass path and the pfb
+#   ncu           Nsight Compute on the fused kernel and post_kernel
+#                 (--clock-control none; DX_NCU_ARGS, DX_NCU_CHANNELS)
+#   scoping       cbf-bench feng --dx: the cuFFTDx measurement kernels
+# Output under $OUT (./out by hand), one file per step (the device tool
+# brings back 8): bench.md, test and sanitizer logs, ncu.csv.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/device-env.sh
