@@ -29,8 +29,9 @@ struct cbf_fft_post_cuda {
     int have_fft;
     int fused;                     /* the fused cuFFTDx kernel instead of cuFFT + post */
     float2 *gains[2];              /* device [channel][pol]: in force, and the next ones */
-    float2 *eff;                   /* device [2][channel][pol]: both, with the run's fixed
-                                      delay and phase folded in */
+    float2 *eff;                   /* device [2][channel][pol] ([2][pol][channel] when
+                                      fused): both, with the run's fixed delay and phase
+                                      folded in */
     float2 *sd;                    /* device [pol][spectrum]: per-spectrum delay, phase */
     unsigned long long *sat;       /* device [2] */
     unsigned long long *sat_host;  /* pinned [2] */
@@ -312,7 +313,7 @@ __global__ void __launch_bounds__(TILE * CROWS) post_complex_kernel(
 
 /* AUTO's choice where the fused kernel can run: the shapes where it was
  * measured faster than the four-pass path (docs/performance.md, "Fused FFT
- * + post"): 4096 channels; at 8192 cuFFT and the post kernel are faster. */
+ * + post with cuFFTDx"): 4096 channels; at 8192 cuFFT and the post kernel are faster. */
 static int fused_preferred(const cbf_fft_post_config *cfg)
 {
     return cfg->channels == 4096;
