@@ -10,23 +10,28 @@
  * (both pols interleaved) and leave along the spectrum axis, so each warp
  * stores 128 contiguous bytes of one channel: the partial transpose. */
 #include "fft_post.h"
-#include "fft_post_dither.h"
+#include "fft_post_dev.cuh"
 
-#include "cbf_cplx.h"
 #include "cuda_check.h"
 
 #include <cuda_runtime.h>
 #include <cufft.h>
 #include <limits.h>
 
+#ifdef CBF_HAVE_FFT_DX
+#include "fft_dx.h"
+#endif
+
 struct cbf_fft_post_cuda {
     cbf_fft_post_config cfg;
     cudaStream_t stream;
     cufftHandle fft;
     int have_fft;
+    int fused;                     /* the fused cuFFTDx kernel instead of cuFFT + post */
     float2 *gains[2];              /* device [channel][pol]: in force, and the next ones */
-    float2 *eff;                   /* device [2][channel][pol]: both, with the run's fixed
-                                      delay and phase folded in */
+    float2 *eff;                   /* device [2][channel][pol] ([2][pol][channel] when
+                                      fused): both, with the run's fixed delay and phase
+                                      folded in */
     float2 *sd;                    /* device [pol][spectrum]: per-spectrum delay, phase */
     unsigned long long *sat;       /* device [2] */
     unsigned long long *sat_host;  /* pinned [2] */
@@ -41,40 +46,6 @@ struct cbf_fft_post_cuda {
 #define BLOCKS_OF(n) ((n) == 2 ? 2 : (n) == 4 ? 4 : 3)
 
 #define CUDA_TRY(call) CBF_KERN_CUDA_TRY("fft_post", call)
-
-__device__ __forceinline__ float2 conj2(float2 a) { return make_float2(a.x, -a.y); }
-
-__device__ __forceinline__ int quant(float v, int lim, int *clipped)
-{
-    int q = __float2int_rn(v);
-    if (q > lim || q < -lim) {
-        *clipped = 1;
-        q = q > 0 ? lim : -lim;
-    }
-    return q;
-}
-
-/* X_k and X_(N-k) for k = p m + s, from the bins s and m - s of the n
- * sub-transforms (already loaded, twiddled by exp(-2 pi i r s / N)). */
-template <int N_UNZIP>
-__device__ __forceinline__ void combine(const float2 *zs, const float2 *zc, int p, float2 hk,
-                                        float2 *xk, float2 *xnk)
-{
-    float2 A = make_float2(0.f, 0.f), B = A;
-#pragma unroll
-    for (int r = 0; r < N_UNZIP; r++) {
-        int e = (r * p) % N_UNZIP * (4 / N_UNZIP);
-        float2 a = rot_quarter(zs[r], e), b = rot_quarter(zc[r], e);
-        A.x += a.x; A.y += a.y;
-        B.x += b.x; B.y += b.y;
-    }
-    float2 U = make_float2(0.5f * (A.x + B.x), 0.5f * (A.y + B.y));
-    /* V = (A - B) / 2i */
-    float2 V = make_float2(0.5f * (A.y - B.y), -0.5f * (A.x - B.x));
-    float2 tv = cmul(hk, V); /* hk = exp(-i pi k / N) */
-    *xk = make_float2(U.x + tv.x, U.y + tv.y);
-    *xnk = make_float2(U.x - tv.x, -U.y + tv.y);
-}
 
 template <int N_UNZIP>
 __device__ __forceinline__ void load_bins(const float2 *__restrict__ z, int m, int s,
@@ -97,7 +68,8 @@ __device__ __forceinline__ void load_bins(const float2 *__restrict__ z, int m, i
  * to (one stream operation fewer than a memset). */
 __global__ void eff_gain_kernel(const float2 *__restrict__ g_now, const float2 *__restrict__ g_next,
                                 int channels, int kc, float d0, float d1, float ph0, float ph1,
-                                float2 *__restrict__ eff, unsigned long long *sat)
+                                int pol_major, float2 *__restrict__ eff,
+                                unsigned long long *sat)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < 2)
@@ -107,41 +79,9 @@ __global__ void eff_gain_kernel(const float2 *__restrict__ g_now, const float2 *
     int j = i % (2 * channels), k = j >> 1, pol = j & 1;
     float d = pol ? d1 : d0, ph = pol ? ph1 : ph0;
     float2 g = i < 2 * channels ? g_now[j] : g_next[j];
-    eff[i] = cmul(g, expi_pi(fmaf(-d / (float)channels, (float)(k - kc), ph * (float)M_1_PI)));
-}
-
-/* The dither of a run: on, key, antenna, and the absolute index of the
- * run's spectrum 0 (fft_post_dither.h). */
-struct dither_run {
-    int on;
-    int antenna;
-    unsigned long long key, first;
-};
-
-/* Gain (with delay and phase), dither, quantise one value of one pol of
- * spectrum g of the run; returns its packed bits. eff: this spectrum's
- * table; dp: this spectrum's delay model (fine delay, phase), applied when
- * rot is set, referenced to channel kc (channels / 2) as eff_gain_kernel's. */
-__device__ __forceinline__ unsigned finish(float2 x, int k, int pol, const float2 *eff, int bits,
-                                          unsigned *sat, bool rot, float2 dp, float inv_n_ch,
-                                          int kc, bool dither, const dither_run &dr, long long g,
-                                          int channels)
-{
-    if (rot)
-        x = cmul(x, expi_pi(fmaf(-dp.x * inv_n_ch, (float)(k - kc), dp.y * (float)M_1_PI)));
-    x = cmul(x, __ldg(eff + 2 * k + pol));
-    if (dither)
-        cbf_fft_post_dither_add(dr.key,
-                                cbf_fft_post_dither_counter(dr.first + (unsigned long long)g,
-                                                            (uint64_t)channels, (uint64_t)k, pol,
-                                                            (uint64_t)dr.antenna),
-                                &x.x, &x.y);
-    int clipped = 0, lim = bits == 8 ? 127 : 7;
-    int re = quant(x.x, lim, &clipped), im = quant(x.y, lim, &clipped);
-    *sat += clipped;
-    if (bits == 8)
-        return ((unsigned)re & 0xffu) | ((unsigned)im & 0xffu) << 8;
-    return ((unsigned)re & 15u) << 4 | ((unsigned)im & 15u);
+    /* pol_major: [t][pol][k], the fused kernel's layout (fft_dx.cu). */
+    int o = pol_major ? i - j + pol * channels + k : i;
+    eff[o] = cmul(g, expi_pi(fmaf(-d / (float)channels, (float)(k - kc), ph * (float)M_1_PI)));
 }
 
 /* ROT: a per-spectrum delay model is applied; DITHER: dither is on. Template
@@ -222,13 +162,13 @@ __global__ void __launch_bounds__(TILE *ROWS_OF(N_UNZIP), BLOCKS_OF(N_UNZIP)) po
                     float2 xk, xnk;
                     int k = p * m + s;
                     combine<N_UNZIP>(zs, zc, p, hk[p], &xk, &xnk);
-                    packed[p] |= finish(xk, k, pol, eff, bits, &sat, rot, dp, inv_n_ch, kc,
-                                        DITHER, dr, g, channels)
+                    packed[p] |= finish(xk, __ldg(eff + 2 * k + pol), k, pol, bits, &sat, rot, dp,
+                                        inv_n_ch, kc, DITHER, dr, g, channels)
                                  << shift;
                     if (s > 0)
                         packed[N_UNZIP + p] |=
-                            finish(xnk, channels - k, pol, eff, bits, &sat, rot, dp, inv_n_ch, kc,
-                                   DITHER, dr, g, channels)
+                            finish(xnk, __ldg(eff + 2 * (channels - k) + pol), channels - k, pol,
+                                   bits, &sat, rot, dp, inv_n_ch, kc, DITHER, dr, g, channels)
                             << shift;
                 }
                 if (s == 0) {
@@ -241,8 +181,8 @@ __global__ void __launch_bounds__(TILE *ROWS_OF(N_UNZIP), BLOCKS_OF(N_UNZIP)) po
                         int k = p * m + half;
                         combine<N_UNZIP>(zs, zc, p, expi_pi(-(float)k * inv_n_ch), &xk, &xnk);
                         packed[2 * N_UNZIP - 1 - p] |=
-                            finish(xk, k, pol, eff, bits, &sat, rot, dp, inv_n_ch, kc,
-                                   DITHER, dr, g, channels)
+                            finish(xk, __ldg(eff + 2 * k + pol), k, pol, bits, &sat, rot, dp,
+                                   inv_n_ch, kc, DITHER, dr, g, channels)
                             << shift;
                     }
                 }
@@ -333,8 +273,8 @@ __global__ void __launch_bounds__(TILE * CROWS) post_complex_kernel(
 #pragma unroll
         for (int pol = 0; pol < 2; pol++) {
             const float2 dp = sd ? __ldg(sd + pol * spectra + g) : make_float2(0.f, 0.f);
-            packed |= finish(x[i][pol], c, pol, eff, bits, &sat[pol], sd != nullptr, dp, inv_n_ch,
-                             N / 2, dr.on, dr, g, N)
+            packed |= finish(x[i][pol], __ldg(eff + 2 * c + pol), c, pol, bits, &sat[pol],
+                             sd != nullptr, dp, inv_n_ch, N / 2, dr.on, dr, g, N)
                       << (pol * (bits == 8 ? 16 : 8));
         }
         tile[threadIdx.x][ty] = packed;
@@ -371,6 +311,32 @@ __global__ void __launch_bounds__(TILE * CROWS) post_complex_kernel(
         atomicAdd(sat_count + lane, (unsigned long long)block_sat[lane]);
 }
 
+/* AUTO's choice where the fused kernel can run: the shapes where it was
+ * measured faster than the four-pass path (docs/performance.md, "Fused FFT
+ * + post with cuFFTDx"): 4096 channels; at 8192 cuFFT and the post kernel are faster. */
+static int fused_preferred(const cbf_fft_post_config *cfg)
+{
+    return cfg->channels == 4096;
+}
+
+extern "C" int cbf_fft_post_cuda_fused_check(const cbf_fft_post_config *cfg, char *msg,
+                                             size_t msglen)
+{
+#ifdef CBF_HAVE_FFT_DX
+    return cbf_fft_dx_post_check(cfg->channels, cfg->unzip, cfg->complex_in, msg, msglen);
+#else
+    (void)cfg;
+    return cbf_kern_fail(msg, msglen, CBF_KERN_ENOTSUP,
+                         "fft_post: built without cuFFTDx (meson option mathdx_dir, "
+                         "scripts/fetch-mathdx.sh)");
+#endif
+}
+
+extern "C" int cbf_fft_post_cuda_fused(const cbf_fft_post_cuda *plan)
+{
+    return plan->fused;
+}
+
 extern "C" int cbf_fft_post_cuda_create(const cbf_fft_post_config *cfg, void *stream,
                                         cbf_fft_post_cuda **out, char *msg, size_t msglen)
 {
@@ -403,9 +369,21 @@ extern "C" int cbf_fft_post_cuda_create(const cbf_fft_post_config *cfg, void *st
         *out = NULL;
         return cbf_kern_cuda(e, msg, msglen, "fft_post", "allocating the plan");
     }
-    cufftResult fr = cufftPlanMany(&p->fft, 1, &m, NULL, 1, m, NULL, 1, m, CUFFT_C2C,
-                                   (int)(cfg->spectra * cfg->unzip));
-    if (fr == CUFFT_SUCCESS) {
+    if (cfg->fft != CBF_FFT_POST_FFT_CUFFT) {
+        char why[256];
+        rc = cbf_fft_post_cuda_fused_check(cfg, why, sizeof why);
+        if (rc && cfg->fft == CBF_FFT_POST_FFT_CUFFTDX) {
+            cbf_fft_post_cuda_destroy(p);
+            *out = NULL;
+            return cbf_kern_fail(msg, msglen, rc, "fft_post: fft cufftdx: %s", why);
+        }
+        p->fused = !rc && (cfg->fft == CBF_FFT_POST_FFT_CUFFTDX || fused_preferred(cfg));
+    }
+    cufftResult fr = CUFFT_SUCCESS;
+    if (!p->fused)
+        fr = cufftPlanMany(&p->fft, 1, &m, NULL, 1, m, NULL, 1, m, CUFFT_C2C,
+                           (int)(cfg->spectra * cfg->unzip));
+    if (fr == CUFFT_SUCCESS && !p->fused) {
         p->have_fft = 1;
         fr = cufftSetStream(p->fft, p->stream);
     }
@@ -454,6 +432,13 @@ extern "C" int cbf_fft_post_cuda_set_gains(cbf_fft_post_cuda *plan, const float 
     return 0;
 }
 
+static int fused_only(char *msg, size_t msglen)
+{
+    return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                         "fft_post: a fused plan transforms and post-processes in one kernel: "
+                         "call cbf_fft_post_cuda_run");
+}
+
 static int check_args(const cbf_fft_post_cuda *plan, const cbf_fft_post_args *a, char *msg,
                       size_t msglen)
 {
@@ -465,10 +450,18 @@ static int check_args(const cbf_fft_post_cuda *plan, const cbf_fft_post_args *a,
                          a->data_pol_stride, need);
 }
 
+/* fft and post alone: the four-pass path's steps. */
+static int four_pass_args(const cbf_fft_post_cuda *plan, const cbf_fft_post_args *a, char *msg,
+                          size_t msglen)
+{
+    int rc = check_args(plan, a, msg, msglen);
+    return rc ? rc : plan->fused ? fused_only(msg, msglen) : 0;
+}
+
 extern "C" int cbf_fft_post_cuda_fft(cbf_fft_post_cuda *plan, const cbf_fft_post_args *args,
                                      char *msg, size_t msglen)
 {
-    int rc = check_args(plan, args, msg, msglen);
+    int rc = four_pass_args(plan, args, msg, msglen);
     if (rc)
         return rc;
     for (int pol = 0; pol < 2; pol++) {
@@ -482,16 +475,13 @@ extern "C" int cbf_fft_post_cuda_fft(cbf_fft_post_cuda *plan, const cbf_fft_post
     return 0;
 }
 
-extern "C" int cbf_fft_post_cuda_post(cbf_fft_post_cuda *plan, const cbf_fft_post_args *args,
-                                      char *msg, size_t msglen)
+/* What every post-processing run enqueues first: the gain tables with the
+ * run's fixed delay and phase (which also zeroes the saturation counts)
+ * and the per-spectrum delay model. */
+static int post_prepare(cbf_fft_post_cuda *plan, const cbf_fft_post_args *args, char *msg,
+                        size_t msglen)
 {
-    int rc = check_args(plan, args, msg, msglen);
-    if (rc)
-        return rc;
     const cbf_fft_post_config *c = &plan->cfg;
-    const int half = c->channels / c->unzip / 2;
-    dim3 grid((unsigned)((half + TILE - 1) / TILE), (unsigned)((c->spectra + TILE - 1) / TILE));
-    dim3 block(TILE, ROWS_OF(c->unzip));
     /* eff's slope is -pi d / channels per channel, 2 pi d / M with M =
      * 2 x channels; keeping the whole band (M = channels) doubles d. */
     const int M = (int)cbf_fft_post_spectrum_samples(c);
@@ -499,12 +489,36 @@ extern "C" int cbf_fft_post_cuda_post(cbf_fft_post_cuda *plan, const cbf_fft_pos
     eff_gain_kernel<<<(4 * c->channels + 255) / 256, 256, 0, plan->stream>>>(
         plan->gains[0], plan->gains[1], c->channels, c->channels / 2,
         dscale * args->fine_delay[0], dscale * args->fine_delay[1], args->phase[0], args->phase[1],
-        plan->eff, plan->sat);
+        plan->fused, plan->eff, plan->sat);
     CUDA_TRY(cudaGetLastError());
     if (args->spectrum_delay)
         /* From pageable memory: returns once the source has been read. */
         CUDA_TRY(cudaMemcpyAsync(plan->sd, args->spectrum_delay, sizeof(float2) * 2 * c->spectra,
                                  cudaMemcpyHostToDevice, plan->stream));
+    return 0;
+}
+
+/* After a run that switched gains the next ones are in force. */
+static void post_done(cbf_fft_post_cuda *plan, const cbf_fft_post_args *args)
+{
+    if (args->switch_gains) {
+        float2 *t = plan->gains[0];
+        plan->gains[0] = plan->gains[1];
+        plan->gains[1] = t;
+    }
+}
+
+extern "C" int cbf_fft_post_cuda_post(cbf_fft_post_cuda *plan, const cbf_fft_post_args *args,
+                                      char *msg, size_t msglen)
+{
+    int rc = four_pass_args(plan, args, msg, msglen);
+    if (rc || (rc = post_prepare(plan, args, msg, msglen)))
+        return rc;
+    const cbf_fft_post_config *c = &plan->cfg;
+    const int half = c->channels / c->unzip / 2;
+    dim3 grid((unsigned)((half + TILE - 1) / TILE), (unsigned)((c->spectra + TILE - 1) / TILE));
+    dim3 block(TILE, ROWS_OF(c->unzip));
+    const int M = (int)cbf_fft_post_spectrum_samples(c);
     const long long gain_switch = args->switch_gains ? (long long)args->gain_switch : LLONG_MAX;
     const float2 *data = (const float2 *)args->data;
     long long ps = (long long)(args->data_pol_stride / 2);
@@ -546,18 +560,45 @@ extern "C" int cbf_fft_post_cuda_post(cbf_fft_post_cuda *plan, const cbf_fft_pos
 #undef LAUNCH_DITHER
 #undef LAUNCH
     CUDA_TRY(cudaGetLastError());
-    if (args->switch_gains) {
-        float2 *t = plan->gains[0];
-        plan->gains[0] = plan->gains[1];
-        plan->gains[1] = t;
-    }
+    post_done(plan, args);
     return 0;
+}
+
+/* The fused path: the gain tables as the post kernel has them, then one
+ * kernel from the FIR output to the packed output. */
+static int run_fused(cbf_fft_post_cuda *plan, const cbf_fft_post_args *args, char *msg,
+                     size_t msglen)
+{
+#ifdef CBF_HAVE_FFT_DX
+    int rc = post_prepare(plan, args, msg, msglen);
+    if (rc)
+        return rc;
+    const cbf_fft_post_config *c = &plan->cfg;
+    const cbf_fft_dx_post d = {
+        args->data, args->data_pol_stride, args->out, c->channels, c->spectra_per_heap,
+        c->out_bits, c->spectra, plan->eff, args->spectrum_delay ? plan->sd : NULL,
+        args->switch_gains ? (long long)args->gain_switch : LLONG_MAX, plan->sat, c->dither,
+        c->dither_antenna, c->dither_key, args->first_spectrum, -1};
+    if ((rc = cbf_fft_dx_post_run(&d, plan->stream, msg, msglen)))
+        return rc;
+    post_done(plan, args);
+    return 0;
+#else
+    (void)plan;
+    (void)args;
+    return cbf_kern_fail(msg, msglen, CBF_KERN_ENOTSUP, "fft_post: built without cuFFTDx");
+#endif
 }
 
 extern "C" int cbf_fft_post_cuda_run(cbf_fft_post_cuda *plan, const cbf_fft_post_args *args,
                                      char *msg, size_t msglen)
 {
-    int rc = cbf_fft_post_cuda_fft(plan, args, msg, msglen);
+    int rc = check_args(plan, args, msg, msglen);
+    if (rc)
+        return rc;
+    if (plan->fused)
+        return run_fused(plan, args, msg, msglen);
+    rc = cbf_fft_post_cuda_fft(plan, args, msg, msglen);
     return rc ? rc : cbf_fft_post_cuda_post(plan, args, msg, msglen);
 }
 

@@ -75,7 +75,22 @@ typedef struct cbf_fft_post_config {
     int dither;
     uint64_t dither_key;
     int dither_antenna;
+    /* The GPU's transform (CPU plans ignore it): one of the values below. */
+    int fft;
 } cbf_fft_post_config;
+
+/* cbf_fft_post_config.fft. AUTO: the path measured fastest for the shape
+ * among those that can run it (docs/performance.md, "Fused FFT + post");
+ * CUFFT: the four-pass path, cuFFT's transform in place then the post
+ * kernel; CUFFTDX: one fused kernel, a cuFFTDx transform and the post in
+ * registers and shared memory (kernels/fft_post/fft_dx.h), for wideband
+ * unzip 1 at 4096 and 8192 channels on an sm_90 GPU, where the build found
+ * cuFFTDx; creating a plan that asks for it elsewhere fails, saying why. */
+enum {
+    CBF_FFT_POST_FFT_AUTO = 0,
+    CBF_FFT_POST_FFT_CUFFT = 1,
+    CBF_FFT_POST_FFT_CUFFTDX = 2,
+};
 
 int cbf_fft_post_config_check(const cbf_fft_post_config *cfg, char *msg, size_t msglen);
 
@@ -119,9 +134,11 @@ int cbf_fft_post_cpu_run(cbf_fft_post_cpu *plan, const cbf_fft_post_args *args,
 void cbf_fft_post_cpu_destroy(cbf_fft_post_cpu *plan);
 
 /* CUDA: one cuFFT plan made at create, bound to `stream` (cudaStream_t as
- * void *). run = fft + post, both enqueued; the saturation counts of the
- * last run are read with cbf_fft_post_cuda_saturated, which waits for the
- * stream. set_gains (both tables) and set_next_gains copy host gains to the
+ * void *), or, where cfg.fft selects it, the fused kernel (which needs no
+ * plan, and leaves args.data as it was). run = fft + post, both enqueued
+ * (fft and post alone are the four-pass path's, refused by a fused plan);
+ * the saturation counts of the last run are read with
+ * cbf_fft_post_cuda_saturated, which waits for the stream. set_gains (both tables) and set_next_gains copy host gains to the
  * device and wait. A per-spectrum delay model is copied to the device by
  * run, from host memory the call may reuse once run returns. */
 typedef struct cbf_fft_post_cuda cbf_fft_post_cuda;
@@ -144,6 +161,11 @@ int cbf_fft_post_cuda_saturated(cbf_fft_post_cuda *plan, uint64_t saturated[2], 
 int cbf_fft_post_cuda_saturated_async(cbf_fft_post_cuda *plan, uint64_t dst[2], char *msg,
                                       size_t msglen);
 void cbf_fft_post_cuda_destroy(cbf_fft_post_cuda *plan);
+/* 1 when the plan runs the fused cuFFTDx kernel, 0 for the four-pass path. */
+int cbf_fft_post_cuda_fused(const cbf_fft_post_cuda *plan);
+/* 0 when the fused kernel can run cfg's shape here (built with cuFFTDx, an
+ * sm_90 GPU, a shape it does); otherwise CBF_KERN_ENOTSUP, msg saying why. */
+int cbf_fft_post_cuda_fused_check(const cbf_fft_post_config *cfg, char *msg, size_t msglen);
 
 /* Floats of FIR output per spectrum: 2 x channels, or 4 x channels when
  * complex_in (2 x channels again with keep_all). */

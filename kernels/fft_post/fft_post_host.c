@@ -30,6 +30,8 @@ int cbf_fft_post_config_check(const cbf_fft_post_config *cfg, char *msg, size_t 
         why = "dither must be 0 or 1";
     else if (cfg->dither_antenna < 0 || cfg->dither_antenna > CBF_FFT_POST_DITHER_ANTENNAS - 1)
         why = "dither_antenna must be in [0, 65535]";
+    else if (cfg->fft < CBF_FFT_POST_FFT_AUTO || cfg->fft > CBF_FFT_POST_FFT_CUFFTDX)
+        why = "fft must be CBF_FFT_POST_FFT_AUTO, _CUFFT or _CUFFTDX";
     if (!why)
         return 0;
     return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,

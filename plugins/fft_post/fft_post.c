@@ -93,6 +93,11 @@ static const cbf_param_decl post_params[] = {
     {.name = "dither", .type = CBF_PARAM_BOOL, .def = "true",
      .doc = "add uniform dither in (-1/2, 1/2) to each part before rounding (katgpucbf's "
             "default); false: rounding alone"},
+    {.name = "fft", .type = CBF_PARAM_CHOICE, .def = "auto", .choices = "auto|cufft|cufftdx",
+     .doc = "GPU transform: auto (the path measured fastest for the shape), cufft (the "
+            "four-pass path: cuFFT, then the post kernel), cufftdx (FFT and post in one cuFFTDx "
+            "kernel: wideband, unzip 1, 4096 or 8192 channels, sm_90, built with cuFFTDx; an "
+            "error elsewhere); the CPU path ignores it"},
     /* At most 2^53, so the gauge and the attribute (doubles) hold it exactly. */
     {.name = "dither_key", .type = CBF_PARAM_INT, .def = "1", .has_range = 1, .min = 0,
      .max = 9007199254740992.0,
@@ -191,6 +196,9 @@ static int post_setup_backend(cbf_node *node, post_state *s, const float *gains,
         if ((rc = cbf_stage_kern(cbf_fft_post_cuda_create(&s->cfg, s->stream, &s->cuda, msg, sizeof msg),
                                  msg, err)))
             return rc;
+        cbf_log_info("transform: %s", cbf_fft_post_cuda_fused(s->cuda)
+                                          ? "fused cuFFTDx FFT + post kernel"
+                                          : "cuFFT, then the post kernel");
         return cbf_stage_kern(cbf_fft_post_cuda_set_gains(s->cuda, gains, msg, sizeof msg), msg, err);
     }
 #else
@@ -255,6 +263,10 @@ static int post_init(cbf_node *node, cbf_error *err)
     s->cfg.dither = cbf_params_bool(p, "dither");
     s->cfg.dither_key = (uint64_t)cbf_params_int(p, "dither_key");
     s->cfg.dither_antenna = antenna >= 0 && antenna < 65536 ? (int)antenna : -1;
+    const char *fft = cbf_params_string(p, "fft");
+    s->cfg.fft = !strcmp(fft, "cufft")     ? CBF_FFT_POST_FFT_CUFFT
+                 : !strcmp(fft, "cufftdx") ? CBF_FFT_POST_FFT_CUFFTDX
+                                           : CBF_FFT_POST_FFT_AUTO;
     if (s->cfg.spectra % (size_t)s->cfg.spectra_per_heap)
         return cbf_error_set(err, CBF_ECONFIG, "%s: spectra_per_heap %d does not divide the "
                              "%zu spectra of each input buffer (pfb spectra_per_buffer)",

@@ -113,6 +113,7 @@ static void fill_configs(const feng_case *c, cbf_pfb_job *job, cbf_fft_post_conf
     cfg->dither = c->dither;
     cfg->dither_key = c->dither_key;
     cfg->dither_antenna = c->dither_antenna;
+    cfg->fft = c->fft;
 }
 
 typedef int (*fir_call)(void *ctx, const cbf_pfb_job *job, char *msg, size_t msglen);

@@ -26,6 +26,7 @@ typedef struct feng_case {
     /* fft_post's dither (off unless set: the undithered model holds). */
     int dither, dither_antenna;
     uint64_t dither_key, first_spectrum;
+    int fft;               /* fft_post's cfg.fft (CBF_FFT_POST_FFT_*; 0: auto) */
 } feng_case;
 
 typedef struct feng_result {

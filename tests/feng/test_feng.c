@@ -13,7 +13,12 @@
  * default, feng_case.dither = 0) are held against the undithered model,
  * which shows that dither off leaves today's output; the dither tests add
  * the dither docs/formats.md defines to the float64 values before rounding,
- * with the same tolerance. */
+ * with the same tolerance.
+ *
+ * --gpu --dx: fft_post's fused cuFFTDx FFT + post kernel (cfg.fft cufftdx)
+ * on the shapes it runs, 4096 and 8192 channels at unzip 1, held against
+ * the same model with the same tolerance; exit 77 where it cannot run
+ * (no GPU, built without cuFFTDx, not an sm_90 GPU), saying why. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -33,7 +38,7 @@
 #include "feng_run.h"
 #include "pfb.h"
 
-static int use_gpu;
+static int use_gpu, use_dx;
 
 typedef struct cmp_stats {
     size_t n, exact, worse;
@@ -267,6 +272,23 @@ static void test_dft_corner(void **state)
     }
 }
 
+/* Different coarse offsets per pol (s1 >= s0; the input grows by s1, fresh
+ * random samples) and random fine delays and phases. */
+static void random_offsets_delays(feng_case *c, int64_t s0, int64_t s1)
+{
+    c->start[0] = s0;
+    c->start[1] = s1;
+    c->in_samples += (size_t)s1;
+    for (int p = 0; p < 2; p++) {
+        size_t bytes = cbf_packed_bytes(c->in_samples, c->bits);
+        c->in[p] = realloc(c->in[p], bytes);
+        for (size_t i = 0; i < bytes; i++)
+            c->in[p][i] = (uint8_t)feng_rand();
+        c->fine_delay[p] = (float)(feng_uniform() - 0.5);
+        c->phase[p] = (float)(2 * M_PI * feng_uniform() - M_PI);
+    }
+}
+
 static void test_chain_random(void **state)
 {
     (void)state;
@@ -274,20 +296,7 @@ static void test_chain_random(void **state)
     feng_case c;
     feng_case_random(&c, 256, 16, 10, 1, 32, 2, w);
     set_random_gains(&c, 25.0);
-    /* Different coarse offsets per pol: the input grows by the larger. */
-    c.start[0] = 3;
-    c.start[1] = 17;
-    c.in_samples += 17;
-    for (int p = 0; p < 2; p++) {
-        size_t bytes = cbf_packed_bytes(c.in_samples, c.bits);
-        c.in[p] = realloc(c.in[p], bytes);
-        for (size_t i = 0; i < bytes; i++)
-            c.in[p][i] = (uint8_t)feng_rand();
-    }
-    for (int p = 0; p < 2; p++) {
-        c.fine_delay[p] = (float)(feng_uniform() - 0.5);
-        c.phase[p] = (float)(2 * M_PI * feng_uniform() - M_PI);
-    }
+    random_offsets_delays(&c, 3, 17);
     feng_result r = check_case(&c, "10-bit, 256 channels, delays and gains");
     feng_result_free(&r);
     c.out_bits = 4;
@@ -1031,18 +1040,102 @@ static void test_missing_heap(void **state)
     assert_int_equal(pres[1], 1);
 }
 
+/* The fused kernel (--dx): every path its templates and group sizes take.
+ * A: 8-bit, different coarse offsets, fixed delays and phases, a
+ * per-spectrum delay model, gains switched at spectrum 5 (inside a group
+ * of 4 spectra, so per spectrum), dither (delay model and dither kernel).
+ * B: 4-bit with dither alone, the engine's usual run (dither is on by
+ * default in the plugin). C: 3 spectra per heap (one spectrum per block),
+ * neither, gains that saturate a good share of values. D: 8192 channels. */
+static void dx_case(int channels, int sph, int batches, int out_bits, double rms, int extras,
+                    int dither, const char *what)
+{
+    float *w = new_weights(channels, 16);
+    feng_case c;
+    feng_case_random(&c, channels, 16, 10, 1, sph, batches, w);
+    c.fft = CBF_FFT_POST_FFT_CUFFTDX;
+    c.out_bits = out_bits;
+    set_random_gains(&c, rms);
+    const size_t spectra = (size_t)sph * batches;
+    float *next = NULL, *sd = NULL;
+    if (extras) {
+        random_offsets_delays(&c, 5, 40);
+        next = malloc(sizeof(float) * 4 * (size_t)channels);
+        sd = malloc(sizeof(float) * 4 * spectra);
+        for (int i = 0; i < 4 * channels; i++)
+            next[i] = 0.5f * c.gains[i];
+        for (size_t i = 0; i < 2 * spectra; i++) {
+            sd[2 * i] = (float)(feng_uniform() - 0.5);
+            sd[2 * i + 1] = (float)(2 * M_PI * feng_uniform() - M_PI);
+        }
+        c.spectrum_delay = sd;
+        c.next_gains = next;
+        c.switch_gains = 1;
+        c.gain_switch = 5;
+    }
+    if (dither) {
+        c.dither = 1;
+        c.dither_key = feng_rand();
+        c.dither_antenna = (int)(feng_rand() % 65536);
+        c.first_spectrum = feng_rand() >> 24;
+    }
+    feng_result r = check_case(&c, what);
+    feng_result_free(&r);
+    free(next);
+    free(sd);
+    feng_case_free_input(&c);
+    free(w);
+}
+
+static void test_dx_4096_delays_switch_dither(void **state)
+{
+    (void)state;
+    dx_case(4096, 8, 2, 8, 25.0, 1, 1,
+            "fused, 4096 channels: delays, delay model, gain switch at 5, dither");
+}
+
+static void test_dx_4096_4bit_dither(void **state)
+{
+    (void)state;
+    dx_case(4096, 8, 2, 4, 3.0, 0, 1, "fused, 4096 channels: 4-bit, dither");
+}
+
+static void test_dx_4096_group1_saturating(void **state)
+{
+    (void)state;
+    dx_case(4096, 3, 2, 8, 150.0, 0, 0, "fused, 4096 channels: 3 spectra per heap, saturating");
+}
+
+static void test_dx_8192(void **state)
+{
+    (void)state;
+    dx_case(8192, 4, 2, 8, 25.0, 1, 0, "fused, 8192 channels: delays, delay model, gain switch");
+}
+
 int main(int argc, char **argv)
 {
     use_gpu = argc > 1 && !strcmp(argv[1], "--gpu");
+    use_dx = use_gpu && argc > 2 && !strcmp(argv[2], "--dx");
     if (use_gpu && !feng_have_gpu()) {
         printf("SKIP: no CUDA GPU here (or built without CUDA)\n");
         return 77;
     }
+#ifdef CBF_HAVE_CUDA
+    if (use_dx) {
+        cbf_fft_post_config probe = {4096, 1, 8, 16, 8, 0};
+        char why[256];
+        if (cbf_fft_post_cuda_fused_check(&probe, why, sizeof why)) {
+            printf("SKIP: the fused cuFFTDx kernel cannot run here: %s\n", why);
+            return 77;
+        }
+    }
+#endif
     uint64_t seed = (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
     if (getenv("FENG_SEED"))
         seed = strtoull(getenv("FENG_SEED"), NULL, 0);
     feng_seed(seed);
-    printf("# %s kernels, seed %llu (FENG_SEED=%llu repeats it)\n", use_gpu ? "CUDA" : "CPU",
+    printf("# %s kernels, seed %llu (FENG_SEED=%llu repeats it)\n",
+           use_dx ? "fused cuFFTDx" : use_gpu ? "CUDA" : "CPU",
            (unsigned long long)seed, (unsigned long long)seed);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_weights),
@@ -1064,5 +1157,13 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_dither_tone),
         cmocka_unit_test(test_dither_cpu_gpu),
     };
+    const struct CMUnitTest dx_tests[] = {
+        cmocka_unit_test(test_dx_4096_delays_switch_dither),
+        cmocka_unit_test(test_dx_4096_4bit_dither),
+        cmocka_unit_test(test_dx_4096_group1_saturating),
+        cmocka_unit_test(test_dx_8192),
+    };
+    if (use_dx)
+        return cmocka_run_group_tests(dx_tests, NULL, NULL);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,11 +1,15 @@
 /* cbf-bench feng: the wideband F-engine kernels on the GPU, each alone and
- * chained, against the bandwidth bound of this four-pass design.
+ * chained, against the bandwidth bound of this four-pass design; where
+ * fft_post's fused cuFFTDx kernel runs the shape (fft_post.h, cfg.fft), the
+ * fused chain too (FIR, then FFT + post in one kernel: bytes in/8 + 4 + 4
+ * + 1 per sample), each chain also against the four-pass bound.
  *
  * Bytes per input sample (10-bit in, 8-bit out): the FIR reads bits/8 and
  * writes 4 (float32); cuFFT reads and writes 4 in place; post-processing
  * reads 4 and writes 1 (two int8 per complex channel, one channel per two
  * samples). The bound is the device-to-device copy rate measured in the same
  * run (bytes read + written) divided by those bytes. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,13 +22,14 @@
 
 #include "gpu_time.h"
 #ifdef CBF_BENCH_FENG_DX
+#include "fft_dx.h"
 #include "feng_dx.h"
 #endif
 
 #define MEERKAT_ANT_RATE (2 * 1712e6) /* samples/s of one L-band antenna, both pols */
 
 typedef struct opts {
-    int channels[8], n_channels, taps, bits, reps, unzip, dx;
+    int channels[8], n_channels, taps, bits, reps, unzip, dx, fused, variants, dither;
     size_t samples; /* per pol per run */
 } opts;
 
@@ -33,7 +38,7 @@ typedef struct opts {
 typedef struct chain {
     cudaStream_t stream;
     cbf_pfb_cuda *pfb;
-    cbf_fft_post_cuda *post;
+    cbf_fft_post_cuda *post, *fused; /* four-pass and fused plans (fused: NULL if none) */
     cbf_pfb_job job;
     cbf_fft_post_args args;
     void *src, *dst; /* copy ceiling */
@@ -69,6 +74,16 @@ static int do_chain(void *ctx)
 {
     return do_pfb(ctx) || do_fft(ctx) || do_post(ctx);
 }
+static int do_fused(void *ctx)
+{
+    chain *c = ctx;
+    char msg[256];
+    return report("fused", cbf_fft_post_cuda_run(c->fused, &c->args, msg, sizeof msg), msg);
+}
+static int do_fused_chain(void *ctx)
+{
+    return do_pfb(ctx) || do_fused(ctx);
+}
 static int do_copy(void *ctx)
 {
     chain *c = ctx;
@@ -87,14 +102,103 @@ static void fill_random(uint8_t *p, size_t n, uint64_t seed)
     }
 }
 
+/* four_pass: the four-pass chain's bytes per sample for a chain's last
+ * column (0: not a chain, left blank). */
 static void row(const char *name, int channels, float ms, double samples, double bytes_per,
-                double copy_rate)
+                double copy_rate, double four_pass)
 {
     double rate = samples / (ms * 1e-3);
     double bound = copy_rate / bytes_per;
-    printf("| %-6d | %-5s | %9.3f | %8.1f | %7.1f | %8.1f | %5.0f%% |\n", channels, name, ms,
+    printf("| %-6d | %-5s | %9.3f | %8.1f | %7.1f | %8.1f | %5.0f%% |", channels, name, ms,
            rate / 1e9, rate / MEERKAT_ANT_RATE, bound / 1e9, 100.0 * rate / bound);
+    if (four_pass > 0)
+        printf(" %5.0f%% |\n", 100.0 * rate / (copy_rate / four_pass));
+    else
+        printf(" |\n");
 }
+
+/* The output of one run of `run` (after which the stream is waited for). */
+static int one_output(int (*run)(void *), void *ctx, cudaStream_t stream, void *d_out,
+                      uint8_t *host, size_t bytes)
+{
+    CK(cudaMemsetAsync(d_out, 0x88, bytes, stream));
+    if (run(ctx))
+        return 1;
+    CK(cudaMemcpyAsync(host, d_out, bytes, cudaMemcpyDeviceToHost, stream));
+    CK(cudaStreamSynchronize(stream));
+    return 0;
+}
+
+#ifdef CBF_BENCH_FENG_DX
+/* The fused kernel's measured layouts, each alone (no delay model, no
+ * dither), on the FIR output in c->args: rows "dx gG h|s pf|- bB" (G
+ * spectra per block, pol 0's values held in registers or combined in
+ * shared memory, next spectrum prefetched or not, B blocks per SM asked
+ * for). */
+typedef struct dx_variant_ctx {
+    chain *c;
+    cbf_fft_dx_post p;
+} dx_variant_ctx;
+static int do_dx_variant(void *ctx)
+{
+    dx_variant_ctx *x = ctx;
+    char msg[256];
+    return report("dx variant", cbf_fft_dx_post_run(&x->p, x->c->stream, msg, sizeof msg), msg);
+}
+static int bench_dx_variants(chain *c, const cbf_fft_post_config *cfg, int reps, double samples,
+                             double copy_rate)
+{
+    const cbf_fft_dx_post_variant *v;
+    int n = cbf_fft_dx_post_variants(&v);
+    void *eff;
+    unsigned long long *sat;
+    const size_t eff_bytes = sizeof(float) * 8 * (size_t)cfg->channels;
+    /* The benchmark's gains (0.05 + 0.01i) in both tables, no delay. */
+    float *host = malloc(eff_bytes);
+    if (!host)
+        return 1;
+    for (size_t i = 0; i < eff_bytes / sizeof(float); i += 2) {
+        host[i] = 0.05f;
+        host[i + 1] = 0.01f;
+    }
+    CK(cudaMalloc(&eff, eff_bytes));
+    CK(cudaMemcpy(eff, host, eff_bytes, cudaMemcpyHostToDevice));
+    free(host);
+    CK(cudaMalloc((void **)&sat, 2 * sizeof(unsigned long long)));
+    dx_variant_ctx x = {c, {c->args.data, c->args.data_pol_stride, c->args.out, cfg->channels,
+                            cfg->spectra_per_heap, cfg->out_bits, cfg->spectra, eff, NULL,
+                            LLONG_MAX, sat, 0, 0, 0, 0, 0}};
+    /* Every layout computes the same bytes: each against the engine's. */
+    const size_t bytes = cbf_fft_post_out_bytes(cfg);
+    uint8_t *ref = malloc(bytes), *got = malloc(bytes);
+    x.p.variant = -1;
+    int rc = !ref || !got || one_output(do_dx_variant, &x, c->stream, c->args.out, ref, bytes);
+    for (int i = 0; i < n && !rc; i++) {
+        if (v[i].points != cfg->channels || cfg->spectra_per_heap % v[i].group)
+            continue;
+        x.p.variant = i;
+        float t;
+        char name[32];
+        snprintf(name, sizeof name, "dx g%d %s %s b%d", v[i].group, v[i].hold ? "h" : "s",
+                 v[i].prefetch ? "pf" : "-", v[i].min_blocks);
+        rc = cbf_bench_time_ms(do_dx_variant, &x, c->stream, reps, &t) ||
+             one_output(do_dx_variant, &x, c->stream, c->args.out, got, bytes);
+        if (rc)
+            break;
+        row(name, cfg->channels, t, samples, 4 + 1, copy_rate, 0);
+        size_t differ = 0;
+        for (size_t k = 0; k < bytes; k++)
+            differ += ref[k] != got[k];
+        fprintf(stderr, "# %d channels, %s: %zu of %zu bytes differ from the engine's kernel\n",
+                cfg->channels, name, differ, bytes);
+    }
+    free(ref);
+    free(got);
+    cudaFree(eff);
+    cudaFree(sat);
+    return rc;
+}
+#endif
 
 static int bench_one(const opts *o, int channels, double copy_rate, chain *c)
 {
@@ -112,6 +216,8 @@ static int bench_one(const opts *o, int channels, double copy_rate, chain *c)
     float *d_data;
     void *d_out;
     cbf_fft_post_config cfg = {channels, unzip, (int)sph, spectra, 8, 0};
+    cfg.dither = o->dither; /* the plugin's default is on; the table's runs are without */
+    cfg.fft = CBF_FFT_POST_FFT_CUFFT; /* the four-pass plan, whatever auto would take */
     size_t out_bytes = cbf_fft_post_out_bytes(&cfg);
     if (!weights || !host)
         return 1;
@@ -143,8 +249,21 @@ static int bench_one(const opts *o, int channels, double copy_rate, chain *c)
     }
     if (report("gains", cbf_fft_post_cuda_set_gains(c->post, g, msg, sizeof msg), msg))
         return 1;
+    /* The fused plan where the kernel runs this shape (fft: cufftdx). */
+    cbf_fft_post_config fcfg = cfg;
+    fcfg.fft = CBF_FFT_POST_FFT_CUFFTDX;
+    char why[256] = "";
+    c->fused = NULL;
+    if (o->fused && !cbf_fft_post_cuda_fused_check(&fcfg, why, sizeof why)) {
+        if (report("fused plan", cbf_fft_post_cuda_create(&fcfg, c->stream, &c->fused, msg,
+                                                          sizeof msg), msg) ||
+            report("gains", cbf_fft_post_cuda_set_gains(c->fused, g, msg, sizeof msg), msg))
+            return 1;
+    } else if (o->fused) {
+        fprintf(stderr, "# %d channels: no fused chain: %s\n", channels, why);
+    }
     free(g);
-    float t_pfb, t_fft, t_post, t_chain;
+    float t_pfb, t_fft, t_post, t_chain, t_fused = 0, t_fchain = 0;
     if (cbf_bench_time_ms(do_pfb, c, c->stream, o->reps, &t_pfb) ||
         cbf_bench_time_ms(do_fft, c, c->stream, o->reps, &t_fft) ||
         cbf_bench_time_ms(do_post, c, c->stream, o->reps, &t_post) ||
@@ -155,12 +274,50 @@ static int bench_one(const opts *o, int channels, double copy_rate, chain *c)
         report("saturated", cbf_fft_post_cuda_saturated(c->post, sat, msg, sizeof msg), msg))
         return 1;
     const double samples = 2.0 * (double)spectra * (double)step, in_b = o->bits / 8.0;
-    row("pfb", channels, t_pfb, samples, in_b + 4, copy_rate);
-    row("fft", channels, t_fft, samples, 8, copy_rate);
-    row("post", channels, t_post, samples, 4 + 1, copy_rate);
-    row("chain", channels, t_chain, samples, in_b + 4 + 8 + 4 + 1, copy_rate);
-    fprintf(stderr, "# %d channels: unzip %d, %zu spectra per pol, last run saturated %llu + %llu\n",
+    const double four_pass = in_b + 4 + 8 + 4 + 1;
+    row("pfb", channels, t_pfb, samples, in_b + 4, copy_rate, 0);
+    row("fft", channels, t_fft, samples, 8, copy_rate, 0);
+    row("post", channels, t_post, samples, 4 + 1, copy_rate, 0);
+    row("chain", channels, t_chain, samples, four_pass, copy_rate, four_pass);
+    fprintf(stderr,
+            "# %d channels: unzip %d, %zu spectra per pol, last run saturated %llu + %llu\n",
             channels, unzip, spectra, (unsigned long long)sat[0], (unsigned long long)sat[1]);
+    if (c->fused) {
+        /* The FIR output afresh (fft transformed it in place), then the
+         * fused kernel alone on it, which leaves it as it is. */
+        uint64_t fsat[2];
+        if (do_pfb(c) || cbf_bench_time_ms(do_fused, c, c->stream, o->reps, &t_fused) ||
+            cbf_bench_time_ms(do_fused_chain, c, c->stream, o->reps, &t_fchain) ||
+            report("saturated", cbf_fft_post_cuda_saturated(c->fused, fsat, msg, sizeof msg),
+                   msg))
+            return 1;
+        row("dx", channels, t_fused, samples, 4 + 1, copy_rate, 0);
+#ifdef CBF_BENCH_FENG_DX
+        if (o->variants && bench_dx_variants(c, &cfg, o->reps, samples, copy_rate))
+            return 1;
+#endif
+        row("dx chain", channels, t_fchain, samples, in_b + 4 + 4 + 1, copy_rate, four_pass);
+        /* Both chains' outputs of the same input: how far the transforms'
+         * rounding moves them (the tests hold both to the float64 model). */
+        uint8_t *a = malloc(out_bytes), *b = malloc(out_bytes);
+        if (!a || !b || one_output(do_chain, c, c->stream, d_out, a, out_bytes) ||
+            one_output(do_fused_chain, c, c->stream, d_out, b, out_bytes))
+            return 1;
+        size_t differ = 0, worse = 0;
+        for (size_t i = 0; i < out_bytes; i++) {
+            int d = abs((int)(int8_t)a[i] - (int)(int8_t)b[i]);
+            differ += d != 0;
+            worse += d > 1 || (int8_t)b[i] == -128;
+        }
+        fprintf(stderr, "# %d channels, fused: last run saturated %llu + %llu; output against "
+                        "the four-pass chain's: %zu of %zu bytes differ, %zu by more than 1 or "
+                        "unwritten\n",
+                channels, (unsigned long long)fsat[0], (unsigned long long)fsat[1], differ,
+                out_bytes, worse);
+        free(a);
+        free(b);
+        cbf_fft_post_cuda_destroy(c->fused);
+    }
     cbf_pfb_cuda_destroy(c->pfb);
     cbf_fft_post_cuda_destroy(c->post);
     cudaFree(d_in[0]);
@@ -174,7 +331,7 @@ static int bench_one(const opts *o, int channels, double copy_rate, chain *c)
 
 static int parse(int argc, char **argv, opts *o)
 {
-    *o = (opts){{4096, 8192, 32768}, 3, 16, 10, 20, 0, 0, (size_t)1 << 28};
+    *o = (opts){{4096, 8192, 32768}, 3, 16, 10, 20, 0, 0, 1, 0, 0, (size_t)1 << 28};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -182,11 +339,28 @@ static int parse(int argc, char **argv, opts *o)
             o->dx = 1;
             continue;
         }
+        if (!strcmp(a, "--four-pass")) {
+            o->fused = 0;
+            continue;
+        }
+        if (!strcmp(a, "--dx-variants")) {
+            o->variants = 1;
+            continue;
+        }
+        if (!strcmp(a, "--dither")) {
+            o->dither = 1;
+            continue;
+        }
         if (!strcmp(a, "--help") || !v) {
             fprintf(strcmp(a, "--help") ? stderr : stdout,
                     "usage: cbf-bench feng [--channels 4096,8192,32768] [--taps 16] [--bits 10]\n"
-                    "                      [--samples 268435456] [--reps 20] [--unzip 0|1|2|4] [--dx]\n"
+                    "                      [--samples 268435456] [--reps 20] [--unzip 0|1|2|4]\n"
+                    "                      [--four-pass] [--dx-variants] [--dither] [--dx]\n"
                     "samples: per polarisation per run; unzip 0 chooses as the engine does\n"
+                    "rows dx, dx chain: fft_post's fused cuFFTDx FFT + post kernel, alone and\n"
+                    "      after the FIR, where it runs the shape; --four-pass leaves them out;\n"
+                    "      --dx-variants adds its measured layouts (rows dx g...)\n"
+                    "--dither: post-processing with dither (fft_post's default), both chains\n"
                     "--dx: instead of the chain, cuFFTDx block FFTs of 4096 and 8192 points\n"
                     "      against cuFFT (issue 17; built where meson found cuFFTDx)\n");
             return strcmp(a, "--help") ? 2 : 1;
@@ -250,8 +424,9 @@ int cbf_bench_feng(int argc, char **argv)
     printf("taps %d, %d-bit in, 8-bit out, %.0f Msample/s per pol per antenna; rate in Gsample/s "
            "(both pols); bound = copy rate / bytes moved per sample\n\n",
            o.taps, o.bits, MEERKAT_ANT_RATE / 2e6);
-    printf("| channels | kernel | ms | Gsample/s | antennas | bound Gsample/s | of bound |\n");
-    printf("| --- | --- | --- | --- | --- | --- | --- |\n");
+    printf("| channels | kernel | ms | Gsample/s | antennas | bound Gsample/s | of bound | "
+           "of four-pass bound |\n");
+    printf("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
     for (int i = 0; i < o.n_channels; i++)
         if (bench_one(&o, o.channels[i], copy_rate, &c))
             return 1;

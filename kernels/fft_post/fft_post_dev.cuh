@@ -1,0 +1,82 @@
+/* fft_post_dev.cuh: the wideband post-processing's per-value maths (the
+ * last Cooley-Tukey stage and real-to-complex fix-up, delay, gain, dither,
+ * rounding and saturation), shared by fft_post.cu's post kernels and the
+ * fused cuFFTDx FFT + post kernel (fft_dx.cu), so the two paths differ only
+ * in their transforms. CUDA device code only. */
+#ifndef CBF_KERNEL_FFT_POST_DEV_CUH
+#define CBF_KERNEL_FFT_POST_DEV_CUH
+
+#include "cbf_cplx.h"
+#include "fft_post_dither.h"
+
+static __device__ __forceinline__ float2 conj2(float2 a) { return make_float2(a.x, -a.y); }
+
+static __device__ __forceinline__ int quant(float v, int lim, int *clipped)
+{
+    int q = __float2int_rn(v);
+    if (q > lim || q < -lim) {
+        *clipped = 1;
+        q = q > 0 ? lim : -lim;
+    }
+    return q;
+}
+
+/* X_k and X_(N-k) for k = p m + s, from the bins s and m - s of the n
+ * sub-transforms (already loaded, twiddled by exp(-2 pi i r s / N)). */
+template <int N_UNZIP>
+__device__ __forceinline__ void combine(const float2 *zs, const float2 *zc, int p, float2 hk,
+                                        float2 *xk, float2 *xnk)
+{
+    float2 A = make_float2(0.f, 0.f), B = A;
+#pragma unroll
+    for (int r = 0; r < N_UNZIP; r++) {
+        int e = (r * p) % N_UNZIP * (4 / N_UNZIP);
+        float2 a = rot_quarter(zs[r], e), b = rot_quarter(zc[r], e);
+        A.x += a.x; A.y += a.y;
+        B.x += b.x; B.y += b.y;
+    }
+    float2 U = make_float2(0.5f * (A.x + B.x), 0.5f * (A.y + B.y));
+    /* V = (A - B) / 2i */
+    float2 V = make_float2(0.5f * (A.y - B.y), -0.5f * (A.x - B.x));
+    float2 tv = cmul(hk, V); /* hk = exp(-i pi k / N) */
+    *xk = make_float2(U.x + tv.x, U.y + tv.y);
+    *xnk = make_float2(U.x - tv.x, -U.y + tv.y);
+}
+
+/* The dither of a run: on, key, antenna, and the absolute index of the
+ * run's spectrum 0 (fft_post_dither.h). */
+struct dither_run {
+    int on;
+    int antenna;
+    unsigned long long key, first;
+};
+
+/* Gain (with delay and phase), dither, quantise one value (channel k, pol)
+ * of spectrum g of the run; returns its packed bits. gain: the value's
+ * entry of this spectrum's table (eff_gain_kernel's, read by the caller,
+ * whose table layout it is); dp: this spectrum's delay model (fine delay,
+ * phase), applied when rot is set, referenced to channel kc (channels / 2)
+ * as eff_gain_kernel's. */
+static __device__ __forceinline__ unsigned finish(float2 x, float2 gain, int k, int pol, int bits,
+                                                 unsigned *sat, bool rot, float2 dp,
+                                                 float inv_n_ch, int kc, bool dither,
+                                                 const dither_run &dr, long long g, int channels)
+{
+    if (rot)
+        x = cmul(x, expi_pi(fmaf(-dp.x * inv_n_ch, (float)(k - kc), dp.y * (float)M_1_PI)));
+    x = cmul(x, gain);
+    if (dither)
+        cbf_fft_post_dither_add(dr.key,
+                                cbf_fft_post_dither_counter(dr.first + (unsigned long long)g,
+                                                            (uint64_t)channels, (uint64_t)k, pol,
+                                                            (uint64_t)dr.antenna),
+                                &x.x, &x.y);
+    int clipped = 0, lim = bits == 8 ? 127 : 7;
+    int re = quant(x.x, lim, &clipped), im = quant(x.y, lim, &clipped);
+    *sat += clipped;
+    if (bits == 8)
+        return ((unsigned)re & 0xffu) | ((unsigned)im & 0xffu) << 8;
+    return ((unsigned)re & 15u) << 4 | ((unsigned)im & 15u);
+}
+
+#endif
