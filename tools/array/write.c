@@ -126,11 +126,11 @@ static void write_xeng(FILE *f, const array_desc *d, const array_proc *q, const 
     /* With beams, one xbengine node (correlation and beams from one
      * upload, one kernel where it pays: plugins/xbengine), named corr so
      * that corr.* settings reach it either way. */
-    fprintf(f, "  corr:\n    plugin: %s\n    params:\n", d->beams ? "xbengine" : "correlator");
+    fprintf(f, "  corr:\n    plugin: %s\n", d->beams ? "xbengine" : "correlator");
+    if (d->heaps_per_dump || d->beams)
+        fprintf(f, "    params:\n");
     if (d->heaps_per_dump)
         fprintf(f, "      heap_accumulation_threshold: %d\n", d->heaps_per_dump);
-    else if (!d->beams)
-        fprintf(f, "      {}\n");
     if (d->beams) {
         /* Every beam at the phase centre, weights 1 / N: a coherent beam
          * keeps one antenna's level; steer with the beam requests. */
