@@ -107,9 +107,12 @@ int cbf_xb_cuda_can_fuse(const cbf_corr_cuda *plan, const cbf_beam_shape *beams)
  * correlator than the beamformer's own kernel on a second stream (N = 64,
  * B = 8 on the H100, both flushing through shared memory: 39-44% against
  * 46-47% extra from 256 channels, 21-46% against 13-44% below;
- * docs/performance.md "Correlation and beams in one kernel"). The
- * xbengine plugin's `fuse: auto` follows it. */
+ * docs/performance.md "Correlation and beams in one kernel"). */
 #define CBF_XB_FUSE_MIN_CHANNELS 256
+/* The one kernel where it serves the shape and is the cheaper of the two
+ * ways (cbf_xb_cuda_can_fuse, CBF_XB_FUSE_MIN_CHANNELS): the xbengine
+ * plugin's `fuse: auto`, and cbf-bench beam's column of it. */
+int cbf_xb_cuda_prefer_fused(const cbf_corr_cuda *plan, const cbf_beam_shape *beams);
 int cbf_xb_cuda_run(cbf_corr_cuda *plan, const cbf_corr_job *job, const cbf_beam_job *beams,
                     void *stream, char *msg, size_t msglen);
 

@@ -117,10 +117,8 @@ static int bf_compute(void *user, cbf_buffer *in, cbf_buffer *out, cbf_error *er
     if (rc || (rc = cbf_beams_begin(b, in, data, out, &job, err)))
         return rc;
     const size_t S = b->batches * (size_t)b->shape.spectra_per_heap;
-    for (size_t s0 = 0, s1; s0 < S; s0 = s1)
-        if ((rc = cbf_beams_coef_until(b, in->timestamp, s0, S, &s1, err)) ||
-            (rc = cbf_beams_run(b, &job, s0, s1, err)))
-            return rc;
+    if ((rc = cbf_beams_run(b, &job, in->timestamp, 0, S, err)))
+        return rc;
     if (s->gpu && in->kind != CBF_MEM_DEVICE && (rc = cbf_stage_upload_read(&s->up, s->stream, err)))
         return rc;
     return cbf_beams_end(b, out, err);

@@ -174,7 +174,10 @@ static int beams_part_run(cbf_beams *b, const cbf_beam_job *base, size_t n, size
     return beams_kern(b, &j, err);
 }
 
-int cbf_beams_run(cbf_beams *b, const cbf_beam_job *base, size_t s0, size_t s1, cbf_error *err)
+/* Spectra [s0, s1) of base's buffer, one stretch of constant
+ * coefficients: a partial heap at each end, whole heaps between. */
+static int beams_stretch(cbf_beams *b, const cbf_beam_job *base, size_t s0, size_t s1,
+                         cbf_error *err)
 {
     const size_t T = (size_t)b->shape.spectra_per_heap;
     size_t n0 = s0 / T, n1 = s1 / T;
@@ -235,6 +238,16 @@ int cbf_beams_coef_until(cbf_beams *b, int64_t ts, size_t s0, size_t end, size_t
     return cbf_stage_copy(b->d_coef, CBF_MEM_DEVICE, b->coef, CBF_MEM_HOST,
                           (size_t)b->shape.n_ants * (size_t)b->shape.n_beams * sizeof *b->coef,
                           b->stream, "coefficients", err);
+}
+
+int cbf_beams_run(cbf_beams *b, const cbf_beam_job *base, int64_t ts, size_t s0, size_t end,
+                  cbf_error *err)
+{
+    int rc = 0;
+    for (size_t s1; s0 < end && !rc; s0 = s1)
+        if (!(rc = cbf_beams_coef_until(b, ts, s0, end, &s1, err)))
+            rc = beams_stretch(b, base, s0, s1, err);
+    return rc;
 }
 
 int cbf_beams_end(cbf_beams *b, cbf_buffer *out, cbf_error *err)

@@ -7,10 +7,11 @@
  *
  * A buffer is formed as
  *   cbf_beams_begin          the job, flags and counts queued
- *   cbf_beams_coef_until     per stretch of constant coefficients: the
- *                            changes due put into force, the stretch's end
- *   cbf_beams_run            the stretch's kernels (or the caller's fused
- *                            kernel, with cbf_beams_part's job)
+ *   cbf_beams_run            spectra in stretches of constant
+ *                            coefficients, each's changes put into force
+ *                            first (or, for a caller with its own kernel:
+ *                            cbf_beams_coef_until, then cbf_beams_part's
+ *                            job)
  *   cbf_beams_end            counts to out->aux, out's event recorded
  * inside the compute step of cbf_beams_buffer, which takes the output
  * buffer, puts it in flight (stage/flight.h) and, once its event has
@@ -109,9 +110,11 @@ int cbf_beams_coef_until(cbf_beams *b, int64_t ts, size_t s0, size_t end, size_t
 /* Batches [n, n + count) of base's, spectra [t0, t1) of each (0, 0: all). */
 cbf_beam_job cbf_beams_part(const cbf_beams *b, const cbf_beam_job *base, size_t n, size_t count,
                             int t0, int t1);
-/* Spectra [s0, s1) of base's buffer: a partial heap at each end, whole
- * heaps between. */
-int cbf_beams_run(cbf_beams *b, const cbf_beam_job *base, size_t s0, size_t s1, cbf_error *err);
+/* Spectra [s0, end) of base's buffer (timestamp ts), in stretches
+ * between the timestamps of changes (cbf_beams_coef_until before each):
+ * spectrum i uses every change at or before its timestamp. */
+int cbf_beams_run(cbf_beams *b, const cbf_beam_job *base, int64_t ts, size_t s0, size_t end,
+                  cbf_error *err);
 /* The buffer's counts into out->aux and, on the GPU, out's event recorded
  * after every kernel queued on the stream. */
 int cbf_beams_end(cbf_beams *b, cbf_buffer *out, cbf_error *err);

@@ -68,9 +68,8 @@ typedef struct xb {
     void *side;                  /* the beams' when not fused */
     void *arrived, *corr_done;   /* not fused: the side stream's waits */
     cbf_stage_upload up;         /* host input on the GPU */
-    /* The buffer being queued. */
+    /* The buffer being queued and its beams' job (for xb_piece). */
     const cbf_buffer *cur;
-    const uint8_t *data;
     cbf_beam_job job;
     cbf_counter *c_fused;
 } xb;
@@ -108,9 +107,8 @@ static int xb_choose(xb *s, const cbf_params *p)
     const cbf_corr_shape *c = &s->dumps.shape;
     const cbf_beam_shape bs = {c->n_ants, (int)cbf_params_len(p, "beams"), c->channels,
                                c->spectra_per_heap};
-    if (!cbf_xb_cuda_can_fuse(s->dumps.plan, &bs))
-        return 0;
-    return !strcmp(fuse, "on") || bs.channels >= CBF_XB_FUSE_MIN_CHANNELS;
+    return !strcmp(fuse, "on") ? cbf_xb_cuda_can_fuse(s->dumps.plan, &bs)
+                               : cbf_xb_cuda_prefer_fused(s->dumps.plan, &bs);
 }
 
 /* Streams, the plan, the way the two share the GPU, the upload slots. */
@@ -171,17 +169,6 @@ static int xb_init(cbf_node *node, cbf_error *err)
     return 0;
 }
 
-/* The beams of spectra [s0, end) of the buffer, in stretches of constant
- * coefficients. */
-static int xb_beams(xb *s, size_t s0, size_t end, cbf_error *err)
-{
-    int rc = 0;
-    for (size_t s1; s0 < end && !rc; s0 = s1)
-        if (!(rc = cbf_beams_coef_until(&s->beams, s->cur->timestamp, s0, end, &s1, err)))
-            rc = cbf_beams_run(&s->beams, &s->job, s0, s1, err);
-    return rc;
-}
-
 /* One piece of the buffer into the open dump: with the beams of the same
  * batches in one kernel where the coefficients hold over the piece. */
 static int xb_piece(void *user, const cbf_corr_job *job, cbf_error *err)
@@ -195,16 +182,17 @@ static int xb_piece(void *user, const cbf_corr_job *job, cbf_error *err)
     int rc = cbf_beams_coef_until(&s->beams, s->cur->timestamp, b0 * T, (b0 + n) * T, &s1, err);
     if (rc)
         return rc;
-    if (s1 < (b0 + n) * T) { /* a change inside the piece */
-        if ((rc = cbf_corr_dumps_kernel(&s->dumps, job, err)) ||
-            (rc = cbf_beams_run(&s->beams, &s->job, b0 * T, s1, err)))
+    if (s1 < (b0 + n) * T) { /* a change inside the piece: the two kernels, the
+                                 beams in stretches (the first's coefficients,
+                                 made above, are found unchanged) */
+        if ((rc = cbf_corr_dumps_kernel(&s->dumps, job, err)))
             return rc;
-        return xb_beams(s, s1, (b0 + n) * T, err);
+        return cbf_beams_run(&s->beams, &s->job, s->cur->timestamp, b0 * T, (b0 + n) * T, err);
     }
 #ifdef CBF_HAVE_CUDA
     /* The one kernel takes its batches from 0: both jobs start at b0. */
     cbf_corr_job cj = *job;
-    cj.in += b0 * s->dumps.in_bytes / (size_t)s->dumps.batches;
+    cj.in += b0 * cbf_corr_batch_bytes(&job->shape);
     cj.batch_begin = 0;
     cj.batch_end = n;
     cj.slices = 1;
@@ -223,20 +211,20 @@ static int xb_piece(void *user, const cbf_corr_job *job, cbf_error *err)
 static int xb_compute(void *user, cbf_buffer *in, cbf_buffer *out, cbf_error *err)
 {
     xb *s = user;
-    s->data = in->data;
+    const uint8_t *data = in->data;
     s->cur = in;
     int rc = 0;
     if (s->gpu)
         rc = in->kind == CBF_MEM_DEVICE ? cbf_buffer_wait_stream(in, s->stream, err)
-                                        : cbf_stage_upload_put(&s->up, in, s->stream, &s->data, err);
+                                        : cbf_stage_upload_put(&s->up, in, s->stream, &data, err);
     if (!rc && s->side && ((rc = cbf_stage_event_record(s->arrived, s->stream, err)) ||
                            (rc = cbf_stage_stream_wait(s->side, s->arrived, err))))
         return rc;
-    if (rc || (rc = cbf_beams_begin(&s->beams, in, s->data, out, &s->job, err)) ||
-        (rc = cbf_corr_dumps_add(&s->dumps, in, s->data, xb_piece, s, err)))
+    if (rc || (rc = cbf_beams_begin(&s->beams, in, data, out, &s->job, err)) ||
+        (rc = cbf_corr_dumps_add(&s->dumps, in, data, xb_piece, s, err)))
         return rc;
     const size_t S = s->beams.batches * (size_t)s->beams.shape.spectra_per_heap;
-    if (!s->fused && (rc = xb_beams(s, 0, S, err)))
+    if (!s->fused && (rc = cbf_beams_run(&s->beams, &s->job, in->timestamp, 0, S, err)))
         return rc;
     if (s->side && ((rc = cbf_stage_event_record(s->corr_done, s->stream, err)) ||
                     (rc = cbf_stage_stream_wait(s->side, s->corr_done, err))))

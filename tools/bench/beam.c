@@ -253,14 +253,12 @@ static void corr_free(corr_ctx *cc)
 /* The columns both beside tables share, in ms: the correlator alone (c),
  * the beamformer alone (b), both on one stream (s) and on two (p), and
  * cbf_xb_cuda_run (x), with each pair's extra time over the correlator. */
-/* The last column is the xbengine plugin's choice with `fuse: auto`: the
- * one kernel where it serves the shape from CBF_XB_FUSE_MIN_CHANNELS
- * channels, the two streams otherwise. */
+/* The last column is the xbengine plugin's choice with `fuse: auto`
+ * (cbf_xb_cuda_prefer_fused): the one kernel or the two streams. */
 static void print_beside(double c, double b, double s, double p, double x, int fused,
                          const corr_ctx *cc, const beam_ctx *bc)
 {
-    const int node_fused = cbf_xb_cuda_can_fuse(cc->plan, &bc->job.shape) &&
-                           bc->job.shape.channels >= CBF_XB_FUSE_MIN_CHANNELS;
+    const int node_fused = cbf_xb_cuda_prefer_fused(cc->plan, &bc->job.shape);
     const double n = node_fused ? x : p;
     printf("| %.3f | %.3f | %.3f | %.1f%% | %.3f | %.1f%% | %s | %.3f | %.1f%% | %s | %.1f%% |\n", c, b, s,
            100.0 * (s - c) / c, p, 100.0 * (p - c) / c, fused ? "one kernel" : "two kernels", x,
