@@ -12,6 +12,7 @@
  * while it runs (refreshed on a terminal, periodic log lines otherwise) and
  * the per-node counter table at the end. */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -247,6 +248,9 @@ static void print_table(const cbf_engine *e)
                s[i].wait_input_s, s[i].wait_output_s, s[i].busy_s);
         for (int k = 0; k < s[i].n_counters; k++)
             printf(" %s=%llu", s[i].counter_names[k], (unsigned long long)s[i].counter_values[k]);
+        for (int k = 0; k < s[i].n_gauges; k++) /* last values; unset ones left out */
+            if (!isnan(s[i].gauge_values[k]))
+                printf(" %s=%.6g", s[i].gauge_names[k], s[i].gauge_values[k]);
         printf("\n");
     }
 }

@@ -244,4 +244,10 @@ void cbf_rt_node_stats(const cbf_node *n, uint64_t now_ns, cbf_node_stats *out)
         out->counter_names[i] = n->counters[i].name;
         out->counter_values[i] = atomic_load_explicit(&n->counters[i].value, memory_order_relaxed);
     }
+    k = atomic_load_explicit(&n->n_gauges, memory_order_acquire);
+    out->n_gauges = k;
+    for (int i = 0; i < k; i++) {
+        out->gauge_names[i] = n->gauges[i].name;
+        out->gauge_values[i] = cbf_gauge_get(&n->gauges[i]);
+    }
 }

@@ -18,7 +18,7 @@
 
 #define CBF_RT_HIDDEN __attribute__((visibility("hidden")))
 #define CBF_MAX_COUNTERS CBF_MAX_NODE_COUNTERS
-#define CBF_MAX_GAUGES 16
+#define CBF_MAX_GAUGES CBF_MAX_NODE_GAUGES
 #define CBF_COUNTER_NAME_MAX 32
 /* Texts are named per beam with katgpucbf's stream names
  * ("tied-array-channelised-voltage.0x.quantiser-gain"). */

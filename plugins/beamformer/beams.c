@@ -103,6 +103,11 @@ int cbf_beams_init(cbf_beams *b, cbf_node *node, const cbf_port_desc *in, int gp
     b->stream = stream;
     if (gpu && (rc = beams_gpu_setup(b, err)))
         return rc;
+    for (int k = 0; k < 2 && gpu; k++)
+        if ((rc = cbf_gpu_timer_create(&b->timer[k], err)))
+            return rc;
+    if (gpu)
+        b->g_gpu_ms = cbf_node_gauge(node, "gpu_ms_per_buffer");
     b->c_batches = cbf_node_counter(node, "batches");
     b->c_missing = cbf_node_counter(node, "missing_heaps");
     b->c_sat = cbf_node_counter(node, "saturated");
@@ -113,6 +118,8 @@ int cbf_beams_init(cbf_beams *b, cbf_node *node, const cbf_port_desc *in, int gp
 void cbf_beams_fini(cbf_beams *b)
 {
     cbf_stage_flight_fini(&b->flight);
+    cbf_gpu_timer_destroy(b->timer[0]);
+    cbf_gpu_timer_destroy(b->timer[1]);
     cbf_stage_free(CBF_MEM_DEVICE, b->d_present);
     cbf_stage_free(CBF_MEM_DEVICE, b->d_pol);
     cbf_stage_free(CBF_MEM_DEVICE, b->d_coef);
@@ -125,8 +132,8 @@ void cbf_beams_fini(cbf_beams *b)
 }
 
 /* Output buffers queued at most (stage/flight.h): one running on the GPU
- * while the next is queued behind it. */
-#define BEAMS_IN_FLIGHT 2
+ * while the next is queued behind it (one timer each). */
+#define BEAMS_IN_FLIGHT CBF_COUNT_OF(((cbf_beams *)0)->timer)
 
 int cbf_beams_open(cbf_beams *b, cbf_node *node, cbf_port *out, const cbf_port_desc *in,
                    size_t buffers, cbf_error *err)
@@ -210,7 +217,8 @@ int cbf_beams_begin(cbf_beams *b, const cbf_buffer *in, const uint8_t *data, cbf
     if (!b->gpu)
         return 0;
     int rc;
-    if ((rc = cbf_stage_copy(b->d_present, CBF_MEM_DEVICE, in->present, CBF_MEM_HOST,
+    if ((rc = cbf_gpu_timer_start(b->timer[b->n_queued % BEAMS_IN_FLIGHT], b->stream, err)) ||
+        (rc = cbf_stage_copy(b->d_present, CBF_MEM_DEVICE, in->present, CBF_MEM_HOST,
                              b->batches * A, b->stream, "presence flags", err)) ||
         (rc = cbf_stage_fill(b->d_sat, CBF_MEM_DEVICE, 0, B * sizeof(uint64_t), b->stream,
                              "clearing counts", err)))
@@ -259,6 +267,8 @@ int cbf_beams_end(cbf_beams *b, cbf_buffer *out, cbf_error *err)
     }
     int rc = cbf_stage_copy(out->aux, CBF_MEM_PINNED, b->d_sat, CBF_MEM_DEVICE,
                             B * sizeof(uint64_t), b->stream, "saturation counts", err);
+    if (!rc)
+        rc = cbf_gpu_timer_stop(b->timer[b->n_queued % BEAMS_IN_FLIGHT], b->stream, err);
     return rc ? rc : cbf_buffer_record(out, b->stream, err);
 }
 
@@ -284,6 +294,8 @@ static int beams_land(void *user, cbf_buffer *in, cbf_buffer *out, cbf_error *er
     cbf_counter_add(b->c_missing, out->missing);
     cbf_counter_add(b->c_sat, out->saturated);
     cbf_beamctl_clips(&b->ctl, b->sat);
+    if (b->gpu) /* its timer stopped before out's event, which has passed */
+        cbf_gauge_set(b->g_gpu_ms, cbf_gpu_timer_ms(b->timer[b->n_landed++ % BEAMS_IN_FLIGHT]));
     return cbf_port_send(b->out, out);
 }
 
@@ -303,8 +315,8 @@ int cbf_beams_buffer(cbf_beams *b, cbf_buffer *in, cbf_beams_compute_fn compute,
     /* the coefficients of every spectrum up to here are chosen */
     const int64_t spectra = (int64_t)(b->batches * (size_t)b->shape.spectra_per_heap);
     cbf_beamctl_processed(&b->ctl, in->timestamp + spectra * b->sbs);
-    if (!rc)
-        rc = cbf_stage_flight_push(&b->flight, in, out, err);
+    if (!rc && !(rc = cbf_stage_flight_push(&b->flight, in, out, err)))
+        b->n_queued++;
     if (rc) {
         /* work queued before the failure may still touch in and out */
         cbf_error ignored;

@@ -71,6 +71,12 @@ typedef struct cbf_beams {
     /* Outputs whose work is queued, with their inputs, sent once complete:
      * on the GPU the next buffer is queued before the oldest is waited for. */
     cbf_stage_flight flight;
+    /* GPU: a buffer's work on the GPU, from cbf_beams_begin to its
+     * output's event, on one timer per place in the flight (n_queued % 2);
+     * read when the output lands into the gpu_ms_per_buffer gauge. */
+    cbf_gpu_timer *timer[2];
+    uint64_t n_queued, n_landed;
+    cbf_gauge *g_gpu_ms;
 } cbf_beams;
 
 /* From the node's parameters (CBF_BEAMS_PARAMS) and its CI8 X-engine input
@@ -98,7 +104,9 @@ int cbf_beams_buffer(cbf_beams *b, cbf_buffer *in, cbf_beams_compute_fn compute,
 int cbf_beams_drain(cbf_beams *b, cbf_error *err);
 
 /* Starts `in` (its samples at `data`: device memory on the GPU) into `out`:
- * *job covers the whole buffer with the device (GPU) or host copies. */
+ * *job covers the whole buffer with the device (GPU) or host copies. The
+ * buffer's GPU time counts from here, on the stream (queue it after the
+ * wait for the upload, before the caller's first kernel). */
 int cbf_beams_begin(cbf_beams *b, const cbf_buffer *in, const uint8_t *data, cbf_buffer *out,
                     cbf_beam_job *job, cbf_error *err);
 /* From spectrum s0 of the buffer (timestamp ts; spectra counted across

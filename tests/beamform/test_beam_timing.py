@@ -17,7 +17,8 @@ last buffer must still reach the file. With --xb the node is the
 xbengine plugin (correlation beside the beams; on the GPU `fuse: on`, so
 on a Hopper GPU the one kernel runs and a change inside a piece splits it
 into the two kernels) and the same must hold. test_beam_control.c holds
-the values to the float64 reference.
+the values to the float64 reference. On the GPU the node's gpu_ms_per_buffer
+gauge must show in cbf-run's table at exit.
 
 usage: test_beam_timing.py [--gpu | --deferred] [--xb] (CBF_BUILD_ROOT in the environment)"""
 import os
@@ -101,6 +102,12 @@ def run(tmp, gpu, requests):
         e.kill()
     if code:
         fail("cbf-run (gpu: %s) exited %d:\n%s" % (gpu, code, "".join(e.log[-20:])))
+    if gpu != "none":
+        # the node's GPU time per buffer, last value, in cbf-run's table
+        line = next((l for l in table.splitlines() if l.startswith("beam ")), "")
+        m = re.search(r" gpu_ms_per_buffer=(\S+)", line)
+        check(m is not None and 0 < float(m.group(1)) < 1e4,
+              "the %s's gpu_ms_per_buffer gauge is a time (%s)" % (NODE[0], line or table))
     if XB and gpu != "none" and hopper():
         m = re.search(r"one_kernel_pieces=(\d+)", table)
         check(m is not None and int(m.group(1)) > 0,

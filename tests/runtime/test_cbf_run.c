@@ -4,6 +4,7 @@
  * without a GPU is refused, and a bad pipeline exits 2. */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -99,20 +100,32 @@ static int finish(child *c, char *out, size_t cap)
     return WEXITSTATUS(status);
 }
 
-/* The value of `name=` on the table row of node `node`. */
-static long long table_value(const char *table, const char *node, const char *name)
+/* The text after `name=` on the table row of node `node`, or NULL. */
+static const char *table_find(const char *table, const char *node, const char *name)
 {
     char key[64];
     snprintf(key, sizeof key, "\n%s ", node);
     const char *row = strstr(table, key);
     if (!row)
-        return -1;
+        return NULL;
     const char *end = strchr(row + 1, '\n');
     snprintf(key, sizeof key, " %s=", name);
     const char *v = strstr(row, key);
-    if (!v || (end && v > end))
-        return -1;
-    return atoll(v + strlen(key));
+    return !v || (end && v > end) ? NULL : v + strlen(key);
+}
+
+/* A counter's value on the table: -1 when absent. */
+static long long table_value(const char *table, const char *node, const char *name)
+{
+    const char *v = table_find(table, node, name);
+    return v ? atoll(v) : -1;
+}
+
+/* A gauge's value on the table: NaN when absent. */
+static double table_gauge(const char *table, const char *node, const char *name)
+{
+    const char *v = table_find(table, node, name);
+    return v ? strtod(v, NULL) : NAN;
 }
 
 static void test_sigint_drains(void **st)
@@ -140,6 +153,10 @@ static void test_sigint_drains(void **st)
     assert_int_equal(table_value(out, "mid", "passed"), sent);
     assert_int_equal(table_value(out, "snk", "order_errors"), 0);
     assert_int_equal(table_value(out, "snk", "data_errors"), 0);
+    /* gauges follow the counters (6 significant digits); unset ones are left out */
+    double last = table_gauge(out, "snk", "last_seq");
+    assert_true(fabs(last - (double)(sent - 1)) <= 1e-5 * (double)sent);
+    assert_null(strstr(out, "never_set="));
 }
 
 static void test_second_interrupt_exits_at_once(void **st)

@@ -42,8 +42,10 @@ int cbf_graph_load(const char *path, const char *const *overrides, size_t n_over
 void cbf_graph_free(cbf_graph *g);
 
 /* ---- Running. ---- */
-/* Named counters a node may have (cbf_node_counter); more are refused with a warning. */
+/* Named counters and gauges a node may have (cbf_node_counter,
+ * cbf_node_gauge); more are refused with a warning. */
 #define CBF_MAX_NODE_COUNTERS 32
+#define CBF_MAX_NODE_GAUGES 16
 
 typedef struct cbf_node_stats {
     const char *name;
@@ -56,6 +58,9 @@ typedef struct cbf_node_stats {
     int n_counters;
     const char *counter_names[CBF_MAX_NODE_COUNTERS];
     uint64_t counter_values[CBF_MAX_NODE_COUNTERS];
+    int n_gauges;              /* values NaN until set */
+    const char *gauge_names[CBF_MAX_NODE_GAUGES];
+    double gauge_values[CBF_MAX_NODE_GAUGES];
 } cbf_node_stats;
 
 typedef struct cbf_engine cbf_engine;

@@ -1,5 +1,7 @@
 /* rt_sink: checks that buffers arrive in sequence with the source's words,
- * optionally spending delay_us on each (a slow consumer). */
+ * optionally spending delay_us on each (a slow consumer). Gauges: last_seq
+ * (the last buffer's sequence number) and never_set (for cbf-run's table,
+ * which leaves out gauges with no value). */
 #include <stdlib.h>
 #include <time.h>
 #include "rt_common.h"
@@ -8,6 +10,7 @@ CBF_PLUGIN_EXPORT rt_knobs rt_test_knobs = {.delay_us = 0};
 
 typedef struct {
     cbf_counter *received, *order_errors, *data_errors;
+    cbf_gauge *last_seq;
     void *scratch;      /* host copy of non-host buffers */
 } counters;
 
@@ -19,6 +22,8 @@ static int init(cbf_node *n, cbf_error *err)
     c->received = cbf_node_counter(n, "received");
     c->order_errors = cbf_node_counter(n, "order_errors");
     c->data_errors = cbf_node_counter(n, "data_errors");
+    c->last_seq = cbf_node_gauge(n, "last_seq");
+    (void)cbf_node_gauge(n, "never_set");
     cbf_node_set_state(n, c);
     const cbf_port_desc *d = cbf_port_get_desc(cbf_node_port(n, "in", 0));
     if (d && d->mem != CBF_MEM_HOST && !(c->scratch = malloc(cbf_port_desc_bytes(d))))
@@ -59,6 +64,7 @@ static int run(cbf_node *n, cbf_error *err)
             struct timespec t = {delay_us / 1000000, (delay_us % 1000000) * 1000};
             nanosleep(&t, NULL);
         }
+        cbf_gauge_set(c->last_seq, (double)b->seq);
         cbf_buffer_unref(b);
         cbf_counter_add(c->received, 1);
     }
