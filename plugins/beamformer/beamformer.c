@@ -111,15 +111,14 @@ static int bf_compute(void *user, cbf_buffer *in, cbf_buffer *out, cbf_error *er
     const uint8_t *data = in->data;
     int rc = 0;
     if (s->gpu)
-        rc = in->kind == CBF_MEM_DEVICE ? cbf_buffer_wait_stream(in, s->stream, err)
-                                        : cbf_stage_upload_put(&s->up, in, s->stream, &data, err);
+        rc = cbf_stage_upload_put(&s->up, in, s->stream, &data, err);
     cbf_beam_job job;
     if (rc || (rc = cbf_beams_begin(b, in, data, out, &job, err)))
         return rc;
     const size_t S = b->batches * (size_t)b->shape.spectra_per_heap;
     if ((rc = cbf_beams_run(b, &job, in->timestamp, 0, S, err)))
         return rc;
-    if (s->gpu && in->kind != CBF_MEM_DEVICE && (rc = cbf_stage_upload_read(&s->up, s->stream, err)))
+    if (s->gpu && (rc = cbf_stage_upload_read(&s->up, s->stream, err)))
         return rc;
     return cbf_beams_end(b, out, err);
 }

@@ -112,6 +112,11 @@ void cbf_stage_upload_fini(cbf_stage_upload *u)
 int cbf_stage_upload_put(cbf_stage_upload *u, const cbf_buffer *buf, void *stream,
                          const uint8_t **data, cbf_error *err)
 {
+    if (buf->kind == CBF_MEM_DEVICE) {
+        u->pending = 0;
+        *data = buf->data;
+        return cbf_buffer_wait_stream(buf, stream, err);
+    }
     const unsigned k = u->next;
     int rc;
     /* read[k] never recorded yet counts as passed (CUDA's rule). */
@@ -123,12 +128,16 @@ int cbf_stage_upload_put(cbf_stage_upload *u, const cbf_buffer *buf, void *strea
         (rc = cbf_stage_stream_wait(stream, u->uploaded[k], err)))
         return rc;
     *data = u->slot[k];
+    u->pending = 1;
     return 0;
 }
 
 int cbf_stage_upload_read(cbf_stage_upload *u, void *stream, cbf_error *err)
 {
+    if (!u->pending)
+        return 0;
     const unsigned k = u->next;
     u->next ^= 1;
+    u->pending = 0;
     return cbf_stage_event_record(u->read[k], stream, err);
 }

@@ -66,6 +66,7 @@ typedef struct cbf_stage_upload {
     void *uploaded[2];     /* on stream, after the copy into slot k */
     void *read[2];         /* on the kernels' stream, after the last kernel reading slot k */
     unsigned next;         /* the slot of the next put */
+    int pending;           /* the last put used a slot: cbf_stage_upload_read records */
 } cbf_stage_upload;
 
 /* Two device slots of `bytes` and the upload stream (GPU path only). On
@@ -73,13 +74,16 @@ typedef struct cbf_stage_upload {
 int cbf_stage_upload_init(cbf_stage_upload *u, size_t bytes, cbf_error *err);
 /* The caller has waited for the kernels' stream (nothing reads the slots). */
 void cbf_stage_upload_fini(cbf_stage_upload *u);
-/* Queues the copy of buf's first `bytes` bytes (host or pinned) into the
- * next slot, after buf's event and after the kernels that read that slot
- * last, and makes `stream` (the kernels') wait for it; *data is the slot.
+/* Device input: `stream` waits for buf's event and *data is buf's own
+ * data (u need not be initialised). Host or pinned input: queues the copy
+ * of buf's first `bytes` bytes into the next slot, after buf's event and
+ * after the kernels that read that slot last, and makes `stream` (the
+ * kernels') wait for it; *data is the slot.
  * The caller holds buf until the kernels are done (the flight does). */
 int cbf_stage_upload_put(cbf_stage_upload *u, const cbf_buffer *buf, void *stream,
                          const uint8_t **data, cbf_error *err);
-/* Every kernel reading the slot of the last put is queued on `stream`. */
+/* Every kernel reading the data of the last put is queued on `stream`
+ * (nothing to record for device input). */
 int cbf_stage_upload_read(cbf_stage_upload *u, void *stream, cbf_error *err);
 
 #ifdef __cplusplus

@@ -215,8 +215,7 @@ static int xb_compute(void *user, cbf_buffer *in, cbf_buffer *out, cbf_error *er
     s->cur = in;
     int rc = 0;
     if (s->gpu)
-        rc = in->kind == CBF_MEM_DEVICE ? cbf_buffer_wait_stream(in, s->stream, err)
-                                        : cbf_stage_upload_put(&s->up, in, s->stream, &data, err);
+        rc = cbf_stage_upload_put(&s->up, in, s->stream, &data, err);
     if (!rc && s->side && ((rc = cbf_stage_event_record(s->arrived, s->stream, err)) ||
                            (rc = cbf_stage_stream_wait(s->side, s->arrived, err))))
         return rc;
@@ -229,8 +228,7 @@ static int xb_compute(void *user, cbf_buffer *in, cbf_buffer *out, cbf_error *er
     if (s->side && ((rc = cbf_stage_event_record(s->corr_done, s->stream, err)) ||
                     (rc = cbf_stage_stream_wait(s->side, s->corr_done, err))))
         return rc;
-    if (s->gpu && in->kind != CBF_MEM_DEVICE &&
-        (rc = cbf_stage_upload_read(&s->up, s->beams.stream, err)))
+    if (s->gpu && (rc = cbf_stage_upload_read(&s->up, s->beams.stream, err)))
         return rc;
     return cbf_beams_end(&s->beams, out, err);
 }
