@@ -6,7 +6,7 @@
  * accumulators. On the GPU the accumulators are device memory with
  * `slices` slices (one per blockIdx.z of the tensor-core kernel; the
  * reducer sums them): a host input buffer is uploaded once, on a stream of
- * its own into one of two device buffers in turn, so the next upload
+ * its own into one of two device buffers in turn (stage/flight.h), so the next upload
  * overlaps this one's kernels; device input is read in place. Either way
  * the host never waits per buffer: the input is held until the kernels
  * reading it are done (stage/gpu.h's hold). Each dump's buffer carries an
@@ -18,6 +18,7 @@
 
 #include "dumps.h"
 #include "stage/contracts/xeng.h"
+#include "stage/flight.h"
 #include "stage/gpu.h"
 #include "stage/input.h"
 
@@ -38,12 +39,7 @@ typedef struct corr {
     cbf_corr_dumps dumps;
     int gpu;
     void *stream;            /* cudaStream_t */
-    /* Host input: uploads on `up` into d_in[k], k in turn; uploaded[k]
-     * (on up) orders the kernels after it, read[k] (on stream, after the
-     * kernels) the next upload into d_in[k] after them. */
-    void *up;
-    uint8_t *d_in[2];
-    void *uploaded[2], *read[2];
+    cbf_stage_upload up;     /* host input: uploaded into two slots in turn */
     cbf_stage_hold held;     /* input buffers until their kernels are done */
     /* An input buffer's upload and kernels: the gpu_ms_per_buffer gauge.
      * Two, used in turn: a buffer's time is read one buffer later, once
@@ -60,14 +56,8 @@ static int corr_gpu_setup(cbf_node *node, corr *s, cbf_mem_kind in_mem, cbf_erro
     int rc;
     if ((rc = cbf_stage_hold_init(&s->held, 1, err)))
         return rc;
-    if (in_mem != CBF_MEM_DEVICE && (rc = cbf_stage_stream_create(&s->up, err)))
+    if (in_mem != CBF_MEM_DEVICE && (rc = cbf_stage_upload_init(&s->up, s->dumps.in_bytes, err)))
         return rc;
-    for (int k = 0; k < 2 && in_mem != CBF_MEM_DEVICE; k++)
-        if ((rc = cbf_stage_alloc(CBF_MEM_DEVICE, s->dumps.in_bytes, (void **)&s->d_in[k],
-                                  "input", err)) ||
-            (rc = cbf_stage_event_create(&s->uploaded[k], err)) ||
-            (rc = cbf_stage_event_create(&s->read[k], err)))
-            return rc;
     if ((rc = cbf_gpu_timer_create(&s->timer[0], err)) ||
         (rc = cbf_gpu_timer_create(&s->timer[1], err)))
         return rc;
@@ -89,12 +79,7 @@ static void corr_fini(cbf_node *node)
     if (s->stream) /* nothing may still write the open dump */
         cbf_stage_stream_sync(s->stream, "stream", &ignored);
     cbf_corr_dumps_fini(&s->dumps);
-    for (int k = 0; k < 2; k++) {
-        cbf_stage_free(CBF_MEM_DEVICE, s->d_in[k]);
-        cbf_stage_event_destroy(s->uploaded[k]);
-        cbf_stage_event_destroy(s->read[k]);
-    }
-    cbf_stage_stream_destroy(s->up);
+    cbf_stage_upload_fini(&s->up);
     cbf_stage_stream_destroy(s->stream);
     cbf_gpu_timer_destroy(s->timer[0]);
     cbf_gpu_timer_destroy(s->timer[1]);
@@ -137,35 +122,21 @@ static int corr_input_data(corr *s, cbf_buffer *in, const uint8_t **data, cbf_er
     *data = in->data;
     if (!s->gpu)
         return in->kind == CBF_MEM_HOST ? 0 : cbf_buffer_sync_host(in, err);
-    const int k = (int)(s->n_timed % 2);
-    if (in->kind == CBF_MEM_DEVICE) {
-        int rc = cbf_buffer_wait_stream(in, s->stream, err);
-        return rc ? rc : cbf_gpu_timer_start(s->timer[k], s->stream, err);
-    }
-    int rc;
-    if ((rc = cbf_gpu_timer_start(s->timer[k], s->stream, err)) ||
-        (rc = cbf_buffer_wait_stream(in, s->up, err)) ||
-        (rc = cbf_stage_stream_wait(s->up, s->read[k], err)) ||
-        (rc = cbf_stage_copy(s->d_in[k], CBF_MEM_DEVICE, in->data, in->kind, s->dumps.in_bytes,
-                             s->up, "upload", err)) ||
-        (rc = cbf_stage_event_record(s->uploaded[k], s->up, err)) ||
-        (rc = cbf_stage_stream_wait(s->stream, s->uploaded[k], err)))
-        return rc;
-    *data = s->d_in[k];
-    return 0;
+    /* the buffer's GPU time counts from its input on the GPU */
+    int rc = cbf_stage_upload_put(&s->up, in, s->stream, data, err);
+    return rc ? rc : cbf_gpu_timer_start(s->timer[s->n_timed % 2], s->stream, err);
 }
 
 /* Every kernel reading `in` is queued: the buffer is held until they are
- * done (its upload too), and d_in's slot is free for an upload once they
- * are. After an error the stream is waited for instead. */
+ * done (its upload too), and its upload slot is free for the next upload
+ * once they are. After an error the stream is waited for instead. */
 static int corr_input_done(corr *s, cbf_buffer *in, int failed, cbf_error *err)
 {
     if (!s->gpu)
         return 0;
     if (failed)
         return cbf_stage_stream_sync(s->stream, "stream", err);
-    int rc = in->kind == CBF_MEM_DEVICE
-                 ? 0 : cbf_stage_event_record(s->read[s->n_timed % 2], s->stream, err);
+    int rc = cbf_stage_upload_read(&s->up, s->stream, err);
     return rc ? rc : cbf_stage_hold_push(&s->held, in, s->stream, NULL, err);
 }
 
