@@ -60,7 +60,11 @@ __device__ __forceinline__ void fir_load(const unsigned *__restrict__ &np, int r
 #pragma unroll
     for (int u = 0; u < TAPS; u++) {
         v[u] = ((!TAIL || s + u < len) && ld) ? __ldg(np) : 0u;
-        np += row_words;
+        /* One 64-bit add per row: written as a plain += the compiler
+         * rebuilds each address as np + u x row_words (three instructions). */
+        unsigned long long a = (unsigned long long)np;
+        asm("add.s64 %0, %0, %1;" : "+l"(a) : "l"(4LL * row_words));
+        np = (const unsigned *)a;
     }
 }
 
