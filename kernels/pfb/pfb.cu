@@ -106,10 +106,10 @@ __device__ __forceinline__ void fir_sum(const unsigned (&v)[TAPS], int s, int le
         pw += sq;
 }
 
-/* One full turn from spectrum s: the next turn's rows are loaded into nxt
- * first, so they are in flight while cur is filtered (measured: long
- * scoreboard stalls 3.8 -> 0.75 per instruction). false: fewer than TAPS
- * spectra left. */
+/* One turn from spectrum s: the next turn's rows are loaded into nxt
+ * first, so they are in flight while cur is filtered (at 4096 channels
+ * 1.12 ms against 1.14-1.18 without; docs/performance.md). false: the
+ * section is done (a last turn of fewer than TAPS spectra filtered). */
 template <int TAPS, bool WIDE>
 __device__ __forceinline__ bool fir_turn(const unsigned (&cur)[TAPS], unsigned (&nxt)[TAPS],
                                          const unsigned *__restrict__ &np, int row_words,
@@ -117,8 +117,11 @@ __device__ __forceinline__ bool fir_turn(const unsigned (&cur)[TAPS], unsigned (
                                          int bits, float (&win)[TAPS], const float (&wr)[TAPS],
                                          float *o, int step, unsigned long long &pw)
 {
-    if (s + TAPS > len)
+    if (s + TAPS > len) {
+        if (s < len)
+            fir_sum<TAPS, true, false, WIDE>(cur, s, len, k, sel, sh, bits, win, wr, o, step, pw);
         return false;
+    }
     if (s + 2 * TAPS <= len)
         fir_load<TAPS, false>(np, row_words, ld, s + TAPS, len, nxt);
     else
@@ -178,22 +181,11 @@ __global__ void __launch_bounds__(128, 5) fir_kernel(
     unsigned va[TAPS], vb[TAPS];
     int s = 0;
     fir_load<TAPS, true>(np, row_words, ld, 0, len, va);
-    for (;;) {
-        if (!fir_turn<TAPS, WIDE>(va, vb, np, row_words, ld, s, len, k, sel, sh, bits, win, wr,
-                                  o, step, pw)) {
-            if (s < len)
-                fir_sum<TAPS, true, false, WIDE>(va, s, len, k, sel, sh, bits, win, wr, o, step,
-                                                 pw);
-            break;
-        }
-        if (!fir_turn<TAPS, WIDE>(vb, va, np, row_words, ld, s, len, k, sel, sh, bits, win, wr,
-                                  o, step, pw)) {
-            if (s < len)
-                fir_sum<TAPS, true, false, WIDE>(vb, s, len, k, sel, sh, bits, win, wr, o, step,
-                                                 pw);
-            break;
-        }
-    }
+    while (fir_turn<TAPS, WIDE>(va, vb, np, row_words, ld, s, len, k, sel, sh, bits, win, wr, o,
+                                step, pw) &&
+           fir_turn<TAPS, WIDE>(vb, va, np, row_words, ld, s, len, k, sel, sh, bits, win, wr, o,
+                                step, pw))
+        ;
     for (int off = 16; off; off >>= 1)
         pw += __shfl_down_sync(0xffffffffu, pw, off);
     if ((threadIdx.x & 31) == 0 && pw)
