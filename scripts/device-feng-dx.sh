@@ -13,8 +13,11 @@
 #   memcheck      compute-sanitizer memcheck on test_feng --gpu --dx
 #   racecheck     compute-sanitizer racecheck on a small cbf-bench run
 #   test_gpu      test_feng --gpu: the four-pass path and the pfb
-#   ncu           Nsight Compute on the fused kernel and post_kernel
-#                 (--clock-control none; DX_NCU_ARGS, DX_NCU_CHANNELS)
+#   ncu           Nsight Compute on the FIR, the fused kernel and post_kernel
+#                 (--clock-control none; DX_NCU_KERNELS, DX_NCU_ARGS,
+#                 DX_NCU_CHANNELS, DX_NCU_SAMPLES)
+#   memcheck_fir  compute-sanitizer memcheck on test_feng --gpu (the FIR at
+#                 every width, unaligned input pointers)
 #   scoping       cbf-bench feng --dx: the cuFFTDx measurement kernels
 # Output under $OUT (./out by hand), one file per step (the device tool
 # brings back 8): bench.md, test and sanitizer logs, ncu.csv.
@@ -62,6 +65,10 @@ step_memcheck() {
     run memcheck.log 55 compute-sanitizer --tool memcheck $test --gpu --dx
     grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck.log" | head -4
 }
+step_memcheck_fir() {
+    run memcheck-fir.log 70 compute-sanitizer --tool memcheck $test --gpu
+    grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck-fir.log" | head -4
+}
 step_racecheck() {
     run racecheck.log 60 compute-sanitizer --tool racecheck $bench feng --channels 4096 \
         --samples 65536 --reps 1 --dx-variants
@@ -78,13 +85,14 @@ step_scoping() {
 step_ncu() {
     command -v ncu >/dev/null || { echo "== ncu: not here"; return; }
     run ncu.csv 50 ncu --clock-control none --kernel-name-base mangled \
-        --kernel-id "::regex:${DX_NCU_KERNELS:-dxp_kernel|post_kernel}:2" --csv --print-units base \
+        --kernel-id "::regex:${DX_NCU_KERNELS:-fir_kernel|dxp_kernel|post_kernel}:2" --csv --print-units base \
         --metrics gpu__time_duration.sum,smsp__inst_executed.sum,sm__inst_executed.avg.per_cycle_active,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,launch__grid_size,launch__block_size,launch__occupancy_limit_shared_mem,launch__occupancy_limit_registers,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,smsp__thread_inst_executed.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_write.sum,lts__t_sectors_op_read.sum,l1tex__t_sector_hit_rate.pct,lts__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__throughput.avg.pct_of_peak_sustained_active,smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_wait_per_issue_active.ratio,smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio,smsp__average_warps_issue_stalled_selected_per_issue_active.ratio \
-        $bench feng --channels "${DX_NCU_CHANNELS:-4096}" --samples 16777216 --reps 1 ${DX_NCU_ARGS:-}
+        $bench feng --channels "${DX_NCU_CHANNELS:-4096}" --samples "${DX_NCU_SAMPLES:-16777216}" \
+        --reps 1 ${DX_NCU_ARGS:-}
     echo "$(grep -c '"gpu__time_duration.sum"' "$OUT/ncu.csv") kernels profiled"
 }
 # Steps in order (DX_STEPS): test_dx bench bench_dither memcheck racecheck
-# test_gpu ncu scoping; one file under $OUT each.
+# test_gpu ncu scoping memcheck_fir; one file under $OUT each.
 for step in ${DX_STEPS:-test_dx bench bench_dither memcheck racecheck test_gpu ncu}; do
     "step_$step"
 done

@@ -7,7 +7,11 @@
  * sample, TAPS FMAs and one float store. Neighbouring threads take
  * neighbouring columns, so loads and stores are coalesced along a row; the
  * unzipped store order keeps runs of 32 / n floats contiguous. Columns are
- * cut into sections of spectra only to give the GPU enough threads. */
+ * cut into sections of spectra only to give the GPU enough threads. A warp
+ * loads its 32 packed samples of a row as whole words, one per lane, and
+ * shares them with shuffles (fir_load); the next TAPS rows are in flight
+ * while the current ones are filtered (fir_turn). docs/performance.md,
+ * "Fused FFT + post with cuFFTDx", has the measurements behind each choice. */
 #include "pfb.h"
 
 #include "cbf_cplx.h"
@@ -28,7 +32,8 @@ struct cbf_pfb_cuda {
  * (step x bits is a whole number of bytes), so a thread finds its shift once
  * and then walks down the column by a fixed byte stride. Two bytes always
  * hold a sample (widths up to 10, 12, 16); the top bit of the first is the
- * sample's first bit after the shift. */
+ * sample's first bit after the shift. Used for the window's first TAPS - 1
+ * rows only; the turns load words (fir_load). */
 __device__ __forceinline__ int decode_at(const uint8_t *__restrict__ p, int off, int sh, int bits)
 {
     unsigned v = ((unsigned)__ldg(p + off) << 8) | __ldg(p + off + 1);
@@ -41,49 +46,121 @@ __device__ __forceinline__ void add_power(unsigned long long *pw, int v)
     *pw += (unsigned long long)a * a;
 }
 
-/* The window is a ring of TAPS registers indexed (row mod TAPS); the
- * spectrum loop is unrolled by TAPS so every ring index is a constant and
- * no register moves are needed. The TAPS rows of one turn are all loaded
- * before the first is used, to keep enough loads in flight. */
+/* Warp-cooperative loads: a warp's 32 samples of a row lie in at most 18
+ * aligned 32-bit words (32 x 16 bits plus the offsets), the same for every
+ * row. Lane k loads word k of the row (lanes past the last word load
+ * nothing), one load and one register per row instead of two byte loads
+ * and two registers; fir_sum then fetches each lane's two bytes from the
+ * word(s) holding them with two shuffles. np walks down the column's rows
+ * (one row_words step per row), so an address costs one add. */
 template <int TAPS, bool TAIL>
-__device__ __forceinline__ void fir_turn(const uint8_t *__restrict__ p, int sh, int bits,
-                                         int row_bytes, int s, int len, float *win,
-                                         const float *wr, float *o, int step,
-                                         unsigned long long *pw)
+__device__ __forceinline__ void fir_load(const unsigned *__restrict__ &np, int row_words, bool ld,
+                                         int s, int len, unsigned (&v)[TAPS])
 {
-    int v[TAPS];
-#pragma unroll
-    for (int u = 0; u < TAPS; u++)
-        v[u] = (!TAIL || s + u < len) ? decode_at(p, (s + u + TAPS - 1) * row_bytes, sh, bits) : 0;
 #pragma unroll
     for (int u = 0; u < TAPS; u++) {
-        if (TAIL && s + u >= len)
+        v[u] = ((!TAIL || s + u < len) && ld) ? __ldg(np) : 0u;
+        /* One 64-bit add per row: written as a plain += the compiler
+         * rebuilds each address as np + u x row_words (three instructions). */
+        unsigned long long a = (unsigned long long)np;
+        asm("add.s64 %0, %0, %1;" : "+l"(a) : "l"(4LL * row_words));
+        np = (const unsigned *)a;
+    }
+}
+
+/* The filter of TAPS spectra from one turn of loaded words. The window is
+ * a ring of TAPS registers indexed (row mod TAPS), unrolled by TAPS so
+ * every ring index is a constant. A sample: the word(s) holding its first
+ * byte (word k) and the next (word k or k + 1), the two bytes put at the
+ * top of 32 bits by sel, shifted by sh and sign-extended by one arithmetic
+ * shift. Power: the squares of samples of rows < len; ALL: every sample of
+ * the turn counts (no test); !WIDE: the turn's squares summed in 32 bits
+ * (16 x (2^11)^2 < 2^32 for widths up to 12 bits) and widened once. */
+template <int TAPS, bool TAIL, bool ALL, bool WIDE>
+__device__ __forceinline__ void fir_sum(const unsigned (&v)[TAPS], int s, int len, int k,
+                                        unsigned sel, int sh, int bits, float (&win)[TAPS],
+                                        const float (&wr)[TAPS], float *o, int step,
+                                        unsigned long long &pw)
+{
+    unsigned sq = 0;
+#pragma unroll
+    for (int u = 0; u < TAPS; u++) {
+        if (TAIL && s + u >= len) /* len is the block's: the shuffles stay uniform */
             break;
-        if (s + u + TAPS - 1 < len)
-            add_power(pw, v[u]);
-        win[(u + TAPS - 1) % TAPS] = (float)v[u];
+        unsigned lo = __shfl_sync(0xffffffffu, v[u], k), hi = __shfl_sync(0xffffffffu, v[u], k + 1);
+        int x = (int)(__byte_perm(lo, hi, sel) << sh) >> (32 - bits);
+        if (ALL || s + u + TAPS - 1 < len) {
+            if (WIDE)
+                add_power(&pw, x);
+            else
+                sq += (unsigned)(x * x);
+        }
+        win[(u + TAPS - 1) % TAPS] = (float)x;
         float acc = 0.0f;
 #pragma unroll
         for (int t = 0; t < TAPS; t++)
             acc = fmaf(wr[t], win[(u + t) % TAPS], acc);
         o[(long long)(s + u) * step] = acc;
     }
+    if (!WIDE)
+        pw += sq;
 }
 
-template <int TAPS>
+/* One turn from spectrum s: the next turn's rows are loaded into nxt
+ * first, so they are in flight while cur is filtered (at 4096 channels
+ * 1.12 ms against 1.14-1.18 without; docs/performance.md). false: the
+ * section is done (a last turn of fewer than TAPS spectra filtered). */
+template <int TAPS, bool WIDE>
+__device__ __forceinline__ bool fir_turn(const unsigned (&cur)[TAPS], unsigned (&nxt)[TAPS],
+                                         const unsigned *__restrict__ &np, int row_words,
+                                         bool ld, int &s, int len, int k, unsigned sel, int sh,
+                                         int bits, float (&win)[TAPS], const float (&wr)[TAPS],
+                                         float *o, int step, unsigned long long &pw)
+{
+    if (s + TAPS > len) {
+        if (s < len)
+            fir_sum<TAPS, true, false, WIDE>(cur, s, len, k, sel, sh, bits, win, wr, o, step, pw);
+        return false;
+    }
+    if (s + 2 * TAPS <= len)
+        fir_load<TAPS, false>(np, row_words, ld, s + TAPS, len, nxt);
+    else
+        fir_load<TAPS, true>(np, row_words, ld, s + TAPS, len, nxt);
+    if (s + 2 * TAPS - 1 <= len)
+        fir_sum<TAPS, false, true, WIDE>(cur, s, len, k, sel, sh, bits, win, wr, o, step, pw);
+    else
+        fir_sum<TAPS, false, false, WIDE>(cur, s, len, k, sel, sh, bits, win, wr, o, step, pw);
+    s += TAPS;
+    return true;
+}
+
+/* WIDE: 16-bit samples, whose squares are summed in 64 bits each. */
+template <int TAPS, bool WIDE>
 __global__ void __launch_bounds__(128, 5) fir_kernel(
     const uint8_t *__restrict__ in0, const uint8_t *__restrict__ in1, long long start0,
     long long start1, int bits, const float *__restrict__ w, int step, int log_n, int m,
     long long spectra, int section, float *__restrict__ out, long long pol_stride,
     unsigned long long *power)
 {
-    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+    const int j = blockIdx.x * blockDim.x + threadIdx.x, lane = threadIdx.x & 31;
     const int pol = blockIdx.z;
     const long long s0 = (long long)blockIdx.y * section;
     const int len = (int)min((long long)section, spectra - s0);
-    const long long bit0 = ((pol ? start1 : start0) + s0 * step + j) * bits;
-    const uint8_t *p = (pol ? in1 : in0) + (bit0 >> 3);
-    const int sh = (int)(bit0 & 7), row_bytes = step / 8 * bits;
+    const uint8_t *in = pol ? in1 : in0;
+    const long long first = (pol ? start1 : start0) + s0 * step;
+    const long long bit0 = (first + j) * bits;
+    const uint8_t *p = in + (bit0 >> 3);
+    const int sh = (int)(bit0 & 7), row_bytes = step / 8 * bits, row_words = row_bytes / 4;
+    /* The warp's words: from the aligned word holding lane 0's first byte
+     * (row_bytes is a multiple of 4, so the same in every row). rel: this
+     * lane's first byte from there; lane 31's second byte is the last one
+     * the warp needs. */
+    const uint8_t *b0 = in + (((first + j - lane) * bits) >> 3);
+    const unsigned *wp = (const unsigned *)(b0 - ((size_t)b0 & 3));
+    const int rel = (int)(p - (const uint8_t *)wp), k = rel >> 2, b = rel & 3;
+    const bool ld = lane <= ((__shfl_sync(0xffffffffu, rel, 31) + 1) >> 2);
+    const unsigned sel = ((unsigned)b << 12) | ((unsigned)(b + 1) << 8);
+    const unsigned *__restrict__ np = wp + lane + (TAPS - 1) * row_words;
 
     float wr[TAPS], win[TAPS];
 #pragma unroll
@@ -99,11 +176,16 @@ __global__ void __launch_bounds__(128, 5) fir_kernel(
     }
     const int i = j >> 1, q = i >> log_n, r = i & ((1 << log_n) - 1);
     float *o = out + pol * pol_stride + s0 * step + 2 * (r * m + q) + (j & 1);
+    /* Two turns per iteration, the word buffers swapping roles, so no
+     * register moves between turns. */
+    unsigned va[TAPS], vb[TAPS];
     int s = 0;
-    for (; s + TAPS <= len; s += TAPS)
-        fir_turn<TAPS, false>(p, sh, bits, row_bytes, s, len, win, wr, o, step, &pw);
-    if (s < len)
-        fir_turn<TAPS, true>(p, sh, bits, row_bytes, s, len, win, wr, o, step, &pw);
+    fir_load<TAPS, true>(np, row_words, ld, 0, len, va);
+    while (fir_turn<TAPS, WIDE>(va, vb, np, row_words, ld, s, len, k, sel, sh, bits, win, wr, o,
+                                step, pw) &&
+           fir_turn<TAPS, WIDE>(vb, va, np, row_words, ld, s, len, k, sel, sh, bits, win, wr, o,
+                                step, pw))
+        ;
     for (int off = 16; off; off >>= 1)
         pw += __shfl_down_sync(0xffffffffu, pw, off);
     if ((threadIdx.x & 31) == 0 && pw)
@@ -114,16 +196,21 @@ typedef void (*fir_fn)(const uint8_t *, const uint8_t *, long long, long long, i
                        const float *, int, int, int, long long, int, float *, long long,
                        unsigned long long *);
 
-static fir_fn pick(int taps)
+#define FIR_ROW(WIDE)                                                                        \
+    {                                                                                        \
+        fir_kernel<1, WIDE>, fir_kernel<2, WIDE>, fir_kernel<3, WIDE>, fir_kernel<4, WIDE>,  \
+        fir_kernel<5, WIDE>, fir_kernel<6, WIDE>, fir_kernel<7, WIDE>, fir_kernel<8, WIDE>,  \
+        fir_kernel<9, WIDE>, fir_kernel<10, WIDE>, fir_kernel<11, WIDE>,                     \
+        fir_kernel<12, WIDE>, fir_kernel<13, WIDE>, fir_kernel<14, WIDE>,                    \
+        fir_kernel<15, WIDE>, fir_kernel<16, WIDE>                                           \
+    }
+
+static fir_fn pick(int taps, int bits)
 {
-    static const fir_fn table[CBF_PFB_MAX_TAPS] = {
-        fir_kernel<1>, fir_kernel<2>, fir_kernel<3>, fir_kernel<4>,
-        fir_kernel<5>, fir_kernel<6>, fir_kernel<7>, fir_kernel<8>,
-        fir_kernel<9>, fir_kernel<10>, fir_kernel<11>, fir_kernel<12>,
-        fir_kernel<13>, fir_kernel<14>, fir_kernel<15>, fir_kernel<16>,
-    };
-    return table[taps - 1];
+    static const fir_fn table[2][CBF_PFB_MAX_TAPS] = {FIR_ROW(false), FIR_ROW(true)};
+    return table[bits > 12][taps - 1];
 }
+#undef FIR_ROW
 
 extern "C" int cbf_pfb_cuda_create(int channels, int taps, const float *weights_host,
                                    cbf_pfb_cuda **out, char *msg, size_t msglen)
@@ -204,7 +291,7 @@ extern "C" int cbf_pfb_cuda_run(cbf_pfb_cuda *plan, const cbf_pfb_job *job, void
     }
     dim3 grid(step / block, (unsigned)(((long long)job->spectra + section - 1) / section), 2);
     int log_n = job->unzip == 4 ? 2 : job->unzip == 2 ? 1 : 0;
-    pick(job->taps)<<<grid, block, 0, (cudaStream_t)stream>>>(
+    pick(job->taps, job->bits)<<<grid, block, 0, (cudaStream_t)stream>>>(
         job->in[0], job->in[1], job->start[0], job->start[1], job->bits, plan->weights, step,
         log_n, job->channels / job->unzip, (long long)job->spectra, (int)section, job->out,
         (long long)job->out_pol_stride, plan->power);

@@ -53,7 +53,9 @@ typedef struct cbf_pfb_job {
     int unzip;               /* 1, 2 or 4 */
     const uint8_t *in[2];    /* packed samples per pol (device memory for CUDA),
                                 sample 0 at the top bit of byte 0, padded as
-                                cbf_packed_bytes says */
+                                cbf_packed_bytes says; CUDA loads aligned words,
+                                so in[pol] lies in a word-aligned allocation
+                                (it need not be aligned itself) */
     size_t in_samples;       /* samples readable in each in[pol] */
     int64_t start[2];        /* first sample of spectrum 0's window, per pol */
     size_t spectra;          /* spectra to produce */

@@ -128,7 +128,10 @@ static void unpadded_decode_all_widths(void **state)
  * modulo 32 and beyond). Sample i starts at stream bit s = i x bits, in
  * byte s / 8 and 32-bit word s / 32.
  *  - cbf_packed_sample: bytes [s / 8, s / 8 + 3).
- *  - kernels/pfb/pfb.cu decode_at: bytes s / 8 and s / 8 + 1.
+ *  - kernels/pfb/pfb.cu: decode_at reads bytes s / 8 and s / 8 + 1; the
+ *    turns load the aligned 32-bit words holding them (fir_load), aligned
+ *    in memory, not to the buffer: with the buffer starting o = 0..3 bytes
+ *    past a word boundary, up to byte ((o + s / 8 + 1) / 4 + 1) x 4 - o.
  *  - kernels/ddc/ddc.cu: words s / 32 and s / 32 + 1 (hi and lo of the pair
  *    a sample is shifted out of), every index clamped to last_word =
  *    cbf_packed_bytes / 4 - 1; a real sample's loads must never need that
@@ -146,9 +149,10 @@ static void padding_covers_every_reader(void **state)
                          bits, n, bytes);
             if (s_last / 8 + 3 > bytes)
                 fail_msg("bits %d, n %zu: cbf_packed_sample reads past %zu bytes", bits, n, bytes);
-            if (s_last / 8 + 2 > bytes)
-                fail_msg("bits %d, n %zu: the pfb GPU decoder reads past %zu bytes", bits, n,
-                         bytes);
+            for (size_t o = 0; o < 4; o++)
+                if (((o + s_last / 8 + 1) / 4 + 1) * 4 - o > bytes)
+                    fail_msg("bits %d, n %zu, offset %zu: the pfb GPU decoder reads past %zu "
+                             "bytes", bits, n, o, bytes);
             const size_t last_word = bytes / 4 - 1;
             if (s_last / 32 + 1 > last_word)
                 fail_msg("bits %d, n %zu: the ddc GPU decoder's word %zu is clamped to %zu", bits,

@@ -13,7 +13,12 @@
  *  - cbf_packed_sample below reads the 3 bytes from the one holding a
  *    sample's first bit: for the last sample, at most 2 bytes past the
  *    last byte that holds samples;
- *  - the PFB's GPU decoder (kernels/pfb/pfb.cu) reads 2 bytes from there;
+ *  - the PFB's GPU decoder (kernels/pfb/pfb.cu) reads 2 bytes from there,
+ *    as the aligned 32-bit words that hold them: at most 4 bytes past the
+ *    last sample's first byte, within the extra word. It aligns in memory,
+ *    not to the buffer, so it may also read up to 3 bytes before an
+ *    unaligned buffer: the buffer must lie in a word-aligned allocation
+ *    (any cudaMalloc's), which pfb.h says;
  *  - the DDC's GPU decoder (kernels/ddc/ddc.cu) loads aligned 32-bit words,
  *    one past the word a sample starts in, clamped to the last whole word
  *    the rule gives: the extra word keeps that clamp for threads past the
