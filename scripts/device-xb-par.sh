@@ -40,8 +40,8 @@ for v in ${XB_VARIANTS:-base}; do
     echo; echo "== $name (${v#*:}): $(grep -A3 "entry function '.*xb_wgmma" "xbvar/$name.log" |
         grep -oE "[0-9]+ bytes spill stores|Used [0-9]+ registers" | tr '\n' ' ')"
     [ -f "xbvar/$name.o" ] || { tail -5 "xbvar/$name.log"; continue; }
-    cp "xbvar/$name.o" "$obj" && eval "$arcmd" && eval "$link" && cp tools/bench/cbf-bench "xbvar/cbf-bench-$name" || continue
-    eval "timeout 60 xbvar/cbf-bench-$name beam ${XB_BENCH:---ants 64 --beams 8 --xb-channels 64,128,256,512,1024 --reps 7}" \
+    cp "xbvar/$name.o" "$obj" && eval "$arcmd" && eval "$link" >/dev/null 2>&1 && cp tools/bench/cbf-bench "tools/bench/cbf-bench-$name" || continue
+    eval "timeout 60 tools/bench/cbf-bench-$name beam ${XB_BENCH:---ants 64 --beams 8 --xb-channels 64,128,256,512,1024 --reps 7}" \
         >"$OUT/bench-$name.md" 2>&1
     grep -E "^\| [0-9s]|copy|ceiling" "$OUT/bench-$name.md" | tail -12
     echo "($((SECONDS - t0)) s)"
@@ -49,7 +49,7 @@ done
 if [ -n "${XB_NCU:-}" ]; then
     for k in xb_wgmma corr_wgmma; do
         timeout 90 ncu --clock-control none --set full --import-source no -k regex:$k --launch-skip 2 \
-            --launch-count 1 -o "$OUT/$k" -f "xbvar/cbf-bench-$XB_NCU" beam --ants 64 --beams 8 \
+            --launch-count 1 -o "$OUT/$k" -f "tools/bench/cbf-bench-$XB_NCU" beam --ants 64 --beams 8 \
             --xb-channels 1024 --reps 1 >"$OUT/ncu-$k.log" 2>&1
         echo "== ncu $k: exit $? ($((SECONDS - t0)) s)"
         if [ -f "$OUT/$k.ncu-rep" ]; then
