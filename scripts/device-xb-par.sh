@@ -41,12 +41,12 @@ for v in ${XB_VARIANTS:-base}; do
         grep -oE "[0-9]+ bytes spill stores|Used [0-9]+ registers" | tr '\n' ' ')"
     [ -f "xbvar/$name.o" ] || { tail -5 "xbvar/$name.log"; continue; }
     cp "xbvar/$name.o" "$obj" && eval "$arcmd" && eval "$link" >/dev/null 2>&1 && cp tools/bench/cbf-bench "tools/bench/cbf-bench-$name" || continue
-    eval "timeout 60 tools/bench/cbf-bench-$name beam ${XB_BENCH:---ants 64 --beams 8 --xb-channels 64,128,256,512,1024 --reps 7}" \
+    eval "timeout 45 tools/bench/cbf-bench-$name beam ${XB_BENCH:---ants 64 --beams 8 --xb-channels 64,128,256,512,1024 --reps 7}" \
         >"$OUT/bench-$name.md" 2>&1
     grep -E "^\| [0-9s]|copy|ceiling" "$OUT/bench-$name.md" | tail -12
     echo "($((SECONDS - t0)) s)"
 done
-if [ -n "${XB_NCU:-}" ]; then
+if [ -n "${XB_NCU:-}" ] && [ $((SECONDS - t0)) -lt ${XB_NCU_BY:-150} ]; then
     for k in xb_wgmma corr_wgmma; do
         timeout 90 ncu --clock-control none --set full --import-source no -k regex:$k --launch-skip 2 \
             --launch-count 1 -o "$OUT/$k" -f "tools/bench/cbf-bench-$XB_NCU" beam --ants 64 --beams 8 \
