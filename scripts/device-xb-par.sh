@@ -23,6 +23,7 @@ cmds=$(ninja -t commands tools/bench/cbf-bench)
 cc=$(echo "$cmds" | grep "/correlator_sm90.cu.o -c")
 obj=$(echo "$cc" | grep -oE -- "-o [^ ]*correlator_sm90.cu.o" | cut -c4-)
 mkdir -p xbvar
+: >"$OUT/bench.md"
 for v in ${XB_VARIANTS:-base}; do
     name=${v%%:*} defs=""
     [ "$name" != "$v" ] && defs=$(echo "${v#*:}" | tr ',' ' ')
@@ -42,18 +43,20 @@ for v in ${XB_VARIANTS:-base}; do
     [ -f "xbvar/$name.o" ] || { tail -5 "xbvar/$name.log"; continue; }
     cp "xbvar/$name.o" "$obj" && eval "$arcmd" && eval "$link" >/dev/null 2>&1 && cp tools/bench/cbf-bench "tools/bench/cbf-bench-$name" || continue
     eval "timeout 45 tools/bench/cbf-bench-$name beam ${XB_BENCH:---ants 64 --beams 8 --xb-channels 64,128,256,512,1024 --reps 7}" \
-        >"$OUT/bench-$name.md" 2>&1
-    grep -E "^\| [0-9s]|copy|ceiling" "$OUT/bench-$name.md" | tail -12
+        >"$OUT/bench.log" 2>&1
+    { echo "== $name ($v)"; cat "$OUT/bench.log"; } >>"$OUT/bench.md"
+    grep -E "^\| [0-9s]|copy|ceiling" "$OUT/bench.log" | tail -12
     echo "($((SECONDS - t0)) s)"
 done
 if [ -n "${XB_NCU:-}" ] && [ $((SECONDS - t0)) -lt ${XB_NCU_BY:-150} ]; then
-    for k in xb_wgmma corr_wgmma; do
+    rm -f "$OUT/bench.log"
+    for k in ${XB_NCU_KERNELS:-xb_wgmma corr_wgmma}; do
         timeout 90 ncu --clock-control none --set full --import-source no -k regex:$k --launch-skip 2 \
             --launch-count 1 -o "$OUT/$k" -f "tools/bench/cbf-bench-$XB_NCU" beam --ants 64 --beams 8 \
             --xb-channels 1024 --reps 1 >"$OUT/ncu-$k.log" 2>&1
-        echo "== ncu $k: exit $? ($((SECONDS - t0)) s)"
+        echo "== ncu $k: exit $? ($((SECONDS - t0)) s)"; tail -2 "$OUT/ncu-$k.log"; rm -f "$OUT/ncu-$k.log"
         if [ -f "$OUT/$k.ncu-rep" ]; then
-            ncu --import "$OUT/$k.ncu-rep" --page details >"$OUT/$k-details.txt" 2>&1
+            ncu --import "$OUT/$k.ncu-rep" --page details >>"$OUT/ncu-details.txt" 2>&1
             [ $k = xb_wgmma ] && ncu --import "$OUT/$k.ncu-rep" --page source --csv --print-source sass \
                 >"$OUT/$k-sass.csv" 2>&1
             rm -f "$OUT/$k.ncu-rep"

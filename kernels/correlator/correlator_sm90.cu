@@ -771,6 +771,9 @@ __global__ void __launch_bounds__(THREADS, 1)
 #ifndef XB_EARLY
 #define XB_EARLY 1 /* tuning runs: 0 a slot released after the stage's output, not its products */
 #endif
+#ifndef XB_TAIL
+#define XB_TAIL 0
+#endif
 #ifndef XB_MIN_UNIT
 #define XB_MIN_UNIT 8 /* shorter pieces than corr_wgmma's: more blocks where channels are few */
 #endif
@@ -1063,6 +1066,13 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
             /* 1024-aligned: the offsets' bits can be flipped after the add */
             const unsigned slot = hslot + (unsigned)(s % DEPTH) * RAW_BYTES + sofs;
             mbar_wait(bar0 + 8u * (unsigned)(s % DEPTH), (unsigned)(s / DEPTH) & 1u);
+            if (XB_TAIL && s + DEPTH >= n) { /* timing only: the last stages' beams left out */
+                if (++r == u.steps) {
+                    r = 0;
+                    batch++;
+                }
+                continue;
+            }
             int acc[2][3][4] = {};
             /* step i = 2 kq + mt */
             auto rows = [&](int i, uint2 (&w)[4]) {
