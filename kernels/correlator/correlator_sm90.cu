@@ -76,6 +76,15 @@
 #define DEPTH 4                    /* ring slots */
 /* B's two buffers, the ring, its mbarriers, 1024 bytes for alignment */
 #define SMEM_BYTES (2 * BSW_BYTES + DEPTH * RAW_BYTES + 8 * DEPTH + 1024)
+/* Timing-only switches of xb_wgmma's hand-over (right with XB_BEAM_MODE 0
+ * only): refills not waiting for the beams' release, the flush not waiting
+ * for the beams' end. */
+#ifndef XB_NOEMPTY
+#define XB_NOEMPTY 0
+#endif
+#ifndef XB_NOB3
+#define XB_NOB3 0
+#endif
 #define UNIT_MAX 1023 /* stages per piece: int32 partial sums stay exact */
 /* The flush's staging rows (corr_run): 64 a1 x 8 values, int32, and 8
  * words more so that the two rows and two pols one quarter-warp stores
@@ -557,7 +566,7 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
          * beams, where they are formed: their warps say when), refills */
         if (tid == 0) {
             if (s + DEPTH < n) {
-                if (u.empty)
+                if (u.empty && !XB_NOEMPTY)
                     mbar_wait(u.empty + 8u * (unsigned)(s % DEPTH), (unsigned)(s / DEPTH) & 1u);
                 issue(s + DEPTH);
             }
@@ -605,7 +614,7 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
          * idle once their warps are done with their last stage: they
          * arrive on barrier 3 then (xb_beams), which these threads wait
          * at. */
-        if (u.empty)
+        if (u.empty && !XB_NOB3)
             asm volatile("barrier.sync 3, %0;\n" ::"n"(THREADS + 128) : "memory");
 #pragma unroll
         for (int j = START / 8; j < (START + W) / 8; j++) {
@@ -1138,7 +1147,8 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
         stages(xb_single<false>{});
     /* done with the ring: the correlator's flush may stage its products
      * there (corr_run waits at barrier 3; an arrival does not wait) */
-    asm volatile("barrier.arrive 3, %0;\n" ::"n"(THREADS + 128) : "memory");
+    if (!XB_NOB3)
+        asm volatile("barrier.arrive 3, %0;\n" ::"n"(THREADS + 128) : "memory");
     if (one_pol && XB_SPLIT && XB_BEAM_MODE >= 2) { /* this lane's one beam, its count in sat[0] */
         if (sat[0])
             atomicAdd((unsigned long long *)&bj.saturated[sbeam], (unsigned long long)sat[0]);
