@@ -763,10 +763,22 @@ __global__ void __launch_bounds__(THREADS, 1)
  * warpgroups need about 200 and the block has 65536 for 384 threads, so
  * warpgroup 2 gives back its share (setmaxnreg) and theirs grows. */
 #define XB_THREADS (THREADS + 128)
-/* after the correlator's: coefficient digits, the beams' mbarriers, a
- * presence mask per batch (a block's UNIT_MAX stages meet at most
- * UNIT_MAX + 1 batches) */
-#define XB_SMEM (SMEM_BYTES + (int)sizeof(bf_coefs_pol) + 8 * DEPTH + 8 * (UNIT_MAX + 1))
+/* The beams' coefficient digits and mbarriers, and a presence mask per
+ * batch (a block's UNIT_MAX stages meet at most UNIT_MAX + 1 batches).
+ * XB_LEAN: in the ring, whose slots' B halves a diagonal tile never fills,
+ * in slots 2 and 3, past the flush's staging (TILE rows of FL_ROW words
+ * from sbase): the block takes corr_wgmma's shared memory and no more.
+ * Else after the correlator's. */
+#ifndef XB_LEAN
+#define XB_LEAN 1
+#endif
+#define XB_COEF_OFS (XB_LEAN ? 2 * BSW_BYTES + 2 * RAW_BYTES + 2 * HALF_BYTES : SMEM_BYTES)
+#define XB_MASK_OFS (XB_LEAN ? 2 * BSW_BYTES + 3 * RAW_BYTES + 2 * HALF_BYTES : XB_COEF_OFS + XB_AUX)
+#define XB_AUX ((int)sizeof(bf_coefs_pol) + 8 * DEPTH)
+#define XB_SMEM (XB_LEAN ? SMEM_BYTES : SMEM_BYTES + XB_AUX + 8 * (UNIT_MAX + 1))
+static_assert(!XB_LEAN || (TILE * FL_ROW * 4 <= XB_COEF_OFS && XB_AUX <= 2 * HALF_BYTES &&
+                           8 * (UNIT_MAX + 1) <= 2 * HALF_BYTES),
+              "the beams' data fit the ring slots' B halves, past the staging");
 #ifndef XB_REGS_CORR
 #define XB_REGS_CORR 200
 #define XB_REGS_BEAM 104 /* 200 x 256 + 104 x 128 = the 168 x 384 of the launch */
@@ -1173,7 +1185,10 @@ __global__ void __launch_bounds__(XB_THREADS, 1)
                                niter, unit);
     /* the ring's mbarriers (one arrival: the copy's) and the beams' (one
      * per beam warp), then the only barrier of all 384 threads */
-    u.empty = (unsigned)__cvta_generic_to_shared(smem_dyn + SMEM_BYTES + sizeof(bf_coefs_pol));
+    unsigned char *sb = smem_dyn + (u.sbase - (unsigned)__cvta_generic_to_shared(smem_dyn));
+    if (!XB_LEAN)
+        sb = smem_dyn;
+    u.empty = (unsigned)__cvta_generic_to_shared(sb + XB_COEF_OFS + sizeof(bf_coefs_pol));
     u.staged = 1;
     if (threadIdx.x == 0) {
         const unsigned bar0 = u.sbase + 2 * BSW_BYTES + DEPTH * RAW_BYTES;
@@ -1189,8 +1204,9 @@ __global__ void __launch_bounds__(XB_THREADS, 1)
         corr_tile<8>(u, &map);
     } else {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(XB_REGS_BEAM));
-        xb_beams(u, bj, *(bf_coefs_pol *)(smem_dyn + SMEM_BYTES),
-                 (unsigned long long *)(smem_dyn + SMEM_BYTES + sizeof(bf_coefs_pol) + 8 * DEPTH), s_part);
+        if (XB_BEAM_MODE < 0) /* timing only, with XB_NOEMPTY and XB_NOB3 */
+            return;
+        xb_beams(u, bj, *(bf_coefs_pol *)(sb + XB_COEF_OFS), (unsigned long long *)(sb + XB_MASK_OFS), s_part);
     }
 #else
     __trap(); /* wgmma needs sm_90a */
