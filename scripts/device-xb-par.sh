@@ -6,8 +6,9 @@
 # at once, one nvcc per variant, prints ptxas's registers and spills for
 # xb_wgmma, then runs `cbf-bench beam $XB_BENCH` for each, one after the
 # other. XB_NCU=NAME: then Nsight Compute (clocks left alone) on that
-# variant's xb_wgmma and on corr_wgmma alone, 1024-channel buffers: the
-# details pages and xb_wgmma's per-instruction stall samples. Logs in $OUT.
+# variant's xb_wgmma and on corr_wgmma alone, each's third launch (the
+# beside table's single call, 2048 channels): the details pages and the
+# per-SASS-instruction stall samples (CSV). Logs in $OUT.
 cd "$(dirname "$0")/.." && source scripts/device-env.sh
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
@@ -57,7 +58,7 @@ if [ -n "${XB_NCU:-}" ] && [ $((SECONDS - t0)) -lt ${XB_NCU_BY:-150} ]; then
         echo "== ncu $k: exit $? ($((SECONDS - t0)) s)"; tail -2 "$OUT/ncu-$k.log"; rm -f "$OUT/ncu-$k.log"
         if [ -f "$OUT/$k.ncu-rep" ]; then
             ncu --import "$OUT/$k.ncu-rep" --page details >>"$OUT/ncu-details.txt" 2>&1
-            [ $k = xb_wgmma ] && ncu --import "$OUT/$k.ncu-rep" --page source --csv --print-source sass \
+            ncu --import "$OUT/$k.ncu-rep" --page source --csv --print-source sass \
                 >"$OUT/$k-sass.csv" 2>&1
             rm -f "$OUT/$k.ncu-rep"
         fi
