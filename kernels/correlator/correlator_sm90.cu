@@ -762,7 +762,10 @@ __global__ void __launch_bounds__(THREADS, 1)
  * correlator's shared memory. Registers: the correlating
  * warpgroups need about 200 and the block has 65536 for 384 threads, so
  * warpgroup 2 gives back its share (setmaxnreg) and theirs grows. */
-#define XB_THREADS (THREADS + 128)
+#ifndef XB_X256
+#define XB_X256 0 /* timing only, with XB_BEAM_MODE -1: no beam warps, no setmaxnreg (corr_wgmma's block) */
+#endif
+#define XB_THREADS (XB_X256 ? THREADS : THREADS + 128)
 /* after the correlator's: coefficient digits, the beams' mbarriers, a
  * presence mask per batch (a block's UNIT_MAX stages meet at most
  * UNIT_MAX + 1 batches) */
@@ -1059,7 +1062,9 @@ __global__ void __launch_bounds__(XB_THREADS, 1)
     }
     __syncthreads();
     if (threadIdx.x < THREADS) {
+#if !XB_X256
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(XB_REGS_CORR));
+#endif
         corr_tile<8>(u, &map);
     } else {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(XB_REGS_BEAM));
