@@ -35,14 +35,23 @@ echo "== test_xb: exit $? ($((SECONDS - t0)) s)"
 grep -E "PASSED|FAILED|SKIPPED" "$OUT/test_xb.log" | tail -3
 wait
 echo "== variants compiled ($((SECONDS - t0)) s)"
-arcmd=$(echo "$cmds" | grep "libcbf_kernel_correlator_sm90.a && ")
+# every archive again, as device-variant-lib.sh does: the correlator's
+# library takes correlator_sm90.cu.o too (link_whole) and comes first on
+# the link line; re-archiving the sm90 library alone left the variants
+# running the tree's kernel on the device (meson 1.12 there: 2026-11-25,
+# a variant whose beam warps leave at once still ran their IMMAs)
+arcmd=$(echo "$cmds" | grep "\.a && ")
+rearchive() {
+    local ar
+    while read -r ar; do eval "$ar" || return 1; done <<<"$arcmd"
+}
 link=$(echo "$cmds" | tail -1)
 for v in ${XB_VARIANTS:-base}; do
     name=${v%%:*}
     echo; echo "== $name (${v#*:}): $(grep -A3 "entry function '.*xb_wgmma" "xbvar/$name.log" |
         grep -oE "[0-9]+ bytes spill stores|Used [0-9]+ registers" | tr '\n' ' ')"
     [ -f "xbvar/$name.o" ] || { tail -5 "xbvar/$name.log"; continue; }
-    cp "xbvar/$name.o" "$obj" && eval "$arcmd" && eval "$link" >/dev/null 2>&1 && cp tools/bench/cbf-bench "tools/bench/cbf-bench-$name" || continue
+    cp "xbvar/$name.o" "$obj" && rearchive && eval "$link" >/dev/null 2>&1 && cp tools/bench/cbf-bench "tools/bench/cbf-bench-$name" || continue
     eval "timeout 45 tools/bench/cbf-bench-$name beam ${XB_BENCH:---ants 64 --beams 8 --xb-channels 64,128,256,512,1024 --reps 7}" \
         >"$OUT/bench.log" 2>&1
     { echo "== $name ($v)"; cat "$OUT/bench.log"; } >>"$OUT/bench.md"
