@@ -789,14 +789,8 @@ static_assert(!XB_LEAN || (TILE * FL_ROW * 4 <= XB_COEF_OFS && XB_AUX <= 2 * HAL
 #ifndef XB_BEAM_MODE
 #define XB_BEAM_MODE 2 /* tuning runs: 0 barriers only, 1 and the coefficients, 2 the beams */
 #endif
-#ifndef XB_SPLIT
-#define XB_SPLIT 1 /* tuning runs: 0 the one-pol tiles as the mixed ones (both n-tiles per warp) */
-#endif
 #ifndef XB_EARLY
 #define XB_EARLY 1 /* tuning runs: 0 a slot released after the stage's output, not its products */
-#endif
-#ifndef XB_TAIL
-#define XB_TAIL 0
 #endif
 #ifndef XB_MIN_UNIT
 #define XB_MIN_UNIT 8 /* shorter pieces than corr_wgmma's: more blocks where channels are few */
@@ -1045,108 +1039,6 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
         }
     };
 
-    /* Every n-tile on one pol (the usual beams), XB_SPLIT: warp w forms
-     * n-tile w % 2's beams of copy half w / 2 (spectra 32 (w / 2) .. + 31,
-     * two m16 tiles, mt = 0, 1: spectra 16 mt + 2 g and the next), so the
-     * n-tile's coefficient digits stay in registers for the whole piece
-     * instead of coming from shared memory every stage (24 KB of the
-     * block's 40 KB per stage), and each sample load instruction meets 2
-     * wavefronts instead of 4: lanes tig >= 2 (flip) take the rows of
-     * antennas tig + 4 (j ^ 1) at their j-th load instead of tig + 4 j,
-     * whose swizzle puts them on the other 64 bytes of banks; their
-     * __byte_perm selector swaps its operands to match. */
-    const int snt = warp & 1, flip = tig >> 1;
-    const int sbeam = snt ? beam[1] : beam[0];
-    const float sinv = snt ? inv[1] : inv[0];
-    /* load j = 0 of step 0's offset in the copy half (row tig + 4 flip,
-     * chunk g / 2 ^ row % 8); the other loads' rows and chunks differ from
-     * it in bits only: 4 rows (bit 9) and the chunk's bit 2 (bit 6) for
-     * j % 2, the chunk's bit 2 for m-tile 1, then 1024 (j / 2) + 2048 kq */
-    const int srow = tig + 4 * flip;
-    const unsigned sofs = (unsigned)(srow * 128 + (((g >> 1) ^ (srow & 7)) << 4) + in_chunk);
-    auto stages_split = [&]() {
-        const int p = pol0[snt];
-        const unsigned sel = flip ? (p ? 0x3276u : 0x1054u) : (p ? 0x7632u : 0x5410u);
-        uint4 cd01[BF_KQ];
-        uint2 cd2[BF_KQ];
-#pragma unroll
-        for (int kq = 0; kq < BF_KQ; kq++) {
-            cd01[kq] = sc.d01[p][kq][snt][lane];
-            cd2[kq] = sc.d2[p][kq][snt][lane];
-        }
-        const unsigned hslot = ring + (unsigned)(warp >> 1) * HALF_BYTES;
-        for (int s = 0; s < n; s++) {
-            if (batch != pbatch) {
-                /* bit 4 kq + j: the antenna of load j of step kq present */
-                const unsigned long long m = masks[batch - u.batch];
-                pm = 0;
-#pragma unroll
-                for (int kq = 0; kq < BF_KQ; kq++)
-#pragma unroll
-                    for (int j = 0; j < 4; j++)
-                        pm |= (unsigned)((m >> (16 * kq + 4 * (j ^ flip) + tig)) & 1ull) << (4 * kq + j);
-                pbatch = batch;
-            }
-            /* 1024-aligned: the offsets' bits can be flipped after the add */
-            const unsigned slot = hslot + (unsigned)(s % DEPTH) * RAW_BYTES + sofs;
-            mbar_wait(bar0 + 8u * (unsigned)(s % DEPTH), (unsigned)(s / DEPTH) & 1u);
-            if (XB_TAIL && s + DEPTH >= n) { /* timing only: the last stages' beams left out */
-                if (++r == u.steps) {
-                    r = 0;
-                    batch++;
-                }
-                continue;
-            }
-            int acc[2][3][4] = {};
-            /* step i = 2 kq + mt */
-            auto rows = [&](int i, uint2 (&w)[4]) {
-                const int kq = i >> 1, mt = i & 1;
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    w[j] = ld_shared8((slot ^ (64u * (unsigned)(mt ^ (j & 1)) | 512u * (unsigned)(j & 1))) +
-                                      (unsigned)(1024 * (j >> 1) + 2048 * kq));
-                    if (!((pm >> (4 * kq + j)) & 1u))
-                        w[j] = make_uint2(0u, 0u);
-                }
-            };
-            /* the next step's rows loaded once this step's are permuted,
-             * while its products run */
-            uint2 w[4];
-            rows(0, w);
-#pragma unroll
-            for (int i = 0; i < 2 * BF_KQ; i++) {
-                const int kq = i >> 1, mt = i & 1;
-                const unsigned a0 = __byte_perm(w[0].x, w[1].x, sel), a1 = __byte_perm(w[0].y, w[1].y, sel),
-                               a2 = __byte_perm(w[2].x, w[3].x, sel), a3 = __byte_perm(w[2].y, w[3].y, sel);
-                if (i + 1 < 2 * BF_KQ)
-                    rows(i + 1, w);
-                cbf_mma_s8(acc[mt][0], a0, a1, a2, a3, cd01[kq].x, cd01[kq].y);
-                cbf_mma_s8(acc[mt][1], a0, a1, a2, a3, cd01[kq].z, cd01[kq].w);
-                cbf_mma_s8(acc[mt][2], a0, a1, a2, a3, cd2[kq].x, cd2[kq].y);
-            }
-            if (XB_EARLY)
-                release(s);
-            if (sbeam >= 0) {
-                const int t = r * TS + 32 * (warp >> 1) + 2 * g;
-                const size_t row = (((size_t)batch * B + sbeam) * C + c) * (size_t)T;
-                const uint64_t z = cbf_dither_state(
-                    bj.dither_key,
-                    ((bj.first_spectrum + (uint64_t)batch * T + t) * bj.total_channels + bj.first_channel + c) *
-                            (uint64_t)B + sbeam);
-#pragma unroll
-                for (int mt = 0; mt < 2; mt++)
-                    sat[0] += bf_emit<true, false>(acc[mt], sinv, bj.dither, z + 16u * (unsigned)mt * dz, dz,
-                                                   (char2 *)bj.out + row, nullptr, t + 16 * mt, true, 0, T);
-            }
-            if (!XB_EARLY)
-                release(s);
-            if (++r == u.steps) {
-                r = 0;
-                batch++;
-            }
-        }
-    };
-
     /* every n-tile's beams on one pol (the usual beams): one pass of
      * products per n-tile; else both pols' for each */
     auto stages = [&](auto single) {
@@ -1154,9 +1046,7 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
             form(s, single);
     };
     const bool one_pol = npol[0] <= 1 && npol[1] <= 1;
-    if (one_pol && XB_SPLIT && XB_BEAM_MODE >= 2)
-        stages_split();
-    else if (one_pol)
+    if (one_pol)
         stages(xb_single<true>{});
     else
         stages(xb_single<false>{});
@@ -1164,11 +1054,6 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
      * there (corr_run waits at barrier 3; an arrival does not wait) */
     if (!XB_NOB3)
         asm volatile("barrier.arrive 3, %0;\n" ::"n"(THREADS + 128) : "memory");
-    if (one_pol && XB_SPLIT && XB_BEAM_MODE >= 2) { /* this lane's one beam, its count in sat[0] */
-        if (sat[0])
-            atomicAdd((unsigned long long *)&bj.saturated[sbeam], (unsigned long long)sat[0]);
-        return;
-    }
 #pragma unroll
     for (int nt = 0; nt < 2; nt++)
         if (sat[nt])
