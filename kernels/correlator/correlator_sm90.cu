@@ -792,6 +792,12 @@ static_assert(!XB_LEAN || (TILE * FL_ROW * 4 <= XB_COEF_OFS && XB_AUX <= 2 * HAL
 #ifndef XB_EARLY
 #define XB_EARLY 1 /* tuning runs: 0 a slot released after the stage's output, not its products */
 #endif
+#ifndef XB_PIPE
+#define XB_PIPE 1 /* 0: a stage's output before the next stage's products */
+#endif
+#ifndef XB_NOOUT
+#define XB_NOOUT 0 /* timing only: the beams' sums folded into the counts, no output */
+#endif
 #ifndef XB_MIN_UNIT
 #define XB_MIN_UNIT 8 /* shorter pieces than corr_wgmma's: more blocks where channels are few */
 #endif
@@ -838,8 +844,9 @@ __device__ __forceinline__ unsigned xb_slots(int B, unsigned pmask, unsigned &nt
     return slots;
 }
 
-/* A compile-time switch of xb_beams' stage loop: every n-tile on one pol */
-template <bool ON> struct xb_single {
+/* A compile-time switch of xb_beams' stage loop (every n-tile on one pol;
+ * dither) */
+template <bool ON> struct xb_flag {
     static constexpr bool on = ON;
 };
 
@@ -954,25 +961,27 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
         if (lane == 0)
             mbar_arrive(u.empty + 8u * (unsigned)(s % DEPTH));
     };
-    auto form = [&](int s, auto single) {
-        if (XB_BEAM_MODE < 2) {
-            mbar_wait(bar0 + 8u * (unsigned)(s % DEPTH), (unsigned)(s / DEPTH) & 1u);
-            release(s);
-            return;
-        }
-        if (batch != pbatch) {
-            const unsigned long long m = masks[batch - u.batch];
+    /* stage s's products (batch bat) into acc */
+    auto products = [&](int s, int bat, int (&acc)[2][3][4], auto single) {
+        if (bat != pbatch) {
+            const unsigned long long m = masks[bat - u.batch];
             pm = 0;
 #pragma unroll
             for (int kk = 0; kk < BF_KS; kk++)
 #pragma unroll
                 for (int h = 0; h < 2; h++)
                     pm |= (unsigned)((m >> (8 * kk + 4 * h + tig)) & 1ull) << (2 * kk + h);
-            pbatch = batch;
+            pbatch = bat;
         }
         const unsigned slot = ring + (unsigned)(s % DEPTH) * RAW_BYTES + half;
         mbar_wait(bar0 + 8u * (unsigned)(s % DEPTH), (unsigned)(s / DEPTH) & 1u);
-        int acc[2][3][4] = {};
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+            for (int d = 0; d < 3; d++)
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    acc[nt][d][i] = 0;
         /* rows of antennas 16 kq + tig (+ 4, + 8, + 12): spectra t and
          * t + 1, both pols, zeros for an antenna missing; the next step's
          * rows are loaded before this step's products (18.9% extra on the
@@ -1013,43 +1022,109 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
                 for (int q = 0; q < 4; q++)
                     w[q] = wn[q];
         }
-        if (XB_EARLY)
-            release(s);
-        /* tile rows: spectra t and t + 1 of the heap; n-tile nt holds the
-         * beam of slot 4 nt + tig */
-        const int t = r * TS + 16 * warp + 2 * g;
+    };
+    /* the output of a stage's sums (batch bat, step rr): both n-tiles'
+     * bytes formed, then stored (no branch between the two n-tiles' work:
+     * their hashes, conversions and roundings interleave); tile rows:
+     * spectra t and t + 1 of the heap; n-tile nt holds the beam of slot
+     * 4 nt + tig. XB_NOOUT (timing only): the sums folded into the counts
+     * instead */
+    auto emit = [&](int bat, int rr, const int (&acc)[2][3][4], auto dith) {
+        if (XB_NOOUT) {
+#pragma unroll
+            for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+                for (int d = 0; d < 3; d++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++)
+                        sat[nt] ^= (unsigned)acc[nt][d][i];
+            return;
+        }
+        const int t = rr * TS + 16 * warp + 2 * g;
+        const uint64_t ctr =
+            ((bj.first_spectrum + (uint64_t)bat * T + t) * bj.total_channels + bj.first_channel + c) * (uint64_t)B;
+        int8_t o[2][2][2];
+        int clip[2][2];
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++) {
+            bf_cplx v[2];
+            bf_pair<decltype(dith)::on>(acc[nt], inv[nt], cbf_dither_state(bj.dither_key, ctr + (unsigned)beam[nt]),
+                                        dz, o[nt], v, clip[nt]);
+        }
 #pragma unroll
         for (int nt = 0; nt < 2; nt++) {
             const int b = beam[nt];
             if (b >= 0) {
-                const size_t row = (((size_t)batch * B + b) * C + c) * (size_t)T;
-                const uint64_t z = cbf_dither_state(
-                    bj.dither_key,
-                    ((bj.first_spectrum + (uint64_t)batch * T + t) * bj.total_channels + bj.first_channel + c) *
-                            (uint64_t)B + b);
-                sat[nt] += bf_emit<true, false>(acc[nt], inv[nt], bj.dither, z, dz, (char2 *)bj.out + row,
-                                                nullptr, t, true, 0, T);
+                char2 *out = (char2 *)bj.out + (((size_t)bat * B + b) * C + c) * (size_t)T;
+                *(char4 *)&out[t] = make_char4(o[nt][0][0], o[nt][0][1], o[nt][1][0], o[nt][1][1]);
+                sat[nt] += (unsigned)(clip[nt][0] + clip[nt][1]);
             }
         }
-        if (!XB_EARLY)
-            release(s);
-        if (++r == u.steps) {
-            r = 0;
-            batch++;
+    };
+    auto next = [&](int &bat, int &rr) {
+        if (++rr == u.steps) {
+            rr = 0;
+            bat++;
         }
     };
 
     /* every n-tile's beams on one pol (the usual beams): one pass of
-     * products per n-tile; else both pols' for each */
-    auto stages = [&](auto single) {
-        for (int s = 0; s < n; s++)
-            form(s, single);
+     * products per n-tile; else both pols' for each. XB_PIPE: stage s + 1's
+     * products issued beside stage s's output, in one stretch of code
+     * (the lone beam warp of each SM sub-partition has no other warp to
+     * hide their latencies), its slot released after them */
+    auto stages = [&](auto single, auto dith) {
+        if (XB_BEAM_MODE < 2) {
+            for (int s = 0; s < n; s++) {
+                mbar_wait(bar0 + 8u * (unsigned)(s % DEPTH), (unsigned)(s / DEPTH) & 1u);
+                release(s);
+            }
+            return;
+        }
+        int bat = batch, rr = r;
+        int cur[2][3][4];
+        if (XB_PIPE && n > 0) {
+            products(0, bat, cur, single);
+            release(0);
+            for (int s = 0; s + 1 < n; s++) {
+                int nbat = bat, nrr = rr;
+                next(nbat, nrr);
+                int nxt[2][3][4];
+                products(s + 1, nbat, nxt, single);
+                emit(bat, rr, cur, dith);
+                release(s + 1);
+#pragma unroll
+                for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+                    for (int d = 0; d < 3; d++)
+#pragma unroll
+                        for (int i = 0; i < 4; i++)
+                            cur[nt][d][i] = nxt[nt][d][i];
+                bat = nbat;
+                rr = nrr;
+            }
+            emit(bat, rr, cur, dith);
+        } else {
+            for (int s = 0; s < n; s++) {
+                products(s, bat, cur, single);
+                if (XB_EARLY)
+                    release(s);
+                emit(bat, rr, cur, dith);
+                if (!XB_EARLY)
+                    release(s);
+                next(bat, rr);
+            }
+        }
     };
     const bool one_pol = npol[0] <= 1 && npol[1] <= 1;
-    if (one_pol)
-        stages(xb_single<true>{});
+    if (one_pol && bj.dither)
+        stages(xb_flag<true>{}, xb_flag<true>{});
+    else if (one_pol)
+        stages(xb_flag<true>{}, xb_flag<false>{});
+    else if (bj.dither)
+        stages(xb_flag<false>{}, xb_flag<true>{});
     else
-        stages(xb_single<false>{});
+        stages(xb_flag<false>{}, xb_flag<false>{});
     /* done with the ring: the correlator's flush may stage its products
      * there (corr_run waits at barrier 3; an arrival does not wait) */
     if (!XB_NOB3)
