@@ -792,11 +792,11 @@ static_assert(!XB_LEAN || (TILE * FL_ROW * 4 <= XB_COEF_OFS && XB_AUX <= 2 * HAL
 #ifndef XB_EARLY
 #define XB_EARLY 1 /* tuning runs: 0 a slot released after the stage's output, not its products */
 #endif
-#ifndef XB_PIPE
-#define XB_PIPE 1 /* 0: a stage's output before the next stage's products */
-#endif
 #ifndef XB_NOOUT
 #define XB_NOOUT 0 /* timing only: the beams' sums folded into the counts, no output */
+#endif
+#ifndef XB_NODITHER
+#define XB_NODITHER 0 /* timing only: the output without dither whatever the job says */
 #endif
 #ifndef XB_MIN_UNIT
 #define XB_MIN_UNIT 8 /* shorter pieces than corr_wgmma's: more blocks where channels are few */
@@ -1027,9 +1027,9 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
      * bytes formed, then stored (no branch between the two n-tiles' work:
      * their hashes, conversions and roundings interleave); tile rows:
      * spectra t and t + 1 of the heap; n-tile nt holds the beam of slot
-     * 4 nt + tig. XB_NOOUT (timing only): the sums folded into the counts
-     * instead */
-    auto emit = [&](int bat, int rr, const int (&acc)[2][3][4], auto dith) {
+     * 4 nt + tig, z[nt] its dither state of spectrum t. XB_NOOUT (timing
+     * only): the sums folded into the counts instead */
+    auto emit = [&](int bat, int rr, const int (&acc)[2][3][4], const uint64_t (&z)[2], auto dith) {
         if (XB_NOOUT) {
 #pragma unroll
             for (int nt = 0; nt < 2; nt++)
@@ -1041,15 +1041,12 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
             return;
         }
         const int t = rr * TS + 16 * warp + 2 * g;
-        const uint64_t ctr =
-            ((bj.first_spectrum + (uint64_t)bat * T + t) * bj.total_channels + bj.first_channel + c) * (uint64_t)B;
         int8_t o[2][2][2];
         int clip[2][2];
 #pragma unroll
         for (int nt = 0; nt < 2; nt++) {
             bf_cplx v[2];
-            bf_pair<decltype(dith)::on>(acc[nt], inv[nt], cbf_dither_state(bj.dither_key, ctr + (unsigned)beam[nt]),
-                                        dz, o[nt], v, clip[nt]);
+            bf_pair<decltype(dith)::on>(acc[nt], inv[nt], z[nt], dz, o[nt], v, clip[nt]);
         }
 #pragma unroll
         for (int nt = 0; nt < 2; nt++) {
@@ -1069,10 +1066,10 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
     };
 
     /* every n-tile's beams on one pol (the usual beams): one pass of
-     * products per n-tile; else both pols' for each. XB_PIPE: stage s + 1's
-     * products issued beside stage s's output, in one stretch of code
-     * (the lone beam warp of each SM sub-partition has no other warp to
-     * hide their latencies), its slot released after them */
+     * products per n-tile; else both pols' for each. (Stage s + 1's
+     * products issued beside stage s's output, in one stretch of code,
+     * timed worse: 27.6% / 32.0% / 29.2% against 18.9% / 26.7% / 21.7%,
+     * 16 bytes spilled at 104 registers, cbf-bench beam, 2026-11-25.) */
     auto stages = [&](auto single, auto dith) {
         if (XB_BEAM_MODE < 2) {
             for (int s = 0; s < n; s++) {
@@ -1082,46 +1079,37 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
             return;
         }
         int bat = batch, rr = r;
-        int cur[2][3][4];
-        if (XB_PIPE && n > 0) {
-            products(0, bat, cur, single);
-            release(0);
-            for (int s = 0; s + 1 < n; s++) {
-                int nbat = bat, nrr = rr;
-                next(nbat, nrr);
-                int nxt[2][3][4];
-                products(s + 1, nbat, nxt, single);
-                emit(bat, rr, cur, dith);
-                release(s + 1);
+        /* the dither states of the first stage's spectra t, t + 1, then a
+         * step of TS spectra per stage (the counter is linear in the
+         * spectrum, and a heap is whole stages): an add instead of three
+         * 64-bit products */
+        const uint64_t ctr = ((bj.first_spectrum + (uint64_t)bat * T + rr * TS + 16 * warp + 2 * g) *
+                                  bj.total_channels + bj.first_channel + c) * (uint64_t)B;
+        uint64_t z[2];
 #pragma unroll
-                for (int nt = 0; nt < 2; nt++)
-#pragma unroll
-                    for (int d = 0; d < 3; d++)
-#pragma unroll
-                        for (int i = 0; i < 4; i++)
-                            cur[nt][d][i] = nxt[nt][d][i];
-                bat = nbat;
-                rr = nrr;
-            }
-            emit(bat, rr, cur, dith);
-        } else {
-            for (int s = 0; s < n; s++) {
-                products(s, bat, cur, single);
-                if (XB_EARLY)
-                    release(s);
-                emit(bat, rr, cur, dith);
-                if (!XB_EARLY)
-                    release(s);
-                next(bat, rr);
-            }
+        for (int nt = 0; nt < 2; nt++)
+            z[nt] = cbf_dither_state(bj.dither_key, ctr + (unsigned)beam[nt]); /* beam -1: unused */
+        const uint64_t zstep = (uint64_t)TS * dz;
+        for (int s = 0; s < n; s++) {
+            int acc[2][3][4];
+            products(s, bat, acc, single);
+            if (XB_EARLY)
+                release(s);
+            emit(bat, rr, acc, z, dith);
+            z[0] += zstep;
+            z[1] += zstep;
+            if (!XB_EARLY)
+                release(s);
+            next(bat, rr);
         }
     };
     const bool one_pol = npol[0] <= 1 && npol[1] <= 1;
-    if (one_pol && bj.dither)
+    const bool dither = bj.dither && !XB_NODITHER;
+    if (one_pol && dither)
         stages(xb_flag<true>{}, xb_flag<true>{});
     else if (one_pol)
         stages(xb_flag<true>{}, xb_flag<false>{});
-    else if (bj.dither)
+    else if (dither)
         stages(xb_flag<false>{}, xb_flag<true>{});
     else
         stages(xb_flag<false>{}, xb_flag<false>{});
