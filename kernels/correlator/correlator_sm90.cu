@@ -961,7 +961,7 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
         if (lane == 0)
             mbar_arrive(u.empty + 8u * (unsigned)(s % DEPTH));
     };
-    /* stage s's products (batch bat) into acc */
+    /* stage s's products (batch bat) added into acc */
     auto products = [&](int s, int bat, int (&acc)[2][3][4], auto single) {
         if (bat != pbatch) {
             const unsigned long long m = masks[bat - u.batch];
@@ -975,13 +975,6 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
         }
         const unsigned slot = ring + (unsigned)(s % DEPTH) * RAW_BYTES + half;
         mbar_wait(bar0 + 8u * (unsigned)(s % DEPTH), (unsigned)(s / DEPTH) & 1u);
-#pragma unroll
-        for (int nt = 0; nt < 2; nt++)
-#pragma unroll
-            for (int d = 0; d < 3; d++)
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-                    acc[nt][d][i] = 0;
         /* rows of antennas 16 kq + tig (+ 4, + 8, + 12): spectra t and
          * t + 1, both pols, zeros for an antenna missing; the next step's
          * rows are loaded before this step's products (18.9% extra on the
@@ -1032,12 +1025,8 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
     auto emit = [&](int bat, int rr, const int (&acc)[2][3][4], const uint64_t (&z)[2], auto dith) {
         if (XB_NOOUT) {
 #pragma unroll
-            for (int nt = 0; nt < 2; nt++)
-#pragma unroll
-                for (int d = 0; d < 3; d++)
-#pragma unroll
-                    for (int i = 0; i < 4; i++)
-                        sat[nt] ^= (unsigned)acc[nt][d][i];
+            for (int i = 0; i < 24; i++)
+                sat[i / 12] ^= (unsigned)(&acc[0][0][0])[i];
             return;
         }
         const int t = rr * TS + 16 * warp + 2 * g;
@@ -1091,7 +1080,7 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
             z[nt] = cbf_dither_state(bj.dither_key, ctr + (unsigned)beam[nt]); /* beam -1: unused */
         const uint64_t zstep = (uint64_t)TS * dz;
         for (int s = 0; s < n; s++) {
-            int acc[2][3][4];
+            int acc[2][3][4] = {};
             products(s, bat, acc, single);
             if (XB_EARLY)
                 release(s);
