@@ -145,27 +145,43 @@ static __device__ __forceinline__ int64_t bf_join(int d0, int d1, int d2)
     return 65536ll * d0 + 256ll * d1 + d2;
 }
 
-/* The beam values of one lane's output pair (spectra t and t + 1, one
- * beam) from tile accumulators q ([digit][re t, im t, re t+1, im t+1]);
- * z is the dither state of spectrum t, dz its step per spectrum. Writes
- * the pair as one word where both lie inside [t0, t1) (whole; VEC: the
- * word is aligned), else one by one, and the sums to raw (RAW); returns
- * the clipped count. */
+/* The output bytes o of one lane's pair (spectra t and t + 1, one beam)
+ * from tile accumulators q ([digit][re t, im t, re t+1, im t+1]) and the
+ * beam values v; z is the dither state of spectrum t, dz its step per
+ * spectrum; clip[h]: 1 where spectrum t + h clipped. No branch (DITHER fixed at compile
+ * time): a kernel forming several pairs before it stores any lets the
+ * scheduler interleave them. */
+template <bool DITHER>
+static __device__ __forceinline__ void bf_pair(const int (&q)[3][4], float inv, uint64_t z, uint64_t dz,
+                                               int8_t (&o)[2][2], bf_cplx (&v)[2], int (&clip)[2])
+{
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        v[h] = bf_cplx{bf_unfix(bf_join(q[0][2 * h], q[1][2 * h], q[2][2 * h]), inv),
+                       bf_unfix(bf_join(q[0][2 * h + 1], q[1][2 * h + 1], q[2][2 * h + 1]), inv)};
+        clip[h] = bf_output_state(v[h], DITHER, z + (h ? dz : 0), o[h]);
+    }
+}
+
+/* bf_pair's bytes written: as one word where both spectra lie inside
+ * [t0, t1) (whole; VEC: the word is aligned), else one by one, and the
+ * sums to raw (RAW); returns the clipped count of those written. */
 template <bool VEC, bool RAW>
 static __device__ __forceinline__ unsigned bf_emit(const int (&q)[3][4], float inv, int dither, uint64_t z,
                                                    uint64_t dz, char2 *out, float2 *raw, int t, bool whole,
                                                    int t0, int t1)
 {
     int8_t o[2][2];
+    bf_cplx v[2];
     int clip[2];
+    if (dither)
+        bf_pair<true>(q, inv, z, dz, o, v, clip);
+    else
+        bf_pair<false>(q, inv, z, dz, o, v, clip);
 #pragma unroll
-    for (int h = 0; h < 2; h++) {
-        const bf_cplx v = {bf_unfix(bf_join(q[0][2 * h], q[1][2 * h], q[2][2 * h]), inv),
-                           bf_unfix(bf_join(q[0][2 * h + 1], q[1][2 * h + 1], q[2][2 * h + 1]), inv)};
+    for (int h = 0; h < 2; h++)
         if (RAW && t + h >= t0 && t + h < t1)
-            raw[t + h] = make_float2(v.re, v.im);
-        clip[h] = bf_output_state(v, dither, z + (h ? dz : 0), o[h]);
-    }
+            raw[t + h] = make_float2(v[h].re, v[h].im);
     if (VEC && whole) {
         *(char4 *)&out[t] = make_char4(o[0][0], o[0][1], o[1][0], o[1][1]);
         return (unsigned)(clip[0] + clip[1]);

@@ -120,9 +120,18 @@ BF_FN float bf_unfix(int64_t sum, float inv_scale)
  * branches: the GPU runs it for every output value. */
 BF_FN int bf_quant(float v, int8_t *q)
 {
+#ifdef __CUDA_ARCH__
+    /* one conversion instead of a rounding and a conversion: the same
+     * integer where it fits, and a saturated one (clipped as well) where
+     * it does not; v is never NaN */
+    const int r = __float2int_rn(v);
+    *q = (int8_t)min(max(r, -127), 127);
+    return (r > 127) | (r < -127);
+#else
     const float r = rintf(v);
     *q = (int8_t)(int)fminf(fmaxf(r, -127.0f), 127.0f);
     return (r > 127.0f) | (r < -127.0f);
+#endif
 }
 
 /* One output value from its sum: dither (draw as beamform.h says, from

@@ -105,10 +105,12 @@ int cbf_xb_cuda_fused(const cbf_corr_cuda *plan, const cbf_corr_job *job, const 
 int cbf_xb_cuda_can_fuse(const cbf_corr_cuda *plan, const cbf_beam_shape *beams);
 /* Channels per buffer from which the one kernel costs less beside the
  * correlator than the beamformer's own kernel on a second stream (N = 64,
- * B = 8 on the H100, both flushing through shared memory: 39-44% against
- * 46-47% extra from 256 channels, 21-46% against 13-44% below;
- * docs/performance.md "Correlation and beams in one kernel"). */
-#define CBF_XB_FUSE_MIN_CHANNELS 256
+ * B = 8 on the H100, 2026-11-25 with the one kernel's branch-free output:
+ * 34.0% against 44.4% extra at 128 channels, 20-28% against 44-46% above;
+ * 12.2% against 12.7% at 64, a tie, which stays on two streams as every
+ * earlier run put it; docs/performance.md "Correlation and beams in one
+ * kernel"). */
+#define CBF_XB_FUSE_MIN_CHANNELS 128
 /* The one kernel where it serves the shape and is the cheaper of the two
  * ways (cbf_xb_cuda_can_fuse, CBF_XB_FUSE_MIN_CHANNELS): the xbengine
  * plugin's `fuse: auto`, and cbf-bench beam's column of it. */

@@ -76,6 +76,15 @@
 #define DEPTH 4                    /* ring slots */
 /* B's two buffers, the ring, its mbarriers, 1024 bytes for alignment */
 #define SMEM_BYTES (2 * BSW_BYTES + DEPTH * RAW_BYTES + 8 * DEPTH + 1024)
+/* Timing-only switches of xb_wgmma's hand-over (right with XB_BEAM_MODE 0
+ * only): refills not waiting for the beams' release, the flush not waiting
+ * for the beams' end. */
+#ifndef XB_NOEMPTY
+#define XB_NOEMPTY 0
+#endif
+#ifndef XB_NOB3
+#define XB_NOB3 0
+#endif
 #define UNIT_MAX 1023 /* stages per piece: int32 partial sums stay exact */
 /* The flush's staging rows (corr_run): 64 a1 x 8 values, int32, and 8
  * words more so that the two rows and two pols one quarter-warp stores
@@ -557,7 +566,7 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
          * beams, where they are formed: their warps say when), refills */
         if (tid == 0) {
             if (s + DEPTH < n) {
-                if (u.empty)
+                if (u.empty && !XB_NOEMPTY)
                     mbar_wait(u.empty + 8u * (unsigned)(s % DEPTH), (unsigned)(s / DEPTH) & 1u);
                 issue(s + DEPTH);
             }
@@ -605,7 +614,7 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
          * idle once their warps are done with their last stage: they
          * arrive on barrier 3 then (xb_beams), which these threads wait
          * at. */
-        if (u.empty)
+        if (u.empty && !XB_NOB3)
             asm volatile("barrier.sync 3, %0;\n" ::"n"(THREADS + 128) : "memory");
 #pragma unroll
         for (int j = START / 8; j < (START + W) / 8; j++) {
@@ -749,21 +758,45 @@ __global__ void __launch_bounds__(THREADS, 1)
  * per-pol layout of beamform_dev.cuh, bf_coefs_pol: a beam takes one pol,
  * so the usual beams need half the products of the two-pol layout).
  * Presence is applied to the samples (zeros for an antenna missing from
- * the batch), the coefficient digits of up to 8 beams sit after the
- * correlator's shared memory. Registers: the correlating
+ * the batch), the coefficient digits of up to 8 beams sit in the ring
+ * slots' halves a diagonal tile leaves empty (XB_LEAN below: the one
+ * kernel 33.6% over the correlator alone on 1024-channel buffers against
+ * 39-41% with them after the correlator's 193 KB, cbf-bench beam,
+ * 2026-11-25). Registers: the correlating
  * warpgroups need about 200 and the block has 65536 for 384 threads, so
  * warpgroup 2 gives back its share (setmaxnreg) and theirs grows. */
 #define XB_THREADS (THREADS + 128)
-/* after the correlator's: coefficient digits, the beams' mbarriers, a
- * presence mask per batch (a block's UNIT_MAX stages meet at most
- * UNIT_MAX + 1 batches) */
-#define XB_SMEM (SMEM_BYTES + (int)sizeof(bf_coefs_pol) + 8 * DEPTH + 8 * (UNIT_MAX + 1))
+/* The beams' coefficient digits and mbarriers, and a presence mask per
+ * batch (a block's UNIT_MAX stages meet at most UNIT_MAX + 1 batches).
+ * XB_LEAN: in the ring, whose slots' B halves a diagonal tile never fills,
+ * in slots 2 and 3, past the flush's staging (TILE rows of FL_ROW words
+ * from sbase): the block takes corr_wgmma's shared memory and no more.
+ * Else after the correlator's. */
+#ifndef XB_LEAN
+#define XB_LEAN 1
+#endif
+#define XB_COEF_OFS (XB_LEAN ? 2 * BSW_BYTES + 2 * RAW_BYTES + 2 * HALF_BYTES : SMEM_BYTES)
+#define XB_MASK_OFS (XB_LEAN ? 2 * BSW_BYTES + 3 * RAW_BYTES + 2 * HALF_BYTES : XB_COEF_OFS + XB_AUX)
+#define XB_AUX ((int)sizeof(bf_coefs_pol) + 8 * DEPTH)
+#define XB_SMEM (XB_LEAN ? SMEM_BYTES : SMEM_BYTES + XB_AUX + 8 * (UNIT_MAX + 1))
+static_assert(!XB_LEAN || (TILE * FL_ROW * 4 <= XB_COEF_OFS && XB_AUX <= 2 * HALF_BYTES &&
+                           8 * (UNIT_MAX + 1) <= 2 * HALF_BYTES),
+              "the beams' data fit the ring slots' B halves, past the staging");
 #ifndef XB_REGS_CORR
-#define XB_REGS_CORR 208
-#define XB_REGS_BEAM 88 /* 208 x 256 + 88 x 128 = the 168 x 384 of the launch */
+#define XB_REGS_CORR 200
+#define XB_REGS_BEAM 104 /* 200 x 256 + 104 x 128 = the 168 x 384 of the launch */
 #endif
 #ifndef XB_BEAM_MODE
 #define XB_BEAM_MODE 2 /* tuning runs: 0 barriers only, 1 and the coefficients, 2 the beams */
+#endif
+#ifndef XB_EARLY
+#define XB_EARLY 1 /* tuning runs: 0 a slot released after the stage's output, not its products */
+#endif
+#ifndef XB_NOOUT
+#define XB_NOOUT 0 /* timing only: the beams' sums folded into the counts, no output */
+#endif
+#ifndef XB_NODITHER
+#define XB_NODITHER 0 /* timing only: the output without dither whatever the job says */
 #endif
 #ifndef XB_MIN_UNIT
 #define XB_MIN_UNIT 8 /* shorter pieces than corr_wgmma's: more blocks where channels are few */
@@ -811,8 +844,9 @@ __device__ __forceinline__ unsigned xb_slots(int B, unsigned pmask, unsigned &nt
     return slots;
 }
 
-/* A compile-time switch of xb_beams' stage loop: every n-tile on one pol */
-template <bool ON> struct xb_single {
+/* A compile-time switch of xb_beams' stage loop (every n-tile on one pol;
+ * dither) */
+template <bool ON> struct xb_flag {
     static constexpr bool on = ON;
 };
 
@@ -916,24 +950,31 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
         xb_sync_beams();
     }
 
-    auto form = [&](int s, auto single) {
-        if (XB_BEAM_MODE < 2) {
-            mbar_wait(bar0 + 8u * (unsigned)(s % DEPTH), (unsigned)(s / DEPTH) & 1u);
+    /* done with stage s's slot (its samples are in registers, taken by the
+     * products: the output work below does not hold the refill): the
+     * reads before the refill, then one arrival per warp */
+    auto release = [&](int s) {
+        if (s + DEPTH >= n)
             return;
-        }
-        if (batch != pbatch) {
-            const unsigned long long m = masks[batch - u.batch];
+        fence_async_smem();
+        __syncwarp();
+        if (lane == 0)
+            mbar_arrive(u.empty + 8u * (unsigned)(s % DEPTH));
+    };
+    /* stage s's products (batch bat) added into acc */
+    auto products = [&](int s, int bat, int (&acc)[2][3][4], auto single) {
+        if (bat != pbatch) {
+            const unsigned long long m = masks[bat - u.batch];
             pm = 0;
 #pragma unroll
             for (int kk = 0; kk < BF_KS; kk++)
 #pragma unroll
                 for (int h = 0; h < 2; h++)
                     pm |= (unsigned)((m >> (8 * kk + 4 * h + tig)) & 1ull) << (2 * kk + h);
-            pbatch = batch;
+            pbatch = bat;
         }
         const unsigned slot = ring + (unsigned)(s % DEPTH) * RAW_BYTES + half;
         mbar_wait(bar0 + 8u * (unsigned)(s % DEPTH), (unsigned)(s / DEPTH) & 1u);
-        int acc[2][3][4] = {};
         /* rows of antennas 16 kq + tig (+ 4, + 8, + 12): spectra t and
          * t + 1, both pols, zeros for an antenna missing; the next step's
          * rows are loaded before this step's products (18.9% extra on the
@@ -974,50 +1015,97 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
                 for (int q = 0; q < 4; q++)
                     w[q] = wn[q];
         }
-        /* tile rows: spectra t and t + 1 of the heap; n-tile nt holds the
-         * beam of slot 4 nt + tig */
-        const int t = r * TS + 16 * warp + 2 * g;
+    };
+    /* the output of a stage's sums (batch bat, step rr): both n-tiles'
+     * bytes formed, then stored (no branch between the two n-tiles' work:
+     * their hashes, conversions and roundings interleave); tile rows:
+     * spectra t and t + 1 of the heap; n-tile nt holds the beam of slot
+     * 4 nt + tig, z[nt] its dither state of spectrum t. XB_NOOUT (timing
+     * only): the sums folded into the counts instead */
+    auto emit = [&](int bat, int rr, const int (&acc)[2][3][4], const uint64_t (&z)[2], auto dith) {
+        if (XB_NOOUT) {
+#pragma unroll
+            for (int i = 0; i < 24; i++)
+                sat[i / 12] ^= (unsigned)(&acc[0][0][0])[i];
+            return;
+        }
+        const int t = rr * TS + 16 * warp + 2 * g;
+        int8_t o[2][2][2];
+        int clip[2][2];
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++) {
+            bf_cplx v[2];
+            bf_pair<decltype(dith)::on>(acc[nt], inv[nt], z[nt], dz, o[nt], v, clip[nt]);
+        }
 #pragma unroll
         for (int nt = 0; nt < 2; nt++) {
             const int b = beam[nt];
             if (b >= 0) {
-                const size_t row = (((size_t)batch * B + b) * C + c) * (size_t)T;
-                const uint64_t z = cbf_dither_state(
-                    bj.dither_key,
-                    ((bj.first_spectrum + (uint64_t)batch * T + t) * bj.total_channels + bj.first_channel + c) *
-                            (uint64_t)B + b);
-                sat[nt] += bf_emit<true, false>(acc[nt], inv[nt], bj.dither, z, dz, (char2 *)bj.out + row,
-                                                nullptr, t, true, 0, T);
+                char2 *out = (char2 *)bj.out + (((size_t)bat * B + b) * C + c) * (size_t)T;
+                *(char4 *)&out[t] = make_char4(o[nt][0][0], o[nt][0][1], o[nt][1][0], o[nt][1][1]);
+                sat[nt] += (unsigned)(clip[nt][0] + clip[nt][1]);
             }
         }
-        if (++r == u.steps) {
-            r = 0;
-            batch++;
+    };
+    auto next = [&](int &bat, int &rr) {
+        if (++rr == u.steps) {
+            rr = 0;
+            bat++;
         }
     };
 
     /* every n-tile's beams on one pol (the usual beams): one pass of
-     * products per n-tile; else both pols' for each */
-    auto stages = [&](auto single) {
+     * products per n-tile; else both pols' for each. (Stage s + 1's
+     * products issued beside stage s's output, in one stretch of code,
+     * timed worse: 27.6% / 32.0% / 29.2% against 18.9% / 26.7% / 21.7%,
+     * 16 bytes spilled at 104 registers, cbf-bench beam, 2026-11-25.) */
+    auto stages = [&](auto single, auto dith) {
+        if (XB_BEAM_MODE < 2) {
+            for (int s = 0; s < n; s++) {
+                mbar_wait(bar0 + 8u * (unsigned)(s % DEPTH), (unsigned)(s / DEPTH) & 1u);
+                release(s);
+            }
+            return;
+        }
+        int bat = batch, rr = r;
+        /* the dither states of the first stage's spectra t, t + 1, then a
+         * step of TS spectra per stage (the counter is linear in the
+         * spectrum, and a heap is whole stages): an add instead of three
+         * 64-bit products */
+        const uint64_t ctr = ((bj.first_spectrum + (uint64_t)bat * T + rr * TS + 16 * warp + 2 * g) *
+                                  bj.total_channels + bj.first_channel + c) * (uint64_t)B;
+        uint64_t z[2];
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++)
+            z[nt] = cbf_dither_state(bj.dither_key, ctr + (unsigned)beam[nt]); /* beam -1: unused */
+        const uint64_t zstep = (uint64_t)TS * dz;
         for (int s = 0; s < n; s++) {
-            form(s, single);
-            if (s + DEPTH >= n)
-                continue;
-            /* done with the slot: the reads before its refill, then one
-             * arrival per warp */
-            fence_async_smem();
-            __syncwarp();
-            if (lane == 0)
-                mbar_arrive(u.empty + 8u * (unsigned)(s % DEPTH));
+            int acc[2][3][4] = {};
+            products(s, bat, acc, single);
+            if (XB_EARLY)
+                release(s);
+            emit(bat, rr, acc, z, dith);
+            z[0] += zstep;
+            z[1] += zstep;
+            if (!XB_EARLY)
+                release(s);
+            next(bat, rr);
         }
     };
-    if (npol[0] <= 1 && npol[1] <= 1)
-        stages(xb_single<true>{});
+    const bool one_pol = npol[0] <= 1 && npol[1] <= 1;
+    const bool dither = bj.dither && !XB_NODITHER;
+    if (one_pol && dither)
+        stages(xb_flag<true>{}, xb_flag<true>{});
+    else if (one_pol)
+        stages(xb_flag<true>{}, xb_flag<false>{});
+    else if (dither)
+        stages(xb_flag<false>{}, xb_flag<true>{});
     else
-        stages(xb_single<false>{});
+        stages(xb_flag<false>{}, xb_flag<false>{});
     /* done with the ring: the correlator's flush may stage its products
      * there (corr_run waits at barrier 3; an arrival does not wait) */
-    asm volatile("barrier.arrive 3, %0;\n" ::"n"(THREADS + 128) : "memory");
+    if (!XB_NOB3)
+        asm volatile("barrier.arrive 3, %0;\n" ::"n"(THREADS + 128) : "memory");
 #pragma unroll
     for (int nt = 0; nt < 2; nt++)
         if (sat[nt])
@@ -1037,7 +1125,10 @@ __global__ void __launch_bounds__(XB_THREADS, 1)
                                niter, unit);
     /* the ring's mbarriers (one arrival: the copy's) and the beams' (one
      * per beam warp), then the only barrier of all 384 threads */
-    u.empty = (unsigned)__cvta_generic_to_shared(smem_dyn + SMEM_BYTES + sizeof(bf_coefs_pol));
+    unsigned char *sb = smem_dyn + (u.sbase - (unsigned)__cvta_generic_to_shared(smem_dyn));
+    if (!XB_LEAN)
+        sb = smem_dyn;
+    u.empty = (unsigned)__cvta_generic_to_shared(sb + XB_COEF_OFS + sizeof(bf_coefs_pol));
     u.staged = 1;
     if (threadIdx.x == 0) {
         const unsigned bar0 = u.sbase + 2 * BSW_BYTES + DEPTH * RAW_BYTES;
@@ -1053,8 +1144,9 @@ __global__ void __launch_bounds__(XB_THREADS, 1)
         corr_tile<8>(u, &map);
     } else {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(XB_REGS_BEAM));
-        xb_beams(u, bj, *(bf_coefs_pol *)(smem_dyn + SMEM_BYTES),
-                 (unsigned long long *)(smem_dyn + SMEM_BYTES + sizeof(bf_coefs_pol) + 8 * DEPTH), s_part);
+        if (XB_BEAM_MODE < 0) /* timing only, with XB_NOEMPTY and XB_NOB3 */
+            return;
+        xb_beams(u, bj, *(bf_coefs_pol *)(sb + XB_COEF_OFS), (unsigned long long *)(sb + XB_MASK_OFS), s_part);
     }
 #else
     __trap(); /* wgmma needs sm_90a */

@@ -46,7 +46,7 @@ static const cbf_param_decl xb_params[] = {
      .max = 64, .doc = "beam buffers in the pool"},
     {.name = "fuse", .type = CBF_PARAM_CHOICE, .def = "auto", .choices = "auto|on|off",
      .doc = "GPU: correlation and beams in one kernel (on), the two kernels on two streams "
-            "(off), or the one kernel where it serves the shape from 256 channels per buffer "
+            "(off), or the one kernel where it serves the shape from 128 channels per buffer "
             "(auto)"},
 };
 

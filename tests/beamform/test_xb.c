@@ -1,6 +1,7 @@
 /* test_xb.c: correlation and beams of the same batches in one call
  * (cbf_xb_cuda_run), against the CPU correlator (int64, exact) and the CPU
- * beamformer (bit for bit, dither on), on fresh random input with outputs
+ * beamformer (bit for bit, dither on, and off in one case: the one kernel
+ * compiles its stage loop for each), on fresh random input with outputs
  * poisoned first. On a Hopper GPU the shapes here (8-bit, N <= 64, up to 8
  * beams, whole heaps) must take the one-kernel path, whose third warpgroup
  * forms the beams from the correlator's staged samples: the test fails if
@@ -30,6 +31,7 @@
 #define CK(call) assert_int_equal((int)(call), (int)cudaSuccess)
 
 static int hopper; /* compute capability 9.0: the fused kernel must run */
+static int dither = 1; /* the beams' dither (run_case) */
 
 /* A device copy of n host bytes (zeros when h is NULL). */
 static void *up(const void *h, size_t n)
@@ -75,7 +77,7 @@ static void run_case(int N, int B, int C, int T, size_t n, int gone, double gain
                                                856e6 / 4096, 100, 2048),
                              0);
     }
-    cbf_beam_job bj = {bs, n, (const uint8_t *)in, present, coef, pol, out, NULL, sat, 1,
+    cbf_beam_job bj = {bs, n, (const uint8_t *)in, present, coef, pol, out, NULL, sat, dither,
                        rnd(), rnd() >> 24, 100, 4096, 0, 0};
     cbf_corr_job cj = {cs, (const uint8_t *)in, 0, n, acc, 1};
     char msg[256] = "";
@@ -106,7 +108,7 @@ static void run_case(int N, int B, int C, int T, size_t n, int gone, double gain
     CK(cudaMemcpy(gout, g.out, out_n, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(gsat, g.saturated, (size_t)B * sizeof(uint64_t), cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(gacc, gc.accum, acc_n * sizeof(int64_t), cudaMemcpyDeviceToHost));
-    printf("N %d B %d C %d T %d batches %zu absent %d (%s): saturated", N, B, C, T, n, gone,
+    printf("N %d B %d C %d T %d batches %zu absent %d dither %d (%s): saturated", N, B, C, T, n, gone, dither,
            fused ? "one kernel" : "two kernels");
     for (int b = 0; b < B; b++)
         printf(" %" PRIu64, sat[b]);
@@ -162,6 +164,16 @@ static void test_saturation(void **st)
     run_case(24, 3, 2, 64, 5, 0, 4.0, "000");
 }
 
+/* without dither: one-pol n-tiles and mixed ones, clipping too */
+static void test_no_dither(void **st)
+{
+    (void)st;
+    dither = 0;
+    run_case(64, 8, 3, 256, 3, 2, 0.08, "01010101");
+    run_case(64, 8, 2, 128, 2, 0, 4.0, "00000011");
+    dither = 1;
+}
+
 int main(void)
 {
     char why[256];
@@ -185,6 +197,7 @@ int main(void)
         cmocka_unit_test(test_part_tile),
         cmocka_unit_test(test_mixed_tile),
         cmocka_unit_test(test_saturation),
+        cmocka_unit_test(test_no_dither),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
