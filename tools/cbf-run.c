@@ -248,9 +248,14 @@ static void print_table(const cbf_engine *e)
                s[i].wait_input_s, s[i].wait_output_s, s[i].busy_s);
         for (int k = 0; k < s[i].n_counters; k++)
             printf(" %s=%llu", s[i].counter_names[k], (unsigned long long)s[i].counter_values[k]);
-        for (int k = 0; k < s[i].n_gauges; k++) /* last values; unset ones left out */
-            if (!isnan(s[i].gauge_values[k]))
-                printf(" %s=%.6g", s[i].gauge_names[k], s[i].gauge_values[k]);
+        /* then " |" and the gauges' last values (unset ones left out): a
+         * reader tells the two apart by the bar */
+        const char *bar = " |";
+        for (int k = 0; k < s[i].n_gauges; k++)
+            if (!isnan(s[i].gauge_values[k])) {
+                printf("%s %s=%.6g", bar, s[i].gauge_names[k], s[i].gauge_values[k]);
+                bar = "";
+            }
         printf("\n");
     }
 }

@@ -14,6 +14,7 @@ scraped with urllib and read with prometheus_client's own parser:
   `"[::1]:0"` on ::1 only, at a port the system picked;
 - a malformed address or a port already taken stops the start with an
   error naming engine.prometheus."""
+import math
 import os
 import re
 import socket
@@ -264,7 +265,8 @@ def ipv6_loopback(tmp):
 
 
 def end_table(path):
-    """{node: {column or counter: value}} from cbf-run's table at exit."""
+    """{node: {column or counter: value, "gauges": {gauge: value}}} from cbf-run's
+    table at exit (counters, then "|" and the gauges)."""
     rows = {}
     with open(path) as f:
         lines = f.read().splitlines()
@@ -276,7 +278,9 @@ def end_table(path):
         if len(f) < 7 or f[0] not in PLUGINS:
             continue
         row = {"buffers_in": int(f[2]), "buffers_out": int(f[3])}
-        row.update({k: int(v) for k, v in (x.split("=") for x in f[7:])})
+        bar = f.index("|") if "|" in f else len(f)
+        row.update({k: int(v) for k, v in (x.split("=") for x in f[7:bar])})
+        row["gauges"] = {k: float(v) for k, v in (x.split("=") for x in f[bar + 1:])}
         rows[f[0]] = row
     return rows
 
@@ -344,8 +348,12 @@ def main():
                           ("buffers_out", "cbf_node_buffers_out_total")):
             check(value(s3, name, node) == row[col],
                   "%s %s: scraped %s, end of run %d" % (node, col, value(s3, name, node), row[col]))
+        for gauge, v in row["gauges"].items():
+            got = value(s3, "cbf_" + re.sub(r"[.-]", "_", gauge), node)
+            check(got is not None and math.isclose(got, v, rel_tol=1e-5, abs_tol=1e-9),
+                  "%s gauge %s: scraped %s, end of run %g" % (node, gauge, got, v))
         for counter, v in row.items():
-            if counter in ("buffers_in", "buffers_out"):
+            if counter in ("buffers_in", "buffers_out", "gauges"):
                 continue
             name, extra = "cbf_%s_total" % counter, {}
             if node == "post" and counter.startswith("saturated_pol"):
