@@ -6,8 +6,8 @@
  * accumulators. On the GPU the accumulators are device memory with
  * `slices` slices (one per blockIdx.z of the tensor-core kernel; the
  * reducer sums them): a host input buffer is uploaded once, on a stream of
- * its own into one of two device buffers in turn (stage/flight.h), so the next upload
- * overlaps this one's kernels; device input is read in place. Either way
+ * its own into one of two device buffers in turn (stage/flight.h), so the
+ * next upload overlaps this one's kernels; device input is read in place. Either way
  * the host never waits per buffer: the input is held until the kernels
  * reading it are done (stage/gpu.h's hold). Each dump's buffer carries an
  * event recorded after its last kernel, which the reducer's stream waits
@@ -41,7 +41,8 @@ typedef struct corr {
     void *stream;            /* cudaStream_t */
     cbf_stage_upload up;     /* host input: uploaded into two slots in turn */
     cbf_stage_hold held;     /* input buffers until their kernels are done */
-    /* An input buffer's upload and kernels: the gpu_ms_per_buffer gauge.
+    /* An input buffer's kernels, from its input on the GPU: the
+     * gpu_ms_per_buffer gauge.
      * Two, used in turn: a buffer's time is read one buffer later, once
      * the hold has seen it done. */
     cbf_gpu_timer *timer[2];
