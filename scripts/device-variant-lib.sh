@@ -1,11 +1,17 @@
 # Sourced by the device-*-variants.sh tuning scripts, on the GPU machine:
 # builds the tree and runs the beamform suite once (scripts/device-all.sh),
 # leaves the shell in build-device-all (or VARIANT_DIR, below), and defines
-#   variant_build SOURCE DEFINES KERNEL
-# which recompiles one CUDA source file (its name, e.g. beamform.cu) with
-# extra -D flags, re-archives the static libraries, relinks cbf-bench and
-# prints ptxas's registers and spill stores for the entry function whose
-# mangled name matches KERNEL.
+#   variant_compile SOURCE DEFINES OBJ   one CUDA source file (its name, e.g.
+#       beamform.cu) compiled with extra -D flags into OBJ, ptxas's report
+#       in OBJ.log (several may run at once)
+#   variant_regs LOG KERNEL   registers and spill stores from such a report
+#       for the entry function whose mangled name matches KERNEL
+#   variant_link SOURCE OBJ   OBJ in place of SOURCE's object, every static
+#       library re-archived (the correlator's library takes
+#       correlator_sm90.cu.o too, by link_whole, and comes first on the
+#       link line: re-archiving one library alone left the old kernel
+#       linked), cbf-bench relinked
+#   variant_build SOURCE DEFINES KERNEL   the three in turn, in place
 # VARIANT_DIR set: the caller has built cbf-bench in that build directory
 # itself (a narrower build), and the suite is not run.
 cd "$(dirname "${BASH_SOURCE[0]}")/.." && source scripts/device-env.sh
@@ -16,13 +22,37 @@ fi
 cd "$VARIANT_DIR"
 VARIANT_CMDS=$(ninja -t commands tools/bench/cbf-bench)
 
-variant_build() {
-    local cc ar
+# SOURCE's object file in the build
+variant_obj() {
+    echo "$VARIANT_CMDS" | grep "/$1.o -c" | grep -oE -- "-o [^ ]*/$1.o" | cut -c4-
+}
+
+variant_compile() {
+    local cc obj
     cc=$(echo "$VARIANT_CMDS" | grep "/$1.o -c")
-    eval "${cc/ -o / -Xptxas -v $2 -o } 2>&1" | grep -A3 "entry function '.*$3" |
+    obj=$(variant_obj "$1")
+    eval "${cc/-o $obj/-Xptxas -v $2 -o $3}" >"$3.log" 2>&1
+}
+
+variant_regs() {
+    grep -A3 "entry function '.*$2" "$1" |
         grep -oE "[0-9]+ bytes spill stores|Used [0-9]+ registers" | tr '\n' ' '
+}
+
+variant_link() {
+    local ar obj
+    obj=$(variant_obj "$1")
+    [ "$2" = "$obj" ] || cp "$2" "$obj" || return 1
     while read -r ar; do
         eval "$ar" || return 1
     done < <(echo "$VARIANT_CMDS" | grep "\.a && ")
     eval "$(echo "$VARIANT_CMDS" | tail -1)"
+}
+
+variant_build() {
+    local obj
+    obj=$(variant_obj "$1")
+    variant_compile "$1" "$2" "$obj" || { tail -5 "$obj.log"; return 1; }
+    variant_regs "$obj.log" "$3"
+    variant_link "$1" "$obj"
 }

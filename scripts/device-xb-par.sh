@@ -5,10 +5,11 @@
 # variant of XB_VARIANTS ("NAME:-DX=1,-DY=2 ..."; "base": as the tree is)
 # at once, one nvcc per variant, prints ptxas's registers and spills for
 # xb_wgmma, then runs `cbf-bench beam $XB_BENCH` for each, one after the
-# other. XB_NCU=NAME: then Nsight Compute (clocks left alone) on that
-# variant's xb_wgmma and on corr_wgmma alone, each's third launch (the
-# beside table's single call, 2048 channels): the details pages and the
-# per-SASS-instruction stall samples (CSV). Logs in $OUT.
+# other (scripts/device-variant-lib.sh's steps). XB_NCU=NAME: then
+# Nsight Compute (clocks left alone) on that variant's xb_wgmma and on
+# corr_wgmma alone, each's third launch (the beside table's single call,
+# 2048 channels): the details pages and the per-SASS-instruction stall
+# samples (CSV). Logs in $OUT.
 cd "$(dirname "$0")/.." && source scripts/device-env.sh
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
@@ -19,39 +20,25 @@ t0=$SECONDS
     ninja -C "$B" tools/bench/cbf-bench tests/beamform/test_xb tests/beamform/test_beamform
 } >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; echo "== build FAILED"; exit 1; }
 echo "== build ok ($((SECONDS - t0)) s)"
-cd "$B"
-cmds=$(ninja -t commands tools/bench/cbf-bench)
-cc=$(echo "$cmds" | grep "/correlator_sm90.cu.o -c")
-obj=$(echo "$cc" | grep -oE -- "-o [^ ]*correlator_sm90.cu.o" | cut -c4-)
+VARIANT_DIR=$B source scripts/device-variant-lib.sh # into $B
 mkdir -p xbvar
-: >"$OUT/bench.md"
 for v in ${XB_VARIANTS:-base}; do
     name=${v%%:*} defs=""
     [ "$name" != "$v" ] && defs=$(echo "${v#*:}" | tr ',' ' ')
-    (eval "${cc/-o $obj/-Xptxas -v $defs -o xbvar/$name.o}" >"xbvar/$name.log" 2>&1) &
+    variant_compile correlator_sm90.cu "$defs" "xbvar/$name.o" &
 done
 timeout 120 tests/beamform/test_xb >"$OUT/test_xb.log" 2>&1
 echo "== test_xb: exit $? ($((SECONDS - t0)) s)"
 grep -E "PASSED|FAILED|SKIPPED" "$OUT/test_xb.log" | tail -3
 wait
 echo "== variants compiled ($((SECONDS - t0)) s)"
-# every archive again, as device-variant-lib.sh does: the correlator's
-# library takes correlator_sm90.cu.o too (link_whole) and comes first on
-# the link line; re-archiving the sm90 library alone left the variants
-# running the tree's kernel on the device (meson 1.12 there: 2026-11-25,
-# a variant whose beam warps leave at once still ran their IMMAs)
-arcmd=$(echo "$cmds" | grep "\.a && ")
-rearchive() {
-    local ar
-    while read -r ar; do eval "$ar" || return 1; done <<<"$arcmd"
-}
-link=$(echo "$cmds" | tail -1)
+: >"$OUT/bench.md"
 for v in ${XB_VARIANTS:-base}; do
     name=${v%%:*}
-    echo; echo "== $name (${v#*:}): $(grep -A3 "entry function '.*xb_wgmma" "xbvar/$name.log" |
-        grep -oE "[0-9]+ bytes spill stores|Used [0-9]+ registers" | tr '\n' ' ')"
-    [ -f "xbvar/$name.o" ] || { tail -5 "xbvar/$name.log"; continue; }
-    cp "xbvar/$name.o" "$obj" && rearchive && eval "$link" >/dev/null 2>&1 && cp tools/bench/cbf-bench "tools/bench/cbf-bench-$name" || continue
+    echo; echo "== $name (${v#*:}): $(variant_regs "xbvar/$name.o.log" xb_wgmma)"
+    [ -f "xbvar/$name.o" ] || { tail -5 "xbvar/$name.o.log"; continue; }
+    variant_link correlator_sm90.cu "xbvar/$name.o" >/dev/null 2>&1 &&
+        cp tools/bench/cbf-bench "tools/bench/cbf-bench-$name" || continue
     eval "timeout 45 tools/bench/cbf-bench-$name beam ${XB_BENCH:---ants 64 --beams 8 --xb-channels 64,128,256,512,1024 --reps 7}" \
         >"$OUT/bench.log" 2>&1
     { echo "== $name ($v)"; cat "$OUT/bench.log"; } >>"$OUT/bench.md"
