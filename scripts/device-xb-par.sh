@@ -7,8 +7,8 @@
 # xb_wgmma, then runs `cbf-bench beam $XB_BENCH` for each, one after the
 # other (scripts/device-variant-lib.sh's steps). XB_NCU=NAME: then
 # Nsight Compute (clocks left alone) on that variant's xb_wgmma and on
-# corr_wgmma alone, each's third launch (the beside table's single call,
-# 2048 channels): the details pages and the per-SASS-instruction stall
+# corr_wgmma alone, each's third launch, of `cbf-bench beam ... $XB_NCU_ARGS`
+# (default the single call, 2048 channels, and 1024-channel buffers of 4 heaps): the details pages and the per-SASS-instruction stall
 # samples (CSV). Logs in $OUT.
 cd "$(dirname "$0")/.." && source scripts/device-env.sh
 OUT=${OUT:-$PWD/out}
@@ -39,7 +39,7 @@ for v in ${XB_VARIANTS:-base}; do
     [ -f "xbvar/$name.o" ] || { tail -5 "xbvar/$name.o.log"; continue; }
     variant_link correlator_sm90.cu "xbvar/$name.o" >/dev/null 2>&1 &&
         cp tools/bench/cbf-bench "tools/bench/cbf-bench-$name" || continue
-    eval "timeout 45 tools/bench/cbf-bench-$name beam ${XB_BENCH:---ants 64 --beams 8 --xb-channels 64,128,256,512,1024 --reps 7}" \
+    eval "timeout ${XB_BENCH_TIMEOUT:-45} tools/bench/cbf-bench-$name beam ${XB_BENCH:---ants 64 --beams 8 --xb-channels 64,128,256,512,1024 --reps 7}" \
         >"$OUT/bench.log" 2>&1
     { echo "== $name ($v)"; cat "$OUT/bench.log"; } >>"$OUT/bench.md"
     grep -E "^\| [0-9s]|copy|ceiling" "$OUT/bench.log" | tail -12
@@ -50,7 +50,7 @@ if [ -n "${XB_NCU:-}" ] && [ $((SECONDS - t0)) -lt ${XB_NCU_BY:-150} ]; then
     for k in ${XB_NCU_KERNELS:-xb_wgmma corr_wgmma}; do
         timeout 90 ncu --clock-control none --set full --import-source no -k regex:$k --launch-skip 2 \
             --launch-count 1 -o "$OUT/$k" -f "tools/bench/cbf-bench-$XB_NCU" beam --ants 64 --beams 8 \
-            --xb-channels 1024 --reps 1 >"$OUT/ncu-$k.log" 2>&1
+            ${XB_NCU_ARGS:---xb-channels 1024 --xb-heaps 4} --reps 1 >"$OUT/ncu-$k.log" 2>&1
         echo "== ncu $k: exit $? ($((SECONDS - t0)) s)"; tail -2 "$OUT/ncu-$k.log"; rm -f "$OUT/ncu-$k.log"
         if [ -f "$OUT/$k.ncu-rep" ]; then
             ncu --import "$OUT/$k.ncu-rep" --page details >>"$OUT/ncu-details.txt" 2>&1

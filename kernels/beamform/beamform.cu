@@ -4,10 +4,10 @@
  * pol, re/im) bytes of the input, as they lie in memory, times a
  * (antenna, pol, re/im) x (beam, re/im) matrix of coefficients, zero at the
  * other pol's bytes. The coefficients are integers (beamform_math.h:
- * W x 2^e_b rounded, 23 bits with sign) split into three int8 digits, so a
+ * W x 2^e_b rounded, 15 bits with sign) split into two int8 digits, so a
  * warp's mma.sync m16n8k32 (s8 x s8 -> s32) sums are exact and the result
- * equals the CPU's bit for bit. At 8 beams a sample byte meets 24 digit
- * products, yet the tensor cores run them in about a quarter of the time
+ * equals the CPU's bit for bit. At 8 beams a sample byte meets 16 digit
+ * products, yet the tensor cores run them in a fraction of the time
  * the input takes to read: the bound is memory bandwidth, as katgpucbf's
  * design (doc/xbgpu.design.b.rst) has it, and what keeps a kernel from it
  * is the CUDA cores' share (copies, coefficients, output; measured in
@@ -159,12 +159,10 @@ bf_kernel(cbf_beam_job job, size_t batch0, int bpb, int t0, int t1, int block0)
     /* the lane's copies: row r0 (and r0 + 4) from spectrum tl */
     const int r0 = VEC ? lane >> 3 : 0, tl = tw + (VEC ? 4 * (lane & 7) : lane);
     const size_t ant_stride = (size_t)C * T;
-    /* dither states: dz per spectrum, from the lane's first value (batch
-     * nb0, spectrum tt, beam tig) */
+    /* dither states (beamform_math.h's draws): dz from one draw to the
+     * next (two spectra), z00 that of draw 0 of beam tig */
     const uint64_t dz = job.total_channels * (uint64_t)B * CBF_DITHER_GAMMA;
-    const uint64_t z00 = cbf_dither_state(
-        job.dither_key,
-        ((job.first_spectrum + nb0 * T + tt) * job.total_channels + job.first_channel + c) * (uint64_t)B + tig);
+    const uint64_t z00 = cbf_dither_state(job.dither_key, (job.first_channel + c) * (uint64_t)B + tig);
     /* shared addresses: the lane's first copied word in slot 0, its first
      * A-fragment word (row tig, spectrum 2 g) in slot 0; slots follow
      * each other */
@@ -207,7 +205,7 @@ bf_kernel(cbf_beam_job job, size_t batch0, int bpb, int t0, int t1, int block0)
 
     /* the sums; each batch's output zeroes them again, so every group
      * (every block has at least one batch) starts from zero */
-    int acc[BF_MT][2][3][4] = {};
+    int acc[BF_MT][2][BF_DIGITS][4] = {};
     for (int bg = 0; bg < B; bg += BF_GROUP) {
         /* the first k-steps' copies, in flight while the first
          * coefficients are made */
@@ -221,7 +219,7 @@ bf_kernel(cbf_beam_job job, size_t batch0, int bpb, int t0, int t1, int block0)
         if (bg)
             bf_scales(job, bg, s_scale, s_inv, warp, BF_WARPS);
         unsigned sat[2] = {0u, 0u};
-        uint64_t zb = z00 + (uint64_t)bg * CBF_DITHER_GAMMA; /* batch nb0 + n */
+        const uint64_t zb = z00 + (uint64_t)bg * CBF_DITHER_GAMMA; /* beam bg + tig's draw 0 */
         int slot = 0, cslot = BF_NS - 1;                      /* summed, being filled */
         for (int n = 0; n < nbat; n++) {
             for (int ks = 0; ks < nks; ks++) {
@@ -249,13 +247,18 @@ bf_kernel(cbf_beam_job job, size_t batch0, int bpb, int t0, int t1, int block0)
 #pragma unroll
                 for (int nt = 0; nt < 2; nt++) {
                     const uint4 w01 = sm.c.d01[kk][nt][lane];
+#if BF_DIGITS == 3
                     const uint2 w2 = sm.c.d2[kk][nt][lane];
+#else
+                    const uint2 w2 = make_uint2(0u, 0u);
+#endif
 #pragma unroll
-                    for (int i = 0; i < BF_MT; i++) {
-                        cbf_mma_s8(acc[i][nt][0], x[i].x, x[i].y, x[i].z, x[i].w, w01.x, w01.y);
-                        cbf_mma_s8(acc[i][nt][1], x[i].x, x[i].y, x[i].z, x[i].w, w01.z, w01.w);
-                        cbf_mma_s8(acc[i][nt][2], x[i].x, x[i].y, x[i].z, x[i].w, w2.x, w2.y);
-                    }
+                    for (int i = 0; i < BF_MT; i++)
+#pragma unroll
+                        for (int d = 0; d < BF_DIGITS; d++) {
+                            const uint2 wd = bf_digit_frag(w01, w2, d);
+                            cbf_mma_s8(acc[i][nt][d], x[i].x, x[i].y, x[i].z, x[i].w, wd.x, wd.y);
+                        }
                 }
                 slot = slot == BF_NS - 1 ? 0 : slot + 1;
                 cslot = cslot == BF_NS - 1 ? 0 : cslot + 1;
@@ -270,22 +273,24 @@ bf_kernel(cbf_beam_job job, size_t batch0, int bpb, int t0, int t1, int block0)
                 if (b < B) {
                     const size_t row = ((nn * B + b) * C + c) * (size_t)T;
 #pragma unroll
-                    for (int i = 0; i < BF_MT; i++)
+                    for (int i = 0; i < BF_MT; i++) {
+                        /* the pair's first absolute spectrum and its draw */
+                        const uint64_t sp = job.first_spectrum + nn * T + (uint64_t)(tt + 16 * i);
                         sat[nt] += bf_emit<VEC, RAW>(
                             acc[i][nt], s_inv[j], job.dither,
-                            zb + (uint64_t)(4 * nt) * CBF_DITHER_GAMMA + (uint64_t)(16 * i) * dz, dz,
+                            zb + (uint64_t)(4 * nt) * CBF_DITHER_GAMMA + (sp >> 1) * dz, dz, sp & 1u,
                             (char2 *)job.out + row, RAW ? (float2 *)job.raw + row : nullptr, tt + 16 * i,
                             (whole >> i) & 1u, t0, t1);
+                    }
                 }
 #pragma unroll
                 for (int i = 0; i < BF_MT; i++)
 #pragma unroll
-                    for (int d = 0; d < 3; d++)
+                    for (int d = 0; d < BF_DIGITS; d++)
 #pragma unroll
                         for (int k = 0; k < 4; k++)
                             acc[i][nt][d][k] = 0;
             }
-            zb += (uint64_t)T * dz;
         }
 #pragma unroll
         for (int nt = 0; nt < 2; nt++)

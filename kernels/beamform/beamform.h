@@ -20,17 +20,19 @@
  * [-127, 127]; a complex value counts once as saturated, per beam, when
  * either part was clipped.
  *
- * In the sum each W is an integer, round(W x 2^e_b) with e_b = 22 - E
+ * In the sum each W is an integer, round(W x 2^e_b) with e_b = 14 - E
  * for beam b's largest |g| = f 2^E, f in [0.5, 1) (beamform_math.h), and
  * the sum over antennas of integer coefficient times sample is exact, then
  * rounded once to float32 and scaled by 2^-e_b: the CPU (64-bit integers)
- * and CUDA (int8 tensor cores, three digits per coefficient) versions give
+ * and CUDA (int8 tensor cores, two digits per coefficient) versions give
  * the same bytes.
  *
- * Dither counter for beam b, absolute channel k = first_channel + c and
- * absolute spectrum s = first_spectrum + batch x spectra_per_heap + t:
- * (s x total_channels + k) x n_beams + b; the high 32 bits of the draw
- * dither the real part, the low 32 the imaginary part.
+ * Dither: one draw (kernels/common/dither.h) per beam b, absolute channel
+ * k = first_channel + c and pair of absolute spectra, s = first_spectrum
+ * + batch x spectra_per_heap + t: counter (floor(s / 2) x total_channels
+ * + k) x n_beams + b; an even s takes the draw's high 32 bits, an odd one
+ * its low 32 bits, of which the high 16 dither the real part and the low
+ * 16 the imaginary part (cbf_dither_float16).
  *
  * Return values are 0 or a CBF_KERN_* code (kernels/common/status.h); the
  * message buffer (may be NULL) says what was wrong. */

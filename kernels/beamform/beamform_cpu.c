@@ -83,8 +83,12 @@ int cbf_beam_cpu(const cbf_beam_job *job, char *msg, size_t msglen)
                         job->raw[(n * B * C * T + o) * 2 + 1] = v.im;
                     }
                     const uint64_t spec = job->first_spectrum + n * T + t;
-                    const uint64_t ctr = (spec * job->total_channels + chan) * B + b;
-                    sat += (uint64_t)bf_output(v, job->dither, job->dither_key, ctr, &out[o * 2]);
+                    uint32_t h = 0;
+                    if (job->dither)
+                        h = bf_dither_bits(cbf_dither_u64(job->dither_key,
+                                                          bf_dither_counter(spec, chan, job->total_channels, B, b)),
+                                           spec);
+                    sat += (uint64_t)bf_output_bits(v, job->dither, h, &out[o * 2]);
                 }
                 job->saturated[b] += sat;
             }

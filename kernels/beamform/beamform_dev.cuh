@@ -19,26 +19,28 @@
 
 /* The coefficient fragments of one stage: for k-step kk, n-tile nt and the
  * lane that reads them, the B-fragment pairs (antenna a, antenna a + 4) of
- * digits 0 and 1 in one 16-byte word and of digit 2 in an 8-byte one:
+ * both digits in one 16-byte word (digit 0 in .x, .y, digit 1 in .z, .w):
  * each lane reads its own consecutive words, free of bank conflicts, into
  * the register pairs the mma takes. */
 typedef struct bf_coefs {
     uint4 d01[BF_KS][2][32];
+#if BF_DIGITS == 3
     uint2 d2[BF_KS][2][32];
+#endif
 } bf_coefs;
 
 /* A coefficient's digit pairs against one antenna's (re, im) input bytes:
  * h[part][d] is digit d of output column re (part 0: qr, -qi) or im
  * (part 1: qi, qr), low byte against re. */
-static __device__ __forceinline__ void bf_coef_halves(bf_cplx w, float scale, uint16_t (&h)[2][3])
+static __device__ __forceinline__ void bf_coef_halves(bf_cplx w, float scale, uint16_t (&h)[2][BF_DIGITS])
 {
     const int32_t qr = bf_fixed(w.re, scale), qi = bf_fixed(w.im, scale);
-    int8_t r[3], ni[3], i[3];
+    int8_t r[BF_DIGITS], ni[BF_DIGITS], i[BF_DIGITS];
     bf_digits(qr, r);
     bf_digits(-qi, ni);
     bf_digits(qi, i);
 #pragma unroll
-    for (int d = 0; d < 3; d++) {
+    for (int d = 0; d < BF_DIGITS; d++) {
         h[0][d] = (uint16_t)((uint8_t)r[d] | (unsigned)(uint8_t)ni[d] << 8);
         h[1][d] = (uint16_t)((uint8_t)i[d] | (unsigned)(uint8_t)r[d] << 8);
     }
@@ -46,12 +48,12 @@ static __device__ __forceinline__ void bf_coef_halves(bf_cplx w, float scale, ui
 
 /* Makes the coefficient digits of (antenna a0 + k, beam bg + j) for the
  * stage: the re and im output columns against the input word's bytes (pol
- * 0 re, im, pol 1 re, im), each as three digit words, stored where the
+ * 0 re, im, pol 1 re, im), each as two digit words, stored where the
  * reading lanes find them (bf_coefs). */
 static __device__ __forceinline__ void bf_coef_make(bf_coefs &sc, int k, int j, bf_cplx w, float scale,
                                                     int pol)
 {
-    uint16_t h[2][3];
+    uint16_t h[2][BF_DIGITS];
     bf_coef_halves(w, scale, h);
     const int sh = pol ? 16 : 0;
     const int kk = k / 8, half = (k % 8) / 4, tig = k % 4, nt = j / 4;
@@ -60,10 +62,12 @@ static __device__ __forceinline__ void bf_coef_make(bf_coefs &sc, int k, int j, 
         /* re = qr xr - qi xi; im = qi xr + qr xi; column n = 2 (j % 4) + part
          * is read by lanes 4 n + tig */
         const int lane = 4 * (2 * (j % 4) + part) + tig;
-        unsigned *d01 = (unsigned *)&sc.d01[kk][nt][lane], *d2 = (unsigned *)&sc.d2[kk][nt][lane];
+        unsigned *d01 = (unsigned *)&sc.d01[kk][nt][lane];
         d01[half] = (unsigned)h[part][0] << sh;
         d01[2 + half] = (unsigned)h[part][1] << sh;
-        d2[half] = (unsigned)h[part][2] << sh;
+#if BF_DIGITS == 3
+        ((unsigned *)&sc.d2[kk][nt][lane])[half] = (unsigned)h[part][2] << sh;
+#endif
     }
 }
 
@@ -71,16 +75,18 @@ static __device__ __forceinline__ void bf_coef_make(bf_coefs &sc, int k, int j, 
  * word's bytes (pol 0 re, im, pol 1 re, im) of antennas k and k + 4 are
  * permuted into (re, im) of k, (re, im) of k + 4 in pol p, one k32 step
  * covers 16 antennas of that pol. For step kq (antennas 16 kq ..), pol p,
- * n-tile nt and the lane that reads them: the B-fragment words of digits
- * 0 and 1 (antennas 16 kq + tig, + 4 | + 8, + 12 in halves) in one 16-byte
- * word, of digit 2 in an 8-byte one. A beam's coefficients sit in its own
+ * n-tile nt and the lane that reads them: the B-fragment words of both
+ * digits (antennas 16 kq + tig, + 4 | + 8, + 12 in halves) in one 16-byte
+ * word. A beam's coefficients sit in its own
  * pol's words, zeros in the other's, so an n-tile whose beams share a pol
  * needs the mma of that pol only: half the products of bf_coefs for the
  * usual beams, each on one pol of every antenna. */
 #define BF_KQ (BF_STAGE / 16)
 typedef struct bf_coefs_pol {
     uint4 d01[2][BF_KQ][2][32];
+#if BF_DIGITS == 3
     uint2 d2[2][BF_KQ][2][32];
+#endif
 } bf_coefs_pol;
 
 /* Beam slot j's coefficient digits for antenna k (bf_coef_make's values),
@@ -89,7 +95,7 @@ typedef struct bf_coefs_pol {
 static __device__ __forceinline__ void bf_coef_make_pol(bf_coefs_pol &sc, int k, int j, bf_cplx w, float scale,
                                                         int pol)
 {
-    uint16_t h[2][3];
+    uint16_t h[2][BF_DIGITS];
     bf_coef_halves(w, scale, h);
     const int kq = k / 16, reg = (k % 16) / 8, hw = (k % 8) / 4, tig = k % 4, nt = j / 4;
 #pragma unroll
@@ -97,10 +103,12 @@ static __device__ __forceinline__ void bf_coef_make_pol(bf_coefs_pol &sc, int k,
         const int lane = 4 * (2 * (j % 4) + part) + tig;
 #pragma unroll
         for (int p = 0; p < 2; p++) {
-            uint16_t *d01 = (uint16_t *)&sc.d01[p][kq][nt][lane], *d2 = (uint16_t *)&sc.d2[p][kq][nt][lane];
+            uint16_t *d01 = (uint16_t *)&sc.d01[p][kq][nt][lane];
             d01[2 * reg + hw] = p == pol ? h[part][0] : 0;
             d01[2 * (2 + reg) + hw] = p == pol ? h[part][1] : 0;
-            d2[2 * reg + hw] = p == pol ? h[part][2] : 0;
+#if BF_DIGITS == 3
+            ((uint16_t *)&sc.d2[p][kq][nt][lane])[2 * reg + hw] = p == pol ? h[part][2] : 0;
+#endif
         }
     }
 }
@@ -139,27 +147,61 @@ static __device__ __forceinline__ void bf_scales(const cbf_beam_job &job, int bg
     }
 }
 
-/* 65536 d0 + 256 d1 + d2: the exact sum from its digit sums. */
-static __device__ __forceinline__ int64_t bf_join(int d0, int d1, int d2)
+/* 256 d0 + d1, the exact sum from its digit sums, rounded once to float32
+ * and scaled by inv = 2^-e_b: the CPU's bf_unfix of the int64 sum. SMALL
+ * (both digit sums at most 2^24 in size, as for N <= 512 antennas: each is
+ * at most 2 N x 128 x 128): one fma of the two sums as exact floats, since
+ * 256 inv and d1 inv are exact and scaling by a power of two commutes with
+ * rounding (|sum x inv| >= 2^-100 is normal, bf_beam_exp): the same float
+ * without the 64-bit join and its slow conversion. */
+template <bool SMALL>
+static __device__ __forceinline__ float bf_join(const int (&q)[BF_DIGITS][4], int i, float inv)
 {
-    return 65536ll * d0 + 256ll * d1 + d2;
+    if (SMALL && BF_DIGITS == 2)
+        return __fmaf_rn(__int2float_rn(q[0][i]), __fmul_rn(256.0f, inv),
+                         __fmul_rn(__int2float_rn(q[BF_DIGITS - 1][i]), inv));
+    long long s = 0;
+#pragma unroll
+    for (int d = 0; d < BF_DIGITS; d++)
+        s = 256 * s + q[d][i];
+    return bf_unfix(s, inv);
+}
+
+/* Digit d's B-fragment pair of a coefficient word set (bf_coefs' d01 and,
+ * for three digits, d2). */
+static __device__ __forceinline__ uint2 bf_digit_frag(uint4 d01, uint2 d2, int d)
+{
+    return d == 0 ? make_uint2(d01.x, d01.y) : d == 1 ? make_uint2(d01.z, d01.w) : d2;
 }
 
 /* The output bytes o of one lane's pair (spectra t and t + 1, one beam)
  * from tile accumulators q ([digit][re t, im t, re t+1, im t+1]) and the
- * beam values v; z is the dither state of spectrum t, dz its step per
- * spectrum; clip[h]: 1 where spectrum t + h clipped. No branch (DITHER fixed at compile
- * time): a kernel forming several pairs before it stores any lets the
- * scheduler interleave them. */
-template <bool DITHER>
-static __device__ __forceinline__ void bf_pair(const int (&q)[3][4], float inv, uint64_t z, uint64_t dz,
-                                               int8_t (&o)[2][2], bf_cplx (&v)[2], int (&clip)[2])
+ * beam values v; z is the dither state (cbf_dither_state) of spectrum t's
+ * draw, dz the step from one draw to the next, odd: t is an odd absolute
+ * spectrum (then t + 1 takes the next draw); clip[h]: 1 where spectrum
+ * t + h clipped. No branch (DITHER, and EVEN: t is known to be even, fixed
+ * at compile time): a kernel forming several pairs before it stores any
+ * lets the scheduler interleave them. SMALL: bf_join's. */
+template <bool DITHER, bool SMALL = false, bool EVEN = false>
+static __device__ __forceinline__ void bf_pair(const int (&q)[BF_DIGITS][4], float inv, uint64_t z, uint64_t dz,
+                                               bool odd, int8_t (&o)[2][2], bf_cplx (&v)[2], int (&clip)[2])
 {
+    uint32_t hb[2] = {0u, 0u};
+    if (DITHER) {
+        const uint64_t u0 = cbf_dither_mix(z);
+        if (EVEN) {
+            hb[0] = (uint32_t)(u0 >> 32);
+            hb[1] = (uint32_t)u0;
+        } else {
+            const uint64_t u1 = cbf_dither_mix(z + dz);
+            hb[0] = odd ? (uint32_t)u0 : (uint32_t)(u0 >> 32);
+            hb[1] = odd ? (uint32_t)(u1 >> 32) : (uint32_t)u0;
+        }
+    }
 #pragma unroll
     for (int h = 0; h < 2; h++) {
-        v[h] = bf_cplx{bf_unfix(bf_join(q[0][2 * h], q[1][2 * h], q[2][2 * h]), inv),
-                       bf_unfix(bf_join(q[0][2 * h + 1], q[1][2 * h + 1], q[2][2 * h + 1]), inv)};
-        clip[h] = bf_output_state(v[h], DITHER, z + (h ? dz : 0), o[h]);
+        v[h] = bf_cplx{bf_join<SMALL>(q, 2 * h, inv), bf_join<SMALL>(q, 2 * h + 1, inv)};
+        clip[h] = bf_output_bits(v[h], DITHER, hb[h], o[h]);
     }
 }
 
@@ -167,17 +209,19 @@ static __device__ __forceinline__ void bf_pair(const int (&q)[3][4], float inv, 
  * [t0, t1) (whole; VEC: the word is aligned), else one by one, and the
  * sums to raw (RAW); returns the clipped count of those written. */
 template <bool VEC, bool RAW>
-static __device__ __forceinline__ unsigned bf_emit(const int (&q)[3][4], float inv, int dither, uint64_t z,
-                                                   uint64_t dz, char2 *out, float2 *raw, int t, bool whole,
-                                                   int t0, int t1)
+static __device__ __forceinline__ unsigned bf_emit(const int (&q)[BF_DIGITS][4], float inv, int dither, uint64_t z,
+                                                   uint64_t dz, bool odd, char2 *out, float2 *raw, int t,
+                                                   bool whole, int t0, int t1)
 {
     int8_t o[2][2];
     bf_cplx v[2];
     int clip[2];
-    if (dither)
-        bf_pair<true>(q, inv, z, dz, o, v, clip);
+    if (dither && !odd) /* one draw for both spectra */
+        bf_pair<true, false, true>(q, inv, z, dz, false, o, v, clip);
+    else if (dither)
+        bf_pair<true>(q, inv, z, dz, true, o, v, clip);
     else
-        bf_pair<false>(q, inv, z, dz, o, v, clip);
+        bf_pair<false>(q, inv, z, dz, odd, o, v, clip);
 #pragma unroll
     for (int h = 0; h < 2; h++)
         if (RAW && t + h >= t0 && t + h < t1)

@@ -25,6 +25,13 @@
 #define BF_I64_TO_F(x) ((float)(x))
 #endif
 
+/* Coefficient bits (bf_beam_exp) and the int8 digits that hold them
+ * (BF_DIGITS 3, 22 bits: timing runs only, the CPU and tests assume 2). */
+#ifndef BF_DIGITS
+#define BF_DIGITS 2
+#endif
+#define BF_COEF_BITS (BF_DIGITS == 3 ? 22 : 14)
+
 typedef struct bf_cplx {
     float re, im;
 } bf_cplx;
@@ -71,13 +78,21 @@ BF_FN bf_cplx bf_weight(const cbf_beam_coef *k, int c, int present)
 }
 
 /* The coefficients as integers: beam b's W(b, a, c) times 2^e_b, rounded
- * to nearest (ties to even), e_b = 22 - E with max over antennas of
- * |gain(b, a)| = f 2^E, f in [0.5, 1). Each part is then at most 2^22 + 1 in
- * size (|W| <= |gain| up to the polynomial's 2e-9), within 2^-(e_b + 1) <=
- * 2^-22 max|gain| of W, and the sum over antennas of integer coefficient
- * times integer sample is exact in any order: the CPU and GPU (tensor
- * cores, which add in an order of their own) agree bit for bit. A power of
- * two keeps integers integers: a weight of 1 is 2^21 exactly.
+ * to nearest (ties to even), e_b = BF_COEF_BITS - E with max over antennas
+ * of |gain(b, a)| = f 2^E, f in [0.5, 1). Each part is then at most
+ * 2^14 + 1 in size (|W| <= |gain| up to the polynomial's 2e-9), within
+ * 2^-(e_b + 1) <= 2^-14 max|gain| of W, and the sum over antennas of
+ * integer coefficient times integer sample is exact in any order: the CPU
+ * and GPU (tensor cores, which add in an order of their own) agree bit for
+ * bit. A power of two keeps integers integers: a weight of 1 is 2^13
+ * exactly.
+ * Why 14 bits: two int8 digits per coefficient (bf_digits), so the tensor
+ * cores run two products per sample and coefficient, not three. The
+ * rounding of the coefficients adds an error of rms 2^-15 / sqrt(3) max|gain|
+ * per term, about 100 dB below a beam of incoherent inputs and some 60 dB
+ * below the 8-bit output's own rounding noise at any level that uses the
+ * output's range; the coefficients' own polynomial and float32 steps are
+ * finer still. (Until 2026-11-25: 22 bits, three digits.)
  * e_b is clamped to [-100, 100] so 2^e_b and 2^-e_b are normal floats
  * (gains are refused above 1e30, so only the upper clamp can act, for
  * gains below 2^-78, whose beams round to 0 anyway). */
@@ -87,7 +102,7 @@ BF_FN int bf_beam_exp(float max_gain)
         return 0;
     int E;
     (void)frexpf(max_gain, &E);
-    const int e = 22 - E;
+    const int e = BF_COEF_BITS - E;
     return e < -100 ? -100 : e > 100 ? 100 : e;
 }
 
@@ -97,16 +112,21 @@ BF_FN int32_t bf_fixed(float v, float scale)
     return (int32_t)rintf(BF_MUL(v, scale));
 }
 
-/* q (|q| <= 2^22 + 1) as three int8 digits, q = 65536 d[0] + 256 d[1] + d[2]
+/* q (|q| <= 2^14 + 1) as BF_DIGITS int8 digits, q = 256 d[0] + d[1]
  * (d[0] within [-65, 65]): the tensor cores multiply int8 by int8. */
-BF_FN void bf_digits(int32_t q, int8_t d[3])
+BF_FN void bf_digits(int32_t q, int8_t d[BF_DIGITS])
 {
     const int32_t lo = (int32_t)(int8_t)(uint8_t)((uint32_t)q & 0xffu);
+#if BF_DIGITS == 3
     const int32_t q1 = (q - lo) / 256;
     const int32_t mid = (int32_t)(int8_t)(uint8_t)((uint32_t)q1 & 0xffu);
     d[0] = (int8_t)((q1 - mid) / 256);
     d[1] = (int8_t)mid;
     d[2] = (int8_t)lo;
+#else
+    d[0] = (int8_t)((q - lo) / 256);
+    d[1] = (int8_t)lo;
+#endif
 }
 
 /* An exact integer sum back to a beam value: one rounding to float32, then
@@ -134,23 +154,32 @@ BF_FN int bf_quant(float v, int8_t *q)
 #endif
 }
 
-/* One output value from its sum: dither (draw as beamform.h says, from
- * the dither state z of its counter: cbf_dither_state), round, clip;
- * returns 1 when saturated. */
-BF_FN int bf_output_state(bf_cplx acc, int dither, uint64_t z, int8_t out[2])
+/* The dither draws (beamform.h): one per beam, channel and two spectra,
+ * the draw of absolute spectrum s being number floor(s / 2); the even
+ * spectrum takes the draw's high 32 bits, the odd one its low 32 bits, of
+ * which the high 16 dither the real part and the low 16 the imaginary.
+ * A draw's counter: */
+BF_FN uint64_t bf_dither_counter(uint64_t spectrum, uint64_t channel, uint64_t total_channels,
+                                 uint64_t n_beams, uint64_t beam)
 {
-    if (dither) {
-        const uint64_t u = cbf_dither_mix(z);
-        acc.re = BF_ADD(acc.re, cbf_dither_float((uint32_t)(u >> 32)));
-        acc.im = BF_ADD(acc.im, cbf_dither_float((uint32_t)u));
-    }
-    return bf_quant(acc.re, &out[0]) | bf_quant(acc.im, &out[1]);
+    return ((spectrum >> 1) * total_channels + channel) * n_beams + beam;
 }
 
-/* The same from the key and the value's counter. */
-BF_FN int bf_output(bf_cplx acc, int dither, uint64_t key, uint64_t counter, int8_t out[2])
+/* Spectrum s's 32 bits of its draw u. */
+BF_FN uint32_t bf_dither_bits(uint64_t u, uint64_t spectrum)
 {
-    return bf_output_state(acc, dither, cbf_dither_state(key, counter), out);
+    return spectrum & 1u ? (uint32_t)u : (uint32_t)(u >> 32);
+}
+
+/* One output value from its sum: with dither, plus the values of its 32
+ * bits h (bf_dither_bits); round, clip; returns 1 when saturated. */
+BF_FN int bf_output_bits(bf_cplx acc, int dither, uint32_t h, int8_t out[2])
+{
+    if (dither) {
+        acc.re = BF_ADD(acc.re, cbf_dither_float16(h >> 16));
+        acc.im = BF_ADD(acc.im, cbf_dither_float16(h));
+    }
+    return bf_quant(acc.re, &out[0]) | bf_quant(acc.im, &out[1]);
 }
 
 #endif

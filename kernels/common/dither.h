@@ -1,5 +1,5 @@
 /* kernels/common/dither.h: the counter-based random numbers of every
- * kernel that dithers before quantising (the beamformer; fft_post later).
+ * kernel that dithers before quantising (the beamformer, fft_post).
  *
  * A value is a pure function of a 64-bit key and a 64-bit counter, so any
  * thread can draw the value of any output without carrying a generator
@@ -75,6 +75,19 @@ CBF_DITHER_FN float cbf_dither_float(uint32_t h)
 #else
     return (float)x * CBF_DITHER_SCALE;
 #endif
+}
+
+/* 16 random bits (the low 16 of h) to a value in (-1/2, 1/2), mean 0:
+ * x = the bits as a signed 16-bit integer, plus 1 when negative (x in
+ * [-(2^15 - 1), 2^15 - 1]), times 2^-16. Exact in float32 (no rounding,
+ * so a compiler fusing the multiply into a following add changes
+ * nothing), at most 1/2 - 2^-16 in size: an integer up to 2^7 plus dither
+ * rounds back to itself. The beamformer's dither (four values per draw). */
+CBF_DITHER_FN float cbf_dither_float16(uint32_t h)
+{
+    int32_t x = (int32_t)(int16_t)(uint16_t)(h & 0xffffu);
+    x += (int32_t)((h >> 15) & 1u);
+    return (float)x * 0x1p-16f;
 }
 
 #endif

@@ -792,6 +792,9 @@ static_assert(!XB_LEAN || (TILE * FL_ROW * 4 <= XB_COEF_OFS && XB_AUX <= 2 * HAL
 #ifndef XB_EARLY
 #define XB_EARLY 1 /* tuning runs: 0 a slot released after the stage's output, not its products */
 #endif
+#ifndef XB_MASKED
+#define XB_MASKED 0 /* timing only: every batch's samples masked, all antennas there or not */
+#endif
 #ifndef XB_NOOUT
 #define XB_NOOUT 0 /* timing only: the beams' sums folded into the counts, no output */
 #endif
@@ -882,6 +885,7 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
     const uint64_t dz = bj.total_channels * (uint64_t)B * CBF_DITHER_GAMMA;
     int batch = u.batch, r = u.r, pbatch = -1;
     unsigned pm = 0; /* bit 2 kk (+1): antenna 8 kk + tig (+4) present in `batch` */
+    bool allp = false; /* every antenna present in `batch` */
     unsigned sat[2] = {0u, 0u};
     const unsigned pmask = __ballot_sync(0xffffffffu, lane < B && bj.pol[lane]);
     unsigned ntpol;
@@ -962,7 +966,7 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
             mbar_arrive(u.empty + 8u * (unsigned)(s % DEPTH));
     };
     /* stage s's products (batch bat) added into acc */
-    auto products = [&](int s, int bat, int (&acc)[2][3][4], auto single) {
+    auto products = [&](int s, int bat, int (&acc)[2][BF_DIGITS][4], auto single) {
         if (bat != pbatch) {
             const unsigned long long m = masks[bat - u.batch];
             pm = 0;
@@ -971,62 +975,82 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
 #pragma unroll
                 for (int h = 0; h < 2; h++)
                     pm |= (unsigned)((m >> (8 * kk + 4 * h + tig)) & 1ull) << (2 * kk + h);
+            /* every antenna there (rows past the last one meet zero
+             * coefficients): no masking, 64 instructions a stage fewer */
+            allp = (~m & (A >= 64 ? ~0ull : (1ull << A) - 1ull)) == 0ull;
             pbatch = bat;
         }
         const unsigned slot = ring + (unsigned)(s % DEPTH) * RAW_BYTES + half;
         mbar_wait(bar0 + 8u * (unsigned)(s % DEPTH), (unsigned)(s / DEPTH) & 1u);
         /* rows of antennas 16 kq + tig (+ 4, + 8, + 12): spectra t and
-         * t + 1, both pols, zeros for an antenna missing; the next step's
-         * rows are loaded before this step's products (18.9% extra on the
-         * single call against 23.8% loading them after) */
-        auto rows = [&](int kq, uint2 (&w)[4]) {
+         * t + 1, both pols, zeros for an antenna missing (MASKED); the
+         * next step's rows are loaded before this step's products (18.9%
+         * extra on the single call against 23.8% loading them after) */
+        auto run = [&](auto masked) {
+            auto rows = [&](int kq, uint2 (&w)[4]) {
 #pragma unroll
-            for (int q = 0; q < 4; q++) {
-                const int row = 16 * kq + tig + 4 * q;
-                w[q] = ld_shared8(slot + (unsigned)(row * 128 + ((chunk ^ (row & 7)) << 4) + in_chunk));
-                if (!((pm >> (4 * kq + q)) & 1u))
-                    w[q] = make_uint2(0u, 0u);
+                for (int q = 0; q < 4; q++) {
+                    const int row = 16 * kq + tig + 4 * q;
+                    w[q] = ld_shared8(slot + (unsigned)(row * 128 + ((chunk ^ (row & 7)) << 4) + in_chunk));
+                    if (decltype(masked)::on && !((pm >> (4 * kq + q)) & 1u))
+                        w[q] = make_uint2(0u, 0u);
+                }
+            };
+            uint2 w[4], wn[4];
+            rows(0, w);
+#pragma unroll
+            for (int kq = 0; kq < BF_KQ; kq++) {
+                if (kq + 1 < BF_KQ)
+                    rows(kq + 1, wn);
+#pragma unroll
+                for (int nt = 0; nt < 2; nt++) {
+#pragma unroll
+                    for (int ps = 0; ps < (decltype(single)::on ? 1 : 2); ps++) {
+                        /* pol p's (re, im) of antennas row, row + 4 in one word */
+                        const int p = decltype(single)::on ? pol0[nt] : ps;
+                        const unsigned sel = p ? 0x7632u : 0x5410u;
+                        const unsigned a0 = __byte_perm(w[0].x, w[1].x, sel),
+                                       a1 = __byte_perm(w[0].y, w[1].y, sel),
+                                       a2 = __byte_perm(w[2].x, w[3].x, sel),
+                                       a3 = __byte_perm(w[2].y, w[3].y, sel);
+                        const uint4 w01 = sc.d01[p][kq][nt][lane];
+#if BF_DIGITS == 3
+                        const uint2 w2 = sc.d2[p][kq][nt][lane];
+#else
+                        const uint2 w2 = make_uint2(0u, 0u);
+#endif
+#pragma unroll
+                        for (int d = 0; d < BF_DIGITS; d++) {
+                            const uint2 wd = bf_digit_frag(w01, w2, d);
+                            cbf_mma_s8(acc[nt][d], a0, a1, a2, a3, wd.x, wd.y);
+                        }
+                    }
+                }
+                if (kq + 1 < BF_KQ)
+#pragma unroll
+                    for (int q = 0; q < 4; q++)
+                        w[q] = wn[q];
             }
         };
-        uint2 w[4], wn[4];
-        rows(0, w);
-#pragma unroll
-        for (int kq = 0; kq < BF_KQ; kq++) {
-            if (kq + 1 < BF_KQ)
-                rows(kq + 1, wn);
-#pragma unroll
-            for (int nt = 0; nt < 2; nt++) {
-#pragma unroll
-                for (int ps = 0; ps < (decltype(single)::on ? 1 : 2); ps++) {
-                    /* pol p's (re, im) of antennas row, row + 4 in one word */
-                    const int p = decltype(single)::on ? pol0[nt] : ps;
-                    const unsigned sel = p ? 0x7632u : 0x5410u;
-                    const unsigned a0 = __byte_perm(w[0].x, w[1].x, sel), a1 = __byte_perm(w[0].y, w[1].y, sel),
-                                   a2 = __byte_perm(w[2].x, w[3].x, sel), a3 = __byte_perm(w[2].y, w[3].y, sel);
-                    const uint4 w01 = sc.d01[p][kq][nt][lane];
-                    const uint2 w2 = sc.d2[p][kq][nt][lane];
-                    cbf_mma_s8(acc[nt][0], a0, a1, a2, a3, w01.x, w01.y);
-                    cbf_mma_s8(acc[nt][1], a0, a1, a2, a3, w01.z, w01.w);
-                    cbf_mma_s8(acc[nt][2], a0, a1, a2, a3, w2.x, w2.y);
-                }
-            }
-            if (kq + 1 < BF_KQ)
-#pragma unroll
-                for (int q = 0; q < 4; q++)
-                    w[q] = wn[q];
-        }
+        if (allp && !XB_MASKED)
+            run(xb_flag<false>{});
+        else
+            run(xb_flag<true>{});
     };
     /* the output of a stage's sums (batch bat, step rr): both n-tiles'
      * bytes formed, then stored (no branch between the two n-tiles' work:
      * their hashes, conversions and roundings interleave); tile rows:
      * spectra t and t + 1 of the heap; n-tile nt holds the beam of slot
-     * 4 nt + tig, z[nt] its dither state of spectrum t. XB_NOOUT (timing
-     * only): the sums folded into the counts instead */
-    auto emit = [&](int bat, int rr, const int (&acc)[2][3][4], const uint64_t (&z)[2], auto dith) {
+     * 4 nt + tig, z[nt] its dither state of spectrum t's draw (bf_pair;
+     * the absolute spectrum t is even when `even`, else odd: a heap is
+     * whole stages of an even count). XB_NOOUT (timing only): the sums
+     * folded into the counts instead */
+    auto emit = [&](int bat, int rr, const int (&acc)[2][BF_DIGITS][4], const uint64_t (&z)[2], auto dith,
+                    auto even) {
         if (XB_NOOUT) {
 #pragma unroll
-            for (int i = 0; i < 24; i++)
-                sat[i / 12] ^= (unsigned)(&acc[0][0][0])[i];
+            for (int i = 0; i < 8 * BF_DIGITS; i++)
+                sat[i / (4 * BF_DIGITS)] ^= (unsigned)(&acc[0][0][0])[i];
             return;
         }
         const int t = rr * TS + 16 * warp + 2 * g;
@@ -1035,7 +1059,8 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
 #pragma unroll
         for (int nt = 0; nt < 2; nt++) {
             bf_cplx v[2];
-            bf_pair<decltype(dith)::on>(acc[nt], inv[nt], z[nt], dz, o[nt], v, clip[nt]);
+            bf_pair<decltype(dith)::on, true, decltype(even)::on>(acc[nt], inv[nt], z[nt], dz, !decltype(even)::on,
+                                                                  o[nt], v, clip[nt]); /* N <= 64: SMALL */
         }
 #pragma unroll
         for (int nt = 0; nt < 2; nt++) {
@@ -1059,7 +1084,7 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
      * products issued beside stage s's output, in one stretch of code,
      * timed worse: 27.6% / 32.0% / 29.2% against 18.9% / 26.7% / 21.7%,
      * 16 bytes spilled at 104 registers, cbf-bench beam, 2026-11-25.) */
-    auto stages = [&](auto single, auto dith) {
+    auto stages = [&](auto single, auto dith, auto even) {
         if (XB_BEAM_MODE < 2) {
             for (int s = 0; s < n; s++) {
                 mbar_wait(bar0 + 8u * (unsigned)(s % DEPTH), (unsigned)(s / DEPTH) & 1u);
@@ -1068,23 +1093,23 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
             return;
         }
         int bat = batch, rr = r;
-        /* the dither states of the first stage's spectra t, t + 1, then a
-         * step of TS spectra per stage (the counter is linear in the
-         * spectrum, and a heap is whole stages): an add instead of three
+        /* the dither states of the first stage's spectrum t's draws, then
+         * a step of TS / 2 draws per stage (the counter is linear in the
+         * draw, and a heap is whole stages): an add instead of three
          * 64-bit products */
-        const uint64_t ctr = ((bj.first_spectrum + (uint64_t)bat * T + rr * TS + 16 * warp + 2 * g) *
-                                  bj.total_channels + bj.first_channel + c) * (uint64_t)B;
+        const uint64_t sp = bj.first_spectrum + (uint64_t)bat * T + rr * TS + 16 * warp + 2 * g;
         uint64_t z[2];
 #pragma unroll
-        for (int nt = 0; nt < 2; nt++)
-            z[nt] = cbf_dither_state(bj.dither_key, ctr + (unsigned)beam[nt]); /* beam -1: unused */
-        const uint64_t zstep = (uint64_t)TS * dz;
+        for (int nt = 0; nt < 2; nt++) /* beam -1: unused */
+            z[nt] = cbf_dither_state(bj.dither_key,
+                                     bf_dither_counter(sp, bj.first_channel + c, bj.total_channels, B, beam[nt]));
+        const uint64_t zstep = (uint64_t)(TS / 2) * dz;
         for (int s = 0; s < n; s++) {
-            int acc[2][3][4] = {};
+            int acc[2][BF_DIGITS][4] = {};
             products(s, bat, acc, single);
             if (XB_EARLY)
                 release(s);
-            emit(bat, rr, acc, z, dith);
+            emit(bat, rr, acc, z, dith, even);
             z[0] += zstep;
             z[1] += zstep;
             if (!XB_EARLY)
@@ -1094,14 +1119,21 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
     };
     const bool one_pol = npol[0] <= 1 && npol[1] <= 1;
     const bool dither = bj.dither && !XB_NODITHER;
-    if (one_pol && dither)
-        stages(xb_flag<true>{}, xb_flag<true>{});
-    else if (one_pol)
-        stages(xb_flag<true>{}, xb_flag<false>{});
-    else if (dither)
-        stages(xb_flag<false>{}, xb_flag<true>{});
+    /* every lane's first spectrum is even where the job's first is (heaps
+     * and stages hold even counts): one draw per pair, not two */
+    const bool even = !(bj.first_spectrum & 1u);
+    auto by_dither = [&](auto single) {
+        if (dither && even)
+            stages(single, xb_flag<true>{}, xb_flag<true>{});
+        else if (dither)
+            stages(single, xb_flag<true>{}, xb_flag<false>{});
+        else
+            stages(single, xb_flag<false>{}, xb_flag<true>{});
+    };
+    if (one_pol)
+        by_dither(xb_flag<true>{});
     else
-        stages(xb_flag<false>{}, xb_flag<false>{});
+        by_dither(xb_flag<false>{});
     /* done with the ring: the correlator's flush may stage its products
      * there (corr_run waits at barrier 3; an arrival does not wait) */
     if (!XB_NOB3)

@@ -12,7 +12,8 @@
  *
  * The draw u = cbf_dither_u64(key, counter) (kernels/common/dither.h)
  * dithers the real part with its high 32 bits, the imaginary part with its
- * low 32 bits, as the beamformer's (docs/formats.md, "Dither"). s x
+ * low 32 bits (docs/formats.md, "Dither"; the beamformer's draws give
+ * four 16-bit values each instead). s x
  * channels x 2 is about the timestamp in digitiser samples (wideband: a
  * spectrum is 2 x channels samples), so every value of every antenna has
  * its own counter while timestamps stay below 2^48, SPEAD's timestamp width. */

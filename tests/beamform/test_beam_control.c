@@ -119,9 +119,10 @@ static int quant(double v, int *clipped)
 static void ref_out(const double sum[2], int64_t ts, int c, int b, int q[2], int *clipped)
 {
     const uint64_t spec = (uint64_t)(ts / SBS);
-    const uint64_t u = cbf_dither_u64(KEY, (spec * C + (uint64_t)c) * B + (uint64_t)b);
-    q[0] = quant(sum[0] + cbf_dither_float((uint32_t)(u >> 32)), clipped);
-    q[1] = quant(sum[1] + cbf_dither_float((uint32_t)u), clipped);
+    const uint64_t u = cbf_dither_u64(KEY, ((spec / 2) * C + (uint64_t)c) * B + (uint64_t)b);
+    const uint32_t h = spec % 2 ? (uint32_t)u : (uint32_t)(u >> 32);
+    q[0] = quant(sum[0] + cbf_dither_float16(h >> 16), clipped);
+    q[1] = quant(sum[1] + cbf_dither_float16(h), clipped);
 }
 
 static int8_t *inputs[BUFS];

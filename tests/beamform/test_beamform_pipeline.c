@@ -257,8 +257,10 @@ static result run_and_check(const char *gpu)
                         if (b == 2)
                             unsteered += re * re + im * im;
                         const uint64_t spec = (uint64_t)(ts[k] / (2 * C)) + n * T + (uint64_t)t;
-                        const uint64_t u = cbf_dither_u64(KEY, (spec * C + (uint64_t)c) * B + (uint64_t)b);
-                        const float dr = cbf_dither_float((uint32_t)(u >> 32)), di = cbf_dither_float((uint32_t)u);
+                        /* docs/formats.md: draw spec / 2, 32 bits per spectrum, 16 per part */
+                        const uint64_t u = cbf_dither_u64(KEY, ((spec / 2) * C + (uint64_t)c) * B + (uint64_t)b);
+                        const uint32_t h = spec % 2 ? (uint32_t)u : (uint32_t)(u >> 32);
+                        const float dr = cbf_dither_float16(h >> 16), di = cbf_dither_float16(h);
                         const double want[2] = {rint(re + dr), rint(im + di)};
                         const int8_t *o = y8 + (((bt * B + (size_t)b) * C + (size_t)c) * T + (size_t)t) * 2;
                         int clipped = 0;

@@ -31,12 +31,13 @@
 #define CK(call) CBF_BENCH_CK("beam", call)
 #define MAX_LIST 8
 #define SPECTRA 256   /* spectra per heap, MeerKAT's (katgpucbf's default) */
-#define BATCHES 4     /* heaps per call, as the engine's buffers */
+#define BATCHES 4     /* heaps per call of the single-call tables */
 
 typedef struct opts {
     int ants[MAX_LIST], n_ants, beams[MAX_LIST], n_beams, reps, dither;
     double gib;       /* input bytes per call, GiB */
     int xb_channels[MAX_LIST], n_xb; /* an X-engine's channels, for the stream of buffers */
+    int xb_heaps[MAX_LIST], n_xh;    /* and its buffers' heaps (batches) */
 } opts;
 
 typedef struct beam_ctx {
@@ -157,16 +158,16 @@ typedef struct dev_in {
     size_t in_bytes;
 } dev_in;
 
-static int alloc_io(int n, int b, int channels, dev_in *d)
+static int alloc_io(int n, int b, int channels, int heaps, dev_in *d)
 {
     cbf_beam_shape sh = {n, b, channels, SPECTRA};
-    d->in_bytes = BATCHES * cbf_beam_in_batch_bytes(&sh);
-    const size_t out_bytes = BATCHES * cbf_beam_out_batch_bytes(&sh);
+    d->in_bytes = heaps * cbf_beam_in_batch_bytes(&sh);
+    const size_t out_bytes = heaps * cbf_beam_out_batch_bytes(&sh);
     CK(cudaMalloc((void **)&d->in, d->in_bytes));
     CK(cudaMalloc((void **)&d->out, out_bytes));
-    CK(cudaMalloc((void **)&d->present, (size_t)BATCHES * n));
+    CK(cudaMalloc((void **)&d->present, (size_t)heaps * n));
     CK(cudaMalloc((void **)&d->sat, (size_t)b * sizeof(uint64_t)));
-    CK(cudaMemset(d->present, 1, (size_t)BATCHES * n));
+    CK(cudaMemset(d->present, 1, (size_t)heaps * n));
     CK(cudaMemset(d->sat, 0, (size_t)b * sizeof(uint64_t)));
     return cbf_bench_fill_random(d->in, d->in_bytes, (uint64_t)n * 131 + (uint64_t)b);
 }
@@ -179,12 +180,12 @@ static void free_io(dev_in *d)
     cudaFree(d->sat);
 }
 
-static void job_for(beam_ctx *bc, int n, int b, int channels, const dev_in *d, cbf_beam_coef *coef,
-                    const uint8_t *pol, int dither)
+static void job_for(beam_ctx *bc, int n, int b, int channels, int heaps, const dev_in *d,
+                    cbf_beam_coef *coef, const uint8_t *pol, int dither)
 {
     memset(&bc->job, 0, sizeof bc->job);
     bc->job.shape = (cbf_beam_shape){n, b, channels, SPECTRA};
-    bc->job.batches = BATCHES;
+    bc->job.batches = heaps;
     bc->job.in = d->in;
     bc->job.present = d->present;
     bc->job.coef = coef;
@@ -204,10 +205,10 @@ static int bench_one(const opts *o, int n, int b, const ceil_t *cl, cudaStream_t
     dev_in d;
     cbf_beam_coef *coef;
     uint8_t *pol;
-    if (alloc_io(n, b, channels, &d) || make_coefs(n, b, channels, &coef, &pol))
+    if (alloc_io(n, b, channels, BATCHES, &d) || make_coefs(n, b, channels, &coef, &pol))
         return 1;
     beam_ctx bc = {.s = s};
-    job_for(&bc, n, b, channels, &d, coef, pol, o->dither);
+    job_for(&bc, n, b, channels, BATCHES, &d, coef, pol, o->dither);
     float t;
     if (cbf_bench_time_ms(do_beam, &bc, s, o->reps, &t))
         return 1;
@@ -226,21 +227,21 @@ static int bench_one(const opts *o, int n, int b, const ceil_t *cl, cudaStream_t
     return 0;
 }
 
-/* A correlator on `in` (BATCHES heaps of n antennas x channels): its plan
+/* A correlator on `in` (`heaps` heaps of n antennas x channels): its plan
  * and zeroed accumulators (slices that fill the GPU), on stream s. */
-static int corr_for(int n, int channels, const uint8_t *in, cudaStream_t s, corr_ctx *cc)
+static int corr_for(int n, int channels, int heaps, const uint8_t *in, cudaStream_t s, corr_ctx *cc)
 {
     char msg[512];
     const cbf_corr_shape sh = {n, channels, SPECTRA, 8};
     cc->s = s;
     if (cbf_corr_cuda_create(&sh, 0, &cc->plan, msg, sizeof msg))
         return fprintf(stderr, "cbf-bench beam: %s\n", msg), 1;
-    const int slices = cbf_corr_cuda_auto_slices(cc->plan, BATCHES);
+    const int slices = cbf_corr_cuda_auto_slices(cc->plan, heaps);
     const size_t bytes = (size_t)slices * cbf_corr_accum_len(&sh) * 8;
     int64_t *acc;
     CK(cudaMalloc((void **)&acc, bytes));
     CK(cudaMemset(acc, 0, bytes));
-    cc->job = (cbf_corr_job){sh, in, 0, BATCHES, acc, slices};
+    cc->job = (cbf_corr_job){sh, in, 0, heaps, acc, slices};
     return 0;
 }
 
@@ -272,13 +273,13 @@ static int beside_one(const opts *o, int n, int b, cudaStream_t s, cudaStream_t 
     dev_in d;
     cbf_beam_coef *coef;
     uint8_t *pol;
-    if (alloc_io(n, b, channels, &d) || make_coefs(n, b, channels, &coef, &pol))
+    if (alloc_io(n, b, channels, BATCHES, &d) || make_coefs(n, b, channels, &coef, &pol))
         return 1;
     corr_ctx cc;
-    if (corr_for(n, channels, d.in, s, &cc))
+    if (corr_for(n, channels, BATCHES, d.in, s, &cc))
         return 1;
     beam_ctx bc = {.s = s};
-    job_for(&bc, n, b, channels, &d, coef, pol, o->dither);
+    job_for(&bc, n, b, channels, BATCHES, &d, coef, pol, o->dither);
     both_ctx seq = {&cc, &bc, NULL, NULL, NULL}, par = {&cc, &bc, side, NULL, NULL};
     CK(cudaEventCreateWithFlags(&par.fork, cudaEventDisableTiming));
     CK(cudaEventCreateWithFlags(&par.join, cudaEventDisableTiming));
@@ -300,7 +301,7 @@ static int beside_one(const opts *o, int n, int b, cudaStream_t s, cudaStream_t 
 }
 
 /* Beside the correlator as an engine meets its buffers: a stream of R
- * distinct buffers of BATCHES heaps x `channels` (an X-engine's share of
+ * distinct buffers of `heaps` heaps x `channels` (an X-engine's share of
  * the band), together 4x the L2 cache so each arrives from DRAM; per
  * buffer the correlator (adding into one set of accumulators, as between
  * dumps) and the beamformer, either after it on one stream or on a second
@@ -354,10 +355,11 @@ static int do_ring(void *p)
     return 0;
 }
 
-static int beside_ring(const opts *o, int n, int b, int channels, size_t l2, cudaStream_t s, cudaStream_t side)
+static int beside_ring(const opts *o, int n, int b, int channels, int heaps, size_t l2, cudaStream_t s,
+                       cudaStream_t side)
 {
     const cbf_beam_shape bs = {n, b, channels, SPECTRA};
-    const size_t buf = BATCHES * cbf_beam_in_batch_bytes(&bs);
+    const size_t buf = heaps * cbf_beam_in_batch_bytes(&bs);
     int r = (int)((4 * l2 + buf - 1) / buf);
     if (r < 2)
         r = 2;
@@ -374,15 +376,15 @@ static int beside_ring(const opts *o, int n, int b, int channels, size_t l2, cud
     if (make_coefs(n, b, channels, &coef, &pol))
         return 1;
     for (int i = 0; i < r; i++) {
-        if (alloc_io(n, b, channels, &d[i]))
+        if (alloc_io(n, b, channels, heaps, &d[i]))
             return 1;
         /* one plan and one set of accumulators for the whole stream */
-        if (i == 0 && corr_for(n, channels, d[0].in, s, &cc[0]))
+        if (i == 0 && corr_for(n, channels, heaps, d[0].in, s, &cc[0]))
             return 1;
         cc[i] = cc[0];
         cc[i].job.in = d[i].in;
         bc[i].s = s;
-        job_for(&bc[i], n, b, channels, &d[i], coef, pol, o->dither);
+        job_for(&bc[i], n, b, channels, heaps, &d[i], coef, pol, o->dither);
         CK(cudaEventCreateWithFlags(&ev[i], cudaEventDisableTiming));
     }
     ring_ctx x = {cc, bc, r, RING_CORR, side, ev, NULL};
@@ -395,7 +397,7 @@ static int beside_ring(const opts *o, int n, int b, int channels, size_t l2, cud
         t[m] /= (float)r;
     }
     CK(cudaGetLastError());
-    printf("| %d | %d | %d | %d x %.1f MB ", n, b, channels, r, buf / 1e6);
+    printf("| %d | %d | %d | %d | %d x %.1f MB ", n, b, channels, heaps, r, buf / 1e6);
     print_beside(t[RING_CORR], t[RING_BEAMS], t[RING_SEQ], t[RING_PAR], t[RING_XB],
                  cbf_xb_cuda_fused(cc[0].plan, &cc[0].job, &bc[0].job), &cc[0], &bc[0]);
     cudaEventDestroy(x.join);
@@ -445,16 +447,23 @@ static int parse(int argc, char **argv, opts *o)
     o->xb_channels[1] = 512;
     o->xb_channels[2] = 1024;
     o->n_xb = 3;
+    /* heaps per buffer: cbf's receiver's default chunk once, and
+     * katgpucbf's (--heaps-per-fengine-per-chunk 32) */
+    o->xb_heaps[0] = 4;
+    o->xb_heaps[1] = 32;
+    o->n_xh = 2;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help")) {
             printf("usage: cbf-bench beam [--ants 64,256,1024] [--beams 8,64,256] [--reps N]\n"
                    "                      [--gib G] [--no-dither] [--xb-channels 128,512,1024]\n"
+                   "                      [--xb-heaps 4,32]\n"
                    "Times the beamformer for every (antennas, beams) pair against the copy\n"
                    "rate and the cuBLAS fp32 and fp16 GEMM rates, measured in the same run,\n"
                    "then beside the correlator on the same input (the first beam count):\n"
                    "one call of --gib, and (the first antenna count) a stream of buffers of\n"
-                   "an X-engine's channels; each with the two kernels on one stream and on\n"
+                   "an X-engine's channels and --xb-heaps heaps (batches) each; each with\n"
+                   "the two kernels on one stream and on\n"
                    "two, and with cbf_xb_cuda_run (one kernel where the shape allows).\n");
             return 1;
         } else if (v && !strcmp(a, "--ants")) {
@@ -472,6 +481,10 @@ static int parse(int argc, char **argv, opts *o)
         } else if (v && !strcmp(a, "--xb-channels")) {
             if (parse_list(v, o->xb_channels, &o->n_xb))
                 return fprintf(stderr, "cbf-bench beam: --xb-channels: '%s' is not a list of counts\n", v), 2;
+            i++;
+        } else if (v && !strcmp(a, "--xb-heaps")) {
+            if (parse_list(v, o->xb_heaps, &o->n_xh))
+                return fprintf(stderr, "cbf-bench beam: --xb-heaps: '%s' is not a list of counts\n", v), 2;
             i++;
         } else if (!strcmp(a, "--no-dither")) {
             o->dither = 0;
@@ -521,17 +534,19 @@ int cbf_bench_beam(int argc, char **argv)
     for (int i = 0; i < o.n_ants; i++)
         if (beside_one(&o, o.ants[i], o.beams[0], s, side))
             return 1;
-    printf("\nBeside the correlator on a stream of buffers (%d heaps of an X-engine's channels each, "
+    printf("\nBeside the correlator on a stream of buffers (heaps of an X-engine's channels, "
            "distinct buffers spanning 4x the %.0f MB L2): ms per buffer; extra = time over the correlator "
-           "alone\n\n", BATCHES, prop.l2CacheSize / 1e6);
-    printf("| N | B | channels | buffers | correlator ms | beamformer ms | both, one stream ms | extra | both, "
+           "alone\n\n", prop.l2CacheSize / 1e6);
+    printf("| N | B | channels | heaps | buffers | correlator ms | beamformer ms | both, one stream ms | extra | both, "
            "two streams ms | extra | cbf_xb_cuda_run | ms | extra | xbengine (fuse: auto) | extra |\n| --- | --- "
-           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     /* the first antenna count only: the small array, where the beams cost
      * most beside the correlator (and large N's accumulators would not fit) */
-    for (int k = 0; k < o.n_xb; k++)
-        if (beside_ring(&o, o.ants[0], o.beams[0], o.xb_channels[k], (size_t)prop.l2CacheSize, s, side))
-            return 1;
+    for (int h = 0; h < o.n_xh; h++)
+        for (int k = 0; k < o.n_xb; k++)
+            if (beside_ring(&o, o.ants[0], o.beams[0], o.xb_channels[k], o.xb_heaps[h],
+                            (size_t)prop.l2CacheSize, s, side))
+                return 1;
     CK(cudaStreamDestroy(side));
     CK(cudaStreamDestroy(s));
     return 0;
