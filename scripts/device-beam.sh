@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On the lent GPU machine (carrying .devdeps): scripts/device-all.sh for the
-# beamformer (the tree built, the beamform test suite with the GPU, then
+# beamformer (the tree built, the beamform test suite with the GPU, or
+# BEAM_TESTS's `meson test` arguments ("": the whole suite), then
 # `cbf-bench beam $BEAM_BENCH`, default the floors' cases and the
 # beside-the-correlator table), the kernel test under compute-sanitizer
 # (and test_xb, the correlator's one-kernel beams, under memcheck, racecheck
@@ -11,7 +12,7 @@
 # stall samples (source page, CSV). Logs go to $OUT (./out by hand).
 cd "$(dirname "$0")/.."
 export OUT=${OUT:-$PWD/out}
-ALL_TESTS="--suite beamform" ALL_BENCH="beam ${BEAM_BENCH:---ants 64,256,1024 --beams 8,64}" \
+ALL_TESTS="${BEAM_TESTS---suite beamform}" ALL_BENCH="beam ${BEAM_BENCH:---ants 64,256,1024 --beams 8,64}" \
     bash scripts/device-all.sh
 rc=$?
 source scripts/device-env.sh

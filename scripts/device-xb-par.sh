@@ -48,7 +48,7 @@ done
 if [ -n "${XB_NCU:-}" ] && [ $((SECONDS - t0)) -lt ${XB_NCU_BY:-150} ]; then
     rm -f "$OUT/bench.log"
     for k in ${XB_NCU_KERNELS:-xb_wgmma corr_wgmma}; do
-        timeout 90 ncu --clock-control none --set full --import-source no -k regex:$k --launch-skip 2 \
+        timeout 90 ncu --clock-control none --set full --import-source no -k regex:$k --launch-skip ${XB_NCU_SKIP:-2} \
             --launch-count 1 -o "$OUT/$k" -f "tools/bench/cbf-bench-$XB_NCU" beam --ants 64 --beams 8 \
             ${XB_NCU_ARGS:---xb-channels 1024 --xb-heaps 4} --reps 1 >"$OUT/ncu-$k.log" 2>&1
         echo "== ncu $k: exit $? ($((SECONDS - t0)) s)"; tail -2 "$OUT/ncu-$k.log"; rm -f "$OUT/ncu-$k.log"

@@ -333,7 +333,7 @@ int cbf_xb_cuda_can_fuse(const cbf_corr_cuda *p, const cbf_beam_shape *beams)
 
 int cbf_xb_cuda_prefer_fused(const cbf_corr_cuda *p, const cbf_beam_shape *beams)
 {
-    return cbf_xb_cuda_can_fuse(p, beams) && beams->channels >= CBF_XB_FUSE_MIN_CHANNELS;
+    return cbf_xb_cuda_can_fuse(p, beams);
 }
 
 int cbf_xb_cuda_run(cbf_corr_cuda *p, const cbf_corr_job *job, const cbf_beam_job *beams, void *stream,

@@ -103,17 +103,14 @@ int cbf_xb_cuda_fused(const cbf_corr_cuda *plan, const cbf_corr_job *job, const 
  * channels and spectra): cbf_xb_cuda_fused then holds for every job of
  * whole heaps from batch 0 with the beams' input the correlator's. */
 int cbf_xb_cuda_can_fuse(const cbf_corr_cuda *plan, const cbf_beam_shape *beams);
-/* Channels per buffer from which the one kernel costs less beside the
- * correlator than the beamformer's own kernel on a second stream (N = 64,
- * B = 8 on the H100, 2026-11-25 with the one kernel's branch-free output:
- * 34.0% against 44.4% extra at 128 channels, 20-28% against 44-46% above;
- * 12.2% against 12.7% at 64, a tie, which stays on two streams as every
- * earlier run put it; docs/performance.md "Correlation and beams in one
- * kernel"). */
-#define CBF_XB_FUSE_MIN_CHANNELS 128
-/* The one kernel where it serves the shape and is the cheaper of the two
- * ways (cbf_xb_cuda_can_fuse, CBF_XB_FUSE_MIN_CHANNELS): the xbengine
- * plugin's `fuse: auto`, and cbf-bench beam's column of it. */
+/* The one kernel where it serves the shape (cbf_xb_cuda_can_fuse), which
+ * is then the cheaper of the two ways at every buffer size measured (N =
+ * 64, B = 8 on the H100, 2026-11-25, two-digit coefficients: 16 to 1024
+ * channels per buffer of 4 or 32 heaps, -5% to 49% extra over the
+ * correlator alone against 7% to 92% for the beamformer's own kernel on a
+ * second stream; docs/performance.md "Correlation and beams in one
+ * kernel"): the xbengine plugin's `fuse: auto`, and cbf-bench beam's
+ * column of it. */
 int cbf_xb_cuda_prefer_fused(const cbf_corr_cuda *plan, const cbf_beam_shape *beams);
 int cbf_xb_cuda_run(cbf_corr_cuda *plan, const cbf_corr_job *job, const cbf_beam_job *beams,
                     void *stream, char *msg, size_t msglen);

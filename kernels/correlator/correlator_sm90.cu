@@ -965,8 +965,8 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
         if (lane == 0)
             mbar_arrive(u.empty + 8u * (unsigned)(s % DEPTH));
     };
-    /* stage s's products (batch bat) added into acc */
-    auto products = [&](int s, int bat, int (&acc)[2][BF_DIGITS][4], auto single) {
+    /* the presence of batch bat: pm, allp */
+    auto prep = [&](int bat) {
         if (bat != pbatch) {
             const unsigned long long m = masks[bat - u.batch];
             pm = 0;
@@ -980,62 +980,68 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
             allp = (~m & (A >= 64 ? ~0ull : (1ull << A) - 1ull)) == 0ull;
             pbatch = bat;
         }
+    };
+    /* stage s's products added into acc, once its copy has landed: rows of
+     * antennas 16 kq + tig (+ 4, + 8, + 12): spectra t and t + 1, both
+     * pols, zeros for an antenna missing (`masked`: prep's pm; else every
+     * antenna is there); the next step's rows are loaded before this
+     * step's products (18.9% extra on the single call against 23.8%
+     * loading them after) */
+    auto run = [&](int s, int (&acc)[2][BF_DIGITS][4], auto single, auto masked) {
         const unsigned slot = ring + (unsigned)(s % DEPTH) * RAW_BYTES + half;
         mbar_wait(bar0 + 8u * (unsigned)(s % DEPTH), (unsigned)(s / DEPTH) & 1u);
-        /* rows of antennas 16 kq + tig (+ 4, + 8, + 12): spectra t and
-         * t + 1, both pols, zeros for an antenna missing (MASKED); the
-         * next step's rows are loaded before this step's products (18.9%
-         * extra on the single call against 23.8% loading them after) */
-        auto run = [&](auto masked) {
-            auto rows = [&](int kq, uint2 (&w)[4]) {
+        auto rows = [&](int kq, uint2 (&w)[4]) {
 #pragma unroll
-                for (int q = 0; q < 4; q++) {
-                    const int row = 16 * kq + tig + 4 * q;
-                    w[q] = ld_shared8(slot + (unsigned)(row * 128 + ((chunk ^ (row & 7)) << 4) + in_chunk));
-                    if (decltype(masked)::on && !((pm >> (4 * kq + q)) & 1u))
-                        w[q] = make_uint2(0u, 0u);
-                }
-            };
-            uint2 w[4], wn[4];
-            rows(0, w);
-#pragma unroll
-            for (int kq = 0; kq < BF_KQ; kq++) {
-                if (kq + 1 < BF_KQ)
-                    rows(kq + 1, wn);
-#pragma unroll
-                for (int nt = 0; nt < 2; nt++) {
-#pragma unroll
-                    for (int ps = 0; ps < (decltype(single)::on ? 1 : 2); ps++) {
-                        /* pol p's (re, im) of antennas row, row + 4 in one word */
-                        const int p = decltype(single)::on ? pol0[nt] : ps;
-                        const unsigned sel = p ? 0x7632u : 0x5410u;
-                        const unsigned a0 = __byte_perm(w[0].x, w[1].x, sel),
-                                       a1 = __byte_perm(w[0].y, w[1].y, sel),
-                                       a2 = __byte_perm(w[2].x, w[3].x, sel),
-                                       a3 = __byte_perm(w[2].y, w[3].y, sel);
-                        const uint4 w01 = sc.d01[p][kq][nt][lane];
-#if BF_DIGITS == 3
-                        const uint2 w2 = sc.d2[p][kq][nt][lane];
-#else
-                        const uint2 w2 = make_uint2(0u, 0u);
-#endif
-#pragma unroll
-                        for (int d = 0; d < BF_DIGITS; d++) {
-                            const uint2 wd = bf_digit_frag(w01, w2, d);
-                            cbf_mma_s8(acc[nt][d], a0, a1, a2, a3, wd.x, wd.y);
-                        }
-                    }
-                }
-                if (kq + 1 < BF_KQ)
-#pragma unroll
-                    for (int q = 0; q < 4; q++)
-                        w[q] = wn[q];
+            for (int q = 0; q < 4; q++) {
+                const int row = 16 * kq + tig + 4 * q;
+                w[q] = ld_shared8(slot + (unsigned)(row * 128 + ((chunk ^ (row & 7)) << 4) + in_chunk));
+                if (decltype(masked)::on && !((pm >> (4 * kq + q)) & 1u))
+                    w[q] = make_uint2(0u, 0u);
             }
         };
+        uint2 w[4], wn[4];
+        rows(0, w);
+#pragma unroll
+        for (int kq = 0; kq < BF_KQ; kq++) {
+            if (kq + 1 < BF_KQ)
+                rows(kq + 1, wn);
+#pragma unroll
+            for (int nt = 0; nt < 2; nt++) {
+#pragma unroll
+                for (int ps = 0; ps < (decltype(single)::on ? 1 : 2); ps++) {
+                    /* pol p's (re, im) of antennas row, row + 4 in one word */
+                    const int p = decltype(single)::on ? pol0[nt] : ps;
+                    const unsigned sel = p ? 0x7632u : 0x5410u;
+                    const unsigned a0 = __byte_perm(w[0].x, w[1].x, sel),
+                                   a1 = __byte_perm(w[0].y, w[1].y, sel),
+                                   a2 = __byte_perm(w[2].x, w[3].x, sel),
+                                   a3 = __byte_perm(w[2].y, w[3].y, sel);
+                    const uint4 w01 = sc.d01[p][kq][nt][lane];
+#if BF_DIGITS == 3
+                    const uint2 w2 = sc.d2[p][kq][nt][lane];
+#else
+                    const uint2 w2 = make_uint2(0u, 0u);
+#endif
+#pragma unroll
+                    for (int d = 0; d < BF_DIGITS; d++) {
+                        const uint2 wd = bf_digit_frag(w01, w2, d);
+                        cbf_mma_s8(acc[nt][d], a0, a1, a2, a3, wd.x, wd.y);
+                    }
+                }
+            }
+            if (kq + 1 < BF_KQ)
+#pragma unroll
+                for (int q = 0; q < 4; q++)
+                    w[q] = wn[q];
+        }
+    };
+    /* the same after prep(bat), with or without the masking */
+    auto products = [&](int s, int bat, int (&acc)[2][BF_DIGITS][4], auto single) {
+        prep(bat);
         if (allp && !XB_MASKED)
-            run(xb_flag<false>{});
+            run(s, acc, single, xb_flag<false>{});
         else
-            run(xb_flag<true>{});
+            run(s, acc, single, xb_flag<true>{});
     };
     /* the output of a stage's sums (batch bat, step rr): both n-tiles'
      * bytes formed, then stored (no branch between the two n-tiles' work:
@@ -1081,9 +1087,12 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
 
     /* every n-tile's beams on one pol (the usual beams): one pass of
      * products per n-tile; else both pols' for each. (Stage s + 1's
-     * products issued beside stage s's output, in one stretch of code,
-     * timed worse: 27.6% / 32.0% / 29.2% against 18.9% / 26.7% / 21.7%,
-     * 16 bytes spilled at 104 registers, cbf-bench beam, 2026-11-25.) */
+     * products issued beside stage s's output, in one basic block, timed
+     * worse twice: 27.6% / 32.0% / 29.2% against 18.9% / 26.7% / 21.7%
+     * with three digits, 16 bytes spilled at 104 registers; with two,
+     * 19.9% / 37.5% / 61.9% against 12.4% / 26.0% / 41.8% (single call,
+     * 128-channel buffers of 4 heaps, 1024 of 32), 20 bytes spilled;
+     * cbf-bench beam, 2026-11-25.) */
     auto stages = [&](auto single, auto dith, auto even) {
         if (XB_BEAM_MODE < 2) {
             for (int s = 0; s < n; s++) {

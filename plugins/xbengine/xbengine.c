@@ -14,9 +14,9 @@
  *    second one that starts when the buffer has arrived, as the two
  *    plugins side by side run; they join at the end of each buffer.
  * `auto` takes the one kernel where it serves the shape (Hopper, 8-bit,
- * N <= 64, B <= 8) and the buffers hold CBF_XB_FUSE_MIN_CHANNELS channels
- * or more, where it measured cheaper (correlator.h); the bytes out are the
- * same either way, and the same as the CPU's.
+ * N <= 64, B <= 8), where it measured cheaper at every buffer size
+ * (correlator.h, cbf_xb_cuda_prefer_fused); the bytes out are the same
+ * either way, and the same as the CPU's.
  *
  * Dumps go out as soon as their last kernel is queued (with its event);
  * a buffer's beams go out through the flight (stage/flight.h), which also
