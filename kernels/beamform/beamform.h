@@ -103,6 +103,10 @@ typedef struct cbf_beam_job {
      * coefficients: every value is a function of its own spectrum alone
      * (dither included), so the parts equal the whole run's bytes. */
     int spectrum_begin, spectrum_end;
+    /* 0, or a number that changes whenever what coef and pol point to does:
+     * calls with the same nonzero version, arrays and shape may reuse what
+     * an earlier call made of them (cbf_xb_cuda_run's coefficient digits). */
+    uint64_t coef_version;
 } cbf_beam_job;
 
 /* The spectra a job covers in each heap, [*t0, *t1). */

@@ -27,6 +27,7 @@
 
 #include <cuda_runtime.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define TT 32         /* spectra per shared-memory stage (CBF_CORR_SPECTRA_QUANTUM) */
 #define NSTAGE 3      /* stages in flight: one computed, two being copied */
@@ -40,6 +41,13 @@ struct cbf_corr_cuda {
     int2 *tiles;  /* device: (a1 origin, a2 origin) of each tile */
     int sms;
     int sm90;     /* the wgmma kernel of correlator_sm90.cu serves this plan */
+    /* cbf_xb_cuda_run's coefficient digits (device, xb_cap bytes) and the
+     * job they were made from (version 0: none) */
+    void *xb_digits;
+    size_t xb_cap;
+    uint64_t xb_version;
+    const void *xb_coef, *xb_pol;
+    cbf_beam_shape xb_shape;
 };
 
 #define CUDA_TRY(call) CBF_KERN_CUDA_TRY("correlator", call)
@@ -348,7 +356,31 @@ int cbf_xb_cuda_run(cbf_corr_cuda *p, const cbf_corr_job *job, const cbf_beam_jo
     if (cbf_xb_cuda_fused(p, job, beams) && job->batch_end > 0) {
         if ((rc = plan_job_check(p, job, msg, msglen)))
             return rc;
-        CUDA_TRY(cbf_corr_sm90_xb_launch(job, beams, p->tiles, p->sms, (cudaStream_t)stream));
+        const void *dig = NULL;
+        if (beams->coef_version) {
+            const cbf_beam_shape *b = &beams->shape;
+            const size_t need = cbf_corr_sm90_xb_digits_bytes(b);
+            if (need > p->xb_cap) {
+                /* cudaFree waits for the kernels that read the old ones */
+                cudaFree(p->xb_digits);
+                p->xb_digits = NULL;
+                p->xb_cap = 0;
+                p->xb_version = 0;
+                CUDA_TRY(cudaMalloc(&p->xb_digits, need));
+                p->xb_cap = need;
+            }
+            if (p->xb_version != beams->coef_version || p->xb_coef != beams->coef || p->xb_pol != beams->pol ||
+                memcmp(&p->xb_shape, b, sizeof *b)) {
+                p->xb_version = 0;
+                CUDA_TRY(cbf_corr_sm90_xb_digits(beams, p->xb_digits, (cudaStream_t)stream));
+                p->xb_version = beams->coef_version;
+                p->xb_coef = beams->coef;
+                p->xb_pol = beams->pol;
+                p->xb_shape = *b;
+            }
+            dig = p->xb_digits;
+        }
+        CUDA_TRY(cbf_corr_sm90_xb_launch(job, beams, dig, p->tiles, p->sms, (cudaStream_t)stream));
         return 0;
     }
 #endif
@@ -437,6 +469,7 @@ void cbf_corr_cuda_destroy(cbf_corr_cuda *p)
     if (!p)
         return;
     cudaFree(p->tiles);
+    cudaFree(p->xb_digits);
     free(p);
 }
 

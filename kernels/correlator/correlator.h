@@ -96,7 +96,13 @@ void cbf_corr_cuda_destroy(cbf_corr_cuda *plan);
  * Hopper kernels and cbf_xb_cuda_fused says so, one kernel does both and
  * reads each sample from memory once (correlator_sm90.cu, xb_wgmma);
  * otherwise the correlator and then the beamformer run on the stream. The
- * same accumulators and beam bytes either way. */
+ * same accumulators and beam bytes either way. The one kernel's beams take
+ * their coefficients as int8 digits: with beams->coef_version nonzero the
+ * plan makes them once (a small kernel on the call's stream) and keeps them
+ * for later calls of the same version, coefficient and pol arrays and beam
+ * shape; a caller running one plan on several streams gives each call a
+ * version of its own or orders them (the kept digits are rewritten on the
+ * stream of the call that finds them stale). */
 int cbf_xb_cuda_fused(const cbf_corr_cuda *plan, const cbf_corr_job *job, const cbf_beam_job *beams);
 /* 1 when the one kernel can serve whole buffers of this plan's shape and
  * these beams (the Hopper kernels, 8-bit, N <= 64, B <= 8, the same

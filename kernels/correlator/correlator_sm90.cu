@@ -870,8 +870,51 @@ __device__ __forceinline__ int xb_beam_slot(unsigned slots, int b)
     return j;
 }
 
+/* Beam b's exponent e_b from the 4 warps' partial maxima of its gains. */
+__device__ __forceinline__ int xb_scale_exp(const float (*s_part)[BF_GROUP], int b)
+{
+    return bf_beam_exp(fmaxf(fmaxf(s_part[0][b], s_part[1][b]), fmaxf(s_part[2][b], s_part[3][b])));
+}
+
+/* Channel c's coefficient digits of every beam into sc, by 128 threads
+ * (tid 0..127, four warps, named barrier 1): beam bb = tid % 8 of antennas
+ * tid / 8 + 16 i, its coefficients loaded in one round; each beam's largest
+ * |gain| from them (shuffles, then the four warps' partial maxima in
+ * s_part, which hold them after), then the digits in the beam's slot. A
+ * slot no beam takes keeps what shared memory held: its output columns
+ * are never written out. */
+__device__ __forceinline__ void xb_make_digits(const cbf_beam_job &bj, int c, int tid, unsigned slots,
+                                               unsigned pmask, bf_coefs_pol &sc, float (*s_part)[BF_GROUP])
+{
+    const int A = bj.shape.n_ants, B = bj.shape.n_beams, lane = tid & 31, warp = tid >> 5;
+    const int bb = tid % BF_GROUP;
+    cbf_beam_coef k4[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const int a = tid / BF_GROUP + 16 * i;
+        k4[i] = bb < B && a < A ? bj.coef[(size_t)bb * A + a] : cbf_beam_coef{0.0f, 0u, 0ull, 0ull};
+    }
+    float m = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        m = fmaxf(m, fabsf(k4[i].gain));
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 8));
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 16));
+    if (lane < BF_GROUP)
+        s_part[warp][lane] = m;
+    xb_sync_beams();
+    if (bb < B) {
+        const float scale = ldexpf(1.0f, xb_scale_exp(s_part, bb));
+        const int j = xb_beam_slot(slots, bb), p = (int)(pmask >> bb) & 1;
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            bf_coef_make_pol(sc, tid / BF_GROUP + 16 * i, j, bf_weight(&k4[i], c, 1), scale, p);
+    }
+}
+
 __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job &bj, bf_coefs_pol &sc,
-                                         unsigned long long *masks, float (*s_part)[BF_GROUP])
+                                         unsigned long long *masks, float (*s_part)[BF_GROUP],
+                                         const uint4 *dig, const float *dinv)
 {
     const int tid = threadIdx.x - THREADS, lane = tid & 31, warp = tid >> 5, g = lane >> 2,
               tig = lane & 3;
@@ -902,54 +945,50 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
     float inv[2] = {0.0f, 0.0f}; /* and their 2^-e_b */
 
     if (XB_BEAM_MODE >= 1) {
-        /* beam bb = tid % 8 of antennas tid / 8 + 16 i: its coefficients,
-         * the beams' pols and the batches' presence loaded in one round;
-         * each beam's largest |gain| from the coefficients (shuffles, then
-         * the 4 warps' partial maxima), then the digits, in the beam's
-         * slot */
-        const int bb = tid % BF_GROUP;
-        cbf_beam_coef k4[4];
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const int a = tid / BF_GROUP + 16 * i;
-            k4[i] = bb < B && a < A ? bj.coef[(size_t)bb * A + a] : cbf_beam_coef{0.0f, 0u, 0ull, 0ull};
-        }
         /* the presence of every batch the block meets, one 64-bit mask
          * each, so that a new batch costs no global load */
-        const int nbat = (u.r + n - 1) / u.steps + 1;
-        for (int k = warp; k < nbat; k += 4) {
-            const uint8_t *f = bj.present + (size_t)(u.batch + k) * A;
-            const unsigned lo = __ballot_sync(0xffffffffu, lane < A && f[lane]);
-            const unsigned hi = __ballot_sync(0xffffffffu, lane + 32 < A && f[lane + 32]);
-            if (lane == 0)
-                masks[k] = (unsigned long long)hi << 32 | lo;
-        }
-        float m = 0.0f;
-#pragma unroll
-        for (int i = 0; i < 4; i++)
-            m = fmaxf(m, fabsf(k4[i].gain));
-        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 8));
-        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 16));
-        if (lane < BF_GROUP)
-            s_part[warp][lane] = m;
-        xb_sync_beams();
-        auto scale_exp = [&](int b) {
-            return bf_beam_exp(fmaxf(fmaxf(s_part[0][b], s_part[1][b]), fmaxf(s_part[2][b], s_part[3][b])));
+        auto load_masks = [&]() {
+            const int nbat = (u.r + n - 1) / u.steps + 1;
+            for (int k = warp; k < nbat; k += 4) {
+                const uint8_t *f = bj.present + (size_t)(u.batch + k) * A;
+                const unsigned lo = __ballot_sync(0xffffffffu, lane < A && f[lane]);
+                const unsigned hi = __ballot_sync(0xffffffffu, lane + 32 < A && f[lane + 32]);
+                if (lane == 0)
+                    masks[k] = (unsigned long long)hi << 32 | lo;
+            }
         };
-        if (bb < B) {
-            const float scale = ldexpf(1.0f, scale_exp(bb));
-            const int j = xb_beam_slot(slots, bb), p = (int)(pmask >> bb) & 1;
 #pragma unroll
-            for (int i = 0; i < 4; i++)
-                bf_coef_make_pol(sc, tid / BF_GROUP + 16 * i, j, bf_weight(&k4[i], c, 1), scale, p);
-        }
-        /* a slot no beam takes keeps what shared memory held: its output
-         * columns are never written out */
-#pragma unroll
-        for (int nt = 0; nt < 2; nt++) {
+        for (int nt = 0; nt < 2; nt++)
             beam[nt] = xb_slot_beam(slots, 4 * nt + tig);
-            if (beam[nt] >= 0)
-                inv[nt] = ldexpf(1.0f, -scale_exp(beam[nt]));
+        if (dig) {
+            /* the channel's digits as xb_digits_kernel made them, loaded
+             * in one round with the scales before the masks: no
+             * coefficient maths on the block's critical path (8.3 of the
+             * one kernel's 25.8% at 128-channel buffers of 4 heaps went on
+             * making them here, cbf-bench beam, 2026-11-25) */
+            constexpr int PER = (int)(sizeof(bf_coefs_pol) / 16) / 128;
+            static_assert(sizeof(bf_coefs_pol) % (16 * 128) == 0, "whole rounds of 16-byte copies");
+            const uint4 *src = dig + (size_t)c * (sizeof(bf_coefs_pol) / 16);
+            uint4 v[PER];
+#pragma unroll
+            for (int i = 0; i < PER; i++)
+                v[i] = src[tid + 128 * i];
+#pragma unroll
+            for (int nt = 0; nt < 2; nt++)
+                if (beam[nt] >= 0)
+                    inv[nt] = dinv[beam[nt]];
+            load_masks();
+            uint4 *dst = reinterpret_cast<uint4 *>(&sc);
+#pragma unroll
+            for (int i = 0; i < PER; i++)
+                dst[tid + 128 * i] = v[i];
+        } else {
+            xb_make_digits(bj, c, tid, slots, pmask, sc, s_part);
+            load_masks();
+#pragma unroll
+            for (int nt = 0; nt < 2; nt++)
+                if (beam[nt] >= 0)
+                    inv[nt] = ldexpf(1.0f, -xb_scale_exp(s_part, beam[nt]));
         }
         xb_sync_beams();
     }
@@ -1154,10 +1193,43 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
 }
 #endif
 
+/* The digits of every channel of bj, made once for many calls of the one
+ * kernel (cbf_xb_cuda_run keeps them while the job's coef_version says the
+ * coefficients hold): block c makes channel c's into shared memory as
+ * xb_beams would and copies them out to dig[c]; block 0 also writes each
+ * beam's 2^-e_b to dinv. */
+__global__ void __launch_bounds__(128, 1)
+    xb_digits_kernel(const __grid_constant__ cbf_beam_job bj, uint4 *__restrict__ dig, float *__restrict__ dinv)
+{
+#ifdef CBF_SM90_DEVICE
+    __shared__ bf_coefs_pol sc;
+    __shared__ float s_part[4][BF_GROUP];
+    const int tid = threadIdx.x, lane = tid & 31, B = bj.shape.n_beams, c = blockIdx.x;
+    const unsigned pmask = __ballot_sync(0xffffffffu, lane < B && bj.pol[lane]);
+    unsigned ntpol;
+    const unsigned slots = xb_slots(B, pmask, ntpol);
+    /* slots no beam takes: zeros rather than what shared memory held */
+    uint4 *w = reinterpret_cast<uint4 *>(&sc);
+    for (int i = tid; i < (int)(sizeof sc / 16); i += 128)
+        w[i] = make_uint4(0u, 0u, 0u, 0u);
+    xb_sync_beams();
+    xb_make_digits(bj, c, tid, slots, pmask, sc, s_part);
+    xb_sync_beams();
+    uint4 *out = dig + (size_t)c * (sizeof sc / 16);
+    for (int i = tid; i < (int)(sizeof sc / 16); i += 128)
+        out[i] = w[i];
+    if (c == 0 && tid < B)
+        dinv[tid] = ldexpf(1.0f, -xb_scale_exp(s_part, tid));
+#else
+    __trap();
+#endif
+}
+
 __global__ void __launch_bounds__(XB_THREADS, 1)
     xb_wgmma(const __grid_constant__ CUtensorMap map, long long *__restrict__ accum,
              const int2 *__restrict__ tiles, int channels, int steps, long long niter, int unit,
-             const __grid_constant__ cbf_beam_job bj)
+             const __grid_constant__ cbf_beam_job bj, const uint4 *__restrict__ dig,
+             const float *__restrict__ dinv)
 {
 #ifdef CBF_SM90_DEVICE
     extern __shared__ unsigned char smem_dyn[];
@@ -1187,7 +1259,8 @@ __global__ void __launch_bounds__(XB_THREADS, 1)
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(XB_REGS_BEAM));
         if (XB_BEAM_MODE < 0) /* timing only, with XB_NOEMPTY and XB_NOB3 */
             return;
-        xb_beams(u, bj, *(bf_coefs_pol *)(sb + XB_COEF_OFS), (unsigned long long *)(sb + XB_MASK_OFS), s_part);
+        xb_beams(u, bj, *(bf_coefs_pol *)(sb + XB_COEF_OFS), (unsigned long long *)(sb + XB_MASK_OFS), s_part,
+                 dig, dinv);
     }
 #else
     __trap(); /* wgmma needs sm_90a */
@@ -1635,7 +1708,20 @@ int cbf_corr_sm90_xb_fits(const cbf_corr_job *job, const cbf_beam_job *bj)
            (uintptr_t)job->in % 16 == 0 && job->batch_end <= 0x7FFFFFFF;
 }
 
-cudaError_t cbf_corr_sm90_xb_launch(const cbf_corr_job *job, const cbf_beam_job *bj,
+size_t cbf_corr_sm90_xb_digits_bytes(const cbf_beam_shape *b)
+{
+    return (size_t)b->channels * sizeof(bf_coefs_pol) + BF_GROUP * sizeof(float);
+}
+
+cudaError_t cbf_corr_sm90_xb_digits(const cbf_beam_job *bj, void *digits, cudaStream_t stream)
+{
+    uint4 *dig = (uint4 *)digits;
+    float *dinv = (float *)((char *)digits + (size_t)bj->shape.channels * sizeof(bf_coefs_pol));
+    xb_digits_kernel<<<(unsigned)bj->shape.channels, 128, 0, stream>>>(*bj, dig, dinv);
+    return cudaGetLastError();
+}
+
+cudaError_t cbf_corr_sm90_xb_launch(const cbf_corr_job *job, const cbf_beam_job *bj, const void *digits,
                                     const int2 *tiles, int sms, cudaStream_t stream)
 {
     const cbf_corr_shape *s = &job->shape;
@@ -1650,7 +1736,10 @@ cudaError_t cbf_corr_sm90_xb_launch(const cbf_corr_job *job, const cbf_beam_job 
     cudaError_t e = encode_map(&map, job, TILE);
     if (e != cudaSuccess)
         return e;
+    const uint4 *dig = (const uint4 *)digits;
+    const float *dinv =
+        digits ? (const float *)((const char *)digits + (size_t)s->channels * sizeof(bf_coefs_pol)) : nullptr;
     xb_wgmma<<<(unsigned)blocks, XB_THREADS, XB_SMEM, stream>>>(
-        map, (long long *)job->accum, tiles, s->channels, (int)steps, niter, unit, *bj);
+        map, (long long *)job->accum, tiles, s->channels, (int)steps, niter, unit, *bj, dig, dinv);
     return cudaGetLastError();
 }

@@ -48,7 +48,15 @@ cudaError_t cbf_corr_sm90_launch(const cbf_corr_job *job, const int2 *tiles, int
  * heaps from batch 0, no raw sums). */
 int cbf_corr_sm90_xb_shape_fits(const cbf_corr_shape *s, const cbf_beam_shape *b);
 int cbf_corr_sm90_xb_fits(const cbf_corr_job *job, const cbf_beam_job *beams);
-cudaError_t cbf_corr_sm90_xb_launch(const cbf_corr_job *job, const cbf_beam_job *beams,
+/* The one kernel's coefficient digits of every channel of a beam job
+ * (shape-dependent bytes: cbf_corr_sm90_xb_digits_bytes), made on a
+ * stream by a kernel of their own so that calls with the same coefficients
+ * copy them instead of making them (cbf_xb_cuda_run keeps them). */
+size_t cbf_corr_sm90_xb_digits_bytes(const cbf_beam_shape *beams);
+cudaError_t cbf_corr_sm90_xb_digits(const cbf_beam_job *beams, void *digits, cudaStream_t stream);
+/* digits: NULL (the kernel makes the digits itself) or
+ * cbf_corr_sm90_xb_digits's for these coefficients. */
+cudaError_t cbf_corr_sm90_xb_launch(const cbf_corr_job *job, const cbf_beam_job *beams, const void *digits,
                                     const int2 *tiles, int sms, cudaStream_t stream);
 
 #endif

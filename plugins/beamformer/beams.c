@@ -69,6 +69,7 @@ static int beams_gpu_setup(cbf_beams *b, cbf_error *err)
         (rc = cbf_stage_copy(b->d_coef, CBF_MEM_DEVICE, b->coef, CBF_MEM_HOST,
                              A * B * sizeof *b->coef, NULL, "coefficients", err)))
         return rc;
+    b->coef_version = 1;
     return cbf_stage_copy(b->d_pol, CBF_MEM_DEVICE, b->pol, CBF_MEM_HOST, B, NULL, "pols", err);
 }
 
@@ -171,6 +172,7 @@ cbf_beam_job cbf_beams_part(const cbf_beams *b, const cbf_beam_job *base, size_t
     j.first_spectrum += n * (uint64_t)b->shape.spectra_per_heap;
     j.spectrum_begin = t0;
     j.spectrum_end = t1;
+    j.coef_version = b->coef_version; /* what d_coef holds now (0 on the CPU) */
     return j;
 }
 
@@ -225,6 +227,7 @@ int cbf_beams_begin(cbf_beams *b, const cbf_buffer *in, const uint8_t *data, cbf
         return rc;
     job->present = b->d_present;
     job->coef = b->d_coef;
+    job->coef_version = b->coef_version;
     job->pol = b->d_pol;
     job->saturated = b->d_sat;
     return 0;
@@ -243,6 +246,7 @@ int cbf_beams_coef_until(cbf_beams *b, int64_t ts, size_t s0, size_t end, size_t
     int rc = cbf_beamctl_coef(&b->ctl, b->coef, err);
     if (rc <= 0 || !b->gpu)
         return rc < 0 ? rc : 0;
+    b->coef_version++; /* what a kernel made of the old ones is stale */
     return cbf_stage_copy(b->d_coef, CBF_MEM_DEVICE, b->coef, CBF_MEM_HOST,
                           (size_t)b->shape.n_ants * (size_t)b->shape.n_beams * sizeof *b->coef,
                           b->stream, "coefficients", err);

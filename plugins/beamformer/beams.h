@@ -64,6 +64,7 @@ typedef struct cbf_beams {
      * after the kernels that read it last, so one copy of each suffices. */
     uint8_t *d_present, *d_pol;
     cbf_beam_coef *d_coef;
+    uint64_t coef_version;       /* GPU: changes with each copy to d_coef (cbf_beam_job's) */
     uint64_t *d_sat;
     cbf_counter *c_batches, *c_missing, *c_sat;
     cbf_port *out;

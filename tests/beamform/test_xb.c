@@ -7,8 +7,11 @@
  * forms the beams from the correlator's staged samples: the test fails if
  * they do not, and it covers absent antennas (applied to the beams' samples
  * only), saturation counts, N below a whole tile and blocks that start and
- * end inside a batch. Elsewhere cbf_xb_cuda_run runs the two kernels one
- * after the other, which the same checks hold. Exit 77 without a GPU. */
+ * end inside a batch, and the coefficient digits the plan keeps between
+ * calls of one coefficient version (made in the kernel without a version,
+ * made once, reused, made again for new coefficients in the same array).
+ * Elsewhere cbf_xb_cuda_run runs the two kernels one after the other, which
+ * the same checks hold. Exit 77 without a GPU. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -102,20 +105,48 @@ static void run_case(int N, int B, int C, int T, size_t n, int gone, double gain
     const int fused = cbf_xb_cuda_fused(plan, &gc, &g);
     if (hopper)
         assert_int_equal(fused, 1);
-    if (cbf_xb_cuda_run(plan, &gc, &g, NULL, msg, sizeof msg))
-        fail_msg("cbf_xb_cuda_run: %s", msg);
-    CK(cudaDeviceSynchronize());
-    CK(cudaMemcpy(gout, g.out, out_n, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(gsat, g.saturated, (size_t)B * sizeof(uint64_t), cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(gacc, gc.accum, acc_n * sizeof(int64_t), cudaMemcpyDeviceToHost));
-    printf("N %d B %d C %d T %d batches %zu absent %d dither %d (%s): saturated", N, B, C, T, n, gone, dither,
-           fused ? "one kernel" : "two kernels");
-    for (int b = 0; b < B; b++)
-        printf(" %" PRIu64, sat[b]);
-    printf("\n");
-    assert_memory_equal(gacc, acc, acc_n * sizeof(int64_t));
-    assert_memory_equal(gout, out, out_n);
-    assert_memory_equal(gsat, sat, (size_t)B * sizeof(uint64_t));
+    /* a run on poisoned outputs and fresh counts, held to the CPU's */
+    int runs = 0;
+    for (;;) {
+        CK(cudaMemset(g.out, 0x5a, out_n));
+        CK(cudaMemset(g.saturated, 0, (size_t)B * sizeof(uint64_t)));
+        CK(cudaMemset(gc.accum, 0, acc_n * sizeof(int64_t)));
+        if (cbf_xb_cuda_run(plan, &gc, &g, NULL, msg, sizeof msg))
+            fail_msg("cbf_xb_cuda_run: %s", msg);
+        CK(cudaDeviceSynchronize());
+        CK(cudaMemcpy(gout, g.out, out_n, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(gsat, g.saturated, (size_t)B * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(gacc, gc.accum, acc_n * sizeof(int64_t), cudaMemcpyDeviceToHost));
+        printf("N %d B %d C %d T %d batches %zu absent %d dither %d (%s, coefficient version %" PRIu64
+               "): saturated", N, B, C, T, n, gone, dither, fused ? "one kernel" : "two kernels", g.coef_version);
+        for (int b = 0; b < B; b++)
+            printf(" %" PRIu64, sat[b]);
+        printf("\n");
+        assert_memory_equal(gacc, acc, acc_n * sizeof(int64_t));
+        assert_memory_equal(gout, out, out_n);
+        assert_memory_equal(gsat, sat, (size_t)B * sizeof(uint64_t));
+        /* then with a coefficient version (the one kernel makes its digits
+         * once and keeps them), again (kept), then new coefficients in the
+         * same array with the next version (made again: stale digits would
+         * give the old beams) */
+        if (++runs == 4)
+            break;
+        if (runs == 1)
+            g.coef_version = 7;
+        if (runs == 3) {
+            for (int b = 0; b < B; b++)
+                for (int a = 0; a < N; a++)
+                    assert_int_equal(cbf_beam_coef_set(&coef[b * N + a], 2 * unif() - 1, gain * (0.5 + unif()),
+                                                       (2 * unif() - 1) * 3e-9, (2 * unif() - 1) * 3.14159,
+                                                       856e6 / 4096, 100, 2048),
+                                     0);
+            CK(cudaMemcpy((void *)g.coef, coef, (size_t)N * B * sizeof *coef, cudaMemcpyHostToDevice));
+            g.coef_version = 8;
+            memset(sat, 0, sizeof sat);
+            if (cbf_beam_cpu(&bj, msg, sizeof msg))
+                fail_msg("CPU: %s", msg);
+        }
+    }
     if (gain > 1.0) { /* the case is meant to clip: it did */
         uint64_t total = 0;
         for (int b = 0; b < B; b++)
