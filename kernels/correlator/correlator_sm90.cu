@@ -1055,6 +1055,10 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
                                    a1 = __byte_perm(w[0].y, w[1].y, sel),
                                    a2 = __byte_perm(w[2].x, w[3].x, sel),
                                    a3 = __byte_perm(w[2].y, w[3].y, sel);
+                    /* (the one-pol words kept in registers for the whole
+                     * block instead: 28 bytes spilled, 14.5% / 24.0% / 51.3%
+                     * against 12.9% / 22.7% / 47.3%, cbf-bench beam as
+                     * stages() below says, 2026-11-25) */
                     const uint4 w01 = sc.d01[p][kq][nt][lane];
 #if BF_DIGITS == 3
                     const uint2 w2 = sc.d2[p][kq][nt][lane];
