@@ -46,8 +46,8 @@ static const cbf_param_decl xb_params[] = {
      .max = 64, .doc = "beam buffers in the pool"},
     {.name = "fuse", .type = CBF_PARAM_CHOICE, .def = "auto", .choices = "auto|on|off",
      .doc = "GPU: correlation and beams in one kernel (on), the two kernels on two streams "
-            "(off), or the one kernel where it serves the shape from 128 channels per buffer "
-            "(auto)"},
+            "(off), or the cheaper as measured (auto: the one kernel wherever it serves the shape, "
+            "correlator.h)"},
 };
 
 static const cbf_port_decl xb_ports[] = {
