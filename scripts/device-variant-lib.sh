@@ -12,6 +12,8 @@
 #       link line: re-archiving one library alone left the old kernel
 #       linked), cbf-bench relinked
 #   variant_build SOURCE DEFINES KERNEL   the three in turn, in place
+# Each object a variant replaced is removed at exit, so that the next build
+# there makes the tree's own again.
 # VARIANT_DIR set: the caller has built cbf-bench in that build directory
 # itself (a narrower build), and the suite is not run.
 cd "$(dirname "${BASH_SOURCE[0]}")/.." && source scripts/device-env.sh
@@ -39,9 +41,16 @@ variant_regs() {
         grep -oE "[0-9]+ bytes spill stores|Used [0-9]+ registers" | tr '\n' ' '
 }
 
+# Objects a variant replaced in the build: removed when the script exits, so
+# the next ninja there (a warm machine keeps the build) rebuilds the tree's
+# own instead of testing and linking the last variant.
+VARIANT_REPLACED=""
+trap 'rm -f $VARIANT_REPLACED' EXIT
+
 variant_link() {
     local ar obj
     obj=$(variant_obj "$1")
+    VARIANT_REPLACED="$VARIANT_REPLACED $PWD/$obj"
     [ "$2" = "$obj" ] || cp "$2" "$obj" || return 1
     while read -r ar; do
         eval "$ar" || return 1
