@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the lent GPU machine (device tool, carrying .devdeps): fft_post's fused
-# cuFFTDx FFT + post kernel (issue 17 item 1, docs/performance.md "Fused FFT
+# cuFFTDx FFT + post kernel (issue 17 item 1, docs/notes/performance-history.md "Fused FFT
 # + post with cuFFTDx"). Unpacks the nvidia-mathdx headers (MATHDX_TAR,
 # default .devdeps/mathdx.tar.xz, made by scripts/fetch-mathdx.sh), builds
 # cbf-bench and the F-engine kernel test with them, then runs the steps of

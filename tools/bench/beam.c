@@ -9,7 +9,7 @@
  * counted), against cuBLAS's fp32 SGEMM (what the same sums cost on CUDA
  * cores) and fp16 tensor-core GEMM (the arithmetic rates the issue names;
  * the kernel itself runs exact int8 digit products on the tensor cores,
- * docs/performance.md says how many).
+ * docs/notes/performance-history.md says how many).
  *
  * Beside the correlator: the correlator alone on a call's batches, then
  * correlator and beamformer on the same input, one after the other on one
