@@ -13,7 +13,7 @@
 # table and the summary are printed last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-source scripts/device-env.sh
+source dev/device-env.sh
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 B=build-device-ddc
@@ -39,7 +39,7 @@ say "== build ok (${SECONDS}s)"
 rc=0
 T="$OUT/tests.log"
 : >"$T"
-source scripts/device-run.sh
+source dev/device-run.sh
 run() {
     run_logged "$1" 100 "${@:2}"
     local r=$?

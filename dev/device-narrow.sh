@@ -15,7 +15,7 @@
 # into $OUT/prof.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-source scripts/device-env.sh
+source dev/device-env.sh
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 B=build-device-narrow
@@ -32,7 +32,7 @@ export CBF_PLUGIN_PATH="$PWD/$B/plugins" CBF_BUILD_ROOT="$PWD/$B"
 rc=0
 T="$OUT/tests.log"
 : >"$T"
-source scripts/device-run.sh
+source dev/device-run.sh
 run() {
     run_logged "$1" 200 "${@:2}"
     local r=$?

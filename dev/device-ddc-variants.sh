@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the lent GPU machine (through the device tool, carrying .devdeps): the
 # DDC's compile-time variants measured in one call. Builds the DDC targets
-# (build-device-ddc, as scripts/device-ddc.sh), runs the ddc kernel test and
+# (build-device-ddc, as dev/device-ddc.sh), runs the ddc kernel test and
 # the narrowband chain test on the GPU for the source's defaults, benchmarks
 # them, then for each item of DDC_VARIANTS ("name:-DA=1,-DB=2 ...", commas for
 # spaces) recompiles ddc.cu with those flags (ptxas's registers for the
@@ -12,7 +12,7 @@
 # removed at the end, so that the next build compiles the defaults again.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-source scripts/device-env.sh
+source dev/device-env.sh
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 B=build-device-ddc
@@ -27,7 +27,7 @@ echo "== build ok (${SECONDS}s)"
 rc=0
 T="$OUT/tests.log"
 : >"$T"
-source scripts/device-run.sh
+source dev/device-run.sh
 for t in "test_ddc --gpu --per-thread 0" "test_narrowband --gpu"; do
     run_logged "$t" 60 "$B/tests/ddc/${t%% *}" ${t#* }
     echo "== $t: exit $? ($(grep -c '\[       OK \]' "$OUT/one.log") OK, $(grep -c 'FAILED \]' "$OUT/one.log") failed, ${SECONDS}s)"
@@ -44,7 +44,7 @@ bench() {
 echo "== defaults"
 bench default
 VARIANT_DIR=$B
-source scripts/device-variant-lib.sh
+source dev/device-variant-lib.sh
 for v in ${DDC_VARIANTS:-}; do
     name=${v%%:*} defs=${v#*:}
     left 25 "variant $name" || break

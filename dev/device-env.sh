@@ -1,4 +1,4 @@
-# Source this on the lent GPU machine (see scripts/fetch-device-deps.sh):
+# Source this on the lent GPU machine (see dev/fetch-device-deps.sh):
 # points pkg-config, the linker and the loader at the carried .devdeps/.
 _root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 _lib="$_root/.devdeps/usr/lib/x86_64-linux-gnu"

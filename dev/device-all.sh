@@ -12,7 +12,7 @@
 # missing from .devdeps builds its feature out, and its tests skip unseen.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-source scripts/device-env.sh
+source dev/device-env.sh
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 B=build-device-all
@@ -25,11 +25,11 @@ t0=$SECONDS
     ninja -C "$B"
 } >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; echo "== build FAILED"; exit 1; }
 echo "== build ok ($((SECONDS - t0)) s)"
-python3 scripts/devdeps.py features "$B" >"$OUT/features.txt" 2>&1
+python3 dev/devdeps.py features "$B" >"$OUT/features.txt" 2>&1
 echo "== features built (NO: built out or absent, its tests skip)"
 cat "$OUT/features.txt"
 if grep -q "NOT FOUND" "$OUT/features.txt"; then
-    echo "== a library the build links is not found: .devdeps is incomplete (scripts/fetch-device-deps.sh)"
+    echo "== a library the build links is not found: .devdeps is incomplete (dev/fetch-device-deps.sh)"
 fi
 
 t0=$SECONDS

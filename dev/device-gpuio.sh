@@ -9,13 +9,13 @@
 #   sanitize  compute-sanitizer memcheck, racecheck and synccheck on
 #             feng-wideband, feng-4ant-gpu and xeng.yaml, short
 #   tests     the whole meson suite (pool poisoning on: tests/meson.build)
-#   digest    scripts/device-digest.sh against .base (bit-identical?)
+#   digest    dev/device-digest.sh against .base (bit-identical?)
 #   ratebase  the rate again with the base tree's plugins (after digest)
 #   rates     both, alternating, GPUIO_REPS times; xsync: synccheck on xeng, both trees
 # GPUIO_PHASES picks some; a table of results comes last ($OUT/gpuio.txt).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-source scripts/device-env.sh
+source dev/device-env.sh
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 B=build-device-all
@@ -162,7 +162,7 @@ if has sanitize; then
 fi
 
 if has digest; then
-    NEW_BUILD=$B timeout 300 bash scripts/device-digest.sh >"$OUT/digest.log" 2>&1
+    NEW_BUILD=$B timeout 300 bash dev/device-digest.sh >"$OUT/digest.log" 2>&1
     row "device-digest against .base" "exit $?: $(grep '^==' "$OUT/digest.log" | tr '\n' ' ')"
 fi
 

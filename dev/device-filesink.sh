@@ -7,7 +7,7 @@
 # (git archive) so that half-written folders of others stay out.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-source scripts/device-env.sh
+source dev/device-env.sh
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 SRC=/tmp/cbf-filesink-src

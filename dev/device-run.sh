@@ -1,4 +1,4 @@
-# Sourced by scripts/device-ddc.sh and device-narrow.sh on the lent GPU
+# Sourced by dev/device-ddc.sh and device-narrow.sh on the lent GPU
 # machine. run_logged NAME SECONDS CMD...: runs CMD with a time limit,
 # appends its output to $T under a "==== NAME" line, leaves it in
 # $OUT/one.log for the caller's summary, sets rc=1 if it failed, and

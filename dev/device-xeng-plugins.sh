@@ -5,11 +5,11 @@
 # pipeline tests (gpu: none and gpu: required, bit for bit against the int64
 # reference), compute-sanitizer memcheck on one GPU run of
 # pipelines/xeng.yaml, and pipelines/xeng.yaml with gpu: required; a short
-# table last. No benchmark here (cbf-bench xeng: scripts/device-xeng.sh).
+# table last. No benchmark here (cbf-bench xeng: dev/device-xeng.sh).
 # Everything the tests print goes to $OUT/xeng-plugins.log (./out by hand).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-source scripts/device-env.sh
+source dev/device-env.sh
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 B=${XENG_BUILD:-build-device-xeng-plugins}

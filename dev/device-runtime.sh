@@ -7,7 +7,7 @@
 # gpu: required and a SIGINT drain. Logs and a summary go to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-source scripts/device-env.sh
+source dev/device-env.sh
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 # Build from a minimal copy (core, the runtime tests, cbf-run): other areas'

@@ -10,7 +10,7 @@
 # half-written folders out of the build.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-source scripts/device-env.sh
+source dev/device-env.sh
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 cd "${FENG_SRC:-.}"

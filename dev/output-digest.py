@@ -3,7 +3,7 @@
 dataset, so two builds (before and after a refactor, CPU or GPU) can be
 compared bit for bit:
 
-    scripts/output-digest.py --build build > after.txt
+    dev/output-digest.py --build build > after.txt
     diff before.txt after.txt
 
 Each pipeline runs in a fresh directory with the engine's own `gpu:`

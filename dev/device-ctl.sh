@@ -5,7 +5,7 @@
 # Logs go to $OUT (./out when run by hand).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-source scripts/device-env.sh
+source dev/device-env.sh
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 B=build-device-ctl

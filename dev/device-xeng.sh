@@ -11,11 +11,11 @@
 # memcheck only the tests whose names match (CBF_TEST_FILTER, e.g. 'test_4bit*');
 # XENG_NCU_ANTS=N: also profile the wgmma correlator at N antennas with
 # Nsight Compute (--set full, clocks left alone; details and per-SASS stall
-# samples), as scripts/device-xeng-prof.sh does for large N; XENG_NCU_BITS=4
+# samples), as dev/device-xeng-prof.sh does for large N; XENG_NCU_BITS=4
 # profiles 4-bit input instead.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-source scripts/device-env.sh
+source dev/device-env.sh
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 B=build-device-xeng

@@ -1,6 +1,6 @@
 #!/bin/bash
 # On the GPU machine: the XB (correlator + beams in one kernel) tuning runs.
-# Builds the tree and the beamform tests (scripts/device-all.sh), then for
+# Builds the tree and the beamform tests (dev/device-all.sh), then for
 # each variant in XB_VARIANTS ("NAME:-DX=1,-DY=2 ..."; "base" = as shipped)
 # recompiles correlator_sm90.cu with those defines, relinks cbf-bench, prints
 # ptxas's registers and spills for xb_wgmma and runs `cbf-bench beam

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the lent GPU machine (carrying .devdeps): scripts/device-all.sh for the
+# On the lent GPU machine (carrying .devdeps): dev/device-all.sh for the
 # beamformer (the tree built, the beamform test suite with the GPU, or
 # BEAM_TESTS's `meson test` arguments ("": the whole suite), then
 # `cbf-bench beam $BEAM_BENCH`, default the floors' cases and the
@@ -13,9 +13,9 @@
 cd "$(dirname "$0")/.."
 export OUT=${OUT:-$PWD/out}
 ALL_TESTS="${BEAM_TESTS---suite beamform}" ALL_BENCH="beam ${BEAM_BENCH:---ants 64,256,1024 --beams 8,64}" \
-    bash scripts/device-all.sh
+    bash dev/device-all.sh
 rc=$?
-source scripts/device-env.sh
+source dev/device-env.sh
 B=build-device-all
 timeout 300 compute-sanitizer --error-exitcode 9 "$B/tests/beamform/test_beamform" --gpu >"$OUT/memcheck.log" 2>&1
 echo "== compute-sanitizer test_beamform --gpu: exit $?"; tail -3 "$OUT/memcheck.log"

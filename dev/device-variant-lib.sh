@@ -1,5 +1,5 @@
 # Sourced by the device-*-variants.sh tuning scripts, on the GPU machine:
-# builds the tree and runs the beamform suite once (scripts/device-all.sh),
+# builds the tree and runs the beamform suite once (dev/device-all.sh),
 # leaves the shell in build-device-all (or VARIANT_DIR, below), and defines
 #   variant_compile SOURCE DEFINES OBJ   one CUDA source file (its name, e.g.
 #       beamform.cu) compiled with extra -D flags into OBJ, ptxas's report
@@ -16,9 +16,9 @@
 # there makes the tree's own again.
 # VARIANT_DIR set: the caller has built cbf-bench in that build directory
 # itself (a narrower build), and the suite is not run.
-cd "$(dirname "${BASH_SOURCE[0]}")/.." && source scripts/device-env.sh
+cd "$(dirname "${BASH_SOURCE[0]}")/.." && source dev/device-env.sh
 if [ -z "${VARIANT_DIR:-}" ]; then
-    ALL_TESTS="--suite beamform" ALL_BENCH="" bash scripts/device-all.sh 2>&1 | grep -E "== tests|== build"
+    ALL_TESTS="--suite beamform" ALL_BENCH="" bash dev/device-all.sh 2>&1 | grep -E "== tests|== build"
     VARIANT_DIR=build-device-all
 fi
 cd "$VARIANT_DIR"

@@ -5,12 +5,12 @@
 # variant of XB_VARIANTS ("NAME:-DX=1,-DY=2 ..."; "base": as the tree is)
 # at once, one nvcc per variant, prints ptxas's registers and spills for
 # xb_wgmma, then runs `cbf-bench beam $XB_BENCH` for each, one after the
-# other (scripts/device-variant-lib.sh's steps). XB_NCU=NAME: then
+# other (dev/device-variant-lib.sh's steps). XB_NCU=NAME: then
 # Nsight Compute (clocks left alone) on that variant's xb_wgmma and on
 # corr_wgmma alone, each's third launch, of `cbf-bench beam ... $XB_NCU_ARGS`
 # (default the single call, 2048 channels, and 1024-channel buffers of 4 heaps): the details pages and the per-SASS-instruction stall
 # samples (CSV). Logs in $OUT.
-cd "$(dirname "$0")/.." && source scripts/device-env.sh
+cd "$(dirname "$0")/.." && source dev/device-env.sh
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 B=build-xb-par
@@ -20,7 +20,7 @@ t0=$SECONDS
     ninja -C "$B" tools/bench/cbf-bench tests/beamform/test_xb tests/beamform/test_beamform
 } >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; echo "== build FAILED"; exit 1; }
 echo "== build ok ($((SECONDS - t0)) s)"
-VARIANT_DIR=$B source scripts/device-variant-lib.sh # into $B
+VARIANT_DIR=$B source dev/device-variant-lib.sh # into $B
 mkdir -p xbvar
 for v in ${XB_VARIANTS:-base}; do
     name=${v%%:*} defs=""

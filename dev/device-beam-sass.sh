@@ -2,7 +2,7 @@
 # On the GPU machine: the beamformer kernel's SASS opcode histogram (8-beam
 # instantiation) and ncu's executed instructions per pipe for N = 64, B = 8: how
 # much of what it issues is the FFMAs of the sums.
-cd "$(dirname "$0")/.." && source scripts/device-env.sh
+cd "$(dirname "$0")/.." && source dev/device-env.sh
 B=build-device-all
 ninja -C $B >/dev/null 2>&1 || { meson setup $B >/dev/null && ninja -C $B >/dev/null; }
 O=$B/kernels/beamform/libcbf_kernel_beamform.a.p/beamform.cu.o

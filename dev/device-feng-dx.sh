@@ -23,7 +23,7 @@
 # brings back 8): bench.md, test and sanitizer logs, ncu.csv.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-source scripts/device-env.sh
+source dev/device-env.sh
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 DEADLINE=${DX_DEADLINE:-225}

@@ -6,7 +6,7 @@
 # XENG_PROF_ANTS (default 1024) picks the array size profiled.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-source scripts/device-env.sh
+source dev/device-env.sh
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 B=build-device-xeng

@@ -8,7 +8,7 @@
 # Essential packages and apt with all they depend on (libc, libstdc++, zlib,
 # libgnutls30, libsystemd0...). The runtime libraries carried are every
 # library cbf links with its whole dependency closure less that base,
-# computed from apt's lists by scripts/devdeps.py (libpcap's libdbus-1-3 was
+# computed from apt's lists by dev/devdeps.py (libpcap's libdbus-1-3 was
 # missed by a list written by hand). The -dev packages below give headers and
 # the pkg-config files meson reads, with those their .pc files require
 # (libpcap's needs dbus-1, libibverbs's libnl): without one, meson builds
@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-cpu}
-runtime=$(scripts/devdeps.py list)
+runtime=$(dev/devdeps.py list)
 dev="libyaml-dev libcmocka-dev libfftw3-dev libhdf5-dev libzmq3-dev libjansson-dev
      libpcap0.8-dev libdbus-1-dev libmicrohttpd-dev libibverbs-dev libnl-3-dev
      libnl-route-3-dev"
@@ -46,7 +46,7 @@ done
 ln -sf hdf5-serial.pc .devdeps/usr/lib/x86_64-linux-gnu/pkgconfig/hdf5.pc
 du -sh .devdeps
 if [ -d "$build" ]; then
-    scripts/devdeps.py check "$build" --bundle .devdeps
+    dev/devdeps.py check "$build" --bundle .devdeps
 else
-    echo "no $build: the bundle not checked against a build (scripts/devdeps.py check BUILD --bundle .devdeps)"
+    echo "no $build: the bundle not checked against a build (dev/devdeps.py check BUILD --bundle .devdeps)"
 fi
