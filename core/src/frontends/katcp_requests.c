@@ -13,7 +13,7 @@
 
 #include "cbf/log.h"
 #include "katcp_server.h"
-#include "params_priv.h"
+#include "graph/params_priv.h"
 
 double cbf_katcp_now(clockid_t clk)
 {

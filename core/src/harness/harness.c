@@ -16,8 +16,8 @@
 
 #include "cbf/harness.h"
 #include "cbf/log.h"
-#include "params_priv.h"
-#include "runtime.h"
+#include "graph/params_priv.h"
+#include "runtime/runtime.h"
 
 #define WHERE "harness"
 

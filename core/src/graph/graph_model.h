@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include "cbf/graph.h"
 #include "cbf/plugin.h"
-#include "timeref.h"
+#include "base/timeref.h"
 
 #define CBF_WHERE_MAX 512   /* "file:line:column" */
 

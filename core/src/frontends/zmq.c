@@ -1,4 +1,4 @@
-/* control.c: the engine's control plane. One thread serves a ZeroMQ
+/* zmq.c: the engine's control plane. One thread serves a ZeroMQ
  * ROUTER socket (JSON requests, JSON replies: REQ clients see a REP) and
  * publishes sensor messages on a PUB socket every sensor_period seconds. It
  * knows nothing of what the plugins do: it checks a request against the
@@ -24,8 +24,8 @@
 #include <zmq.h>
 
 #include "cbf/log.h"
-#include "params_priv.h"
-#include "runtime.h"
+#include "graph/params_priv.h"
+#include "runtime/runtime.h"
 
 #define POLL_MS 100               /* how soon the thread notices it should stop */
 #define CTL_INLINE_MAX (64 << 10) /* longer requests go to the request thread */

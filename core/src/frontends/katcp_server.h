@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "katcp.h"
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 #define KC_MAX_CLIENTS 16             /* more wait in the listen backlog */
 #define KC_MAX_LINE CBF_CONTROL_MAX_REQUEST   /* as the ZeroMQ plane's message cap */

@@ -14,7 +14,7 @@
 #include "cbf/graph.h"
 #include "cbf/node.h"
 #include "cbf/port.h"
-#include "graph_model.h"
+#include "graph/graph_model.h"
 
 #define CBF_RT_HIDDEN __attribute__((visibility("hidden")))
 #define CBF_MAX_COUNTERS CBF_MAX_NODE_COUNTERS
@@ -110,7 +110,7 @@ struct cbf_text {
     double updated;
 };
 
-/* One runtime request on its way to a node (request.c, control.c). The
+/* One runtime request on its way to a node (request.c, frontends/zmq.c). The
  * control thread owns it; the node thread fills rc/err/reply and sets done. */
 struct cbf_request {
     const cbf_request_decl *decl;
@@ -263,7 +263,7 @@ CBF_RT_HIDDEN int cbf_rt_request_call(cbf_engine *e, const char *name, const cha
                                       cbf_reply **reply, cbf_error *err);
 
 /* The engine's sensors as a JSON object (a json_t *) by node: runtime
- * counts, queue fills, plugin counters and gauges (control.c); the katcp
+ * counts, queue fills, plugin counters and gauges (frontends/zmq.c); the katcp
  * front end reads its sensors from it. NULL when out of memory. */
 CBF_RT_HIDDEN void *cbf_rt_sensors_nodes(cbf_engine *e);
 
@@ -284,7 +284,7 @@ CBF_RT_HIDDEN int cbf_rt_katcp_open(cbf_engine *e, cbf_katcp **out, cbf_error *e
 CBF_RT_HIDDEN int cbf_rt_katcp_start(cbf_katcp *k, cbf_error *err);
 CBF_RT_HIDDEN void cbf_rt_katcp_close(cbf_katcp *k);
 
-/* ---- control plane (control.c): REP requests, PUB sensors ---- */
+/* ---- control plane (frontends/zmq.c): REP requests, PUB sensors ---- */
 typedef struct cbf_control cbf_control;
 /* Binds the sockets the engine settings name (none: *out = NULL, 0). */
 CBF_RT_HIDDEN int cbf_rt_control_open(cbf_engine *e, cbf_control **out, cbf_error *err);

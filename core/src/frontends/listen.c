@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "cbf/log.h"
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 static int ls_split(const char *text, char *host, size_t hn, char *port, size_t pn)
 {

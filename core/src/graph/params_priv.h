@@ -33,7 +33,7 @@ typedef struct cbf_params_ctx {
     const char *node;
     const char *node_where;
     const char *plugin;
-    const char *request;             /* arguments of this runtime request (control.c),
+    const char *request;             /* arguments of this runtime request (frontends/zmq.c),
                                         NULL for parameters; file is NULL then */
 } cbf_params_ctx;
 
@@ -43,7 +43,7 @@ int cbf_params_build(const cbf_param_decl *decls, int n_decls, const cbf_kv *kv,
                      const cbf_params_ctx *ctx, cbf_params **out, cbf_error *err);
 
 /* Values given as text, one YAML value each (a scalar or a flow list), as
- * request arguments (control.c) and harness parameters (harness.c) come:
+ * request arguments (frontends/zmq.c) and harness parameters (harness.c) come:
  * each parsed on its own, then validated by cbf_params_build. origin, when
  * not NULL, is what messages quote for the value ("taps=16"); where is the
  * place messages name for all of them. A number list written plainly

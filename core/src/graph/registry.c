@@ -155,7 +155,7 @@ static int check_ports(const cbf_plugin_desc *d, cbf_error *err)
     return 0;
 }
 
-/* Names the core answers itself (control.c) or reads from a request. */
+/* Names the core answers itself (frontends/zmq.c) or reads from a request. */
 static const char *const reserved[] = {"requests", "sensors", "log-level", "shutdown", "request", "node"};
 
 static int check_requests(const cbf_plugin_desc *d, cbf_error *err)

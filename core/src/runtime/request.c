@@ -15,7 +15,7 @@
 #include <time.h>
 
 #include "cbf/log.h"
-#include "params_priv.h"
+#include "graph/params_priv.h"
 #include "runtime.h"
 
 struct cbf_reply {

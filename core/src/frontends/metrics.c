@@ -9,7 +9,7 @@
  * well-tested parser and never reaches the engine. A scrape reads only
  * atomics and the queue mutexes, as the control thread does.
  *
- * Like control.c: open binds the socket (so a taken port or a bad address
+ * Like zmq.c: open binds the socket (so a taken port or a bad address
  * is a start-up error naming engine.prometheus), start serves, close stops. */
 #include <errno.h>
 #include <microhttpd.h>
@@ -22,7 +22,7 @@
 
 #include "cbf/log.h"
 #include "metrics.h"
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 #if MHD_VERSION >= 0x00097002
 typedef enum MHD_Result mx_result;
