@@ -135,37 +135,79 @@ static void rx_window_copy(rx_window *w, rx_place *places, int n)
         }
 }
 
-/* Claims place h (lock held): false when it has none (late, bytes beyond a
- * complete piece, or the window failed). */
+/* Place h is for a chunk past the one after the newest open chunk (lock
+ * held): true when it is the jump_packets-th packet, from two heaps or
+ * more, for chunks within the window's width of where the first of them
+ * asked for, so the stream itself has moved there (a gap, or a digitiser
+ * restarted with timestamps ahead). A lone spoofed or corrupt timestamp
+ * never gathers that; a packet that disagrees starts the count again. */
+static bool rx_window_agrees(rx_window *w, const rx_place *h)
+{
+    uint64_t n = h->packets ? h->packets : 1;
+    if (w->cand_packets && h->idx >= w->cand_idx && h->idx < w->cand_idx + w->n_ring) {
+        w->cand_packets += n;
+        w->cand_heaps |= h->idx != w->cand_idx || h->piece != w->cand_piece;
+    } else {
+        w->cand_idx = h->idx;
+        w->cand_piece = h->piece;
+        w->cand_packets = n;
+        w->cand_heaps = false;
+    }
+    /* One heap assembled elsewhere is one heap, however many packets. */
+    if (w->cand_packets < w->jump_packets || (w->jump_packets > 1 && !w->cand_heaps))
+        return false;
+    w->cand_packets = 0;
+    return true;
+}
+
+/* Claims place h (lock held): false when it has none (late, ahead, an
+ * outlier, bytes beyond a complete piece, or the window failed), each
+ * counted by the packets the place stands for. */
 static bool rx_window_claim(rx_window *w, rx_place *h)
 {
+    uint64_t n = h->packets ? h->packets : 1;
     if (!w->started) {
         w->base = h->idx;
         w->started = true;
     }
-    if (atomic_load(&w->send_rc))
+    if (atomic_load(&w->send_rc)) {
+        cbf_counter_add(w->c_stopped, n);
         return false;
-    bool ahead = h->idx >= w->base + w->n_ring + w->max_ahead;
-    if ((ahead || h->idx < w->base) && w->now_ns - w->last_fit_ns >= w->resync_ns) {
+    }
+    int64_t head = w->base + w->n_ring - 1;
+    if (w->cand_packets && w->cand_idx <= head + 1)
+        w->cand_packets = 0;   /* the stream came there step by step */
+    bool ahead = h->idx > head + w->max_ahead;
+    bool jump = !ahead && h->idx > head + 1, outlier = jump && !rx_window_agrees(w, h);
+    if (jump && !outlier)
+        cbf_log_warn("the stream moved from chunk %lld to chunk %lld (timestamp %lld), %u packets "
+                     "agreeing: the window follows, the chunks in between flagged missing",
+                     (long long)head, (long long)h->idx, (long long)(h->idx * w->chunk_step),
+                     w->jump_packets);
+    if ((ahead || outlier || h->idx < w->base) && w->now_ns - w->last_fit_ns >= w->resync_ns) {
         int rc = rx_window_resync(w, h->idx);
         if (rc) {
             atomic_store(&w->send_rc, rc);
+            cbf_counter_add(w->c_stopped, n);
             return false;
         }
-        ahead = false;
+        ahead = outlier = false;
+        w->cand_packets = 0;
     }
-    if (ahead) {
-        cbf_counter_add(w->c_ahead, 1);
+    if (ahead || outlier) {
+        cbf_counter_add(ahead ? w->c_ahead : w->c_outlier, n);
         return false;
     }
     if (h->idx < w->base) {
-        cbf_counter_add(h->first ? w->c_late_heaps : w->c_late_packets, 1);
+        cbf_counter_add(w->c_late_packets, n);
+        cbf_counter_add(w->c_late_heaps, h->first);
         return false;
     }
     rx_chunk *c = &w->ring[h->idx % w->n_ring];
     int rc = rx_window_advance(w, h->idx);
     if (rc || (rc = rx_window_open_chunk(w, c, h->idx))) {
         atomic_store(&w->send_rc, rc);
+        cbf_counter_add(w->c_stopped, n);
         return false;
     }
     /* More bytes than the heap holds: a packet again, or the same heap from
@@ -173,9 +215,10 @@ static bool rx_window_claim(rx_window *w, rx_place *h)
      * one that overflows that is dropped. */
     uint32_t *got = &c->got[h->piece];
     if (*got + h->len > w->piece_bytes) {
-        cbf_counter_add(w->c_duplicate, 1);
+        cbf_counter_add(w->c_duplicate, n);
         return false;
     }
+    w->accepted += n;   /* added to c_accepted once per batch */
     *got += (uint32_t)h->len;
     if (h->first && w->piece_notes)
         ((uint32_t *)c->buf->aux)[h->piece] = h->note;
@@ -214,6 +257,8 @@ void rx_window_place(rx_window *w, rx_place *places, int n, uint64_t now_ns)
         }
         rx_window_claim(w, &places[i]);
     }
+    cbf_counter_add(w->c_accepted, w->accepted);
+    w->accepted = 0;
     pthread_mutex_unlock(&w->lock);
     rx_window_copy(w, places + done, n - done);
 }
