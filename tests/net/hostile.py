@@ -12,7 +12,16 @@
      packets_truncated, not passed on as a packet with a wrong payload
      length; a sender asked for packets that large is refused at start;
   4. a stream stop from a socket that sent nothing else is counted in
-     stops_ignored and does not end the stream.
+     stops_ignored and does not end the stream;
+  5. one spoofed heap a little inside `max_ahead`, at the L-band rate and
+     the real timestamp step: counted in packets_outlier and dropped; the
+     window does not move, no genuine heap is late and no chunk but the
+     genuine ones is opened (before, it sent every empty chunk up to it and
+     the genuine heaps after it came late);
+  6. the stream itself jumps ahead within `max_ahead`, without a pause: the
+     window follows once `jump_packets` (4) packets of two heaps agree; the
+     3 before are outliers, the chunks in between go out flagged missing,
+     and every heap after is in place.
 
 usage: hostile.py CBF_RUN
 """
@@ -195,6 +204,47 @@ def main():
         if counts.get("stops_ignored") != 1:
             fail(f"a stop from a silent socket: expected stops_ignored=1: {counts}")
         print("ok: a stream stop from a socket that sent nothing else ignored and counted; the stream ran on")
+
+        # max_ahead 0.01 s at 1712 MHz is 261 chunks of 65536 samples.
+        port, path = free_port(), os.path.join(tmp, "inside.h5")
+        proc = start(cbf_run, tmp, "inside", port, path, max_ahead=0.01)
+        dig = Digitiser(port)
+        dig.chunks(0, 3)
+        dig.heap((2 + 250) * SPC, 0)     # spoofed, 250 chunks past the newest open one
+        dig.chunks(3, 3)
+        dig.stop()
+        ts, present, data, counts, log = finish("inside", proc, path)
+        check_chunks("a spoofed heap inside max_ahead", dig, ts, present, data)
+        if counts.get("packets_outlier") != 1 or counts.get("heaps_late") or counts.get("chunks") != 6:
+            fail(f"a spoofed heap inside max_ahead: expected packets_outlier=1, no heap late, chunks=6: {counts}")
+        print(f"ok: one heap 250 chunks ahead (inside max_ahead) counted (packets_outlier=1) and dropped; "
+              f"chunks={counts['chunks']}, heaps_late=0, every genuine heap whole")
+
+        port, path = free_port(), os.path.join(tmp, "gap.h5")
+        proc = start(cbf_run, tmp, "gap", port, path, max_ahead=0.01)
+        dig = Digitiser(port)
+        dig.chunks(0, 3)
+        dig.chunks(103, 3)               # a real gap of 100 chunks, no pause
+        dig.stop()
+        ts, present, data, counts, log = finish("gap", proc, path)
+        if list(ts) != [c * SPC for c in range(106)]:
+            fail(f"a real gap: chunk timestamps {list(ts)[:8]}... ({len(ts)}), expected chunks 0 to 105")
+        flags = present.reshape(len(ts), 2, HEAPS)
+        want = np.zeros_like(flags)
+        want[[0, 1, 2, 103, 104, 105]] = 1
+        want[103, 0, 0] = want[103, 1, 0] = want[103, 0, 1] = 0   # the 3 packets before the evidence
+        if not np.array_equal(flags, want) or counts.get("packets_outlier") != 3 or counts.get("heaps_late"):
+            fail(f"a real gap: flags differ from the expected at chunks "
+                 f"{sorted(set(np.argwhere(flags != want)[:, 0].tolist()))}; {counts}")
+        for c in [0, 1, 2, 103, 104, 105]:   # chunk c is the c-th out
+            for pol in range(2):
+                got = data[c, 0, pol].reshape(HEAPS, 5120)
+                if not all(np.array_equal(got[k], dig.sent[c][pol][k]) for k in range(HEAPS) if want[c, pol, k]):
+                    fail(f"a real gap: chunk {c} pol {pol} differs from what was sent")
+        if "the window follows" not in log:
+            fail(f"a real gap: the log does not say the window followed the stream: {log}")
+        print("ok: a real gap of 100 chunks followed after 4 agreeing packets (3 counted outliers); "
+              "the chunks between flagged missing, every heap after in place")
     return 0
 
 
