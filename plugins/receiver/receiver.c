@@ -109,10 +109,11 @@ static const cbf_param_decl rx_params[] = {
     {.name = "max_ahead", .type = CBF_PARAM_FLOAT, .def = "0.1", .has_range = 1, .min = 0, .max = 3600,
      .doc = "seconds of stream time a packet may be ahead of the newest open chunk; further ahead is "
             "counted in packets_ahead and dropped (a spoofed or corrupt timestamp)"},
-    {.name = "jump_packets", .type = CBF_PARAM_INT, .def = "4", .has_range = 1, .min = 1, .max = 65536,
-     .doc = "packets, from at least two heaps, that must ask for chunks past the next one (within "
-            "max_ahead) before the window skips there; the ones before are counted in packets_outlier "
-            "and dropped; 1 = the first such packet moves the window"},
+    {.name = "jump_packets", .type = CBF_PARAM_INT, .def = "4", .has_range = 1, .min = 1, .max = 64,
+     .doc = "distinct packets that must ask for chunks past the next one (within max_ahead, and "
+            "within chunks_in_flight of one another) before the window skips there; those before are "
+            "held and placed then, or counted in packets_outlier when the stream goes on without "
+            "them; 1 = the first such packet moves the window"},
     {.name = "resync_after", .type = CBF_PARAM_FLOAT, .def = "1", .has_range = 1, .min = 0.001,
      .max = 3600,
      .doc = "seconds with no packet fitting the window, while packets far ahead or behind it keep "
@@ -845,6 +846,7 @@ static int receiver_init(cbf_node *node, cbf_error *err)
     r->win.max_ahead = (int64_t)(ahead / (double)r->chunk_step) + 1;
     r->win.resync_ns = (uint64_t)(cbf_params_float(p, "resync_after") * 1e9);
     r->win.jump_packets = (uint32_t)cbf_params_int(p, "jump_packets");
+    r->win.hold_bytes = RECV_BUF;   /* one datagram's payload at most */
     r->win.piece_notes = !r->feng;   /* clip counts; beam_ants */
     if ((rc = cbf_stage_out_open(node, r->out, &r->d, count, &r->win.pool, err)) ||
         (rc = rx_window_init(&r->win, n_ring, err)))

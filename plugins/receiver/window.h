@@ -15,11 +15,12 @@
  * after the newest open one sends the oldest on (the stream's own step),
  * and a packet for a chunk already sent is late. A packet further ahead
  * would have the window skip chunks: it moves the window only once the
- * stream agrees, `jump_packets` packets from at least two heaps for chunks
- * within the window's width of one another; until then each is dropped and
- * counted an outlier (one spoofed or corrupt timestamp must not flush the
- * window through thousands of empty chunks and make the genuine stream
- * late). A packet more than `max_ahead` chunks beyond the newest open chunk
+ * stream agrees, `jump_packets` distinct packets for chunks within the
+ * window's width of one another (one spoofed or corrupt timestamp must not
+ * flush the window through thousands of empty chunks and make the genuine
+ * stream late). Until then they are held (a copy of each, up to hold_bytes):
+ * placed when the jump is taken, so a genuine jump or gap loses nothing;
+ * counted as outliers and dropped when the stream goes on without them. A packet more than `max_ahead` chunks beyond the newest open chunk
  * is dropped and counted whatever agrees with it. When no packet has fitted the window
  * for `resync_ns` while such packets keep coming, the stream itself has
  * moved (a digitiser resynchronised, forwards or back): the open chunks go
@@ -72,12 +73,17 @@ typedef struct rx_window {
     int64_t base, last_index;
     int64_t max_ahead;             /* chunks past base + n_ring - 1 a packet may ask for */
     uint32_t jump_packets;         /* packets that must agree before the window skips chunks */
-    /* The chunk the stream may have jumped to (lock held): packets seen for
-     * it, and whether they came from two heaps or more. */
+    size_t hold_bytes;             /* the most bytes of one place held meanwhile */
+    /* Where the stream may have jumped to (lock held): the first chunk asked
+     * for, the packets that agree, and copies of those held (hold[i].p.data
+     * points at hold[i].bytes). */
     int64_t cand_idx;
-    size_t cand_piece;
     uint64_t cand_packets;
-    bool cand_heaps;
+    struct rx_held {
+        rx_place p;
+        uint8_t *bytes;
+    } *hold;
+    int n_hold, n_held;
     uint64_t accepted;             /* packets accepted in this batch, not yet in c_accepted */
     uint64_t resync_ns;
     uint64_t now_ns, last_fit_ns;  /* this batch's time; the last packet that fitted */
@@ -98,7 +104,7 @@ typedef struct rx_window {
 } rx_window;
 
 /* The counters and out, pool, n_flags, per_flag, piece_bytes, chunk_step,
- * max_ahead, jump_packets and resync_ns must be set before. */
+ * max_ahead, jump_packets, hold_bytes and resync_ns must be set before. */
 int rx_window_init(rx_window *w, int n_ring, cbf_error *err);
 void rx_window_free(rx_window *w);
 /* Claims each place (counts its bytes into its piece) and copies the bytes;

@@ -208,7 +208,9 @@ def dig_mix():
 
 def run(cbf_run, tmp, name, mix, params, edge):
     port = free_port()
-    params = dict(params, address=f"127.0.0.1:{port}", idle_timeout=20, stops=1)
+    # resync_after long: a sender stalled a second on a loaded machine must
+    # not look like a stream that moved (that has its own tests).
+    params = dict(params, address=f"127.0.0.1:{port}", idle_timeout=20, stops=1, resync_after=60)
     doc = {"engine": {"gpu": "none"},
            "nodes": {"recv": {"plugin": "receiver", "params": params}, "sink": {"plugin": "discard"}},
            "edges": [edge]}
