@@ -26,19 +26,12 @@ usage: accounting.py CBF_RUN
 import os
 import socket
 import struct
-import subprocess
 import sys
 import tempfile
 import time
 
-try:
-    import yaml  # noqa: F401  (write_yaml)
-except ImportError as e:  # pragma: no cover
-    print(f"skipped: yaml not importable ({e})")
-    sys.exit(77)
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopback import bound, fail, free_port, write_yaml  # noqa: E402
+from loopback import end_counts, fail, free_port, start_receiver  # noqa: E402
 
 # The receiver's per-packet reasons (docs/network.md, "Counting packets").
 REASONS = ["packets_accepted", "packets_control", "packets_dropped_test", "packets_late",
@@ -214,28 +207,9 @@ def run(cbf_run, tmp, name, mix, params, edge):
     doc = {"engine": {"gpu": "none"},
            "nodes": {"recv": {"plugin": "receiver", "params": params}, "sink": {"plugin": "discard"}},
            "edges": [edge]}
-    yml = os.path.join(tmp, name + ".yaml")
-    write_yaml(yml, doc)
-    proc = subprocess.Popen([cbf_run, yml], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 30
-    while not bound(port):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            fail(f"{name}: receiver did not start: {proc.communicate()[0]}")
-        time.sleep(0.01)
+    proc = start_receiver(cbf_run, tmp, name, port, doc)
     mix.send(port)
-    try:
-        log = proc.communicate(timeout=60)[0]
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        fail(f"{name}: the receiver did not end within 60 s of the stream stop")
-    if proc.returncode:
-        fail(f"{name}: receiver exited {proc.returncode}: {log}")
-    counts = {}
-    for w in log.split():
-        k, _, v = w.partition("=")
-        if v.isdigit():
-            counts[k] = int(v)
-    return counts, log
+    return end_counts(name, proc)
 
 
 def check(name, mix, counts, log):

@@ -43,7 +43,7 @@ except ImportError as e:  # pragma: no cover
     sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopback import bound, fail, free_port, write_yaml  # noqa: E402
+from loopback import end_counts, fail, free_port, start_receiver, write_yaml  # noqa: E402
 
 SPC = 65536                 # samples per chunk and pol: 16 heaps
 HEAPS = SPC // 4096
@@ -90,26 +90,11 @@ def start(cbf_run, tmp, name, port, path, **extra):
            "nodes": {"recv": {"plugin": "receiver", "params": params},
                      "sink": {"plugin": "filesink", "params": {"path": path}}},
            "edges": ["recv.out -> sink.in"]}
-    yml = os.path.join(tmp, name + ".yaml")
-    write_yaml(yml, doc)
-    proc = subprocess.Popen([cbf_run, yml], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 30
-    while not bound(port):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            fail(f"{name}: receiver did not start: {proc.communicate()[0]}")
-        time.sleep(0.01)
-    return proc
+    return start_receiver(cbf_run, tmp, name, port, doc)
 
 
 def finish(name, proc, path):
-    try:
-        log = proc.communicate(timeout=60)[0]
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        fail(f"{name}: the receiver did not end within 60 s of the stream stop")
-    if proc.returncode:
-        fail(f"{name}: receiver exited {proc.returncode}: {log}")
-    counts = {w.split("=")[0]: int(w.split("=")[1]) for w in log.split() if "=" in w and w.split("=")[1].isdigit()}
+    counts, log = end_counts(name, proc)
     f = h5py.File(path)["recv"]
     return f["timestamp"][()], f["present"][()], f["data"][()], counts, log
 
