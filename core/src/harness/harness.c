@@ -5,7 +5,7 @@
  * an output port of the harness's own, each output feeds a queue of the
  * harness's own, and all of these queues are unbounded. What the test
  * pushes and requests is kept in one ordered script, moved onto the queues
- * and into the mailbox only when run() asks for input (cbf_rt_harness_feed
+ * and into the mailbox only when run() asks for input (harness_feed
  * from cbf_port_recv), which is what puts a request between the right two
  * buffers. */
 #include <jansson.h>
@@ -45,6 +45,7 @@ typedef struct hport {
 
 struct cbf_harness {
     cbf_registry *reg;             /* when the plugin was found by name */
+    cbf_rt_driver driver;          /* how the runtime calls back into this file */
     cbf_graph_node g;
     cbf_node node;
     bool node_set_up;
@@ -148,6 +149,10 @@ static int wire(cbf_harness *h, int pi, cbf_error *err)
     return rc;
 }
 
+/* The runtime's calls back into the harness (cbf_rt_driver), below. */
+static void harness_feed(void *ctx, cbf_port *in);
+static void harness_pool(void *ctx, cbf_pool *pool);
+
 static int make(cbf_harness *h, const cbf_plugin_desc *d, const char *path, const char *const *params,
                 size_t n_params, cbf_error *err)
 {
@@ -167,7 +172,8 @@ static int make(cbf_harness *h, const cbf_plugin_desc *d, const char *path, cons
         return rc;
     rc = cbf_rt_node_setup(&h->node, &h->g, &h->stopping, &h->aborting, err);
     h->node_set_up = true;
-    h->node.harness = h;
+    h->driver = (cbf_rt_driver){harness_feed, harness_pool, h};
+    h->node.driver = &h->driver;
     for (int pi = 0; pi < d->n_ports && rc == CBF_OK; pi++)
         rc = wire(h, pi, err);
     return rc;
@@ -439,8 +445,9 @@ static bool has_input(cbf_port *in)
     return yes;
 }
 
-void cbf_rt_harness_feed(cbf_harness *h, cbf_port *in)
+static void harness_feed(void *ctx, cbf_port *in)
 {
+    cbf_harness *h = ctx;
     pthread_mutex_lock(&h->feed_mu);
     if (!in) {
         if (h->next_item < h->n_items && h->script[h->next_item].kind == ITEM_REQUEST)
@@ -454,7 +461,11 @@ void cbf_rt_harness_feed(cbf_harness *h, cbf_port *in)
     pthread_mutex_unlock(&h->feed_mu);
 }
 
-void cbf_rt_harness_pool(cbf_harness *h, cbf_pool *pool) { cbf_rt_pool_set_growing(pool, &h->grown, true); }
+static void harness_pool(void *ctx, cbf_pool *pool)
+{
+    cbf_harness *h = ctx;
+    cbf_rt_pool_set_growing(pool, &h->grown, true);
+}
 
 int cbf_harness_init(cbf_harness *h, cbf_error *err)
 {

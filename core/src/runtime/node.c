@@ -78,8 +78,8 @@ bool cbf_node_stopping(const cbf_node *n)
 {
     /* Sources poll this between buffers: their requests are handled here. */
     if (n == current_node) {
-        if (current_node->harness)
-            cbf_rt_harness_feed(current_node->harness, NULL);
+        if (current_node->driver)
+            current_node->driver->feed(current_node->driver->ctx, NULL);
         cbf_rt_node_drain(current_node);
     }
     return atomic_load(n->stopping) || atomic_load(n->aborting);
@@ -94,8 +94,8 @@ int cbf_node_pool_create(cbf_node *n, const cbf_pool_config *cfg, cbf_pool **out
     int rc = cbf_pool_create(&c, out, err);
     if (rc != CBF_OK)
         return rc;
-    if (n->harness)
-        cbf_rt_harness_pool(n->harness, *out);
+    if (n->driver)
+        n->driver->pool(n->driver->ctx, *out);
     cbf_rt_pool_set_next(*out, n->pools);
     n->pools = *out;
     return CBF_OK;

@@ -301,8 +301,8 @@ int cbf_port_recv(cbf_port *in, cbf_buffer **out)
      * while it waits (cbf_rt_node_submit wakes this wait); only on the
      * node's own thread, not on helper threads a plugin reads inputs with. */
     cbf_node *self = in->owner && cbf_rt_node_current() == in->owner ? in->owner : NULL;
-    if (in->owner && in->owner->harness)
-        cbf_rt_harness_feed(in->owner->harness, in);   /* also for a plugin's helper threads */
+    if (in->owner && in->owner->driver)   /* also for a plugin's helper threads */
+        in->owner->driver->feed(in->owner->driver->ctx, in);
     cbf_rt_node_drain(self);
     pthread_mutex_lock(&in->mu);
     uint64_t t0 = 0;

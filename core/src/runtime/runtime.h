@@ -131,7 +131,7 @@ typedef struct cbf_port_slot {
 
 struct cbf_node {
     cbf_engine *engine;    /* NULL for a harness's node */
-    struct cbf_harness *harness;   /* NULL for an engine's node */
+    const struct cbf_rt_driver *driver;   /* NULL for an engine's node */
     const cbf_graph_node *g;
     void *state;
     cbf_port_slot *slots;  /* one per plugin port declaration */
@@ -232,13 +232,20 @@ CBF_RT_HIDDEN struct cbf_reply *cbf_rt_reply_new(void);
 CBF_RT_HIDDEN void cbf_rt_reply_free(struct cbf_reply *r);
 CBF_RT_HIDDEN void *cbf_rt_reply_json(struct cbf_reply *r);   /* json_t *, borrowed */
 
-/* ---- harness (harness.c) ---- */
-/* Before a node reads `in` (NULL: a source between buffers, on its thread):
- * moves what the test queued, in order, onto the inputs and into the
- * mailbox, until `in` has a buffer or has ended. */
-CBF_RT_HIDDEN void cbf_rt_harness_feed(struct cbf_harness *h, cbf_port *in);
-/* A pool the harness's node made: it grows rather than blocks. */
-CBF_RT_HIDDEN void cbf_rt_harness_pool(struct cbf_harness *h, cbf_pool *pool);
+/* ---- a node driven from outside an engine (the harness) ---- */
+/* What drives a node no engine runs: the runtime calls it where an
+ * engine's node would wait for input or make a pool, so the harness
+ * (harness/) can feed a test's script in order and let pools grow. The
+ * runtime knows it only through these pointers. */
+typedef struct cbf_rt_driver {
+    /* Before a node reads `in` (NULL: a source between buffers, on its
+     * thread): moves what the test queued, in order, onto the inputs and
+     * into the mailbox, until `in` has a buffer or has ended. */
+    void (*feed)(void *ctx, cbf_port *in);
+    /* A pool the node made: it grows rather than blocks. */
+    void (*pool)(void *ctx, cbf_pool *pool);
+    void *ctx;
+} cbf_rt_driver;
 
 /* ---- engine internals the control thread reads (engine.c) ---- */
 CBF_RT_HIDDEN const cbf_graph *cbf_rt_engine_graph(const cbf_engine *e);
