@@ -23,26 +23,33 @@ DECLARE(ddc)
 #endif
 DECLARE(engine)
 
+/* The GPU areas are built only with CUDA (tools/bench/meson.build); without
+ * it they are still listed, and say why they cannot run (fn NULL). */
+#ifndef CBF_BENCH_FENG
+#define cbf_bench_feng NULL
+#endif
+#ifndef CBF_BENCH_XENG
+#define cbf_bench_xeng NULL
+#endif
+#ifndef CBF_BENCH_BEAM
+#define cbf_bench_beam NULL
+#endif
+#ifndef CBF_BENCH_DDC
+#define cbf_bench_ddc NULL
+#endif
+
 static const struct {
     const char *name;
     bench_fn fn;
     const char *doc;
 } areas[] = {
-#ifdef CBF_BENCH_FENG
     {"feng", cbf_bench_feng, "wideband F-engine kernels and chain (GPU)"},
-#endif
-#ifdef CBF_BENCH_XENG
     {"xeng", cbf_bench_xeng, "correlator and reducer (GPU)"},
-#endif
-#ifdef CBF_BENCH_BEAM
     {"beam", cbf_bench_beam, "tied-array beamformer, alone and beside the correlator (GPU)"},
-#endif
 #ifdef CBF_BENCH_NET
     {"net", cbf_bench_net, "SPEAD receive and send on loopback"},
 #endif
-#ifdef CBF_BENCH_DDC
     {"ddc", cbf_bench_ddc, "narrowband DDC and chain (GPU)"},
-#endif
     {"engine", cbf_bench_engine, "whole pipelines through the runtime (F-engine, network, X-engine)"},
     {NULL, NULL, NULL},
 };
@@ -61,8 +68,13 @@ int main(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     for (int i = 0; areas[i].name; i++)
-        if (!strcmp(argv[1], areas[i].name))
+        if (!strcmp(argv[1], areas[i].name)) {
+            if (!areas[i].fn) {
+                fprintf(stderr, "cbf-bench %s: built without CUDA; this benchmark needs a GPU\n", argv[1]);
+                return 1;
+            }
             return areas[i].fn(argc - 1, argv + 1);
+        }
     fprintf(stderr, "cbf-bench: unknown area '%s'\n", argv[1]);
     usage(stderr);
     return 2;
