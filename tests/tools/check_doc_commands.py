@@ -6,8 +6,9 @@ which builds ./build; BUILD_ROOT stands in for ./build here).
 Commands are the lines of ```sh (bash, shell, console) blocks, or only
 their `$ ` lines where a block shows a session with output; and in other
 blocks (unlabelled, text, indented) the lines that start with `$ `, with
-a program of cbf's or with a path into build/ or scripts/. Of each such
-line, every program it runs (through pipes, `&&`, loops, sudo and timeout):
+a program of cbf's, a path into build/ or scripts/, sudo, or VAR=value.
+Of each such line, every program it runs (through pipes, `&&`, loops,
+sudo and timeout):
   - a path (build/tools/cbf-run, scripts/cbf-plot) exists there and is
     executable; the tree's paths among its arguments (pipelines/...) exist;
   - a cbf program by bare name (cbf-run) is refused: from the source tree
@@ -23,7 +24,8 @@ that PATH; a span starting with build/ or scripts/ names a path that must
 exist.
 
 docs/example-plugin/README.md is left out: its commands run in that
-folder against an installed cbf (tests/example/run_example.sh runs them).
+folder against an installed cbf (tests/example/run_example.sh runs them);
+so is docs/notes/, a record of past runs on other machines.
 
 Args: SOURCE_ROOT BUILD_ROOT"""
 import glob
@@ -38,7 +40,7 @@ import programs as P  # noqa: E402
 
 SHELL_LANGS = {"sh", "bash", "shell", "console"}
 # The tree's folders whose paths, as command arguments, must exist.
-TREE = ("pipelines/", "scripts/", "docs/", "tests/", "plugins/", "systemd/")
+TREE = ("pipelines/", "scripts/", "docs/", "tests/", "plugins/", "systemd/", "dev/")
 DEVENV = "meson devenv -C build"
 
 
@@ -169,7 +171,8 @@ class Checker:
                     self.command(f"{rel}:{n}", s)
             else:
                 first = s.split(" ", 1)[0] if s else ""
-                if first == "sudo" or self.is_ours(first) or first.startswith(("build/", "scripts/", "./")):
+                if first == "sudo" or self.is_ours(first) or first.startswith(("build/", "scripts/", "./")) \
+                        or re.fullmatch(r"[A-Z_][A-Z0-9_]*=\S*", first):
                     self.command(f"{rel}:{n}", s)
 
     def prose(self, rel, lines):
