@@ -30,8 +30,17 @@ typedef enum MHD_Result mx_result;
 typedef int mx_result;
 #endif
 
-#define MX_CONNECTIONS 16          /* scrapers at once; more wait in the backlog */
-#define MX_TIMEOUT_S 10            /* an idle or slow client is dropped after this */
+/* Slow clients (a request head a byte at a time, never idle, never done)
+ * must not lock the scrapers out, as 16 of them did when 16 connections
+ * were all there was: a source may hold MX_PER_SOURCE connections (a
+ * scraper needs one; the rest from that address are closed at once), and
+ * all sources together MX_CONNECTIONS, so it takes that many addresses to
+ * fill the server. One polling thread (epoll on Linux) serves them all: a slow
+ * connection costs a socket, not a thread. */
+#define MX_CONNECTIONS 256         /* connections held at once, every source */
+#define MX_PER_SOURCE 8            /* connections held at once from one address */
+#define MX_BACKLOG 64              /* connections waiting to be taken */
+#define MX_TIMEOUT_S 10            /* a client silent for this long is dropped */
 #define MX_CONN_MEMORY (32 * 1024) /* per connection: a longer request head gets an error */
 #define MX_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
@@ -50,7 +59,7 @@ struct cbf_metrics {
 static int mx_bind(cbf_metrics *m, const char *text, cbf_error *err)
 {
     char addr[300];
-    int rc = cbf_rt_tcp_listen(text, "prometheus", m->g->engine.prometheus_where, MX_CONNECTIONS,
+    int rc = cbf_rt_tcp_listen(text, "prometheus", m->g->engine.prometheus_where, MX_BACKLOG,
                                "read every counter, queue and timing of this engine", &m->fd, &m->v6, addr,
                                sizeof addr, err);
     if (!rc)
@@ -317,6 +326,7 @@ int cbf_rt_metrics_start(cbf_metrics *m, cbf_error *err)
                             MHD_OPTION_EXTERNAL_LOGGER, mx_log, m,
                             MHD_OPTION_LISTEN_SOCKET, (MHD_socket)m->fd,
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned)MX_CONNECTIONS,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)MX_PER_SOURCE,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)MX_TIMEOUT_S,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MX_CONN_MEMORY,
                             MHD_OPTION_END);
