@@ -38,7 +38,7 @@ typedef int mx_result;
  * fill the server. One polling thread (epoll on Linux) serves them all: a slow
  * connection costs a socket, not a thread. */
 #define MX_CONNECTIONS 256         /* connections held at once, every source */
-#define MX_PER_SOURCE 8            /* connections held at once from one address */
+#define MX_PER_SOURCE 4            /* connections held at once from one address */
 #define MX_BACKLOG 64              /* connections waiting to be taken */
 #define MX_TIMEOUT_S 10            /* a client silent for this long is dropped */
 #define MX_CONN_MEMORY (32 * 1024) /* per connection: a longer request head gets an error */
