@@ -226,6 +226,7 @@ static void usage_to(FILE *f)
                "  --plugin-path DIR  search DIR first (repeatable); then\n"
                "                     $CBF_PLUGIN_PATH, the build tree, the installed\n"
                "                     plugin directory\n"
+               "  --version          print cbf-inspect's version and exit\n"
                "exit: 0 ok, 1 a plugin file is broken, 2 usage or unknown plugin\n");
 }
 
@@ -249,6 +250,10 @@ int main(int argc, char **argv)
             dirs[n_dirs++] = argv[i] + 14;
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage_to(stdout);
+            free(dirs);
+            return 0;
+        } else if (!strcmp(argv[i], "--version")) {
+            printf("cbf-inspect %s\n", CBF_VERSION);
             free(dirs);
             return 0;
         } else if (argv[i][0] == '-' || name) {
