@@ -65,7 +65,7 @@ static void usage(FILE *f)
                "  --set            override a node parameter (repeatable)\n"
                "  --log-level L    error, warn, info (default), debug, trace\n"
                "  --plugin-path D  also search D for plugins (repeatable)\n"
-               "  --quiet          no progress display and no table: errors only\n"
+               "  --quiet          warnings and errors only: no progress display, no table\n"
                "  --version        print cbf-run's version and exit\n");
 }
 
