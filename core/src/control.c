@@ -86,7 +86,8 @@ struct cbf_control {
  * jansson builds a tree of small blocks (some 100 bytes for `{}` or a
  * one-byte key), and has no limit of its own. Its allocation hooks are
  * the process's; they count only on a thread that is reading a request
- * (ctl_reading set), everywhere else they are malloc and free. */
+ * (ctl_reading set), everywhere else they are malloc and free, so a block
+ * made before they were set is freed by them correctly. */
 typedef struct ctl_budget {
     size_t used, peak, limit;
     bool over;
