@@ -56,7 +56,8 @@ static const struct {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: cbf-bench AREA [options]   (cbf-bench AREA --help for options)\nareas:\n");
+    fprintf(f, "usage: cbf-bench AREA [options]   (cbf-bench AREA --help for options)\n"
+               "       cbf-bench --version\nareas:\n");
     for (int i = 0; areas[i].name; i++)
         fprintf(f, "  %-7s %s\n", areas[i].name, areas[i].doc);
 }
@@ -66,6 +67,10 @@ int main(int argc, char **argv)
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("cbf-bench %s\n", CBF_VERSION);
+        return 0;
     }
     for (int i = 0; areas[i].name; i++)
         if (!strcmp(argv[1], areas[i].name)) {

@@ -12,6 +12,7 @@
  * Like zmq.c: open binds the socket (so a taken port or a bad address
  * is a start-up error naming engine.prometheus), start serves, close stops. */
 #include <errno.h>
+#include <math.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <stdio.h>
@@ -30,9 +31,19 @@ typedef enum MHD_Result mx_result;
 typedef int mx_result;
 #endif
 
-#define MX_CONNECTIONS 16          /* scrapers at once; more wait in the backlog */
-#define MX_TIMEOUT_S 10            /* an idle or slow client is dropped after this */
+/* Slow clients (a request head a byte at a time, never idle, never done)
+ * must not lock the scrapers out, as 16 of them did when 16 connections
+ * were all there was: a source may hold MX_PER_SOURCE connections (a
+ * scraper needs one; the rest from that address are closed at once), and
+ * all sources together MX_CONNECTIONS, so it takes that many addresses to
+ * fill the server. One polling thread (epoll on Linux) serves them all: a slow
+ * connection costs a socket, not a thread. */
+#define MX_CONNECTIONS 256         /* connections held at once, every source */
+#define MX_PER_SOURCE 4            /* connections held at once from one address */
+#define MX_BACKLOG 64              /* connections waiting to be taken */
+#define MX_TIMEOUT_S 10            /* a client silent for this long is dropped */
 #define MX_CONN_MEMORY (32 * 1024) /* per connection: a longer request head gets an error */
+#define MX_CONFIG_MAX 8            /* configuration labels on one node's cbf_node_config_info */
 #define MX_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
 struct cbf_metrics {
@@ -50,7 +61,7 @@ struct cbf_metrics {
 static int mx_bind(cbf_metrics *m, const char *text, cbf_error *err)
 {
     char addr[300];
-    int rc = cbf_rt_tcp_listen(text, "prometheus", m->g->engine.prometheus_where, MX_CONNECTIONS,
+    int rc = cbf_rt_tcp_listen(text, "prometheus", m->g->engine.prometheus_where, MX_BACKLOG,
                                "read every counter, queue and timing of this engine", &m->fd, &m->v6, addr,
                                sizeof addr, err);
     if (!rc)
@@ -102,6 +113,15 @@ int cbf_rt_metrics_open(cbf_engine *e, cbf_metrics **out, cbf_error *err)
 
 /* ---- the page ---- */
 
+/* cbf_ and the sensor's name, made a metric name (rx.synchronised: a
+ * metric name has no dots). */
+static void mx_name(char *name, size_t n, const char *sensor)
+{
+    snprintf(name, n, "cbf_%s", sensor);
+    for (char *p = name; *p; p++)
+        *p = *p == '.' || *p == '-' ? '_' : *p;
+}
+
 /* One sensor's status as a number (katcp's order), labelled by sensor. */
 static int mx_status(cbf_metrics_text *t, const cbf_metric_label *node_labels, const char *sensor,
                      cbf_status st)
@@ -148,8 +168,14 @@ static int mx_node(cbf_metrics *m, cbf_metrics_text *t, size_t i, const cbf_node
                                         l, 3, st->wait_output_s);
     for (int k = 0; k < st->n_counters && !rc; k++) {
         const cbf_metric_alias *a = cbf_metrics_alias(st->plugin, st->counter_names[k], m->input_type[i]);
+        const cbf_metric_meaning *mean = cbf_metrics_meaning(st->plugin, st->counter_names[k]);
         char name[96], help[128];
         size_t nl = 3;
+        if (mean) {   /* a timestamp: it only rises, but it is a value, not a count */
+            mx_name(name, sizeof name, st->counter_names[k]);
+            rc = cbf_metrics_text_add_int(t, name, CBF_METRIC_GAUGE, mean->help, l, 3, st->counter_values[k]);
+            continue;
+        }
         if (a) {
             snprintf(name, sizeof name, "cbf_%s", a->name);
             snprintf(help, sizeof help, "%s (katgpucbf's name)", a->help);
@@ -164,18 +190,34 @@ static int mx_node(cbf_metrics *m, cbf_metrics_text *t, size_t i, const cbf_node
     cbf_node *n = cbf_rt_engine_node(m->e, i);
     const double now = cbf_rt_unix_now();
     int ng = atomic_load_explicit(&n->n_gauges, memory_order_acquire);
+    cbf_metric_label cl[3 + MX_CONFIG_MAX] = {l[0], l[1], l[2]};
+    char cv[MX_CONFIG_MAX][32];
+    size_t ncl = 3;
     for (int k = 0; k < ng && !rc; k++) {
+        const cbf_metric_meaning *mean = cbf_metrics_meaning(st->plugin, n->gauges[k].name);
         char name[96], help[128];
-        snprintf(name, sizeof name, "cbf_%s", n->gauges[k].name);
-        for (char *p = name; *p; p++)
-            *p = *p == '.' || *p == '-' ? '_' : *p;   /* rx.synchronised: a metric name has no dots */
+        mx_name(name, sizeof name, n->gauges[k].name);
         snprintf(help, sizeof help, "node gauge '%s' (NaN: no value yet)", n->gauges[k].name);
         double v, u;
-        cbf_status st = cbf_rt_gauge_look(n, k, now, &v, &u);
-        rc = cbf_metrics_text_add_float(t, name, CBF_METRIC_GAUGE, help, l, 3, v);
+        cbf_status gst = cbf_rt_gauge_look(n, k, now, &v, &u);
+        if (mean && mean->config) {   /* a label of cbf_node_config_info, not a number to graph */
+            if (ncl < 3 + MX_CONFIG_MAX && !isnan(v)) {
+                char *c = cv[ncl - 3];
+                if (mean->boolean)
+                    snprintf(c, sizeof cv[0], "%s", v != 0 ? "true" : "false");
+                else
+                    snprintf(c, sizeof cv[0], "%.17g", v);
+                cl[ncl++] = (cbf_metric_label){mean->sensor, c};
+            }
+        } else {
+            rc = cbf_metrics_text_add_float(t, name, CBF_METRIC_GAUGE, mean ? mean->help : help, l, 3, v);
+        }
         if (!rc)
-            rc = mx_status(t, l, n->gauges[k].name, st);
+            rc = mx_status(t, l, n->gauges[k].name, gst);
     }
+    if (!rc && ncl > 3)
+        rc = cbf_metrics_text_add_int(t, "cbf_node_config_info", CBF_METRIC_GAUGE, cbf_metrics_config_help,
+                                      cl, ncl, 1);
     for (int k = 0; k < st->n_counters && !rc; k++) {
         uint64_t v;
         double u;
@@ -317,6 +359,7 @@ int cbf_rt_metrics_start(cbf_metrics *m, cbf_error *err)
                             MHD_OPTION_EXTERNAL_LOGGER, mx_log, m,
                             MHD_OPTION_LISTEN_SOCKET, (MHD_socket)m->fd,
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned)MX_CONNECTIONS,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)MX_PER_SOURCE,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)MX_TIMEOUT_S,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MX_CONN_MEMORY,
                             MHD_OPTION_END);

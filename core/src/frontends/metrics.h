@@ -60,4 +60,23 @@ typedef struct cbf_metric_alias {
 CBF_METRICS_HIDDEN const cbf_metric_alias *cbf_metrics_alias(const char *plugin, const char *counter,
                                                               const char *input_type);
 
+/* What a node sensor means where a name alone would mislead: a counter
+ * that holds a timestamp (a value, so a gauge: it is not a count of
+ * events), a gauge that holds a configuration value (a label of the
+ * node's cbf_node_config_info, the Prometheus idiom, not a number to
+ * graph), and the help text of gauges the exporter would otherwise
+ * describe by name only. */
+typedef struct cbf_metric_meaning {
+    const char *plugin;    /* NULL: any (the runtime's own, or a name several plugins share) */
+    const char *sensor;    /* the counter's or gauge's name */
+    bool config;           /* a configuration value: label `sensor` of cbf_node_config_info */
+    bool boolean;          /* (config) written true/false, not 1/0 */
+    const char *help;
+} cbf_metric_meaning;
+
+/* The meaning of sensor `sensor` of a node of `plugin`, or NULL. */
+CBF_METRICS_HIDDEN const cbf_metric_meaning *cbf_metrics_meaning(const char *plugin, const char *sensor);
+/* cbf_node_config_info's help: every configuration label the table has. */
+CBF_METRICS_HIDDEN extern const char cbf_metrics_config_help[];
+
 #endif

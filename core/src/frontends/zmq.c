@@ -12,10 +12,19 @@
  * and publishing. One such request at a time: another long one meanwhile
  * is refused at once ("busy"), so at most two long messages are ever held.
  *
+ * Memory per request is bounded by its size: jansson's tree of a request
+ * may take at most CTL_READ_FACTOR times the request (CTL_READ_FLOOR for a
+ * short one), counted by allocator hooks while that thread reads it, so
+ * 8 MiB of `{}` or of one-byte keys is refused instead of taking GBs; keys
+ * no request declares are refused by name before any value is read
+ * (params.c); and after a large request the heap is trimmed, so the memory
+ * goes back to the system instead of staying resident.
+ *
  * Built-in requests: requests (what this engine accepts), sensors (the
  * message the PUB socket would send now), log-level [level], shutdown
  * (drain and exit as on SIGTERM). See docs/control.md. */
 #include <jansson.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +39,9 @@
 #define POLL_MS 100               /* how soon the thread notices it should stop */
 #define CTL_INLINE_MAX (64 << 10) /* longer requests go to the request thread */
 #define CTL_MAX_ENVELOPE 8        /* routing frames kept for a reply (REQ: one) */
+#define CTL_READ_FACTOR 8         /* jansson's tree: at most this times the request's size */
+#define CTL_READ_FLOOR (32u << 20) /* or this, for short requests (a compact gain table) */
+#define CTL_TRIM_OVER (1u << 20)  /* a parse that took more: trim the heap after */
 
 /* One message on the ROUTER socket: the envelope (routing ids) and the
  * body after the empty delimiter. */
@@ -68,6 +80,56 @@ struct cbf_control {
     bool busy;                 /* a job is with it, or its reply is on the way */
     ctl_msg job;
 };
+
+/* ---- jansson's allocations while a request is read ----
+ *
+ * jansson builds a tree of small blocks (some 100 bytes for `{}` or a
+ * one-byte key), and has no limit of its own. Its allocation hooks are
+ * the process's; they count only on a thread that is reading a request
+ * (ctl_reading set), everywhere else they are malloc and free, so a block
+ * made before they were set is freed by them correctly. */
+typedef struct ctl_budget {
+    size_t used, peak, limit;
+    bool over;
+} ctl_budget;
+
+static _Thread_local ctl_budget *ctl_reading;
+
+static size_t block_size(void *p)
+{
+    return malloc_usable_size(p) + sizeof(size_t);   /* glibc's chunk header */
+}
+
+static void *ctl_json_malloc(size_t n)
+{
+    ctl_budget *b = ctl_reading;
+    if (b && (b->over || b->used >= b->limit || n + sizeof(size_t) > b->limit - b->used)) {
+        b->over = true;
+        return NULL;
+    }
+    void *p = malloc(n);
+    if (b && p) {
+        b->used += block_size(p);
+        if (b->used > b->peak)
+            b->peak = b->used;
+    }
+    return p;
+}
+
+static void ctl_json_free(void *p)
+{
+    ctl_budget *b = ctl_reading;
+    if (b && p) {
+        size_t s = block_size(p);
+        b->used -= s < b->used ? s : b->used;
+    }
+    free(p);
+}
+
+static void ctl_json_hooks(void)
+{
+    json_set_alloc_funcs(ctl_json_malloc, ctl_json_free);
+}
 
 void cbf_control_endpoint(const char *text, char *out, size_t n)
 {
@@ -171,6 +233,8 @@ int cbf_rt_control_open(cbf_engine *e, cbf_control **out, cbf_error *err)
         free(c);
         return cbf_error_set(err, CBF_ENOMEM, "control: out of memory");
     }
+    static pthread_once_t hooks = PTHREAD_ONCE_INIT;
+    pthread_once(&hooks, ctl_json_hooks);
     c->e = e;
     c->g = g;
     c->period = g->engine.sensor_period;
@@ -537,10 +601,19 @@ static json_t *builtin_request(cbf_control *c, const struct builtin *b, json_t *
     return json_pack("{s:b, s:b}", "ok", 1, "draining", 1);
 }
 
-static json_t *handle(cbf_control *c, const char *text, size_t len)
+/* *peak: the most jansson's tree of the request took while it was read. */
+static json_t *handle(cbf_control *c, const char *text, size_t len, size_t *peak)
 {
     json_error_t jerr;
+    ctl_budget b = {.limit = len < CTL_READ_FLOOR / CTL_READ_FACTOR ? CTL_READ_FLOOR : len * CTL_READ_FACTOR};
+    ctl_reading = &b;
     json_t *req = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    ctl_reading = NULL;
+    *peak = b.peak;
+    if (!req && b.over)
+        return error_reply("request refused: reading its %zu bytes of JSON takes more than %zu MiB "
+                           "(%d times its size, at least %u MiB): too many values, lists or keys for "
+                           "its length", len, b.limit >> 20, CTL_READ_FACTOR, CTL_READ_FLOOR >> 20);
     if (!req)
         return error_reply("not valid JSON: %s (at character %d)", jerr.text, jerr.position);
     json_t *out;
@@ -618,13 +691,26 @@ static void ctl_send(void *sock, ctl_msg *m, const char *text)
         cbf_log_warn("control: sending a reply: %s", zmq_strerror(zmq_errno()));
 }
 
-/* The reply text to one request body (the caller frees it). */
-static char *answer(cbf_control *c, const void *body, size_t len)
+/* The reply text to one request body (the caller frees it); *peak as handle's. */
+static char *answer(cbf_control *c, const void *body, size_t len, size_t *peak)
 {
-    json_t *out = handle(c, body, len);
+    json_t *out = handle(c, body, len, peak);
     char *text = out ? json_dumps(out, JSON_COMPACT) : NULL;
     json_decref(out);
     return text;
+}
+
+/* glibc keeps freed memory in its arenas (the request's tree, the message
+ * from ZeroMQ's thread): after a large request it goes back to the system,
+ * so one request does not leave the engine hundreds of MB larger. The
+ * body goes first, and all before the reply: a client that has its reply
+ * sees the engine as small as it will be. */
+static void give_back(ctl_msg *m)
+{
+    if (m->has_body)
+        zmq_msg_close(&m->body);
+    m->has_body = false;
+    malloc_trim(0);
 }
 
 static const char *const ctl_oom = "{\"ok\": false, \"error\": \"out of memory\"}";
@@ -637,6 +723,7 @@ static void serve_one(cbf_control *c)
         return;
     const size_t len = zmq_msg_size(&m.body);
     char *text = NULL;
+    size_t peak = 0;
     if (multipart) {
         json_t *out = error_reply("expected one message part holding a JSON object");
         text = json_dumps(out, JSON_COMPACT);
@@ -659,8 +746,10 @@ static void serve_one(cbf_control *c)
         text = json_dumps(out, JSON_COMPACT);
         json_decref(out);
     } else {
-        text = answer(c, zmq_msg_data(&m.body), len);
+        text = answer(c, zmq_msg_data(&m.body), len, &peak);
     }
+    if (peak > CTL_TRIM_OVER)
+        give_back(&m);
     ctl_send(c->rep, &m, text ? text : ctl_oom);
     free(text);
     ctl_msg_close(&m);
@@ -705,9 +794,11 @@ static void *worker_main(void *arg)
         c->job_ready = false;
         pthread_mutex_unlock(&c->job_mu);
         uint64_t t0 = cbf_rt_now_ns();
-        char *text = answer(c, zmq_msg_data(&m.body), zmq_msg_size(&m.body));
-        cbf_log_debug("control: a request of %zu bytes answered in %.1f ms", zmq_msg_size(&m.body),
-                      1e-6 * (double)(cbf_rt_now_ns() - t0));
+        size_t peak = 0;
+        char *text = answer(c, zmq_msg_data(&m.body), zmq_msg_size(&m.body), &peak);
+        cbf_log_debug("control: a request of %zu bytes answered in %.1f ms (its JSON took %.1f MiB)",
+                      zmq_msg_size(&m.body), 1e-6 * (double)(cbf_rt_now_ns() - t0), (double)peak / (1 << 20));
+        give_back(&m);   /* a long request: its message and tree were large */
         ctl_send(c->done_tx, &m, text ? text : ctl_oom);
         free(text);
         ctl_msg_close(&m);

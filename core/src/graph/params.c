@@ -1095,15 +1095,50 @@ static int list_fast(const cbf_param_decl *d, const char *t, cbf_kv *kv)
     return 0;
 }
 
+/* The keys of cbf_params_build_text, before any value is read: the first
+ * one no declaration has, or the first given twice, is refused with
+ * check_keys's message, so a request of a million unknown (or repeated)
+ * keys costs no allocation per key (issue 31: 8 MB of keys took 2 GB). */
+static int keys_first(const cbf_param_decl *decls, int n_decls, const cbf_text_kv *tv, size_t n,
+                      const char *where, const cbf_params_ctx *ctx, cbf_error *err)
+{
+    size_t *first = calloc((size_t)n_decls + 1, sizeof *first);   /* 1 + index of its first key */
+    if (!first)
+        return cbf_error_set(err, CBF_ENOMEM, "out of memory");
+    int rc = CBF_OK;
+    for (size_t i = 0; i < n && !rc; i++) {
+        int j = 0;
+        while (j < n_decls && strcmp(decls[j].name, tv[i].key))
+            j++;
+        if (j < n_decls && !first[j]) {
+            first[j] = i + 1;
+            continue;
+        }
+        /* check_keys says what is wrong with it (and the one before, if any) */
+        cbf_kv two[2] = {{.key = tv[j < n_decls ? first[j] - 1 : i].key}, {.key = tv[i].key}};
+        two[0].override = tv[j < n_decls ? first[j] - 1 : i].origin;
+        two[1].override = tv[i].origin;
+        for (int k = 0; k < 2; k++)
+            snprintf(two[k].key_where, sizeof two[k].key_where, "%s", where);
+        size_t skip = j < n_decls ? 0 : 1;   /* unknown: itself alone */
+        rc = check_keys(decls, n_decls, two + skip, 2 - skip, ctx, err);
+    }
+    free(first);
+    return rc;
+}
+
 int cbf_params_build_text(const cbf_param_decl *decls, int n_decls, const cbf_text_kv *tv, size_t n,
                           const char *where, const cbf_params_ctx *ctx, cbf_params **out,
                           cbf_error *err)
 {
     *out = NULL;
+    int rc = keys_first(decls, n_decls, tv, n, where, ctx, err);
+    if (rc)
+        return rc;
     cbf_kv *kv = calloc(n + 1, sizeof *kv);
     yaml_document_t *docs = calloc(n + 1, sizeof *docs);
     size_t nk = 0;
-    int rc = kv && docs ? CBF_OK : cbf_error_set(err, CBF_ENOMEM, "out of memory");
+    rc = kv && docs ? CBF_OK : cbf_error_set(err, CBF_ENOMEM, "out of memory");
     for (; nk < n && !rc; nk++) {
         char why[256];
         const cbf_param_decl *d = NULL;
