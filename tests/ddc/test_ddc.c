@@ -26,7 +26,7 @@
 
 #include "ddc.h"
 #include "filter_design.h"
-#include "gpu_skip.h"
+#include "../gpu_available.h"
 
 #ifdef CBF_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -442,8 +442,9 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--per-thread") && i + 1 < argc)
             per_thread = atoi(argv[++i]);
     }
-    if (use_gpu && ddc_test_gpu_or_skip())
-        return 77;
+    char why[256];
+    if (use_gpu && !cbf_test_gpu_available(why, sizeof why))
+        return printf("skipped: %s\n", why), 77;
     const char *seed = getenv("CBF_TEST_SEED");
     rng_state = seed ? strtoull(seed, NULL, 0) : (uint64_t)time(NULL);
     printf("# seed %llu (CBF_TEST_SEED to repeat), %s\n", (unsigned long long)rng_state,

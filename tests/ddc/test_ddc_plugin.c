@@ -25,7 +25,7 @@
 
 #include "ddc.h"
 #include "filter_design.h"
-#include "gpu_skip.h"
+#include "../gpu_available.h"
 #include "pipeline.h"
 
 #define S 8
@@ -350,12 +350,7 @@ static void bad_parameters_are_config_errors(void **state)
 
 int main(int argc, char **argv)
 {
-    use_gpu = argc > 1 && !strcmp(argv[1], "--gpu");
-    if (!pl_cbf_run()) {
-        printf("skipped: cbf-run is not built\n");
-        return 77;
-    }
-    if (use_gpu && ddc_test_gpu_or_skip())
+    if ((use_gpu = cbf_test_gpu_arg("test_ddc_plugin", argc, argv)) < 0 || pl_setup())
         return 77;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(matches_kernel_for_two_chunkings),

@@ -37,7 +37,7 @@
 #include "fft_post.h"
 #include "filter_design.h"
 #include "pfb.h"
-#include "gpu_skip.h"
+#include "../gpu_available.h"
 
 #ifdef CBF_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -663,8 +663,9 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--gpu"))
             use_gpu = 1;
-    if (use_gpu && ddc_test_gpu_or_skip())
-        return 77;
+    char why[256];
+    if (use_gpu && !cbf_test_gpu_available(why, sizeof why))
+        return printf("skipped: %s\n", why), 77;
     const char *seed = getenv("CBF_TEST_SEED");
     rng_state = seed ? strtoull(seed, NULL, 0) : (uint64_t)time(NULL);
     printf("# seed %llu (CBF_TEST_SEED to repeat), %s\n", (unsigned long long)rng_state,

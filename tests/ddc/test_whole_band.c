@@ -28,7 +28,7 @@
 
 #include "feng_ref.h"
 #include "filter_design.h"
-#include "gpu_skip.h"
+#include "../gpu_available.h"
 #include "pipeline.h"
 
 #define FS 1712e6
@@ -172,11 +172,7 @@ static void whole_band_tones_and_attributes(void **state)
 
 int main(int argc, char **argv)
 {
-    use_gpu = argc > 1 && !strcmp(argv[1], "--gpu");
-    int rc = pl_setup();
-    if (rc)
-        return rc;
-    if (use_gpu && ddc_test_gpu_or_skip())
+    if ((use_gpu = cbf_test_gpu_arg("test_whole_band", argc, argv)) < 0 || pl_setup())
         return 77;
     const struct CMUnitTest tests[] = {cmocka_unit_test(whole_band_tones_and_attributes)};
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -17,7 +17,7 @@
 
 #include <math.h>
 
-#include "gpu_skip.h"
+#include "../gpu_available.h"
 #include "pipeline.h"
 
 static int use_gpu;
@@ -204,12 +204,7 @@ static void three_outputs_equal_three_engines(void **state)
 
 int main(int argc, char **argv)
 {
-    use_gpu = argc > 1 && !strcmp(argv[1], "--gpu");
-    if (!pl_cbf_run()) {
-        printf("skipped: cbf-run is not built\n");
-        return 77;
-    }
-    if (use_gpu && ddc_test_gpu_or_skip())
+    if ((use_gpu = cbf_test_gpu_arg("test_wide_narrow", argc, argv)) < 0 || pl_setup())
         return 77;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(three_outputs_equal_three_engines),
