@@ -82,8 +82,8 @@ BF_FN bf_cplx bf_weight(const cbf_beam_coef *k, int c, int present)
 /* The coefficients as integers: beam b's W(b, a, c) times s_b, rounded
  * to nearest (ties to even), s_b = 2^e_b / m_b for beam b's largest
  * |gain(b, a)| = g_b = m_b 2^E, m_b in [0.5, 1), e_b = BF_COEF_BITS - E:
- * the largest gain becomes 2^BF_COEF_BITS = 2^14 exactly (m_b s_b rounds
- * to 2^(e_b) within 2^-24 of it), and the sum over antennas of integer
+ * the largest gain becomes 2^BF_COEF_BITS = 2^14 exactly (g_b s_b is
+ * within 2^-24 of it, relative, and rounds to it), and the sum over antennas of integer
  * coefficient times integer sample is exact in any order, then back to a
  * beam value times 1 / s_b = m_b 2^-e_b (exact in float32): the CPU and
  * GPU (tensor cores, which add in an order of their own) agree bit for
