@@ -125,6 +125,15 @@ int inproc_gpu_arg(int argc, char **argv)
     return 1;
 }
 
+int inproc_begin(int argc, char **argv, const char *name, char *dir, size_t n)
+{
+    const int gpu = inproc_gpu_arg(argc, argv);
+    if (gpu < 0)
+        return gpu;
+    snprintf(dir, n, "/tmp/cbf-%s-XXXXXX", name);
+    return mkdtemp(dir) ? gpu : -2;
+}
+
 void inproc_expect_ok(const char *what, json_t *o)
 {
     if (!json_is_true(json_object_get(o, "ok")))

@@ -36,6 +36,9 @@ void inproc_finish(inproc *r);
 /* For main: 1 when argv asks for --gpu, 0 when not; -1 (main then returns
  * 77, meson's skip), saying so, when it does and no GPU is usable. */
 int inproc_gpu_arg(int argc, char **argv);
+/* For main: inproc_gpu_arg, then a fresh directory /tmp/cbf-<name>-XXXXXX
+ * in dir (n bytes); -2 when it cannot be made. */
+int inproc_begin(int argc, char **argv, const char *name, char *dir, size_t n);
 
 /* One request to `endpoint`, its reply parsed; the socket is opened on the
  * first call and closed by inproc_finish. */

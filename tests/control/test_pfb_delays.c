@@ -49,10 +49,8 @@ static void start_engine(inproc *r)
     snprintf(text, sizeof text,
              "engine: {gpu: %s, control: \"%s\"}\n"
              "nodes:\n"
-             "  dsim:\n"
-             "    plugin: dsim\n"
-             "    params: {antennas: 1, bits: 10, samples_per_chunk: 1048576, length: %lld,\n"
-             "             noise: 0.05, tones: [{frequency: 300e6, amplitude: 0.2}]}\n"
+             "  dsim: {plugin: dsim, params: {antennas: 1, samples_per_chunk: 1048576, length: %lld,\n"
+             "         noise: 0.05, tones: [{frequency: 300e6, amplitude: 0.2}]}}\n"
              "  pfb_m: {plugin: pfb}\n"
              "  post_m: {plugin: fft_post, params: {dither: false}}\n"
              "  cap_m: {plugin: feng_capture, params: {path: %s/m.raw, from: %lld, to: %lld}}\n"
@@ -138,11 +136,8 @@ static void test_delay_steps(void **state)
 
 int main(int argc, char **argv)
 {
-    if ((use_gpu = inproc_gpu_arg(argc, argv)) < 0)
-        return 77;
-    snprintf(dir, sizeof dir, "/tmp/cbf-pfb-delays-XXXXXX");
-    if (!mkdtemp(dir))
-        return 1;
+    if ((use_gpu = inproc_begin(argc, argv, "pfb-delays", dir, sizeof dir)) < 0)
+        return use_gpu == -1 ? 77 : 1;
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_delay_steps)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
