@@ -13,7 +13,9 @@ the right index; the pipeline's pfb gives the band's channels only for
 files written before filesink recorded them. Baseline (a1, a2), product aa:
 phase of x(a1) conj(x(a2)) = 360 (d2 - d1) k / (2 channels) degrees for a
 tone in channel k (docs/formats.md, "Delay and phase"). Magic values (-2^31, 1) mark
-dumps in which an antenna missed data; those dumps are listed, not used."""
+dumps in which an antenna missed data; those dumps are listed, not used.
+The amplitude is of the mean visibility per dump over the dumps used, the
+quantity scripts/cbf-plot draws and prints, so the two agree."""
 import argparse
 import math
 import os
@@ -76,8 +78,9 @@ def main():
     if not good:
         sys.exit("no dump without missing data")
     v = vis[good, k - first, :, :].astype(np.float64)
-    v = (v[..., 0] + 1j * v[..., 1]).sum(axis=0)  # [baseline x 4]
-    print("\n| a1 | a2 | amplitude (aa) | coherence | phase deg | expected deg |"
+    v = (v[..., 0] + 1j * v[..., 1]).mean(axis=0)  # [baseline x 4], mean per dump
+    print(f"amplitude: of the mean visibility per dump, over {len(good)} dumps")
+    print("\n| a1 | a2 | amplitude (aa, mean per dump) | coherence | phase deg | expected deg |"
           + (" inputs |" if labels else ""))
     print("| --- | --- | --- | --- | --- | --- |" + (" --- |" if labels else ""))
     def bl(a1, a2):

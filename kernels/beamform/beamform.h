@@ -20,12 +20,13 @@
  * [-127, 127]; a complex value counts once as saturated, per beam, when
  * either part was clipped.
  *
- * In the sum each W is an integer, round(W x 2^e_b) with e_b = 14 - E
- * for beam b's largest |g| = f 2^E, f in [0.5, 1) (beamform_math.h), and
- * the sum over antennas of integer coefficient times sample is exact, then
- * rounded once to float32 and scaled by 2^-e_b: the CPU (64-bit integers)
- * and CUDA (int8 tensor cores, two digits per coefficient) versions give
- * the same bytes.
+ * In the sum each W is an integer, round(W x s_b) with s_b = 2^14 / g_b
+ * for beam b's largest |g| = g_b (as float32, beamform_math.h:
+ * bf_beam_scales), so the largest gain is 2^14 exactly, and the sum over
+ * antennas of integer coefficient times sample is exact, then rounded to
+ * float32 and multiplied by 1 / s_b: the CPU (64-bit integers) and CUDA
+ * (int8 tensor cores, two digits per coefficient) versions give the same
+ * bytes.
  *
  * Dither: one draw (kernels/common/dither.h) per beam b, absolute channel
  * k = first_channel + c and pair of absolute spectra, s = first_spectrum

@@ -40,9 +40,7 @@ int cbf_beam_cpu(const cbf_beam_job *job, char *msg, size_t msglen)
         float m = 0.0f;
         for (size_t a = 0; a < A; a++)
             m = fmaxf(m, fabsf(job->coef[b * A + a].gain));
-        const int e = bf_beam_exp(m);
-        scale[2 * b] = ldexpf(1.0f, e);
-        scale[2 * b + 1] = ldexpf(1.0f, -e);
+        bf_beam_scales(m, &scale[2 * b], &scale[2 * b + 1]);
     }
     for (size_t n = 0; n < job->batches; n++) {
         const uint8_t *present = job->present + n * A;

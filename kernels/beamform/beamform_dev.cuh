@@ -127,7 +127,7 @@ static __device__ __forceinline__ void bf_stage_make(bf_coefs &sc, const cbf_bea
     }
 }
 
-/* The scales 2^e_b and 2^-e_b of beams bg.. from each beam's largest
+/* The scales s_b and 1 / s_b (bf_beam_scales) of beams bg.. from each beam's largest
  * |gain|: warp j of nwarps takes beam bg + j (and bg + j + nwarps ..). */
 static __device__ __forceinline__ void bf_scales(const cbf_beam_job &job, int bg, float *s_scale, float *s_inv,
                                                  int warp, int nwarps)
@@ -139,27 +139,24 @@ static __device__ __forceinline__ void bf_scales(const cbf_beam_job &job, int bg
             for (int a = lane; a < A; a += 32)
                 m = fmaxf(m, fabsf(job.coef[(size_t)(bg + j) * A + a].gain));
         const float mx = __uint_as_float(__reduce_max_sync(0xffffffffu, __float_as_uint(m)));
-        if (lane == 0) {
-            const int e = bf_beam_exp(mx);
-            s_scale[j] = ldexpf(1.0f, e);
-            s_inv[j] = ldexpf(1.0f, -e);
-        }
+        if (lane == 0)
+            bf_beam_scales(mx, &s_scale[j], &s_inv[j]);
     }
 }
 
 /* 256 d0 + d1, the exact sum from its digit sums, rounded once to float32
- * and scaled by inv = 2^-e_b: the CPU's bf_unfix of the int64 sum. SMALL
- * (both digit sums at most 2^24 in size, as for N <= 512 antennas: each is
- * at most 2 N x 128 x 128): one fma of the two sums as exact floats, since
- * 256 inv and d1 inv are exact and scaling by a power of two commutes with
- * rounding (|sum x inv| >= 2^-100 is normal, bf_beam_exp): the same float
- * without the 64-bit join and its slow conversion. */
+ * and multiplied by inv = 1 / s_b: the CPU's bf_unfix of the int64 sum.
+ * SMALL (both digit sums at most 2^24 in size, as for N <= 512 antennas:
+ * each is at most 2 N x 128 x 128, so both are exact floats): the sum's
+ * float32 is one fma of the two, 256 d0 + d1 rounded once, then the
+ * multiply: the same float without the 64-bit join and its slow
+ * conversion. */
 template <bool SMALL>
 static __device__ __forceinline__ float bf_join(const int (&q)[BF_DIGITS][4], int i, float inv)
 {
     if (SMALL && BF_DIGITS == 2)
-        return __fmaf_rn(__int2float_rn(q[0][i]), __fmul_rn(256.0f, inv),
-                         __fmul_rn(__int2float_rn(q[BF_DIGITS - 1][i]), inv));
+        return __fmul_rn(__fmaf_rn(__int2float_rn(q[0][i]), 256.0f, __int2float_rn(q[BF_DIGITS - 1][i])),
+                         inv);
     long long s = 0;
 #pragma unroll
     for (int d = 0; d < BF_DIGITS; d++)

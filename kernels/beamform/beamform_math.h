@@ -18,11 +18,13 @@
 #define BF_MUL(a, b) __fmul_rn((a), (b))
 #define BF_ADD(a, b) __fadd_rn((a), (b))
 #define BF_I64_TO_F(x) __ll2float_rn(x)
+#define BF_RCP(x) __frcp_rn(x)
 #else
 #define BF_FN static inline
 #define BF_MUL(a, b) ((a) * (b))
 #define BF_ADD(a, b) ((a) + (b))
 #define BF_I64_TO_F(x) ((float)(x))
+#define BF_RCP(x) (1.0f / (x))
 #endif
 
 /* Coefficient bits (bf_beam_exp) and the int8 digits that hold them
@@ -77,18 +79,25 @@ BF_FN bf_cplx bf_weight(const cbf_beam_coef *k, int c, int present)
     return w;
 }
 
-/* The coefficients as integers: beam b's W(b, a, c) times 2^e_b, rounded
- * to nearest (ties to even), e_b = BF_COEF_BITS - E with max over antennas
- * of |gain(b, a)| = f 2^E, f in [0.5, 1). Each part is then at most
- * 2^14 + 1 in size (|W| <= |gain| up to the polynomial's 2e-9), within
- * 2^-(e_b + 1) <= 2^-14 max|gain| of W, and the sum over antennas of
- * integer coefficient times integer sample is exact in any order: the CPU
- * and GPU (tensor cores, which add in an order of their own) agree bit for
- * bit. A power of two keeps integers integers: a weight of 1 is 2^13
- * exactly.
+/* The coefficients as integers: beam b's W(b, a, c) times s_b, rounded
+ * to nearest (ties to even), s_b = 2^e_b / m_b for beam b's largest
+ * |gain(b, a)| = g_b = m_b 2^E, m_b in [0.5, 1), e_b = BF_COEF_BITS - E:
+ * the largest gain becomes 2^BF_COEF_BITS = 2^14 exactly (g_b s_b is
+ * within 2^-24 of it, relative, and rounds to it), and the sum over antennas of integer
+ * coefficient times integer sample is exact in any order, then back to a
+ * beam value times 1 / s_b = m_b 2^-e_b (exact in float32): the CPU and
+ * GPU (tensor cores, which add in an order of their own) agree bit for
+ * bit. For equal gains (weights 1) the beam value is the float32 of the
+ * exact sum times the float32 gain, rounded once: a decimal gain such as
+ * 0.05 keeps its exact maths' ties (k + 1/2) as ties, which then round
+ * to even. (A power-of-two scale 2^e_b made 0.05 into 13107 / 2^18 =
+ * 0.0499992, which rounded every tie toward zero.) Each part is at most
+ * 2^14 in size (|W| <= |gain| up to the polynomial's 2e-9), and q / s_b
+ * is within 2^-15 g_b + 2^-23 |W| of W (half a unit, and the roundings of
+ * W s_b and of s_b).
  * Why 14 bits: two int8 digits per coefficient (bf_digits), so the tensor
  * cores run two products per sample and coefficient, not three. The
- * rounding of the coefficients adds an error of rms 2^-15 / sqrt(3) max|gain|
+ * rounding of the coefficients adds an error of rms 2^-15 / sqrt(3) g_b
  * per term, about 100 dB below a beam of incoherent inputs and some 60 dB
  * below the 8-bit output's own rounding noise at any level that uses the
  * output's range; the coefficients' own polynomial and float32 steps are
@@ -106,7 +115,23 @@ BF_FN int bf_beam_exp(float max_gain)
     return e < -100 ? -100 : e > 100 ? 100 : e;
 }
 
-/* round(v x scale) for scale = 2^e_b (an exact multiply, one rounding). */
+/* Beam b's s_b and 1 / s_b (above) from its largest |gain|; 1 and 1 for
+ * a beam of zero gains. The reciprocal of m_b is IEEE's correctly
+ * rounded one on both sides (BF_RCP), so s_b is the same float. */
+BF_FN void bf_beam_scales(float max_gain, float *scale, float *inv)
+{
+    if (!(max_gain > 0.0f)) {
+        *scale = *inv = 1.0f;
+        return;
+    }
+    int E;
+    const float m = frexpf(max_gain, &E);
+    const int e = bf_beam_exp(max_gain);
+    *scale = ldexpf(BF_RCP(m), e);
+    *inv = ldexpf(m, -e);
+}
+
+/* round(v x scale): one multiply, one rounding. */
 BF_FN int32_t bf_fixed(float v, float scale)
 {
     return (int32_t)rintf(BF_MUL(v, scale));
@@ -129,8 +154,8 @@ BF_FN void bf_digits(int32_t q, int8_t d[BF_DIGITS])
 #endif
 }
 
-/* An exact integer sum back to a beam value: one rounding to float32, then
- * the exact multiply by 2^-e_b. */
+/* An exact integer sum back to a beam value: its float32 (exact below
+ * 2^24 in size) times inv = 1 / s_b, rounded. */
 BF_FN float bf_unfix(int64_t sum, float inv_scale)
 {
     return BF_MUL(BF_I64_TO_F(sum), inv_scale);

@@ -870,10 +870,12 @@ __device__ __forceinline__ int xb_beam_slot(unsigned slots, int b)
     return j;
 }
 
-/* Beam b's exponent e_b from the 4 warps' partial maxima of its gains. */
-__device__ __forceinline__ int xb_scale_exp(const float (*s_part)[BF_GROUP], int b)
+/* Beam b's s_b and 1 / s_b (bf_beam_scales) from the 4 warps' partial
+ * maxima of its gains. */
+__device__ __forceinline__ void xb_scales(const float (*s_part)[BF_GROUP], int b, float *scale, float *inv)
 {
-    return bf_beam_exp(fmaxf(fmaxf(s_part[0][b], s_part[1][b]), fmaxf(s_part[2][b], s_part[3][b])));
+    bf_beam_scales(fmaxf(fmaxf(s_part[0][b], s_part[1][b]), fmaxf(s_part[2][b], s_part[3][b])), scale,
+                   inv);
 }
 
 /* Channel c's coefficient digits of every beam into sc, by 128 threads
@@ -904,7 +906,8 @@ __device__ __forceinline__ void xb_make_digits(const cbf_beam_job &bj, int c, in
         s_part[warp][lane] = m;
     xb_sync_beams();
     if (bb < B) {
-        const float scale = ldexpf(1.0f, xb_scale_exp(s_part, bb));
+        float scale, inv;
+        xb_scales(s_part, bb, &scale, &inv);
         const int j = xb_beam_slot(slots, bb), p = (int)(pmask >> bb) & 1;
 #pragma unroll
         for (int i = 0; i < 4; i++)
@@ -942,7 +945,7 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
         pol0[nt] = m & 1u ? 0 : 1;
     }
     int beam[2] = {-1, -1};  /* this lane's beams: slots tig and 4 + tig */
-    float inv[2] = {0.0f, 0.0f}; /* and their 2^-e_b */
+    float inv[2] = {0.0f, 0.0f}; /* and their 1 / s_b */
 
     if (XB_BEAM_MODE >= 1) {
         /* the presence of every batch the block meets, one 64-bit mask
@@ -987,8 +990,10 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
             load_masks();
 #pragma unroll
             for (int nt = 0; nt < 2; nt++)
-                if (beam[nt] >= 0)
-                    inv[nt] = ldexpf(1.0f, -xb_scale_exp(s_part, beam[nt]));
+                if (beam[nt] >= 0) {
+                    float scale;
+                    xb_scales(s_part, beam[nt], &scale, &inv[nt]);
+                }
         }
         xb_sync_beams();
     }
@@ -1201,7 +1206,7 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
  * kernel (cbf_xb_cuda_run keeps them while the job's coef_version says the
  * coefficients hold): block c makes channel c's into shared memory as
  * xb_beams would and copies them out to dig[c]; block 0 also writes each
- * beam's 2^-e_b to dinv. */
+ * beam's 1 / s_b to dinv. */
 __global__ void __launch_bounds__(128, 1)
     xb_digits_kernel(const __grid_constant__ cbf_beam_job bj, uint4 *__restrict__ dig, float *__restrict__ dinv)
 {
@@ -1222,8 +1227,10 @@ __global__ void __launch_bounds__(128, 1)
     uint4 *out = dig + (size_t)c * (sizeof sc / 16);
     for (int i = tid; i < (int)(sizeof sc / 16); i += 128)
         out[i] = w[i];
-    if (c == 0 && tid < B)
-        dinv[tid] = ldexpf(1.0f, -xb_scale_exp(s_part, tid));
+    if (c == 0 && tid < B) {
+        float scale;
+        xb_scales(s_part, tid, &scale, &dinv[tid]);
+    }
 #else
     __trap();
 #endif

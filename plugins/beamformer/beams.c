@@ -144,6 +144,10 @@ int cbf_beams_open(cbf_beams *b, cbf_node *node, cbf_port *out, const cbf_port_d
     cbf_port_desc d;
     cbf_beam_batch_desc(&d, &ob, b->gpu ? CBF_MEM_DEVICE : CBF_MEM_HOST, in);
     d.timestamp_step = in->timestamp_step;
+    /* The beams' own dither, as fft_post states its own (a file then says
+     * how each output was rounded); these replace any the input carried. */
+    cbf_port_desc_set_attr(&d, CBF_ATTR_DITHER, b->dither);
+    cbf_port_desc_set_attr(&d, CBF_ATTR_DITHER_KEY, (double)b->key);
     b->out = out;
     int rc = cbf_stage_flight_init(&b->flight, BEAMS_IN_FLIGHT, err);
     return rc ? rc : cbf_stage_out_open(node, out, &d, buffers, &b->pool, err);

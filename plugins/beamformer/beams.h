@@ -45,7 +45,10 @@
      .doc = "phase per antenna at the band centre, radians, shaped as weights ([] = 0)"},       \
     {.name = "dither", .type = CBF_PARAM_BOOL, .def = "true",                                    \
      .doc = "add uniform dither in (-1/2, 1/2) before rounding (katgpucbf's default)"},          \
-    {.name = "dither_key", .type = CBF_PARAM_INT, .def = "1",                                    \
+    /* At most 2^53, so the output's dither_key attribute (a double) holds it exactly, as     \
+     * fft_post's. */                                                                           \
+    {.name = "dither_key", .type = CBF_PARAM_INT, .def = "1", .has_range = 1, .min = 0,         \
+     .max = 9007199254740992.0,                                                                 \
      .doc = "key of the counter-based dither generator (the same key repeats a run exactly)"}
 
 typedef struct cbf_beams {

@@ -70,7 +70,9 @@ typedef struct pfb_state {
     double rate;          /* digitiser samples per second */
     size_t headroom;      /* delay_headroom parameter */
     cbf_gauge *g_dbfs[2];
-    cbf_counter *c_sections;
+    cbf_counter *c_changes; /* coarse_delay_changes */
+    int64_t last_coarse[2]; /* the previous spectrum's coarse delays, when have_last */
+    bool have_last;
     float *weights;
     cbf_pfb_cuda *plan;
     void *stream;
@@ -108,10 +110,16 @@ static const cbf_param_decl pfb_params[] = {
      .min = -(1 << 24), .max = 1 << 24,
      .doc = "whole-sample delay per polarisation: spectrum g reads from sample g x step - delay "
             "(narrowband: in ddc output samples, decimation digitiser samples each)"},
-    {.name = "delay_headroom", .type = CBF_PARAM_INT, .def = "262144", .has_range = 1, .min = 0,
+    /* 2^19: half of it, the largest step, is 262144 samples (153 us at
+     * 1712 MHz), over MeerKAT's 0 to 79.53 us (136155.4 samples at L-band);
+     * 2^18 fell short. It costs 2^19 samples of staging per pol: 1.25 MiB
+     * per wideband pfb at 10 bits (640 KiB more than 2^18), 8 MiB per
+     * narrowband one (complex float32; 4 MiB more). */
+    {.name = "delay_headroom", .type = CBF_PARAM_INT, .def = "524288", .has_range = 1, .min = 0,
      .max = 1 << 26,
-     .doc = "staging kept for delay models (samples): bounds the difference between the pols' "
-            "delays and the step a new model may make"},
+     .doc = "staging kept for delay models (samples): half of it bounds the difference between "
+            "the pols' delays and the step a new model may make (the default covers MeerKAT's "
+            "0 to 79.53 us at 1712 MHz)"},
 };
 
 /* The input's type picks the mode, and the output names the layout it
@@ -384,7 +392,7 @@ static int pfb_init(cbf_node *node, cbf_error *err)
         return rc;
     s->c_spectra = cbf_node_counter(node, "spectra");
     s->c_missing = cbf_node_counter(node, "missing_spectra");
-    s->c_sections = cbf_node_counter(node, "coarse_delay_changes");
+    s->c_changes = cbf_node_counter(node, "coarse_delay_changes");
     s->g_dbfs[0] = cbf_node_gauge(node, "rms_dbfs_pol0");
     s->g_dbfs[1] = cbf_node_gauge(node, "rms_dbfs_pol1");
     /* katgpucbf: digitiser RMS between -30 and -10 dBFS is nominal */
@@ -571,6 +579,25 @@ static void pfb_set_next(pfb_state *s, int64_t g)
     cbf_timed_processed(s->dpend, pfb_time_of(s, g));
 }
 
+/* The spectra of the buffer just made (s->coarse) whose coarse delay, of
+ * either pol, differs from the spectrum before: inside the buffer and
+ * across the boundary with the one before it, where a model requested for
+ * the next spectrum (`at` -1) takes effect; the buffer's sections alone
+ * would miss such a step. */
+static uint64_t pfb_count_changes(pfb_state *s)
+{
+    uint64_t n = 0;
+    for (size_t v = 0; v < s->spectra; v++) {
+        const int64_t c0 = s->coarse[v], c1 = s->coarse[s->spectra + v];
+        if (v || s->have_last)
+            n += c0 != s->last_coarse[0] || c1 != s->last_coarse[1];
+        s->last_coarse[0] = c0;
+        s->last_coarse[1] = c1;
+    }
+    s->have_last = true;
+    return n;
+}
+
 /* Makes the output buffer for spectra [next_g, next_g + spectra), in
  * sections of constant coarse delay (both pols), as the delay models say. */
 static int pfb_produce(cbf_node *node, pfb_state *s, cbf_error *err)
@@ -605,7 +632,6 @@ static int pfb_produce(cbf_node *node, pfb_state *s, cbf_error *err)
     memcpy(s->flags, st->present, heaps);
     memcpy(s->flags + heaps, st->present + cap_heaps, heaps);
     uint64_t power[2] = {0, 0};
-    size_t sections = 0;
 #ifdef CBF_HAVE_CUDA
     if (s->gpu && !s->cplx)
         rc = pfb_settle(s, err);
@@ -625,7 +651,6 @@ static int pfb_produce(cbf_node *node, pfb_state *s, cbf_error *err)
                             msg, err);
         if (!rc)
             rc = pfb_fir_section(s, out, a, v, e - v, power, err);
-        sections++;
     }
 #ifdef CBF_HAVE_CUDA
     if (!rc && s->gpu)
@@ -643,8 +668,7 @@ static int pfb_produce(cbf_node *node, pfb_state *s, cbf_error *err)
         cbf_buffer_unref(out);
         return rc;
     }
-    if (sections > 1)
-        cbf_counter_add(s->c_sections, sections - 1);
+    cbf_counter_add(s->c_changes, pfb_count_changes(s));
     out->n_present = s->spectra;
     out->timestamp = s->next_g * (int64_t)s->step * s->scale;
     out->seq = (uint64_t)(s->next_g / (int64_t)s->spectra);

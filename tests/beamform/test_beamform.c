@@ -130,7 +130,8 @@ static uint32_t ref_bits(uint64_t key, uint64_t spec, uint64_t channel, uint64_t
 }
 
 /* Holds k's output to the float64 reference: the sums within the bound
- * of the coefficients' BF_COEF_BITS and float32, every 8-bit value within
+ * of the coefficients' BF_COEF_BITS and float32 (docs/formats.md, "Beam
+ * stream"), every 8-bit value within
  * 1 LSB, and exact except where the bound allows either side of a rounding
  * boundary. */
 static void check_reference(bcase *k)
@@ -161,11 +162,12 @@ static void check_reference(bcase *k)
                     }
                     /* The coefficient within 16 float32 ulps of the maths (conversion,
                      * polynomial, rotation by the gain), then made an integer in units of
-                     * 2^-e_b <= 2^(1 - BF_COEF_BITS) max|gain| (beamform_math.h): within
-                     * half a unit; the integer sum exact, rounded once to float32 (half
-                     * an ulp of <= mag). */
-                    const double tol = ldexp(1.0, -BF_COEF_BITS) * gmax * (1 + 0x1p-20) * xsum +
-                                       17.0 * 0x1p-24 * mag + 1e-30;
+                     * 2^-BF_COEF_BITS max|gain| (beamform_math.h): within half a unit and
+                     * 2^-23 of itself (the roundings of W s_b and s_b); the integer sum
+                     * exact, rounded to float32 and multiplied by 1 / s_b (an ulp of
+                     * <= mag for the two). */
+                    const double tol = ldexp(1.0, -BF_COEF_BITS - 1) * gmax * (1 + 0x1p-20) * xsum +
+                                       20.0 * 0x1p-24 * mag + 1e-30;
                     const size_t o = ((n * (size_t)B + (size_t)b) * (size_t)C + (size_t)c) * (size_t)T + (size_t)t;
                     const float *r = &k->raw[o * 2];
                     if (fabs(r[0] - re) > tol || fabs(r[1] - im) > tol)
@@ -447,6 +449,111 @@ static void test_spectrum_span(void **st)
     }
 }
 
+/* n / d (d > 0) rounded to nearest, ties to even, in integers. */
+static int64_t round_half_even(int64_t n, int64_t d)
+{
+    int64_t q = n / d, r = n % d;
+    if (r < 0) {
+        q--;
+        r += d;
+    }
+    if (2 * r > d || (2 * r == d && (q & 1)))
+        q++;
+    return q;
+}
+
+/* Decimal quantisation gains p / q with weights 1 (and weights 1, 1/2,
+ * 1/4, 3/4 on a second beam per gain), no delay, no fringe: the exact
+ * beam is the rational p S / (4 q), S = sum of 4 w_a x_a, and its ties
+ * (k + 1/2, 1 in 20 values at gain 0.05) round to even. The kernels give
+ * the float32 of S times the float32 gain, rounded (beamform_math.h):
+ * where that gain is within 2^-25 of p / q relative (0.05, 0.1, 0.2, 0.4,
+ * 0.025, and the binary 0.25 and 0.375) every value, dither off or on,
+ * must be the exact rounding, none 1 LSB off; for the others (0.3) a
+ * value may be 1 LSB off only at a tie of the exact maths, which the
+ * float32 gain moves. (Coefficients of scale 2^e_b made 0.05 into
+ * 13107 / 2^18 = 0.0499992, so every tie rounded toward zero: 2.1% of the
+ * values 1 LSB off at weights 1.) */
+/* Whether the float32 of p / q is within 2^-25 of it, relative: the
+ * product of an integer and that float32 then rounds a tie of the exact
+ * product back to the tie. */
+static int keeps_ties(int64_t p, int64_t q)
+{
+    const double g = (double)p / (double)q;
+    return fabs((double)(float)g - g) <= 0x1p-25 * g;
+}
+
+static void test_exact_gains(void **st)
+{
+    (void)st;
+    static const int gains[][2] = {{1, 20}, {1, 10}, {1, 5}, {1, 4}, {3, 8}, {2, 5}, {1, 40}, {3, 10}};
+    static const int w4[4] = {4, 2, 1, 3}; /* the second beam's weights x 4 */
+    const int A = 4, G = (int)(sizeof gains / sizeof gains[0]), B = 2 * G, C = 8, T = 256;
+    for (int dither = 0; dither < 2; dither++) {
+        bcase k;
+        bcase_make(&k, A, B, C, T, 2, 20);
+        for (int b = 0; b < B; b++) {
+            k.qgain[b] = (double)gains[b / 2][0] / gains[b / 2][1];
+            for (int a = 0; a < A; a++) {
+                k.weight[b * A + a] = b % 2 ? w4[a] / 4.0 : 1.0;
+                k.delay[b * A + a] = k.fringe[b * A + a] = 0;
+            }
+        }
+        bcase_job(&k, dither);
+        bcase_run(&k, use_gpu);
+        size_t off[2 * 8] = {0}, ties = 0, n_val = 0;
+        for (size_t n = 0; n < k.batches; n++)
+            for (int b = 0; b < B; b++)
+                for (int c = 0; c < C; c++)
+                    for (int t = 0; t < T; t++) {
+                        const int64_t p = gains[b / 2][0], q = gains[b / 2][1];
+                        int64_t S[2] = {0, 0};
+                        for (int a = 0; a < A; a++) {
+                            const int8_t *x = k.in + ((((n * (size_t)A + (size_t)a) * (size_t)C + (size_t)c) *
+                                                       (size_t)T + (size_t)t) * 4 + (size_t)(2 * k.pol[b]));
+                            const int64_t w = b % 2 ? w4[a] : 4;
+                            S[0] += w * x[0];
+                            S[1] += w * x[1];
+                        }
+                        const size_t o = ((n * (size_t)B + (size_t)b) * (size_t)C + (size_t)c) * (size_t)T + (size_t)t;
+                        uint32_t h = 0;
+                        if (dither)
+                            h = ref_bits(k.job.dither_key, k.job.first_spectrum + n * (uint64_t)T + (uint64_t)t,
+                                         (uint64_t)k.first + (uint64_t)c, 4096, (uint64_t)B, (uint64_t)b);
+                        for (int part = 0; part < 2; part++) {
+                            /* p S / (4 q) + dither, the dither x / 2^16 exactly */
+                            const double dv = dither ? ref_dither(part ? h : h >> 16) : 0.0;
+                            const int64_t D = 4 * q * 65536;
+                            const int64_t N = p * S[part] * 65536 + (int64_t)ldexp(dv, 16) * 4 * q;
+                            int64_t want = round_half_even(N, D);
+                            want = want > 127 ? 127 : want < -127 ? -127 : want;
+                            const int tie = (2 * N) % (2 * D) == D || (2 * N) % (2 * D) == -D;
+                            ties += tie;
+                            const int8_t got = k.out[o * 2 + (size_t)part];
+                            if (got != want && (!tie || llabs(got - want) > 1 || keeps_ties(p, q)))
+                                fail_msg("dither %d, gain %d/%d, beam %d, batch %zu, channel %d, spectrum "
+                                         "%d, part %d: %d, want %lld (the exact %.9g)", dither, (int)p,
+                                         (int)q, b, n, c, t, part, got, (long long)want,
+                                         (double)N / (double)D);
+                            off[b] += got != want;
+                            n_val++;
+                        }
+                    }
+        size_t total = 0;
+        for (int b = 0; b < B; b++) {
+            total += off[b];
+            if (off[b])
+                printf("#   dither %d, gain %d/%d, weights %s: %zu of %zu values 1 LSB off the exact "
+                       "rounding\n", dither, gains[b / 2][0], gains[b / 2][1], b % 2 ? "1, 1/2, 1/4, 3/4" : "1",
+                       off[b], n_val / (size_t)B);
+        }
+        printf("#   exact gains, dither %d: %zu of %zu values 1 LSB off the exact rounding, all at "
+               "ties of gain 3/10 (%zu ties of the exact sums)\n", dither, total, n_val, ties);
+        assert_true(dither || ties > n_val / 100); /* the ties are there to be tested */
+        bcase_free(&k);
+    }
+}
+
 /* GPU only: the CUDA output equals the CPU's bit for bit, dither on. */
 static void test_cpu_gpu_identical(void **st)
 {
@@ -510,7 +617,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_reference),      cmocka_unit_test(test_saturation),
         cmocka_unit_test(test_one_antenna),    cmocka_unit_test(test_missing),
         cmocka_unit_test(test_dither_counter), cmocka_unit_test(test_spectrum_span),
-        cmocka_unit_test(test_cpu_gpu_identical),
+        cmocka_unit_test(test_cpu_gpu_identical), cmocka_unit_test(test_exact_gains),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

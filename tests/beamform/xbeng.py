@@ -5,7 +5,9 @@ tone's channel the beam steered with the dsim's delays keeps the coherent
 sum, and the unsteered beam keeps |sum_a exp(-i theta_a)|^2 / 16 of it,
 theta_a = 2 pi d_a k / step the tone's phase at antenna a (d_a = 1.25 a
 samples, k = 300, step = 2048): 0.117. The visibilities in the same file
-are those of pipelines/demo.yaml (one copy of the data feeds both).
+are those of pipelines/demo.yaml (one copy of the data feeds both). The
+/beams group states the beamformer's dither (attributes `dither` and
+`dither_key`, as an F-engine's group states fft_post's).
 
 usage: xbeng.py CBF_RUN PIPELINES_DIR
 """
@@ -34,10 +36,14 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         out, ref = os.path.join(tmp, "xbeng.h5"), os.path.join(tmp, "demo.h5")
         short = ["--set", "dsim.length=4194304"]
-        for yml, path in (("xbeng.yaml", out), ("demo.yaml", ref)):
-            subprocess.run([cbf_run, os.path.join(pipelines, yml), "--quiet", "--set", f"sink.path={path}"] + short,
-                           check=True, timeout=300)
+        key = ["--set", "beams.dither_key=4242"]
+        for yml, path, extra in (("xbeng.yaml", out, key), ("demo.yaml", ref, [])):
+            subprocess.run([cbf_run, os.path.join(pipelines, yml), "--quiet", "--set", f"sink.path={path}"]
+                           + short + extra, check=True, timeout=300)
         f = h5py.File(out)
+        at = f["beams"].attrs
+        if at.get("dither") != 1 or at.get("dither_key") != 4242:
+            fail(f"/beams: dither {at.get('dither')}, dither_key {at.get('dither_key')}; want 1 and 4242")
         if not np.array_equal(f["reduce"]["data"][()], h5py.File(ref)["reduce"]["data"][()]):
             fail("the visibilities beside the beams differ from pipelines/demo.yaml's")
         b = f["beams"]["data"][()].astype(np.float64)          # [buf][batch][beam][channel][spectrum][2]
@@ -55,7 +61,7 @@ def main():
             fail(f"unsteered/steered power at channel {k}: {unsteered / steered:.4f}, expected {want:.4f}")
         print(f"ok: steered beam {steered:.0f} at channel {k} ({10 * math.log10(steered / off):.0f} dB above the "
               f"floor); unsteered {unsteered:.0f} = {unsteered / steered:.4f} of it (expected {want:.4f}); "
-              f"visibilities equal demo.yaml's")
+              f"visibilities equal demo.yaml's; /beams says dither 1, dither_key 4242")
     return 0
 
 

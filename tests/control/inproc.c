@@ -42,12 +42,32 @@ void inproc_start(inproc *r, const char *yaml_path, const char *text)
 
 static void inproc_close(void);
 
-void inproc_finish(inproc *r)
+void inproc_wait(inproc *r)
 {
+    if (r->joined)
+        return;
     inproc_close();
     pthread_join(r->thread, NULL);
+    r->joined = 1;
     if (r->rc)
         fail_msg("engine run: %s", r->err.msg);
+}
+
+uint64_t inproc_counter(const inproc *r, const char *node, const char *name)
+{
+    static cbf_node_stats st[64];
+    size_t n = cbf_engine_stats(r->e, st, 64);
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; !strcmp(st[i].name, node) && k < st[i].n_counters; k++)
+            if (!strcmp(st[i].counter_names[k], name))
+                return st[i].counter_values[k];
+    fail_msg("node '%s' has no counter '%s'", node, name);
+    return 0;
+}
+
+void inproc_finish(inproc *r)
+{
+    inproc_wait(r);
     cbf_engine_free(r->e);
     cbf_graph_free(r->g);
     cbf_registry_close(r->reg);
@@ -103,6 +123,15 @@ int inproc_gpu_arg(int argc, char **argv)
         return -1;
     }
     return 1;
+}
+
+int inproc_begin(int argc, char **argv, const char *name, char *dir, size_t n)
+{
+    const int gpu = inproc_gpu_arg(argc, argv);
+    if (gpu < 0)
+        return gpu;
+    snprintf(dir, n, "/tmp/cbf-%s-XXXXXX", name);
+    return mkdtemp(dir) ? gpu : -2;
 }
 
 void inproc_expect_ok(const char *what, json_t *o)

@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <stdint.h>
 
 #include "cbf/graph.h"
 
@@ -16,6 +17,7 @@ typedef struct inproc {
     cbf_engine *e;
     pthread_t thread;
     int rc;
+    int joined;   /* inproc_wait has run */
     cbf_error err;
 } inproc;
 
@@ -24,11 +26,19 @@ typedef struct inproc {
  * on a thread. */
 void inproc_start(inproc *r, const char *yaml_path, const char *text);
 /* Closes the request socket, waits for the (finite) run to end; fails
- * when it failed. */
+ * when it failed. The engine is kept for inproc_counter. */
+void inproc_wait(inproc *r);
+/* After inproc_wait: counter `name` of node `node` at the end of the run;
+ * fails the test when there is none. */
+uint64_t inproc_counter(const inproc *r, const char *node, const char *name);
+/* inproc_wait (unless done), then frees the engine. */
 void inproc_finish(inproc *r);
 /* For main: 1 when argv asks for --gpu, 0 when not; -1 (main then returns
  * 77, meson's skip), saying so, when it does and no GPU is usable. */
 int inproc_gpu_arg(int argc, char **argv);
+/* For main: inproc_gpu_arg, then a fresh directory /tmp/cbf-<name>-XXXXXX
+ * in dir (n bytes); -2 when it cannot be made. */
+int inproc_begin(int argc, char **argv, const char *name, char *dir, size_t n);
 
 /* One request to `endpoint`, its reply parsed; the socket is opened on the
  * first call and closed by inproc_finish. */

@@ -421,11 +421,8 @@ static void test_requests_on_running_feng(void **state)
 
 int main(int argc, char **argv)
 {
-    if ((use_gpu = inproc_gpu_arg(argc, argv)) < 0)
-        return 77;
-    snprintf(dir, sizeof dir, "/tmp/cbf-feng-control-XXXXXX");
-    if (!mkdtemp(dir))
-        return 1;
+    if ((use_gpu = inproc_begin(argc, argv, "feng-control", dir, sizeof dir)) < 0)
+        return use_gpu == -1 ? 77 : 1;
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_requests_on_running_feng)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,16 +1,20 @@
 """Runs pipelines/feng-wideband.yaml on the CPU (shortened) and reads its
 HDF5 with scripts/feng-channels.py, as the README tells a user to: both dsim
 tones must be the two strongest channels of each polarisation, in the
-channels the pipeline's comment promises (1000 and 3000 of 4096). Then the
-same for the narrowband outputs of pipelines/feng-wide-narrow.yaml."""
+channels the pipeline's comment promises (1000 and 3000 of 4096), and the
+other channels at the README's figure. Then the same for the narrowband
+outputs of pipelines/feng-wide-narrow.yaml, which must not clip: no value
+saturated (fft_post's counts, in the file's `saturated`) and none at the
+8-bit limit."""
 import os
+import re
 import subprocess
 import sys
 import tempfile
 
 try:
-    import h5py  # noqa: F401
-    import numpy  # noqa: F401
+    import h5py
+    import numpy
     import yaml  # noqa: F401
 except ImportError as e:
     print(f"skipped: h5py/numpy/yaml not importable ({e})")
@@ -48,6 +52,14 @@ with tempfile.TemporaryDirectory() as tmp:
     for tone in ("channel 1000.00", "channel 3000.00"):
         if tone not in out.stdout:
             sys.exit(f"the tone list lacks '{tone}'")
+    # The README states what the other channels show (with the default dither).
+    with open(os.path.join(src, "README.md")) as f:
+        said = re.search(r"counts there, ([0-9.]+) rms\s+elsewhere", f.read())
+    got = re.search(r"other channels: rms ([0-9.]+) counts", out.stdout)
+    if not said or not got:
+        sys.exit("README's figure for the other channels, or the script's, not found")
+    if abs(float(got.group(1)) - float(said.group(1))) > 0.1 * float(said.group(1)):
+        sys.exit(f"other channels: rms {got.group(1)} counts, README says {said.group(1)}")
 
 # The narrowband plan: pipelines/feng-wide-narrow.yaml promises its first
 # tone in channel 3048 of narrow1 and its second in channel 312 of narrow2.
@@ -72,4 +84,11 @@ with tempfile.TemporaryDirectory() as tmp:
         for pol in (0, 1):
             if f"| {pol} | {chan} |" not in out.stdout:
                 sys.exit(f"{name} pol {pol}: strongest channel is not {chan}")
+        # At the pipeline's gains nothing clips (the ddc's sqrt(S) is in them).
+        with h5py.File(os.path.join(tmp, name + ".h5"), "r") as f:
+            g = f["post_" + name]
+            sat, peak = int(g["saturated"][:].sum()), int(numpy.abs(g["data"][:]).max())
+        print(f"{name}: {sat} values saturated, largest |part| {peak}")
+        if sat or peak >= 127:
+            sys.exit(f"{name}: the output clips ({sat} values saturated, largest |part| {peak})")
 print("ok")
