@@ -233,11 +233,11 @@ static void kc_sensor_list_or_value(kc_req *r, bool value)
             n++;
             const kc_sensor *s = &ss.s[i];
             if (value) {
-                cbf_katcp_sensor_line(&r->c->out, "sensor-value", r->m->id, s);
+                cbf_katcp_sensor_line(r->out, "sensor-value", r->m->id, s);
             } else {
                 /* a discrete sensor lists its values (katcp v5) */
                 const char *a[] = {s->name, s->desc, s->units, s->type, "ok", "degraded", "fail"};
-                cbf_katcp_inform(&r->c->out, "sensor-list", r->m->id, strcmp(s->type, "discrete") ? 4 : 7, a);
+                cbf_katcp_inform(r->out, "sensor-list", r->m->id, strcmp(s->type, "discrete") ? 4 : 7, a);
             }
         }
         cbf_katcp_reply(r, "ok", "%zu", n);
