@@ -304,13 +304,26 @@ static int kc_delay_model(const char *text, double v[4])
 static void kc_delays(kc_req *r)
 {
     const cbf_katcp_msg *m = r->m;
+    static const char usage[] = "?delays STREAM START-TIME MODEL...: a stream, a UNIX start time and one "
+                                "model \"delay,delay_rate:phase,phase_rate\" per input";
+    double v[2][4];
+    /* A model where the start time goes: the time was left out. */
+    if (m->n_args >= 2 && !kc_delay_model(m->args[1], v[0])) {
+        cbf_katcp_reply(r, "fail", "START-TIME is missing: argument 2 ('%s') is a delay model (%s)", m->args[1],
+                        usage);
+        return;
+    }
     if (m->n_args < 3) {
-        cbf_katcp_reply(r, "fail", "?delays stream start-time model...: a stream, a UNIX start time and one "
-                        "model \"delay,delay_rate:phase,phase_rate\" per input");
+        cbf_katcp_reply(r, "fail", "%s", usage);
+        return;
+    }
+    char *end;
+    double start = strtod(m->args[1], &end);
+    if (end == m->args[1] || *end || !isfinite(start)) {
+        cbf_katcp_reply(r, "fail", "START-TIME '%s' is not UNIX seconds (%s)", m->args[1], usage);
         return;
     }
     size_t nm = m->n_args - 2;
-    double v[2][4];
     if (nm != 2) {
         cbf_katcp_reply(r, "fail", "wrong number of delay coefficient sets (expected 2, one per polarisation), "
                         "got %zu", nm);
@@ -488,6 +501,11 @@ static void kc_plugin(kc_req *r)
     }
     if (positional && !strcmp(m->name, "gain")) {
         kc_gain_reply(r, reply);
+        cbf_rt_reply_free(reply);
+        return;
+    }
+    if (positional && !beam) {   /* as katgpucbf's gain-all and capture-start/-stop: ok alone */
+        cbf_katcp_reply(r, "ok", NULL);
         cbf_rt_reply_free(reply);
         return;
     }
