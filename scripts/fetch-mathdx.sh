@@ -5,7 +5,7 @@
 # the CUTLASS headers they include; 122 MB unpacked for the whole wheel)
 # into .mathdx/, meson's default mathdx_dir, and, where .devdeps/ exists,
 # packs the same files as .devdeps/mathdx.tar.xz (about 8 MB) for the lent
-# GPU machine, which has no network (scripts/device-feng-dx.sh unpacks it).
+# GPU machine, which has no network (dev/device-feng-dx.sh unpacks it).
 # Usage: fetch-mathdx.sh [PIP] (default: build-venv/bin/pip, else pip3).
 set -euo pipefail
 cd "$(dirname "$0")/.."

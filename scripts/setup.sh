@@ -13,13 +13,22 @@ fail_setup() {
     exit 3
 }
 
+# What the build needs, then the programs the docs' commands run (git; curl
+# and nc for the control plane, docs/control.md; ip and ss for network
+# namespaces, docs/network.md; sysctl; systemd-analyze and systemctl,
+# docs/scaling.md). tests/tools/programs.py lists every program the docs and
+# tests run with its package, and the docs_commands and tests_programs tests
+# hold these lists to it.
 debs="build-essential meson ninja-build pkg-config libyaml-dev libhdf5-dev hdf5-tools
       libfftw3-dev libzmq3-dev libcmocka-dev libpcap-dev libibverbs-dev libjansson-dev
       libmicrohttpd-dev
       python3 python3-venv python3-pip clang python3-numpy python3-h5py python3-yaml
-      python3-matplotlib"
-# The tests also run cbf-run under valgrind (tests/runtime/leaks.py).
-[ "${CBF_SETUP_PYTHON:-0}" = 1 ] && debs="$debs valgrind"
+      python3-matplotlib
+      git curl netcat-openbsd iproute2 procps systemd"
+# The tests also run cbf-run under valgrind (tests/runtime/leaks.py) and
+# the Slurm example through shellcheck (tests/tools/check_slurm.sh).
+test_debs="valgrind shellcheck"
+[ "${CBF_SETUP_PYTHON:-0}" = 1 ] && debs="$debs $test_debs"
 phase "checking $(echo $debs | wc -w) Debian packages"
 missing=""
 for p in $debs; do

@@ -16,6 +16,7 @@ tone in channel k (docs/formats.md, "Delay and phase"). Magic values (-2^31, 1) 
 dumps in which an antenna missed data; those dumps are listed, not used."""
 import argparse
 import math
+import os
 import sys
 
 import h5py
@@ -28,7 +29,9 @@ MAGIC = (-2**31, 1)
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("h5")
-    ap.add_argument("--pipeline", default="pipelines/demo.yaml")
+    # pipelines/ beside scripts/, in the source tree and installed (PREFIX/share/cbf).
+    ap.add_argument("--pipeline", default=os.path.normpath(os.path.join(
+        os.path.dirname(os.path.realpath(__file__)), "..", "pipelines", "demo.yaml")))
     a = ap.parse_args()
     with open(a.pipeline) as f:
         pipe = yaml.safe_load(f)

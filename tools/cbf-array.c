@@ -23,6 +23,7 @@ static void usage(FILE *f)
                "  --check     check only; print each NIC and GPU against its budget\n"
                "  --figures   hosts, GPUs, NICs and multicast groups the array needs, and\n"
                "              what binds first (the description's 'sizing' host)\n"
+               "  --version   print cbf-array's version and exit\n"
                "Description and budget formats: docs/scaling.md.\n");
 }
 
@@ -35,6 +36,9 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--version")) {
+            printf("cbf-array %s\n", CBF_VERSION);
             return 0;
         } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
             out = argv[++i];

@@ -78,6 +78,7 @@ static void usage_to(FILE *f)
             "                                     (-: read it from standard input)\n"
             "ENDPOINT: $CBF_CTL_ENDPOINT or %s;\n"
             "          a bare port means 127.0.0.1:PORT\n"
+            "--version: print cbf-ctl's version and exit\n"
             "exit: 0 ok, 1 refused by the engine, 2 usage, 3 no answer\n",
             DEFAULT_ENDPOINT);
 }
@@ -459,7 +460,10 @@ int main(int argc, char **argv)
                 return usage();
         } else if (!strcmp(argv[i], "--json"))
             c.raw_json = 1;
-        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+        else if (!strcmp(argv[i], "--version")) {
+            printf("cbf-ctl %s\n", CBF_VERSION);
+            return 0;
+        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage_to(stdout);   /* asked for: pipes into less or head */
             return 0;
         } else

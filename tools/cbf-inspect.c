@@ -2,15 +2,82 @@
  *
  *   cbf-inspect [--plugin-path DIR]...          one line per plugin
  *   cbf-inspect [--plugin-path DIR]... NAME     its parameters, ports and requests
+ *   cbf-inspect --version
+ *
+ * Descriptions and summaries are folded at spaces to about 120 columns
+ * (never past 200), continued on lines indented to their column.
  *
  * Exit status: 0, 1 when a plugin file is broken (the registry refuses to
  * start with one), 2 for a usage error or an unknown plugin name. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cbf/graph.h"
+
+/* Long texts are folded at spaces so that a page reads on a wide terminal
+ * (parameter docs run to 400 characters): a description column gets
+ * WIDTH less its start, at least DESC_MIN; where that would pass
+ * WIDTH_MAX the text starts on the next line instead. A word longer than
+ * its column stays whole. */
+#define WIDTH 120
+#define WIDTH_MAX 200
+#define DESC_MIN 48
+#define SUMMARY_MAX 64   /* the listing's summary column */
+
+/* The length of text's first piece of at most room columns: up to the
+ * last space that fits, or the whole first word where none does. */
+static int piece(const char *text, int room)
+{
+    int n = (int)strlen(text);
+    if (n <= room)
+        return n;
+    int cut = room;
+    while (cut > 0 && text[cut] != ' ')
+        cut--;
+    if (cut == 0)
+        for (cut = room; text[cut] && text[cut] != ' '; cut++)
+            ;
+    return cut;
+}
+
+static const char *skip_spaces(const char *text)
+{
+    while (*text == ' ')
+        text++;
+    return text;
+}
+
+/* Writes text from column col (the cursor is there) to at most column
+ * end, continuation lines indented to col; ends the line. */
+static void fold(const char *text, int col, int end)
+{
+    text = skip_spaces(text);
+    for (bool first = true; first || *text; first = false) {
+        int n = piece(text, end - col);
+        printf("%*s%.*s\n", first ? 0 : col, "", n, text);
+        text = skip_spaces(text + n);
+    }
+}
+
+/* A row's last column (a description) at column col, indent being the
+ * row's own. */
+static void describe(const char *text, int col, int indent)
+{
+    if (!text || !*text) {
+        printf("\n");
+        return;
+    }
+    int room = WIDTH - col < DESC_MIN ? DESC_MIN : WIDTH - col;
+    if (col + room <= WIDTH_MAX) {
+        fold(text, col, col + room);
+    } else {
+        printf("\n%*s", indent + 4, "");
+        fold(text, indent + 4, WIDTH);
+    }
+}
 
 static const char *type_name(cbf_param_type t)
 {
@@ -45,12 +112,19 @@ static int list_all(const cbf_registry *reg)
         wv = (int)fmax(wv, strlen(d->version ? d->version : ""));
         ws = (int)fmax(ws, strlen(d->summary ? d->summary : ""));
     }
+    ws = ws < SUMMARY_MAX ? ws : SUMMARY_MAX;   /* longer summaries go on under it */
     qsort_r(idx, n, sizeof *idx, cmp_index, (void *)reg);
     printf("%-*s  %-*s  %-*s  %s\n", wn, "NAME", wv, "VERSION", ws, "SUMMARY", "FILE");
     for (size_t k = 0; k < n; k++) {
         const cbf_plugin_desc *d = cbf_registry_at(reg, idx[k]);
-        printf("%-*s  %-*s  %-*s  %s\n", wn, d->name, wv, d->version ? d->version : "", ws,
-               d->summary ? d->summary : "", cbf_registry_path_at(reg, idx[k]));
+        const char *sum = skip_spaces(d->summary ? d->summary : "");
+        int len = piece(sum, ws);
+        printf("%-*s  %-*s  %-*.*s  %s\n", wn, d->name, wv, d->version ? d->version : "", ws, len, sum,
+               cbf_registry_path_at(reg, idx[k]));
+        for (sum = skip_spaces(sum + len); *sum; sum = skip_spaces(sum + len)) {
+            len = piece(sum, ws);
+            printf("%*s%.*s\n", wn + wv + 4, "", len, sum);
+        }
     }
     free(idx);
     return 0;
@@ -99,8 +173,9 @@ static void show_decls(const cbf_param_decl *decls, int n, const char *indent, i
     for (int i = 0; i < n; i++) {
         const cbf_param_decl *p = &decls[i];
         limits(p, lim, sizeof lim);
-        printf("%s%-*s  %-*s  %-*s  %-*s  %s\n", indent, wn, p->name, wt, type_name(p->type), wd,
-               p->def ? (p->def[0] ? p->def : "\"\"") : "required", wl, lim, p->doc ? p->doc : "");
+        int col = printf("%s%-*s  %-*s  %-*s  %-*s  ", indent, wn, p->name, wt, type_name(p->type), wd,
+                         p->def ? (p->def[0] ? p->def : "\"\"") : "required", wl, lim);
+        describe(p->doc, col, (int)strlen(indent));
     }
 }
 
@@ -151,8 +226,9 @@ static void show_ports(const cbf_plugin_desc *d)
         const cbf_port_decl *p = &d->ports[i];
         port_type(p, type, sizeof type);
         port_wiring(p, wiring, sizeof wiring);
-        printf("  %-*s  %-6s  %-*s  %-*s  %s\n", wn, p->name, p->dir == CBF_PORT_IN ? "input" : "output",
-               wt, type, ww, wiring, p->doc ? p->doc : "");
+        int col = printf("  %-*s  %-6s  %-*s  %-*s  ", wn, p->name, p->dir == CBF_PORT_IN ? "input" : "output",
+                         wt, type, ww, wiring);
+        describe(p->doc, col, 2);
     }
 }
 
@@ -165,7 +241,7 @@ static void show_requests(const cbf_plugin_desc *d)
     }
     for (int i = 0; i < d->n_requests; i++) {
         const cbf_request_decl *r = &d->requests[i];
-        printf("  %s: %s\n", r->name, r->doc ? r->doc : "");
+        describe(r->doc, printf("  %s: ", r->name), 2);
         show_decls(r->args, r->n_args, "    ", 0);
     }
 }
@@ -197,7 +273,8 @@ static int show_one(const cbf_registry *reg, const char *name)
         const cbf_plugin_desc *d = cbf_registry_at(reg, i);
         if (strcmp(d->name, name))
             continue;
-        printf("%s %s: %s\n", d->name, d->version ? d->version : "", d->summary ? d->summary : "");
+        int col = printf("%s %s: ", d->name, d->version ? d->version : "");
+        describe(d->summary, col, 0);
         printf("file: %s\n", cbf_registry_path_at(reg, i));
         show_params(d);
         show_ports(d);
@@ -226,6 +303,7 @@ static void usage_to(FILE *f)
                "  --plugin-path DIR  search DIR first (repeatable); then\n"
                "                     $CBF_PLUGIN_PATH, the build tree, the installed\n"
                "                     plugin directory\n"
+               "  --version          print cbf-inspect's version and exit\n"
                "exit: 0 ok, 1 a plugin file is broken, 2 usage or unknown plugin\n");
 }
 
@@ -249,6 +327,10 @@ int main(int argc, char **argv)
             dirs[n_dirs++] = argv[i] + 14;
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage_to(stdout);
+            free(dirs);
+            return 0;
+        } else if (!strcmp(argv[i], "--version")) {
+            printf("cbf-inspect %s\n", CBF_VERSION);
             free(dirs);
             return 0;
         } else if (argv[i][0] == '-' || name) {

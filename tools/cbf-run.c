@@ -2,6 +2,7 @@
  *
  *   cbf-run PIPELINE.yaml [--set node.param=value ...] [--log-level L]
  *           [--plugin-path DIR ...] [--quiet]
+ *   cbf-run --version
  *
  * Exit status: 0 the graph drained (finite sources ended, or SIGINT/SIGTERM
  * asked it to), 1 a run-time error (or a start-up failure of the machine,
@@ -64,7 +65,8 @@ static void usage(FILE *f)
                "  --set            override a node parameter (repeatable)\n"
                "  --log-level L    error, warn, info (default), debug, trace\n"
                "  --plugin-path D  also search D for plugins (repeatable)\n"
-               "  --quiet          no progress display and no table: errors only\n");
+               "  --quiet          warnings and errors only: no progress display, no table\n"
+               "  --version        print cbf-run's version and exit\n");
 }
 
 /* "--opt value" or "--opt=value". */
@@ -86,6 +88,9 @@ static int parse_args(int argc, char **argv, options *o)
         const char *v;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
+            exit(0);
+        } else if (!strcmp(argv[i], "--version")) {
+            printf("cbf-run %s\n", CBF_VERSION);
             exit(0);
         } else if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q")) {
             o->quiet = true;

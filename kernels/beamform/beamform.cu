@@ -11,7 +11,7 @@
  * the input takes to read: the bound is memory bandwidth, as katgpucbf's
  * design (doc/xbgpu.design.b.rst) has it, and what keeps a kernel from it
  * is the CUDA cores' share (copies, coefficients, output; measured in
- * docs/performance.md).
+ * docs/notes/performance-history.md).
  *
  * Block: one channel, BF_BSPEC spectra and a range of batches; BF_WARPS
  * warps of BF_MT m16 tiles (16 spectra each). The block makes the
@@ -148,7 +148,7 @@ bf_kernel(cbf_beam_job job, size_t batch0, int bpb, int t0, int t1, int block0)
      * first to last and fills the SMs' shared memory, so most of these
      * blocks start as it ends) the first blocks find its last channels
      * still in L2. 1-2% less time beside it than first to last, the same
-     * alone (docs/performance.md). */
+     * alone (docs/notes/performance-history.md). */
     const int c = (int)(gridDim.y - 1 - blockIdx.y);
     const size_t nb0 = batch0 + (size_t)blockIdx.z * bpb; /* the block's first batch */
     const int nbat = (int)min((size_t)bpb, job.batches - nb0);

@@ -114,7 +114,7 @@ int cbf_xb_cuda_can_fuse(const cbf_corr_cuda *plan, const cbf_beam_shape *beams)
  * 64, B = 8 on the H100, 2026-11-25, two-digit coefficients: 16 to 1024
  * channels per buffer of 4 or 32 heaps, -5% to 49% extra over the
  * correlator alone against 7% to 92% for the beamformer's own kernel on a
- * second stream; docs/performance.md "Correlation and beams in one
+ * second stream; docs/notes/performance-history.md "Correlation and beams in one
  * kernel"): the xbengine plugin's `fuse: auto`, and cbf-bench beam's
  * column of it. */
 int cbf_xb_cuda_prefer_fused(const cbf_corr_cuda *plan, const cbf_beam_shape *beams);

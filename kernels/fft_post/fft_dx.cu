@@ -201,7 +201,7 @@ constexpr int n_variants = (int)(sizeof variants / sizeof variants[0]);
  * are adjacent in the output. HOLD (measured layouts only): pol 0's halves
  * of the words wait in 8 registers for pol 1's, so each word is one shared
  * store instead of a store, a load and a store (shared-memory traffic
- * limits the kernel, docs/performance.md).
+ * limits the kernel, docs/notes/performance-history.md).
  *
  * PF: the two pols of the next spectrum are loaded into registers as soon
  * as the current ones are post-processed, so the loads overlap the other
@@ -209,7 +209,7 @@ constexpr int n_variants = (int)(sizeof variants / sizeof variants[0]);
  * otherwise each pol is loaded just before its transform (32), leaving
  * registers for more blocks per SM (MINB, the launch bounds' blocks per
  * SM): three blocks of 64 KB at 4096 points and G = 2 measured fastest
- * (docs/performance.md). */
+ * (docs/notes/performance-history.md). */
 constexpr int DXP_EPT = 16;
 template <int M>
 using dxp_fft = dx_fft<M, DXP_EPT, 1>;

@@ -312,7 +312,7 @@ __global__ void __launch_bounds__(TILE * CROWS) post_complex_kernel(
 }
 
 /* AUTO's choice where the fused kernel can run: the shapes where it was
- * measured faster than the four-pass path (docs/performance.md, "Fused FFT
+ * measured faster than the four-pass path (docs/notes/performance-history.md, "Fused FFT
  * + post with cuFFTDx"): 4096 channels; at 8192 cuFFT and the post kernel are faster. */
 static int fused_preferred(const cbf_fft_post_config *cfg)
 {

@@ -80,7 +80,7 @@ typedef struct cbf_fft_post_config {
 } cbf_fft_post_config;
 
 /* cbf_fft_post_config.fft. AUTO: the path measured fastest for the shape
- * among those that can run it (docs/performance.md, "Fused FFT + post");
+ * among those that can run it (docs/notes/performance-history.md, "Fused FFT + post");
  * CUFFT: the four-pass path, cuFFT's transform in place then the post
  * kernel; CUFFTDX: one fused kernel, a cuFFTDx transform and the post in
  * registers and shared memory (kernels/fft_post/fft_dx.h), for wideband

@@ -10,7 +10,7 @@
  * cut into sections of spectra only to give the GPU enough threads. A warp
  * loads its 32 packed samples of a row as whole words, one per lane, and
  * shares them with shuffles (fir_load); the next TAPS rows are in flight
- * while the current ones are filtered (fir_turn). docs/performance.md,
+ * while the current ones are filtered (fir_turn). docs/notes/performance-history.md,
  * "Fused FFT + post with cuFFTDx", has the measurements behind each choice. */
 #include "pfb.h"
 
@@ -108,7 +108,7 @@ __device__ __forceinline__ void fir_sum(const unsigned (&v)[TAPS], int s, int le
 
 /* One turn from spectrum s: the next turn's rows are loaded into nxt
  * first, so they are in flight while cur is filtered (at 4096 channels
- * 1.12 ms against 1.14-1.18 without; docs/performance.md). false: the
+ * 1.12 ms against 1.14-1.18 without; docs/notes/performance-history.md). false: the
  * section is done (a last turn of fewer than TAPS spectra filtered). */
 template <int TAPS, bool WIDE>
 __device__ __forceinline__ bool fir_turn(const unsigned (&cur)[TAPS], unsigned (&nxt)[TAPS],

@@ -46,8 +46,7 @@ int cbf_pcap_reader_open(const char *path, cbf_pcap_reader **out, cbf_error *err
     return 0;
 }
 
-int cbf_pcap_reader_next(cbf_pcap_reader *r, uint16_t dst_port, const uint8_t **payload,
-                         size_t *len, uint64_t *skipped, cbf_error *err)
+int cbf_pcap_reader_next(cbf_pcap_reader *r, cbf_pcap_datagram *d, uint64_t *skipped, cbf_error *err)
 {
     for (;;) {
         struct pcap_pkthdr *h;
@@ -61,9 +60,9 @@ int cbf_pcap_reader_next(cbf_pcap_reader *r, uint16_t dst_port, const uint8_t **
                             : r->linktype == DLT_LINUX_SLL ? CBF_ETH_LINK_LINUX_SLL
                                                            : CBF_ETH_LINK_RAW_IP;
         cbf_eth_udp_info u;
-        if (cbf_eth_udp_parse(link, f, h->caplen, &u) == CBF_ETH_OK && (!dst_port || u.dst_port == dst_port)) {
-            *payload = u.payload;
-            *len = u.len;
+        if (cbf_eth_udp_parse(link, f, h->caplen, &u) == CBF_ETH_OK) {
+            *d = (cbf_pcap_datagram){.src_ip = u.src_ip, .dst_ip = u.dst_ip, .src_port = u.src_port,
+                                     .dst_port = u.dst_port, .payload = u.payload, .len = u.len};
             return 1;
         }
         if (skipped)

@@ -15,13 +15,20 @@ typedef struct cbf_pcap_reader cbf_pcap_reader;
 
 /* Opens a capture (Ethernet, Linux cooked or raw IP link types). */
 int cbf_pcap_reader_open(const char *path, cbf_pcap_reader **out, cbf_error *err);
-/* Next IPv4 UDP datagram (optionally only those to dst_port; 0 = any): returns
- * 1 and sets *payload (valid until the next call) and *len, 0 at the end of
- * the file, or a negative CBF_E* code. Frames that are not complete IPv4 UDP
- * datagrams (fragments, other protocols, truncated captures) are skipped and
- * counted in *skipped when it is not NULL. */
-int cbf_pcap_reader_next(cbf_pcap_reader *r, uint16_t dst_port, const uint8_t **payload,
-                         size_t *len, uint64_t *skipped, cbf_error *err);
+/* One UDP datagram of a capture; payload valid until the next call. */
+typedef struct cbf_pcap_datagram {
+    uint32_t src_ip, dst_ip;   /* host order */
+    uint16_t src_port, dst_port;
+    const uint8_t *payload;
+    size_t len;
+} cbf_pcap_datagram;
+
+/* Next IPv4 UDP datagram, whatever its destination (a replay filters as
+ * its socket would, cbf_udp_endpoint_takes): returns 1 and fills *d, 0 at
+ * the end of the file, or a negative CBF_E* code. Frames that are not
+ * complete IPv4 UDP datagrams (fragments, other protocols, truncated
+ * captures) are skipped and counted in *skipped when it is not NULL. */
+int cbf_pcap_reader_next(cbf_pcap_reader *r, cbf_pcap_datagram *d, uint64_t *skipped, cbf_error *err);
 void cbf_pcap_reader_close(cbf_pcap_reader *r);
 
 typedef struct cbf_pcap_writer cbf_pcap_writer;

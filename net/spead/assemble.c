@@ -16,6 +16,7 @@
 typedef struct slot {
     bool used;
     uint64_t cnt, size, received, age;
+    uint64_t packets;   /* packets whose bytes it holds */
     int n_intervals;
     uint64_t start[MAX_INTERVALS], end[MAX_INTERVALS];
     int n_items;
@@ -107,15 +108,17 @@ static bool is_recent(const cbf_spead_assembler *a, uint64_t cnt)
 static void deliver_from(cbf_spead_assembler *a, slot *s, const uint8_t *payload)
 {
     bool complete = s->received == s->size;
-    if (complete)
+    if (complete) {
         a->counters.heaps++;
-    else
+    } else {
         a->counters.incomplete++;
+        a->counters.incomplete_packets += s->packets;
+    }
     if (complete || a->cfg.deliver_incomplete) {
         cbf_spead_heap h = {
             .cnt = s->cnt, .size = s->size, .received = s->received, .complete = complete,
             .n_items = s->n_items, .items = s->items, .payload = payload ? payload : s->payload,
-            .in_packet = payload != NULL,
+            .in_packet = payload != NULL, .packets = s->packets,
         };
         a->cfg.on_heap(&h, a->cfg.user);
     }
@@ -170,6 +173,7 @@ static slot *find_or_open(cbf_spead_assembler *a, const cbf_spead_packet *p)
     s->cnt = p->heap_cnt;
     s->size = p->heap_size;
     s->received = 0;
+    s->packets = 0;
     s->age = a->next_age++;
     s->n_intervals = 0;
     s->n_items = 0;
@@ -248,6 +252,7 @@ int cbf_spead_assembler_add(cbf_spead_assembler *a, const uint8_t *buf, size_t l
          * packet itself, so its bytes are copied once, by the consumer. */
         add_items(a, s, p);
         s->received = s->size;
+        s->packets++;
         deliver_from(a, s, p->payload);
         return 0;
     }
@@ -267,6 +272,7 @@ int cbf_spead_assembler_add(cbf_spead_assembler *a, const uint8_t *buf, size_t l
         memcpy(s->payload + p->heap_offset, p->payload, p->payload_len);
         s->received += p->payload_len;
     }
+    s->packets++;
     add_items(a, s, p);
     if (s->received == s->size)
         deliver(a, s);

@@ -95,12 +95,17 @@ cbf_spead_reason cbf_spead_decode(const uint8_t *buf, size_t len, cbf_spead_pack
 
 /* ---- Heap assembly ---------------------------------------------------- */
 
+/* Every packet offered ends under exactly one of: malformed[reason], late,
+ * duplicate, fragmented, stops, incomplete_packets, or in a heap delivered
+ * complete (cbf_spead_heap.packets); while heaps are in flight, their
+ * packets are in none yet. */
 typedef struct cbf_spead_counters {
     uint64_t packets;            /* packets offered */
     uint64_t bytes;              /* their bytes */
     uint64_t malformed[CBF_SPEAD_N_REASONS];  /* dropped, by reason ([0] unused) */
     uint64_t heaps;              /* heaps delivered complete */
     uint64_t incomplete;         /* heaps delivered with bytes missing (evicted or flushed) */
+    uint64_t incomplete_packets; /* the packets those heaps held */
     uint64_t late;               /* packets of a heap already delivered */
     uint64_t duplicate;          /* packets overlapping bytes already held */
     uint64_t fragmented;         /* packets dropped: their heap had too many gaps to track */
@@ -115,6 +120,7 @@ typedef struct cbf_spead_heap {
     uint64_t size;
     uint64_t received;     /* payload bytes held; == size when complete */
     bool complete;
+    uint64_t packets;      /* packets it was made of (duplicates not included) */
     int n_items;           /* non-standard items, first occurrence of each (id, value) */
     const cbf_spead_item *items;
     const uint8_t *payload;

@@ -53,6 +53,12 @@ int cbf_udp_parse_endpoints(const char *text, const char *what, cbf_udp_endpoint
     return n;
 }
 
+bool cbf_udp_endpoint_takes(const cbf_udp_endpoint *ep, uint32_t dst_ip, uint16_t dst_port)
+{
+    uint32_t a = ntohl(ep->addr.sin_addr.s_addr);
+    return dst_port == ntohs(ep->addr.sin_port) && (a == INADDR_ANY || a == dst_ip);
+}
+
 static int iface_addr(const char *iface, struct in_addr *a, cbf_error *err)
 {
     if (inet_pton(AF_INET, iface, a) != 1)

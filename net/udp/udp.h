@@ -29,6 +29,11 @@ int cbf_udp_parse_endpoint(const char *text, const char *what, cbf_udp_endpoint 
 int cbf_udp_parse_endpoints(const char *text, const char *what, cbf_udp_endpoint *out, int max,
                             cbf_error *err);
 
+/* Whether a socket bound to ep (and joined to it, for a group) receives a
+ * datagram to dst_ip:dst_port (host order): the port, and the address
+ * unless ep is 0.0.0.0. For datagrams read from elsewhere (a capture). */
+bool cbf_udp_endpoint_takes(const cbf_udp_endpoint *ep, uint32_t dst_ip, uint16_t dst_port);
+
 /* Receiving socket bound to ep's port (and address, for unicast); a
  * multicast group is joined on the interface whose address is iface.
  * reuseport lets several sockets (threads) share the port. */

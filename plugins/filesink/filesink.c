@@ -333,8 +333,8 @@ static int filesink_create_file(filesink *s, const cbf_node *node, const cbf_par
         return cbf_error_set(err, CBF_ECONFIG,
                              "%s: %s exists; remove it, choose another path or set "
                              "overwrite: true", where, s->path);
-    if (stat(s->path, &st) == 0)   /* overwrite: true; said, so no capture vanishes unseen */
-        cbf_log_warn("%s: %s exists and is replaced (overwrite: true)", where, s->path);
+    if (stat(s->path, &st) == 0)   /* overwrite: true; said (asked for: info, not a warning) */
+        cbf_log_info("%s: %s exists and is replaced (overwrite: true)", where, s->path);
     if (filesink_make_parents(s->path) != 0)
         return cbf_error_set(err, CBF_EIO, "%s: cannot create the folder of %s: %s",
                              where, s->path, strerror(errno));

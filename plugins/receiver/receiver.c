@@ -109,6 +109,11 @@ static const cbf_param_decl rx_params[] = {
     {.name = "max_ahead", .type = CBF_PARAM_FLOAT, .def = "0.1", .has_range = 1, .min = 0, .max = 3600,
      .doc = "seconds of stream time a packet may be ahead of the newest open chunk; further ahead is "
             "counted in packets_ahead and dropped (a spoofed or corrupt timestamp)"},
+    {.name = "jump_packets", .type = CBF_PARAM_INT, .def = "4", .has_range = 1, .min = 1, .max = 64,
+     .doc = "distinct packets that must ask for chunks past the next one (within max_ahead, and "
+            "within chunks_in_flight of one another) before the window skips there; those before are "
+            "held and placed then, or counted in packets_outlier when the stream goes on without "
+            "them; 1 = the first such packet moves the window"},
     {.name = "resync_after", .type = CBF_PARAM_FLOAT, .def = "1", .has_range = 1, .min = 0.001,
      .max = 3600,
      .doc = "seconds with no packet fitting the window, while packets far ahead or behind it keep "
@@ -165,6 +170,7 @@ typedef struct rx_seen {
     int64_t idx;
     size_t piece;
     bool valid;
+    bool bad;           /* the heap does not fit the stream: its packets are bad too */
 } rx_seen;
 
 #define SEEN_BITS 10
@@ -176,7 +182,7 @@ typedef struct worker {
     rx_place pending[RECV_BATCH];   /* places of this batch, their bytes still in the packets */
     int n_pending;
     unsigned batches;
-    uint64_t packets, bytes;   /* placed without the assembler, not yet added to the node's */
+    uint64_t packets, bytes;   /* taken without the assembler, not yet added to the node's */
     uint64_t all_packets;      /* every packet this socket took (the end-of-run log) */
     rx_seen seen_heaps[1 << SEEN_BITS];
     uint64_t known[1 << KNOWN_BITS];  /* sources this thread has already noted, by hash */
@@ -225,8 +231,14 @@ struct receiver {
     int cores[MAX_SOCKETS], n_cores;   /* affinity */
     size_t rcvbuf;
     cbf_counter *c_packets, *c_bytes, *c_bad_heaps, *c_kernel_drops, *c_dropped_test, *c_truncated,
-        *c_stops_ignored,
-        *c_malformed[N_GROUPS];
+        *c_stops_ignored, *c_malformed[N_GROUPS];
+    /* Packets, one reason each (docs/network.md "Counting packets"); the
+     * window's own are in win. */
+    cbf_counter *c_bad_packets, *c_control, *c_incomplete_packets, *c_other_dest;
+#ifdef CBF_HAVE_PCAP
+    cbf_udp_endpoint eps[MAX_SOCKETS];   /* source pcap: the destinations taken */
+    int n_eps;
+#endif
 };
 
 /* ---- Placing packets -------------------------------------------------- */
@@ -324,13 +336,15 @@ static void rx_on_heap(const cbf_spead_heap *h, void *user)
     receiver *r = w->r;
     if (cbf_spead_heap_find(h, CBF_SPEAD_DESCRIPTOR)) {
         atomic_fetch_add(&r->descriptors, 1);
+        cbf_counter_add(r->c_control, h->packets);
         return;
     }
     const cbf_spead_item *data = cbf_spead_heap_find(h, rx_data_id(r));
-    rx_place p = {.first = true};
+    rx_place p = {.first = true, .packets = (uint32_t)h->packets};
     if (rx_locate(r, w->address, h->items, h->n_items, &p.idx, &p.piece, &p.note) || !data ||
         cbf_spead_heap_item_bytes(h, data, &p.data, &p.len) || p.len != r->win.piece_bytes) {
         cbf_counter_add(r->c_bad_heaps, 1);
+        cbf_counter_add(r->c_bad_packets, h->packets);
         return;
     }
     if (h->in_packet)
@@ -349,20 +363,24 @@ static rx_seen *rx_seen_slot(worker *w, uint64_t cnt)
 
 /* Places one data packet straight into its chunk: 0, or 1 when it cannot
  * say where it goes (the assembler takes it), or -1 when its heap does not
- * fit the stream (counted once, at the heap's first byte). */
-static int rx_place_packet(worker *w, const cbf_spead_packet *pkt, size_t len)
+ * fit the stream (the packet counted in packets_bad, the heap in heaps_bad
+ * once, at its first byte). */
+static int rx_place_packet(worker *w, const cbf_spead_packet *pkt)
 {
     receiver *r = w->r;
     rx_place p = {.offset = pkt->heap_offset, .data = pkt->payload, .len = pkt->payload_len,
-                  .first = pkt->heap_offset == 0};
+                  .first = pkt->heap_offset == 0, .packets = 1};
     rx_seen *seen = rx_seen_slot(w, pkt->heap_cnt);
     const cbf_spead_item *data = rx_item(pkt->items, pkt->n_items, rx_data_id(r));
     /* A digitiser's clip count rides in the heap's digitiser_status, a
      * beam's beam_ants in its own item; only the heap's first packet sets
      * the note. */
     int rc = rx_locate(r, w->address, pkt->items, pkt->n_items, &p.idx, &p.piece, &p.note);
-    if (rc < 0) {
+    if (rc < 0 || (rc == 1 && seen->valid && seen->bad && seen->cnt == pkt->heap_cnt)) {
+        /* Its later packets may not repeat the items: they follow the heap counter. */
+        *seen = (rx_seen){.cnt = pkt->heap_cnt, .valid = true, .bad = true};
         cbf_counter_add(r->c_bad_heaps, p.first);
+        cbf_counter_add(r->c_bad_packets, 1);
         return -1;
     }
     if (rc == 0) {
@@ -378,8 +396,6 @@ static int rx_place_packet(worker *w, const cbf_spead_packet *pkt, size_t len)
         return 1;
     }
     rx_pend(w, &p);
-    w->packets++;
-    w->bytes += len;
     return 0;
 }
 
@@ -396,6 +412,9 @@ static void rx_publish(worker *w)
     cbf_counter_add(r->win.c_incomplete, k->incomplete - w->seen.incomplete);
     cbf_counter_add(r->win.c_late_packets, k->late - w->seen.late);
     cbf_counter_add(r->win.c_duplicate, k->duplicate - w->seen.duplicate);
+    /* Heaps the assembler could not complete: their packets are dropped with them. */
+    cbf_counter_add(r->c_incomplete_packets, k->incomplete_packets - w->seen.incomplete_packets +
+                                                 k->fragmented - w->seen.fragmented);
     for (int i = 1; i < CBF_SPEAD_N_REASONS; i++)
         cbf_counter_add(r->c_malformed[rx_reason_group(i)], k->malformed[i] - w->seen.malformed[i]);
     w->seen = *k;
@@ -406,6 +425,8 @@ static void rx_publish(worker *w)
         cbf_counter_add(r->c_kernel_drops, t.kernel_drops - w->net_seen.kernel_drops);
         cbf_counter_add(r->c_malformed[G_FOREIGN], t.bad_frames - w->net_seen.bad_frames);
         cbf_counter_add(r->c_truncated, t.truncated - w->net_seen.truncated);
+        /* Taken from the queue, never handed on: packets too, each under its reason. */
+        cbf_counter_add(r->c_packets, t.bad_frames - w->net_seen.bad_frames + t.truncated - w->net_seen.truncated);
         w->net_seen = t;
     }
 }
@@ -475,6 +496,7 @@ static void rx_count_stop(receiver *r, uint64_t src)
     if (src && r->n_stopped < MAX_SOURCES)
         r->stopped[r->n_stopped++] = src;
     r->stops_seen++;
+    cbf_counter_add(r->c_control, 1);
     if (r->stops_needed && r->stops_seen >= r->stops_needed)
         atomic_store(&r->finished, true);
     pthread_mutex_unlock(&r->lock);
@@ -505,8 +527,13 @@ static void rx_packet(worker *w, const uint8_t *buf, size_t len, uint64_t src)
     if (cbf_spead_decode(buf, len, pkt) == CBF_SPEAD_OK && pkt->stream_ctrl < 0) {
         rx_note_source(w, src);
         if (!rx_item(pkt->items, pkt->n_items, CBF_SPEAD_DESCRIPTOR) &&
-            (rx_drop_test(w) || rx_place_packet(w, pkt, len) <= 0))
+            (rx_drop_test(w) || rx_place_packet(w, pkt) <= 0)) {
+            /* Not the assembler's: counted here, in packets and (by the
+             * drop, the window or rx_place_packet) under one reason. */
+            w->packets++;
+            w->bytes += len;
             return;
+        }
     }
     if (cbf_spead_assembler_add(w->as, buf, len))
         rx_count_stop(w->r, src);
@@ -555,17 +582,28 @@ static int rx_pcap_loop(receiver *r, worker *w, cbf_error *err)
     int rc = cbf_pcap_reader_open(r->pcap_path, &pr, err);
     if (rc)
         return rc;
-    const uint8_t *p;
-    size_t len;
-    uint64_t n = 0, skipped = 0;
-    /* Frames that are not IPv4 UDP are foreign, as on an ibverbs queue. */
-    while (!rx_finished(r) && (rc = cbf_pcap_reader_next(pr, 0, &p, &len, &skipped, err)) == 1) {
-        rx_packet(w, p, len, 0);   /* a capture's stops all count */
+    cbf_pcap_datagram d;
+    uint64_t n = 0, skipped = 0, other = 0;
+    /* Frames that are not IPv4 UDP are foreign, as on an ibverbs queue;
+     * datagrams to an address and port the receiver would not bind or join
+     * are not its stream, as a socket would not see them. Both are frames
+     * taken, so in packets too. */
+    while (!rx_finished(r) && (rc = cbf_pcap_reader_next(pr, &d, &skipped, err)) == 1) {
+        bool ours = false;
+        for (int e = 0; e < r->n_eps && !ours; e++)
+            ours = cbf_udp_endpoint_takes(&r->eps[e], d.dst_ip, d.dst_port);
+        if (!ours) {
+            other++;
+            continue;
+        }
+        rx_packet(w, d.payload, d.len, 0);   /* a capture's stops all count */
         rx_place_pending(w);
         if (++n % RECV_BATCH == 0)
             rx_publish(w);
     }
     cbf_counter_add(r->c_malformed[G_FOREIGN], skipped);
+    cbf_counter_add(r->c_other_dest, other);
+    cbf_counter_add(r->c_packets, skipped + other);
     cbf_pcap_reader_close(pr);
     return rc < 0 ? rc : 0;
 #else
@@ -762,6 +800,13 @@ static int receiver_init(cbf_node *node, cbf_error *err)
     if (r->pcap && !r->pcap_path[0])
         return cbf_error_set(err, CBF_ECONFIG, "%s: source is pcap but no pcap file is given",
                              cbf_params_where(p, "pcap"));
+#ifdef CBF_HAVE_PCAP
+    /* A replay takes what its sockets would have: datagrams to `address`. */
+    if (r->pcap && (r->n_eps = cbf_udp_parse_endpoints(cbf_params_string(p, "address"),
+                                                       cbf_params_where(p, "address"), r->eps,
+                                                       MAX_SOCKETS, err)) < 0)
+        return r->n_eps;
+#endif
     if (r->beam) {
         /* A beam heap does not name its beam: the address it came to does. */
         cbf_udp_endpoint eps[MAX_SOCKETS];
@@ -800,6 +845,8 @@ static int receiver_init(cbf_node *node, cbf_error *err)
     double ahead = cbf_params_float(p, "max_ahead") * cbf_params_float(p, CBF_ATTR_ADC_SAMPLE_RATE);
     r->win.max_ahead = (int64_t)(ahead / (double)r->chunk_step) + 1;
     r->win.resync_ns = (uint64_t)(cbf_params_float(p, "resync_after") * 1e9);
+    r->win.jump_packets = (uint32_t)cbf_params_int(p, "jump_packets");
+    r->win.hold_bytes = RECV_BUF;   /* one datagram's payload at most */
     r->win.piece_notes = !r->feng;   /* clip counts; beam_ants */
     if ((rc = cbf_stage_out_open(node, r->out, &r->d, count, &r->win.pool, err)) ||
         (rc = rx_window_init(&r->win, n_ring, err)))
@@ -807,11 +854,17 @@ static int receiver_init(cbf_node *node, cbf_error *err)
     static const char *names[] = {"packets", "bytes", "heaps", "heaps_incomplete", "packets_late",
                                   "packets_duplicate", "heaps_late", "heaps_bad", "chunks",
                                   "flags_missing", "packets_dropped_kernel", "packets_dropped_test",
-                                  "packets_ahead", "packets_truncated", "stops_ignored"};
+                                  "packets_ahead", "packets_truncated", "stops_ignored",
+                                  "packets_accepted", "packets_control", "packets_bad",
+                                  "packets_incomplete", "packets_outlier", "packets_stopped",
+                                  "packets_other_destination"};
     cbf_counter **slots[] = {&r->c_packets, &r->c_bytes, &r->win.c_heaps, &r->win.c_incomplete,
                              &r->win.c_late_packets, &r->win.c_duplicate, &r->win.c_late_heaps, &r->c_bad_heaps,
                              &r->win.c_chunks, &r->win.c_missing, &r->c_kernel_drops, &r->c_dropped_test,
-                             &r->win.c_ahead, &r->c_truncated, &r->c_stops_ignored};
+                             &r->win.c_ahead, &r->c_truncated, &r->c_stops_ignored,
+                             &r->win.c_accepted, &r->c_control, &r->c_bad_packets,
+                             &r->c_incomplete_packets, &r->win.c_outlier, &r->win.c_stopped,
+                             &r->c_other_dest};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         *slots[i] = cbf_node_counter(node, names[i]);
     for (int i = 0; i < N_GROUPS; i++)

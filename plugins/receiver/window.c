@@ -12,8 +12,13 @@ int rx_window_init(rx_window *w, int n_ring, cbf_error *err)
     pthread_mutex_init(&w->lock, NULL);
     w->n_ring = n_ring;
     w->ring = calloc((size_t)n_ring, sizeof *w->ring);
-    if (!w->ring)
+    w->n_hold = w->jump_packets > 1 ? (int)w->jump_packets - 1 : 0;
+    w->hold = calloc((size_t)w->n_hold + 1, sizeof *w->hold);
+    if (!w->ring || !w->hold)
         return cbf_error_set(err, CBF_ENOMEM, "out of memory");
+    for (int i = 0; i < w->n_hold; i++)
+        if (!(w->hold[i].bytes = malloc(w->hold_bytes)))
+            return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     for (int i = 0; i < n_ring; i++)
         if (!(w->ring[i].got = calloc(w->n_flags * w->per_flag, sizeof(uint32_t))) ||
             !(w->ring[i].done = calloc(w->n_flags, sizeof(uint16_t))))
@@ -23,6 +28,10 @@ int rx_window_init(rx_window *w, int n_ring, cbf_error *err)
 
 void rx_window_free(rx_window *w)
 {
+    for (int i = 0; w->hold && i < w->n_hold; i++)
+        free(w->hold[i].bytes);
+    free(w->hold);
+    w->hold = NULL;
     if (!w->ring)
         return;
     for (int i = 0; i < w->n_ring; i++) {
@@ -135,37 +144,128 @@ static void rx_window_copy(rx_window *w, rx_place *places, int n)
         }
 }
 
-/* Claims place h (lock held): false when it has none (late, bytes beyond a
- * complete piece, or the window failed). */
+/* The held packets are not the stream's after all (lock held): outliers. */
+static void rx_window_drop_held(rx_window *w)
+{
+    for (int i = 0; i < w->n_held; i++)
+        cbf_counter_add(w->c_outlier, w->hold[i].p.packets ? w->hold[i].p.packets : 1);
+    w->n_held = 0;
+    w->cand_packets = 0;
+}
+
+enum { RX_OUTLIER, RX_HELD, RX_JUMP };
+
+/* Place h is for a chunk past the one after the newest open chunk (lock
+ * held). RX_JUMP when it makes jump_packets distinct packets for chunks
+ * within the window's width of where the first of them asked for: the
+ * stream itself has moved there (a gap, or a digitiser restarted with
+ * timestamps ahead). Before that it is held (RX_HELD), or dropped when it
+ * repeats a held packet or is too large to hold (RX_OUTLIER, counted by
+ * the caller; it still counts as evidence when distinct). A packet that
+ * disagrees starts again, the ones held dropped: a lone spoofed or corrupt
+ * timestamp never gathers the count. */
+static int rx_window_agrees(rx_window *w, const rx_place *h)
+{
+    if (!w->cand_packets || h->idx < w->cand_idx || h->idx >= w->cand_idx + w->n_ring) {
+        rx_window_drop_held(w);
+        w->cand_idx = h->idx;
+    }
+    for (int i = 0; i < w->n_held; i++) {
+        const rx_place *o = &w->hold[i].p;
+        if (o->idx == h->idx && o->piece == h->piece && o->offset == h->offset)
+            return RX_OUTLIER;   /* one packet again is no more evidence */
+    }
+    w->cand_packets += h->packets ? h->packets : 1;
+    if (w->cand_packets >= w->jump_packets)
+        return RX_JUMP;
+    if (w->n_held == w->n_hold || h->len > w->hold_bytes)
+        return RX_OUTLIER;
+    struct rx_held *k = &w->hold[w->n_held++];
+    memcpy(k->bytes, h->data, h->len);
+    k->p = *h;
+    k->p.data = k->bytes;
+    return RX_HELD;
+}
+
+static bool rx_window_claim(rx_window *w, rx_place *h);
+
+/* The jump is taken (lock held): the window moves so that h and every held
+ * packet fit, and the held ones are placed (copied here: they are few). */
+static void rx_window_take_jump(rx_window *w, const rx_place *h)
+{
+    int64_t to = h->idx;
+    for (int i = 0; i < w->n_held; i++)
+        to = w->hold[i].p.idx > to ? w->hold[i].p.idx : to;
+    cbf_log_warn("the stream moved from chunk %lld to chunk %lld (timestamp %lld), %u packets agreeing: "
+                 "the window follows, the chunks in between flagged missing",
+                 (long long)(w->base + w->n_ring - 1), (long long)h->idx,
+                 (long long)(h->idx * w->chunk_step), w->jump_packets);
+    int rc = rx_window_advance(w, to);
+    if (rc)
+        atomic_store(&w->send_rc, rc);
+    int n = w->n_held;
+    w->n_held = 0;
+    w->cand_packets = 0;
+    for (int i = 0; i < n; i++)
+        if (rx_window_claim(w, &w->hold[i].p))
+            rx_window_copy(w, &w->hold[i].p, 1);
+}
+
+/* Claims place h (lock held): false when it has none (late, ahead, an
+ * outlier or held, bytes beyond a complete piece, or the window failed),
+ * each counted by the packets the place stands for (a held one once it is
+ * placed or dropped). */
 static bool rx_window_claim(rx_window *w, rx_place *h)
 {
+    uint64_t n = h->packets ? h->packets : 1;
     if (!w->started) {
         w->base = h->idx;
         w->started = true;
     }
-    if (atomic_load(&w->send_rc))
+    if (atomic_load(&w->send_rc)) {
+        cbf_counter_add(w->c_stopped, n);
         return false;
-    bool ahead = h->idx >= w->base + w->n_ring + w->max_ahead;
-    if ((ahead || h->idx < w->base) && w->now_ns - w->last_fit_ns >= w->resync_ns) {
+    }
+    int64_t head = w->base + w->n_ring - 1;
+    if (w->cand_packets && w->cand_idx <= head + 1)
+        rx_window_drop_held(w);   /* the stream came there step by step, without them */
+    bool ahead = h->idx > head + w->max_ahead, far = !ahead && h->idx > head + 1;
+    if ((ahead || far || h->idx < w->base) && w->now_ns - w->last_fit_ns >= w->resync_ns) {
+        rx_window_drop_held(w);
         int rc = rx_window_resync(w, h->idx);
         if (rc) {
             atomic_store(&w->send_rc, rc);
+            cbf_counter_add(w->c_stopped, n);
             return false;
         }
-        ahead = false;
+        ahead = far = false;
     }
     if (ahead) {
-        cbf_counter_add(w->c_ahead, 1);
+        cbf_counter_add(w->c_ahead, n);
         return false;
     }
+    if (far) {
+        int v = rx_window_agrees(w, h);
+        if (v == RX_OUTLIER)
+            cbf_counter_add(w->c_outlier, n);
+        if (v != RX_JUMP)
+            return false;
+        rx_window_take_jump(w, h);
+        if (atomic_load(&w->send_rc)) {
+            cbf_counter_add(w->c_stopped, n);
+            return false;
+        }
+    }
     if (h->idx < w->base) {
-        cbf_counter_add(h->first ? w->c_late_heaps : w->c_late_packets, 1);
+        cbf_counter_add(w->c_late_packets, n);
+        cbf_counter_add(w->c_late_heaps, h->first);
         return false;
     }
     rx_chunk *c = &w->ring[h->idx % w->n_ring];
     int rc = rx_window_advance(w, h->idx);
     if (rc || (rc = rx_window_open_chunk(w, c, h->idx))) {
         atomic_store(&w->send_rc, rc);
+        cbf_counter_add(w->c_stopped, n);
         return false;
     }
     /* More bytes than the heap holds: a packet again, or the same heap from
@@ -173,9 +273,10 @@ static bool rx_window_claim(rx_window *w, rx_place *h)
      * one that overflows that is dropped. */
     uint32_t *got = &c->got[h->piece];
     if (*got + h->len > w->piece_bytes) {
-        cbf_counter_add(w->c_duplicate, 1);
+        cbf_counter_add(w->c_duplicate, n);
         return false;
     }
+    w->accepted += n;   /* added to c_accepted once per batch */
     *got += (uint32_t)h->len;
     if (h->first && w->piece_notes)
         ((uint32_t *)c->buf->aux)[h->piece] = h->note;
@@ -214,6 +315,8 @@ void rx_window_place(rx_window *w, rx_place *places, int n, uint64_t now_ns)
         }
         rx_window_claim(w, &places[i]);
     }
+    cbf_counter_add(w->c_accepted, w->accepted);
+    w->accepted = 0;
     pthread_mutex_unlock(&w->lock);
     rx_window_copy(w, places + done, n - done);
 }
@@ -222,6 +325,7 @@ int rx_window_drain(rx_window *w)
 {
     pthread_mutex_lock(&w->lock);
     int rc = atomic_load(&w->send_rc);
+    rx_window_drop_held(w);   /* the stream ended without them */
     /* rx_window_advance() keeps n_ring chunks open; here every one up to the last goes. */
     if (!rc && w->started && w->last_index >= w->base)
         rc = rx_window_advance(w, w->last_index + w->n_ring);

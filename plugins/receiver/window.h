@@ -11,11 +11,17 @@
  * heap may arrive in any order and on any thread, as long as each says
  * which chunk and piece it belongs to.
  *
- * `n_ring` consecutive chunks are open at once; a packet for a newer chunk
- * sends the oldest ones on, and a packet for a chunk already sent is late.
- * A packet more than `max_ahead` chunks beyond the newest open chunk is
- * dropped and counted (one spoofed timestamp must not flush the window
- * through billions of empty chunks). When no packet has fitted the window
+ * `n_ring` consecutive chunks are open at once; a packet for the chunk
+ * after the newest open one sends the oldest on (the stream's own step),
+ * and a packet for a chunk already sent is late. A packet further ahead
+ * would have the window skip chunks: it moves the window only once the
+ * stream agrees, `jump_packets` distinct packets for chunks within the
+ * window's width of one another (one spoofed or corrupt timestamp must not
+ * flush the window through thousands of empty chunks and make the genuine
+ * stream late). Until then they are held (a copy of each, up to hold_bytes):
+ * placed when the jump is taken, so a genuine jump or gap loses nothing;
+ * counted as outliers and dropped when the stream goes on without them. A packet more than `max_ahead` chunks beyond the newest open chunk
+ * is dropped and counted whatever agrees with it. When no packet has fitted the window
  * for `resync_ns` while such packets keep coming, the stream itself has
  * moved (a digitiser resynchronised, forwards or back): the open chunks go
  * on, and the window restarts at the new place. Downstream then sees a jump
@@ -49,6 +55,7 @@ typedef struct rx_place {
     const uint8_t *data;
     size_t len;
     bool first;         /* holds the heap's byte 0: a late one counts a late heap */
+    uint32_t packets;   /* packets it stands for (a heap assembled elsewhere: all of them) */
     uint32_t note;      /* with first, when piece_notes: the heap's aux word (clip count) */
     rx_chunk *claimed;  /* private */
 } rx_place;
@@ -65,13 +72,28 @@ typedef struct rx_window {
     int n_ring;
     int64_t base, last_index;
     int64_t max_ahead;             /* chunks past base + n_ring - 1 a packet may ask for */
+    uint32_t jump_packets;         /* packets that must agree before the window skips chunks */
+    size_t hold_bytes;             /* the most bytes of one place held meanwhile */
+    /* Where the stream may have jumped to (lock held): the first chunk asked
+     * for, the packets that agree, and copies of those held (hold[i].p.data
+     * points at hold[i].bytes). */
+    int64_t cand_idx;
+    uint64_t cand_packets;
+    struct rx_held {
+        rx_place p;
+        uint8_t *bytes;
+    } *hold;
+    int n_hold, n_held;
+    uint64_t accepted;             /* packets accepted in this batch, not yet in c_accepted */
     uint64_t resync_ns;
     uint64_t now_ns, last_fit_ns;  /* this batch's time; the last packet that fitted */
     bool started;
     uint64_t seq;
     atomic_int send_rc;            /* first failure to get or send a buffer; read by any thread */
-    cbf_counter *c_heaps, *c_incomplete, *c_late_heaps, *c_late_packets, *c_duplicate, *c_chunks,
-        *c_missing, *c_ahead, *c_notes;
+    /* Per packet (each packet placed lands in exactly one of accepted,
+     * late, duplicate, ahead, outlier, stopped) and per heap or chunk. */
+    cbf_counter *c_accepted, *c_late_packets, *c_duplicate, *c_ahead, *c_outlier, *c_stopped;
+    cbf_counter *c_heaps, *c_incomplete, *c_late_heaps, *c_chunks, *c_missing, *c_notes;
     cbf_gauge *g_sync;             /* rx.synchronised: 1 when the last chunk was whole */
     /* katgpucbf's rx.timestamp, rx.unixtime and rx.missing-unixtime: the
      * last chunk sent, and the last one with data missing; UNIX times
@@ -82,12 +104,12 @@ typedef struct rx_window {
 } rx_window;
 
 /* The counters and out, pool, n_flags, per_flag, piece_bytes, chunk_step,
- * max_ahead and resync_ns must be set before. */
+ * max_ahead, jump_packets, hold_bytes and resync_ns must be set before. */
 int rx_window_init(rx_window *w, int n_ring, cbf_error *err);
 void rx_window_free(rx_window *w);
 /* Claims each place (counts its bytes into its piece) and copies the bytes;
- * places already late, or bytes beyond a complete piece, are counted and
- * dropped. */
+ * places already late, too far ahead, outliers, or bytes beyond a complete
+ * piece, are counted (by their packets) and dropped. */
 void rx_window_place(rx_window *w, rx_place *places, int n, uint64_t now_ns);
 /* At the end: sends every chunk up to the last one that saw a packet. */
 int rx_window_drain(rx_window *w);

@@ -41,6 +41,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../gpu_available.h"   /* cbf_test_seed */
 #include "beam_rng.h"
 #include "dither.h"
 #include "stage/contracts/xeng.h"
@@ -435,11 +436,7 @@ int main(int argc, char **argv)
         setenv("CBF_FLIGHT_DEFER", "1", 1);
     else if (argc > 1)
         return fprintf(stderr, "usage: test_beam_control [--deferred]\n"), 2;
-    const char *env = getenv("CBF_TEST_STATE");
-    uint64_t s0 = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
-    rng_state = s0 ? s0 : 1;
-    printf("test_beam_control%s: inputs from state %" PRIu64 " (CBF_TEST_STATE repeats them)\n",
-           argc > 1 ? " --deferred" : "", s0);
+    rng_state = cbf_test_seed("CBF_TEST_STATE", argc > 1 ? "test_beam_control --deferred" : "test_beam_control");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_timed_changes),
         cmocka_unit_test(test_bad_names),

@@ -502,21 +502,9 @@ static void test_bad_args(void **st)
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--gpu"))
-            use_gpu = 1;
-    if (use_gpu) {
-        char why[256];
-        if (!cbf_test_gpu_available(why, sizeof why)) {
-            printf("test_beamform --gpu: skipped: %s\n", why);
-            return 77;
-        }
-    }
-    const char *env = getenv("CBF_TEST_STATE");
-    uint64_t s0 = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
-    rng_state = s0 ? s0 : 1;
-    printf("test_beamform%s: inputs from state %" PRIu64 " (CBF_TEST_STATE repeats them)\n",
-           use_gpu ? " --gpu" : "", s0);
+    if ((use_gpu = cbf_test_gpu_arg("test_beamform", argc, argv)) < 0)
+        return 77;
+    rng_state = cbf_test_seed("CBF_TEST_STATE", use_gpu ? "test_beamform --gpu" : "test_beamform");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_args),       cmocka_unit_test(test_dither_generator),
         cmocka_unit_test(test_reference),      cmocka_unit_test(test_saturation),

@@ -360,22 +360,9 @@ static void test_refused(void **st)
 
 int main(int argc, char **argv)
 {
-    use_gpu = argc > 1 && !strcmp(argv[1], "--gpu");
-    const char *b = getenv("CBF_BUILD_ROOT");
-    if (!b) {
-        printf("test_beamform_pipeline: skipped: CBF_BUILD_ROOT not set\n");
+    if ((use_gpu = cbf_test_gpu_arg("test_beamform_pipeline", argc, argv)) < 0 ||
+        cbf_test_cbf_run("test_beamform_pipeline", exe, sizeof exe))
         return 77;
-    }
-    char why[256];
-    if (use_gpu && !cbf_test_gpu_available(why, sizeof why)) {
-        printf("test_beamform_pipeline --gpu: skipped: %s\n", why);
-        return 77;
-    }
-    snprintf(exe, sizeof exe, "%s/tools/cbf-run", b);
-    if (access(exe, X_OK)) {
-        printf("test_beamform_pipeline: skipped: no cbf-run at %s\n", exe);
-        return 77;
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pipeline),
         cmocka_unit_test(test_refused),

@@ -217,11 +217,8 @@ int main(void)
         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess)
         hopper = major == 9 && minor == 0;
-    const char *env = getenv("CBF_TEST_STATE");
-    uint64_t s0 = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
-    rng_state = s0 ? s0 : 1;
-    printf("test_xb: inputs from state %" PRIu64 " (CBF_TEST_STATE repeats them); %s\n", s0,
-           hopper ? "Hopper: the one-kernel path must run" : "not Hopper: two kernels");
+    rng_state = cbf_test_seed("CBF_TEST_STATE", hopper ? "test_xb (Hopper: the one-kernel path must run)"
+                                                       : "test_xb (not Hopper: two kernels)");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full_tile),
         cmocka_unit_test(test_absent),

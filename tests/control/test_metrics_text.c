@@ -1,5 +1,5 @@
-/* The Prometheus text format writer (core/src/metrics_text.c), compiled
- * alone, and the katgpucbf name table (core/src/metrics_names.c).
+/* The Prometheus text format writer (core/src/frontends/metrics_text.c), compiled
+ * alone, and the katgpucbf name table (core/src/frontends/metrics_names.c).
  *
  * Escaping is checked both on fixed strings and by a round trip: random
  * label values and help texts (every byte 1..255, weighted to the ones that
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "metrics.h"
+#include "frontends/metrics.h"
 
 static const cbf_metric_label node_labels[] = {{"engine", "e"}, {"node", "n"}, {"plugin", "p"}};
 

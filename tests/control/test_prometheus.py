@@ -4,6 +4,9 @@ scraped with urllib and read with prometheus_client's own parser:
 - every family has HELP and TYPE, counters are `_total`, every sample is
   labelled by engine, node and plugin; katgpucbf's names where they apply
   (input_heaps, input_missing_heaps, output_clipped_samples{pol}, ...);
+  timestamps (steady_state_timestamp, rx.timestamp) are gauges, the
+  configuration values (dither, dither_key, period) labels of
+  cbf_node_config_info, and every gauge has help of its own;
 - counters grow between two scrapes while data flows, never fall, and once
   a finite branch of the graph has finished they equal the end-of-run table
   cbf-run prints;
@@ -73,6 +76,7 @@ edges:
 """
 ENGINE_NAME = 'fe "0"\\x'
 FINITE = ("dsim", "pfb", "post", "sink")
+TIMESTAMPS = ("steady_state_timestamp", "rx.timestamp", "tx.next_timestamp")
 PLUGINS = {"dsim": "dsim", "pfb": "pfb", "post": "fft_post", "sink": "discard",
            "recv": "receiver", "idle": "discard"}
 
@@ -139,6 +143,47 @@ def check_format(text, samples, types):
     check(value(samples, "cbf_queue_depth", "pfb", queue="pfb.in") == 4, "queue depth 4 (the default)")
     check(types.get("cbf_queue_fill") == "gauge" and types.get("cbf_input_heaps") == "counter",
           "queue fill is a gauge, a node counter a counter")
+    check_meanings(text, samples)
+
+
+def check_meanings(text, samples):
+    """Timestamps are gauges, configuration values labels of an info
+    metric, and every gauge has help of its own (issue 31 item 18)."""
+    fams = {f.name: f for f in text_string_to_metric_families(text)}
+    ss = fams.get("cbf_steady_state_timestamp")
+    check(ss is not None and ss.type == "gauge" and "steady-state-timestamp" in ss.documentation
+          and "cbf_steady_state_timestamp_total" not in text,
+          "steady_state_timestamp is a gauge with its meaning as help (%s)"
+          % ((ss.type, ss.documentation) if ss else None,))
+    check(value(samples, "cbf_steady_state_timestamp", "post") == 0, "post's steady state is 0 (no request yet)")
+    rx = fams.get("cbf_rx_timestamp")
+    check(rx is not None and rx.type == "gauge" and "ADC timestamp" in rx.documentation,
+          "the receiver's rx.timestamp is a gauge (%s)" % (rx.type if rx else None,))
+    info = fams.get("cbf_node_config_info")
+    check(info is not None and info.type == "gauge" and "dither" in info.documentation
+          and "period" in info.documentation,
+          "cbf_node_config_info: a gauge whose help names its labels (%s)" % (info.documentation if info else None,))
+    conf = {s.labels["node"]: s for s in (info.samples if info else [])}
+    post, dsim = conf.get("post"), conf.get("dsim")
+    check(post is not None and post.value == 1 and post.labels.get("dither") == "true"
+          and post.labels.get("dither_key") == "1",
+          "post's dither and dither_key are labels of cbf_node_config_info (%s)" % (post.labels if post else None,))
+    check(dsim is not None and dsim.value == 1 and dsim.labels.get("period") == "0",
+          "dsim's period is a label of cbf_node_config_info (%s)" % (dsim.labels if dsim else None,))
+    check(not {"cbf_dither", "cbf_dither_key", "cbf_period"} & set(fams),
+          "no configuration value is a gauge of its own")
+    generic = [f.name for f in fams.values() if f.type == "gauge" and f.documentation.startswith("node gauge")]
+    check(not generic, "every gauge of these plugins has help of its own (generic: %s)" % generic)
+
+
+def config_of(samples, node):
+    """The labels of node's cbf_node_config_info, as numbers."""
+    for (name, labels), v in samples.items():
+        d = dict(labels)
+        if name == "cbf_node_config_info" and d.get("node") == node:
+            return {k: {"true": 1.0, "false": 0.0}.get(x, None) if x in ("true", "false") else float(x)
+                    for k, x in d.items() if k not in ("engine", "node", "plugin")}
+    return {}
 
 
 def counters_of(samples):
@@ -348,14 +393,17 @@ def main():
                           ("buffers_out", "cbf_node_buffers_out_total")):
             check(value(s3, name, node) == row[col],
                   "%s %s: scraped %s, end of run %d" % (node, col, value(s3, name, node), row[col]))
+        config = config_of(s3, node)
         for gauge, v in row["gauges"].items():
-            got = value(s3, "cbf_" + re.sub(r"[.-]", "_", gauge), node)
+            got = config[gauge] if gauge in config else value(s3, "cbf_" + re.sub(r"[.-]", "_", gauge), node)
             check(got is not None and math.isclose(got, v, rel_tol=1e-5, abs_tol=1e-9),
                   "%s gauge %s: scraped %s, end of run %g" % (node, gauge, got, v))
         for counter, v in row.items():
             if counter in ("buffers_in", "buffers_out", "gauges"):
                 continue
             name, extra = "cbf_%s_total" % counter, {}
+            if counter in TIMESTAMPS:   # counters in the node, gauges in Prometheus
+                name = "cbf_" + re.sub(r"[.-]", "_", counter)
             if node == "post" and counter.startswith("saturated_pol"):
                 name, extra = "cbf_output_clipped_samples_total", {"pol": counter[-1]}
             check(value(s3, name, node, **extra) == v,

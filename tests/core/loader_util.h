@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 #include "cbf/graph.h"
-#include "graph_model.h"
+#include "graph/graph_model.h"
 
 /* Directory of the built test plugins of one group ("good", "bad_abi", ...). */
 const char *tu_plugin_dir(const char *group);

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <cmocka.h>
 
-#include "params_priv.h"
+#include "graph/params_priv.h"
 
 static const cbf_param_decl decls[] = {
     {"values", CBF_PARAM_FLOAT_LIST, "[]", CBF_RANGE(-1e9, 1e9), NULL, "numbers"},

@@ -15,7 +15,7 @@
 #include <time.h>
 
 #include "loader_util.h"
-#include "timeref.h"
+#include "base/timeref.h"
 
 #define E(...) __VA_ARGS__, NULL
 #define NODES "nodes:\n  src:\n    plugin: tsrc\n  sink:\n    plugin: tsink\nedges:\n  - src.out -> sink.in\n"

@@ -43,6 +43,15 @@ int pl_run(const char *name, const char *yaml)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+hid_t pl_run_open(const char *name, const char *yaml, const char *h5)
+{
+    if (pl_run(name, yaml)) {
+        fprintf(stderr, "%s", pl_log(name));
+        return -1;
+    }
+    return H5Fopen(h5, H5F_ACC_RDONLY, H5P_DEFAULT);
+}
+
 const char *pl_log(const char *name)
 {
     static char text[65536];

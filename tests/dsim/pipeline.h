@@ -17,6 +17,10 @@ const char *pl_tmpdir(void);
 /* Writes yaml to <tmpdir>/<name>.yaml, runs cbf-run on it with stderr in
  * <tmpdir>/<name>.log; returns cbf-run's exit status. */
 int pl_run(const char *name, const char *yaml);
+/* pl_run, then the HDF5 file it wrote, opened read-only: its id, or -1
+ * after printing the run's log when cbf-run failed (or -1 when the file
+ * does not open). */
+hid_t pl_run_open(const char *name, const char *yaml, const char *h5);
 /* The log of the last run of that name, read into a static buffer. */
 const char *pl_log(const char *name);
 /* From cbf-run's table at exit in `table`: the value of counter `name` on

@@ -47,11 +47,7 @@ static run do_run(const char *name, int bits, size_t spc, size_t length, double 
     snprintf(path, sizeof path, "%s/%s.h5", pl_tmpdir(), name);
     snprintf(yaml, sizeof yaml, yaml_fmt, ANTS, bits, spc, length, amp, noise, missing, inputs,
              threads, start, path);
-    int rc = pl_run(name, yaml);
-    if (rc != 0)
-        fprintf(stderr, "%s", pl_log(name));
-    assert_int_equal(rc, 0);
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t f = pl_run_open(name, yaml, path);
     assert_true(f >= 0);
     run r = {.spc = spc, .length = length, .start = start};
     int rank;

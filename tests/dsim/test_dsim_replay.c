@@ -56,11 +56,7 @@ static run do_run(const char *name, const signal *sg, const char *mode, size_t s
     snprintf(path, sizeof path, "%s/%s.h5", pl_tmpdir(), name);
     snprintf(yaml, sizeof yaml, yaml_fmt, ANTS, spc, length, sg->freq, sg->amp, sg->noise,
              sg->common, sg->missing, mode, PERIOD, threads, start, realtime, fs, path);
-    int rc = pl_run(name, yaml);
-    if (rc != 0)
-        fprintf(stderr, "%s", pl_log(name));
-    assert_int_equal(rc, 0);
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t f = pl_run_open(name, yaml, path);
     assert_true(f >= 0);
     run r = {.spc = spc, .length = length, .stream_bytes = cbf_pack_bytes(spc, 8)};
     int rank;

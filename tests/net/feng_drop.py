@@ -109,7 +109,7 @@ def main():
         out_path = os.path.join(tmp, "rx.h5")
         rx = {"engine": {"gpu": "none"},
               "nodes": {"recv": {"plugin": "receiver", "params": {
-                  "source": "pcap", "pcap": cap, "stream": "feng", "antennas": 1,
+                  "source": "pcap", "pcap": cap, "address": f"127.0.0.1:{port}", "stream": "feng", "antennas": 1,
                   "channels": CHANNELS, "channels_per_heap": CPH, "spectra_per_heap": SPECTRA,
                   "batches": int(n_batches), "drop_rate": rate, "drop_seed": SEED}},
                         "sink": {"plugin": "filesink", "params": {"path": out_path}}},

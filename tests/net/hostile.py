@@ -12,7 +12,16 @@
      packets_truncated, not passed on as a packet with a wrong payload
      length; a sender asked for packets that large is refused at start;
   4. a stream stop from a socket that sent nothing else is counted in
-     stops_ignored and does not end the stream.
+     stops_ignored and does not end the stream;
+  5. one spoofed heap a little inside `max_ahead`, at the L-band rate and
+     the real timestamp step: counted in packets_outlier and dropped; the
+     window does not move, no genuine heap is late and no chunk but the
+     genuine ones is opened (before, it sent every empty chunk up to it and
+     the genuine heaps after it came late);
+  6. the stream itself jumps ahead within `max_ahead`, without a pause: the
+     window follows once `jump_packets` (4) distinct packets agree, the 3
+     before held and then placed; the chunks in between go out flagged
+     missing, and every heap after the gap is in place.
 
 usage: hostile.py CBF_RUN
 """
@@ -34,7 +43,7 @@ except ImportError as e:  # pragma: no cover
     sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopback import bound, fail, free_port, write_yaml  # noqa: E402
+from loopback import end_counts, fail, free_port, start_receiver, write_yaml  # noqa: E402
 
 SPC = 65536                 # samples per chunk and pol: 16 heaps
 HEAPS = SPC // 4096
@@ -81,26 +90,11 @@ def start(cbf_run, tmp, name, port, path, **extra):
            "nodes": {"recv": {"plugin": "receiver", "params": params},
                      "sink": {"plugin": "filesink", "params": {"path": path}}},
            "edges": ["recv.out -> sink.in"]}
-    yml = os.path.join(tmp, name + ".yaml")
-    write_yaml(yml, doc)
-    proc = subprocess.Popen([cbf_run, yml], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 30
-    while not bound(port):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            fail(f"{name}: receiver did not start: {proc.communicate()[0]}")
-        time.sleep(0.01)
-    return proc
+    return start_receiver(cbf_run, tmp, name, port, doc)
 
 
 def finish(name, proc, path):
-    try:
-        log = proc.communicate(timeout=60)[0]
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        fail(f"{name}: the receiver did not end within 60 s of the stream stop")
-    if proc.returncode:
-        fail(f"{name}: receiver exited {proc.returncode}: {log}")
-    counts = {w.split("=")[0]: int(w.split("=")[1]) for w in log.split() if "=" in w and w.split("=")[1].isdigit()}
+    counts, log = end_counts(name, proc)
     f = h5py.File(path)["recv"]
     return f["timestamp"][()], f["present"][()], f["data"][()], counts, log
 
@@ -195,6 +189,46 @@ def main():
         if counts.get("stops_ignored") != 1:
             fail(f"a stop from a silent socket: expected stops_ignored=1: {counts}")
         print("ok: a stream stop from a socket that sent nothing else ignored and counted; the stream ran on")
+
+        # max_ahead 0.01 s at 1712 MHz is 261 chunks of 65536 samples.
+        port, path = free_port(), os.path.join(tmp, "inside.h5")
+        proc = start(cbf_run, tmp, "inside", port, path, max_ahead=0.01, resync_after=60)
+        dig = Digitiser(port)
+        dig.chunks(0, 3)
+        dig.heap((2 + 250) * SPC, 0)     # spoofed, 250 chunks past the newest open one
+        dig.chunks(3, 3)
+        dig.stop()
+        ts, present, data, counts, log = finish("inside", proc, path)
+        check_chunks("a spoofed heap inside max_ahead", dig, ts, present, data)
+        if counts.get("packets_outlier") != 1 or counts.get("heaps_late") or counts.get("chunks") != 6:
+            fail(f"a spoofed heap inside max_ahead: expected packets_outlier=1, no heap late, chunks=6: {counts}")
+        print(f"ok: one heap 250 chunks ahead (inside max_ahead) counted (packets_outlier=1) and dropped; "
+              f"chunks={counts['chunks']}, heaps_late=0, every genuine heap whole")
+
+        port, path = free_port(), os.path.join(tmp, "gap.h5")
+        proc = start(cbf_run, tmp, "gap", port, path, max_ahead=0.01, resync_after=60)
+        dig = Digitiser(port)
+        dig.chunks(0, 3)
+        dig.chunks(103, 3)               # a real gap of 100 chunks, no pause
+        dig.stop()
+        ts, present, data, counts, log = finish("gap", proc, path)
+        if list(ts) != [c * SPC for c in range(106)]:
+            fail(f"a real gap: chunk timestamps {list(ts)[:8]}... ({len(ts)}), expected chunks 0 to 105")
+        flags = present.reshape(len(ts), 2, HEAPS)
+        want = np.zeros_like(flags)
+        want[[0, 1, 2, 103, 104, 105]] = 1
+        if not np.array_equal(flags, want) or counts.get("packets_outlier") or counts.get("heaps_late"):
+            fail(f"a real gap: flags differ from the expected at chunks "
+                 f"{sorted(set(np.argwhere(flags != want)[:, 0].tolist()))}; {counts}")
+        for c in [0, 1, 2, 103, 104, 105]:   # chunk c is the c-th out
+            for pol in range(2):
+                got = data[c, 0, pol].reshape(HEAPS, 5120)
+                if not all(np.array_equal(got[k], dig.sent[c][pol][k]) for k in range(HEAPS) if want[c, pol, k]):
+                    fail(f"a real gap: chunk {c} pol {pol} differs from what was sent")
+        if "the window follows" not in log:
+            fail(f"a real gap: the log does not say the window followed the stream: {log}")
+        print("ok: a real gap of 100 chunks followed after 4 agreeing packets (held, then placed: none "
+              "lost); the chunks between flagged missing, every heap after in place")
     return 0
 
 

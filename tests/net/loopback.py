@@ -60,6 +60,38 @@ def write_yaml(path, doc):
         yaml.safe_dump(doc, f)
 
 
+def start_receiver(cbf_run, tmp, name, port, doc):
+    """Starts cbf-run on doc (written to tmp/name.yaml) and returns once
+    its receiver has bound port."""
+    yml = os.path.join(tmp, name + ".yaml")
+    write_yaml(yml, doc)
+    proc = subprocess.Popen([cbf_run, yml], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 30
+    while not bound(port):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            fail(f"{name}: receiver did not start: {proc.communicate()[0]}")
+        time.sleep(0.01)
+    return proc
+
+
+def end_counts(name, proc):
+    """Waits for the run to end (at its stream stop) and returns the
+    end-of-run counters (name=value words of the log) and the log."""
+    try:
+        log = proc.communicate(timeout=60)[0]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        fail(f"{name}: the receiver did not end within 60 s of the stream stop")
+    if proc.returncode:
+        fail(f"{name}: receiver exited {proc.returncode}: {log}")
+    counts = {}
+    for w in log.split():
+        k, _, v = w.partition("=")
+        if v.isdigit():
+            counts[k] = int(v)
+    return counts, log
+
+
 def compare_with_dsim(cbf_run, dsim, tmp):
     """Runs dsim -> filesink with the dsim parameters given and compares
     tmp/rx.h5 (node recv) with it, heap by heap: returns the presence flags,

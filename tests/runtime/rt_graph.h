@@ -3,7 +3,7 @@
 #ifndef RT_GRAPH_H
 #define RT_GRAPH_H
 
-#include "graph_model.h"
+#include "graph/graph_model.h"
 #include "plugins/rt_common.h"
 
 typedef struct rt_edge_spec {

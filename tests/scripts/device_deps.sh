@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU machine's library bundle (scripts/fetch-device-deps.sh, .devdeps)
+# The GPU machine's library bundle (dev/fetch-device-deps.sh, .devdeps)
 # covers every shared library this build links, transitively: each comes from
 # the build, CUDA, a bare Debian/Ubuntu image, or a package the bundle carries.
 # Read from this machine's apt lists and ldd, so it runs where the build was
@@ -9,9 +9,9 @@
 # Args: SOURCE_ROOT BUILD_ROOT
 set -u
 src=$1 build=$2
-tool="$src/scripts/devdeps.py"
+tool="$src/dev/devdeps.py"
 # The bundle is made from Debian 12's packages (their names are in
-# scripts/devdeps.py): elsewhere (the GPU machine's Ubuntu) this check skips.
+# dev/devdeps.py): elsewhere (the GPU machine's Ubuntu) this check skips.
 os_id=$(. /etc/os-release 2>/dev/null && echo "${ID:-}-${VERSION_ID:-}")
 if [ "$os_id" != debian-12 ] || ! command -v apt-cache >/dev/null || ! command -v dpkg >/dev/null ||
    ! apt-cache show libc6 libpcap0.8 libyaml-0-2 >/dev/null 2>&1; then
@@ -38,10 +38,10 @@ if ldd "$build"/plugins/receiver/*.so 2>/dev/null | grep -q libpcap; then
 fi
 
 # A bundle already fetched here must cover the build too (the file in it, and
-# pkg-config from it alone); refetch with scripts/fetch-device-deps.sh.
+# pkg-config from it alone); refetch with dev/fetch-device-deps.sh.
 if [ -d "$src/.devdeps" ]; then
     out=$("$tool" check "$build" --bundle "$src/.devdeps" 2>&1) ||
-        { echo "$out"; echo "FAIL: $src/.devdeps is stale: run scripts/fetch-device-deps.sh"; fail=1; }
+        { echo "$out"; echo "FAIL: $src/.devdeps is stale: run dev/fetch-device-deps.sh"; fail=1; }
     echo "bundle $src/.devdeps: $(echo "$out" | tail -1)"
 fi
 exit $fail

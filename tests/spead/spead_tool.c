@@ -198,11 +198,10 @@ static int receive(int port, const char *pcap_path, const char *out_path)
             fprintf(stderr, "spead_tool: %s\n", err.msg);
             return 1;
         }
-        const uint8_t *p;
-        size_t len;
+        cbf_pcap_datagram d;
         int got;
-        while ((got = cbf_pcap_reader_next(r, 0, &p, &len, NULL, &err)) == 1)
-            if (cbf_spead_assembler_add(a, p, len))
+        while ((got = cbf_pcap_reader_next(r, &d, NULL, &err)) == 1)
+            if (cbf_spead_assembler_add(a, d.payload, d.len))
                 break;
         if (got < 0) {
             fprintf(stderr, "spead_tool: %s\n", err.msg);

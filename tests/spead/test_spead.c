@@ -292,7 +292,12 @@ static void test_eviction_and_stop(void **s)
     assert_int_equal(k->late, 1);
     assert_int_equal(k->heaps, 1);
     assert_int_equal(k->incomplete, 3);     /* 0 evicted, 2 and 3 flushed at the end */
+    assert_int_equal(k->incomplete_packets, 3);   /* one packet each */
     assert_int_equal(k->stops, 1);
+    /* Every packet offered under one reason, or in heap 1 (3 packets). */
+    assert_int_equal(k->packets, 8);
+    assert_int_equal(cbf_spead_counters_malformed(k) + k->late + k->duplicate + k->fragmented + k->stops +
+                         k->incomplete_packets + 3, k->packets);
     assert_int_equal(c.n, 4);
     assert_int_equal(c.cnt[2], 2);           /* flushed oldest first */
     assert_int_equal(c.cnt[3], 3);

@@ -10,7 +10,11 @@ not end on a comma or a joining word, and the length is not that of a fixed buff
 (a text cut by snprintf stops at one). An area built without its GPU code
 (cbf-bench feng in a CPU build) says so and is passed over.
 
-Args: BUILD_ROOT"""
+Every tool's --version exits 0 and prints one line, the tool's name and
+the project's version from meson.build (`cbf-run 0.1.0`), on standard
+output only.
+
+Args: BUILD_ROOT VERSION"""
 import re
 import subprocess
 import sys
@@ -44,7 +48,21 @@ def problems(text):
     return out
 
 
-def main(build):
+def check_version(tools, version):
+    bad = 0
+    for name in ("cbf-run", "cbf-ctl", "cbf-inspect", "cbf-array", "cbf-bench"):
+        r = subprocess.run(tools[name] + ["--version"], capture_output=True, text=True, timeout=30)
+        want = f"{name} {version}\n"
+        if r.returncode != 0 or r.stdout != want or r.stderr:
+            bad += 1
+            print(f"FAIL {name} --version: exit {r.returncode}, {r.stdout!r}, stderr {r.stderr[:200]!r};"
+                  f" want {want!r}")
+        else:
+            print(f"ok {name} --version: {r.stdout.strip()}")
+    return bad
+
+
+def main(build, version):
     tools = {"cbf-run": [f"{build}/tools/cbf-run"],
              "cbf-ctl": [f"{build}/tools/cbf-ctl"],
              "cbf-inspect": [f"{build}/tools/cbf-inspect"],
@@ -57,7 +75,7 @@ def main(build):
         return 1
     for a in areas:
         tools[f"cbf-bench {a}"] = tools["cbf-bench"] + [a]
-    bad = 0
+    bad = check_version(tools, version)
     for name, cmd in tools.items():
         r = subprocess.run(cmd + ["--help"], capture_output=True, text=True, timeout=30)
         if name.startswith("cbf-bench ") and r.returncode == 1 and "built without CUDA" in r.stderr:
@@ -77,4 +95,4 @@ def main(build):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(sys.argv[1], sys.argv[2]))

@@ -447,21 +447,9 @@ static void test_bad_args(void **state)
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--gpu"))
-            use_gpu = 1;
-    if (use_gpu) {
-        char why[256];
-        if (!cbf_test_gpu_available(why, sizeof why)) {
-            printf("test_xeng --gpu: skipped: %s\n", why);
-            return 77;
-        }
-    }
-    const char *env = getenv("CBF_TEST_SEED");
-    uint64_t seed = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
-    rng_state = seed ? seed : 1;
-    printf("test_xeng%s: seed %" PRIu64 " (CBF_TEST_SEED repeats it)\n", use_gpu ? " --gpu" : "",
-           seed);
+    if ((use_gpu = cbf_test_gpu_arg("test_xeng", argc, argv)) < 0)
+        return 77;
+    rng_state = cbf_test_seed("CBF_TEST_SEED", use_gpu ? "test_xeng --gpu" : "test_xeng");
     /* CBF_TEST_FILTER: run only the tests whose names match (cmocka's
      * pattern: * and ?), e.g. a quicker compute-sanitizer pass */
     const char *filter = getenv("CBF_TEST_FILTER");

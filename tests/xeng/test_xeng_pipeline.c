@@ -396,23 +396,15 @@ static void test_shipped_pipeline(void **state)
 
 int main(int argc, char **argv)
 {
-    use_gpu = argc > 1 && !strcmp(argv[1], "--gpu");
-    const char *b = getenv("CBF_BUILD_ROOT"), *sr = getenv("CBF_SOURCE_ROOT");
-    if (!b || !sr) {
-        printf("test_xeng_pipeline: skipped: CBF_BUILD_ROOT / CBF_SOURCE_ROOT not set\n");
+    const char *sr = getenv("CBF_SOURCE_ROOT");
+    if (!sr) {
+        printf("test_xeng_pipeline: skipped: CBF_SOURCE_ROOT not set\n");
         return 77;
     }
-    char why[256];
-    if (use_gpu && !cbf_test_gpu_available(why, sizeof why)) {
-        printf("test_xeng_pipeline --gpu: skipped: %s\n", why);
-        return 77;
-    }
-    snprintf(exe, sizeof exe, "%s/tools/cbf-run", b);
     snprintf(src_root, sizeof src_root, "%s", sr);
-    if (access(exe, X_OK)) {
-        printf("test_xeng_pipeline: skipped: no cbf-run at %s\n", exe);
+    if ((use_gpu = cbf_test_gpu_arg("test_xeng_pipeline", argc, argv)) < 0 ||
+        cbf_test_cbf_run("test_xeng_pipeline", exe, sizeof exe))
         return 77;
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_against_reference),
         cmocka_unit_test(test_against_reference_4bit),

@@ -14,7 +14,7 @@
 #include <yaml.h>
 
 #include "array.h"
-#include "params_priv.h"
+#include "graph/params_priv.h"
 
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 

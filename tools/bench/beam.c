@@ -9,7 +9,7 @@
  * counted), against cuBLAS's fp32 SGEMM (what the same sums cost on CUDA
  * cores) and fp16 tensor-core GEMM (the arithmetic rates the issue names;
  * the kernel itself runs exact int8 digit products on the tensor cores,
- * docs/performance.md says how many).
+ * docs/notes/performance-history.md says how many).
  *
  * Beside the correlator: the correlator alone on a call's batches, then
  * correlator and beamformer on the same input, one after the other on one
@@ -24,9 +24,9 @@
 #include "beamform.h"
 #include "correlator.h"
 
-#ifdef CBF_HAVE_CUDA
 
 #include "gpu_time.h"
+#include "opts.h"
 
 #define CK(call) CBF_BENCH_CK("beam", call)
 #define MAX_LIST 8
@@ -418,87 +418,36 @@ static int beside_ring(const opts *o, int n, int b, int channels, int heaps, siz
     return 0;
 }
 
-static int parse_list(const char *v, int *out, int *n)
-{
-    *n = 0;
-    for (const char *p = v; *p && *n < MAX_LIST;) {
-        char *end;
-        long x = strtol(p, &end, 10);
-        if (end == p || x < 1)
-            return 1;
-        out[(*n)++] = (int)x;
-        p = *end == ',' ? end + 1 : end;
-        if (*end && *end != ',')
-            return 1;
-    }
-    return *n == 0;
-}
-
 static int parse(int argc, char **argv, opts *o)
 {
-    static const int ants[] = {64, 256, 1024}, beams[] = {8, 64, 256};
-    memset(o, 0, sizeof *o);
-    o->reps = 7;
-    o->gib = 0.5;
-    o->dither = 1;
-    memcpy(o->ants, ants, sizeof ants);
-    o->n_ants = 3;
-    memcpy(o->beams, beams, sizeof beams);
-    o->n_beams = 3;
-    /* MeerKAT's 4096 channels over 32 X-engines, its 32768 over 64 and 32 */
-    o->xb_channels[0] = 128;
-    o->xb_channels[1] = 512;
-    o->xb_channels[2] = 1024;
-    o->n_xb = 3;
-    /* heaps per buffer: cbf's receiver's default chunk once, and
-     * katgpucbf's (--heaps-per-fengine-per-chunk 32) */
-    o->xb_heaps[0] = 4;
-    o->xb_heaps[1] = 32;
-    o->n_xh = 2;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help")) {
-            printf("usage: cbf-bench beam [--ants 64,256,1024] [--beams 8,64,256] [--reps N]\n"
-                   "                      [--gib G] [--no-dither] [--xb-channels 128,512,1024]\n"
-                   "                      [--xb-heaps 4,32]\n"
-                   "Times the beamformer for every (antennas, beams) pair against the copy\n"
-                   "rate and the cuBLAS fp32 and fp16 GEMM rates, measured in the same run,\n"
-                   "then beside the correlator on the same input (the first beam count):\n"
-                   "one call of --gib, and (the first antenna count) a stream of buffers of\n"
-                   "an X-engine's channels and --xb-heaps heaps (batches) each; each with\n"
-                   "the two kernels on one stream and on\n"
-                   "two, and with cbf_xb_cuda_run (one kernel where the shape allows).\n");
-            return 1;
-        } else if (v && !strcmp(a, "--ants")) {
-            if (parse_list(v, o->ants, &o->n_ants))
-                return fprintf(stderr, "cbf-bench beam: --ants: '%s' is not a list of counts\n", v), 2;
-            i++;
-        } else if (v && !strcmp(a, "--beams")) {
-            if (parse_list(v, o->beams, &o->n_beams))
-                return fprintf(stderr, "cbf-bench beam: --beams: '%s' is not a list of counts\n", v), 2;
-            i++;
-        } else if (v && !strcmp(a, "--reps")) {
-            o->reps = atoi(v), i++;
-        } else if (v && !strcmp(a, "--gib")) {
-            o->gib = atof(v), i++;
-        } else if (v && !strcmp(a, "--xb-channels")) {
-            if (parse_list(v, o->xb_channels, &o->n_xb))
-                return fprintf(stderr, "cbf-bench beam: --xb-channels: '%s' is not a list of counts\n", v), 2;
-            i++;
-        } else if (v && !strcmp(a, "--xb-heaps")) {
-            if (parse_list(v, o->xb_heaps, &o->n_xh))
-                return fprintf(stderr, "cbf-bench beam: --xb-heaps: '%s' is not a list of counts\n", v), 2;
-            i++;
-        } else if (!strcmp(a, "--no-dither")) {
-            o->dither = 0;
-        } else {
-            fprintf(stderr, "cbf-bench beam: unknown option '%s' (--help)\n", a);
-            return 2;
-        }
-    }
-    if (o->reps < 1 || o->reps > 64 || !(o->gib > 0 && o->gib <= 8))
-        return fprintf(stderr, "cbf-bench beam: --reps 1..64, --gib in (0, 8]\n"), 2;
-    return 0;
+    /* MeerKAT's 4096 channels over 32 X-engines, its 32768 over 64 and 32;
+     * heaps per buffer: cbf's receiver's default chunk once, and katgpucbf's
+     * (--heaps-per-fengine-per-chunk 32). */
+    *o = (opts){.ants = {64, 256, 1024}, .n_ants = 3, .beams = {8, 64, 256}, .n_beams = 3, .reps = 7,
+                .dither = 1, .gib = 0.5, .xb_channels = {128, 512, 1024}, .n_xb = 3, .xb_heaps = {4, 32},
+                .n_xh = 2};
+    const cbf_bench_opt table[] = {
+        {"--ants", CBF_BOPT_INTS, o->ants, &o->n_ants, MAX_LIST, 1, 1 << 16},
+        {"--beams", CBF_BOPT_INTS, o->beams, &o->n_beams, MAX_LIST, 1, 1 << 16},
+        {"--reps", CBF_BOPT_INT, &o->reps, .lo = 1, .hi = 64},
+        {"--gib", CBF_BOPT_REAL, &o->gib, .lo = 1e-6, .hi = 8},
+        {"--xb-channels", CBF_BOPT_INTS, o->xb_channels, &o->n_xb, MAX_LIST, 1, 1 << 20},
+        {"--xb-heaps", CBF_BOPT_INTS, o->xb_heaps, &o->n_xh, MAX_LIST, 1, 1 << 16},
+        {"--no-dither", CBF_BOPT_FLAG, &o->dither, .set = 0},
+        {0},
+    };
+    return cbf_bench_parse("beam",
+                           "usage: cbf-bench beam [--ants 64,256,1024] [--beams 8,64,256] [--reps N]\n"
+                           "                      [--gib G] [--no-dither] [--xb-channels 128,512,1024]\n"
+                           "                      [--xb-heaps 4,32]\n"
+                           "Times the beamformer for every (antennas, beams) pair against the copy\n"
+                           "rate and the cuBLAS fp32 and fp16 GEMM rates, measured in the same run,\n"
+                           "then beside the correlator on the same input (the first beam count):\n"
+                           "one call of --gib, and (the first antenna count) a stream of buffers of\n"
+                           "an X-engine's channels and --xb-heaps heaps (batches) each; each with\n"
+                           "the two kernels on one stream and on\n"
+                           "two, and with cbf_xb_cuda_run (one kernel where the shape allows).\n",
+                           argc, argv, table);
 }
 
 int cbf_bench_beam(int argc, char **argv)
@@ -554,12 +503,3 @@ int cbf_bench_beam(int argc, char **argv)
     CK(cudaStreamDestroy(s));
     return 0;
 }
-#else
-int cbf_bench_beam(int argc, char **argv)
-{
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "cbf-bench beam: built without CUDA; the beamformer benchmark needs a GPU\n");
-    return 1;
-}
-#endif

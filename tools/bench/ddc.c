@@ -37,10 +37,10 @@
 #include "pfb.h"
 #endif
 
-#ifdef CBF_HAVE_CUDA
 #include <cuda_runtime.h>
 
 #include "gpu_time.h"
+#include "opts.h"
 
 #define MEERKAT_ANT_RATE (2 * 1712e6) /* samples/s of one L-band antenna, both pols */
 
@@ -100,17 +100,6 @@ static int do_ddc(void *p)
     return 0;
 }
 
-static void fill_random(uint8_t *p, size_t n, uint64_t seed)
-{
-    uint64_t x = seed | 1;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        p[i] = (uint8_t)((x * 0x2545f4914f6cdd1dull) >> 56);
-    }
-}
-
 static int bench_one(const opts *o, int S, int W, int C, const uint8_t *const d_in[2],
                      size_t in_samples, float *d_out, double copy_rate, double fma_rate,
                      ctx *c)
@@ -155,70 +144,54 @@ static int bench_one(const opts *o, int S, int W, int C, const uint8_t *const d_
     return 0;
 }
 
-static int parse_list(const char *v, int *out, int max)
+/* --chain S:channels[:unzip],...: the narrowband chains to time ("": none). */
+static int parse_chain(const char *v, void *value)
 {
-    int n = 0;
-    for (const char *s = v; *s && n < max;) {
+    opts *o = value;
+    o->n_chain = 0;
+    for (const char *q = v; *q;) {
         char *e;
-        out[n++] = (int)strtol(s, &e, 10);
-        s = *e ? e + 1 : e;
+        if (o->n_chain == 8)
+            return -1;
+        o->chain_s[o->n_chain] = (int)strtol(q, &e, 10);
+        if (*e != ':' || o->chain_s[o->n_chain] < 1)
+            return -1;
+        o->chain_n[o->n_chain] = (int)strtol(e + 1, &e, 10);
+        o->chain_u[o->n_chain++] = *e == ':' ? (int)strtol(e + 1, &e, 10) : 0;
+        if (*e && *e != ',')
+            return -1;
+        q = *e ? e + 1 : e;
     }
-    return n;
+    return 0;
 }
 
 static int parse(int argc, char **argv, opts *o)
 {
     *o = (opts){{8, 16, 32}, 3, {8, 16}, 2, {0, 4, 8, 16}, 4, 10, 20, (size_t)1 << 28,
                 {8, 16, 32, 8, 8}, {4096, 4096, 1024, 32768, 32768}, {0, 0, 0, 0, 1}, 5, 16};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !v) {
-            fprintf(strcmp(a, "--help") ? stderr : stdout,
-                    "usage: cbf-bench ddc [--decimation 8,16,32] [--ratio 8,16]\n"
-                    "                     [--per-thread 0,4,8,16] [--bits 10] [--samples 268435456]\n"
-                    "                     [--reps 20]\n"
-                    "                     [--chain 8:4096,16:4096,32:1024,8:32768,8:32768:1]\n"
-                    "                     [--pfb-taps 16]\n"
-                    "ratio: taps / decimation (4, 8, 12 or 16); samples: per polarisation;\n"
-                    "per-thread: 0 the default kernel (tensor cores where they apply), 4, 8, 16\n"
-                    "the FMA kernel with that many outputs per thread;\n"
-                    "chain: S:channels[:unzip] of the narrowband chain (DDC taps 8 S; unzip 1, 2\n"
-                    "or 4, cbf_pfb_auto_unzip_complex when left out), \"\" for none\n");
-            return strcmp(a, "--help") ? 2 : 1;
-        }
-        i++;
-        if (!strcmp(a, "--decimation"))
-            o->n_dec = parse_list(v, o->dec, 8);
-        else if (!strcmp(a, "--ratio"))
-            o->n_ratio = parse_list(v, o->ratio, 4);
-        else if (!strcmp(a, "--per-thread"))
-            o->n_pt = parse_list(v, o->per_thread, 4);
-        else if (!strcmp(a, "--bits"))
-            o->bits = atoi(v);
-        else if (!strcmp(a, "--samples"))
-            o->samples = strtoull(v, NULL, 0);
-        else if (!strcmp(a, "--chain")) {
-            o->n_chain = 0;
-            for (const char *q = v; *q && o->n_chain < 8;) {
-                char *e;
-                o->chain_s[o->n_chain] = (int)strtol(q, &e, 10);
-                if (*e != ':')
-                    break;
-                o->chain_n[o->n_chain] = (int)strtol(e + 1, &e, 10);
-                o->chain_u[o->n_chain++] = *e == ':' ? (int)strtol(e + 1, &e, 10) : 0;
-                q = *e ? e + 1 : e;
-            }
-        } else if (!strcmp(a, "--pfb-taps"))
-            o->pfb_taps = atoi(v);
-        else if (!strcmp(a, "--reps"))
-            o->reps = atoi(v) < 1 ? 1 : atoi(v) > 64 ? 64 : atoi(v);
-        else {
-            fprintf(stderr, "cbf-bench ddc: unknown option %s\n", a);
-            return 2;
-        }
-    }
-    return 0;
+    const cbf_bench_opt table[] = {
+        {"--decimation", CBF_BOPT_INTS, o->dec, &o->n_dec, 8, 1, 1024},
+        {"--ratio", CBF_BOPT_INTS, o->ratio, &o->n_ratio, 4, 1, 64},
+        {"--per-thread", CBF_BOPT_INTS, o->per_thread, &o->n_pt, 4, 0, 64},
+        {"--bits", CBF_BOPT_INT, &o->bits, .lo = 2, .hi = 16},
+        {"--samples", CBF_BOPT_SIZE, &o->samples, .lo = 1, .hi = 1e12},
+        {"--chain", CBF_BOPT_TEXT, o, .check = parse_chain},
+        {"--pfb-taps", CBF_BOPT_INT, &o->pfb_taps, .lo = 1, .hi = 256},
+        {"--reps", CBF_BOPT_INT, &o->reps, .lo = 1, .hi = 64},
+        {0},
+    };
+    return cbf_bench_parse("ddc",
+                           "usage: cbf-bench ddc [--decimation 8,16,32] [--ratio 8,16]\n"
+                           "                     [--per-thread 0,4,8,16] [--bits 10] [--samples 268435456]\n"
+                           "                     [--reps 20]\n"
+                           "                     [--chain 8:4096,16:4096,32:1024,8:32768,8:32768:1]\n"
+                           "                     [--pfb-taps 16]\n"
+                           "ratio: taps / decimation (4, 8, 12 or 16); samples: per polarisation;\n"
+                           "per-thread: 0 the default kernel (tensor cores where they apply), 4, 8, 16\n"
+                           "the FMA kernel with that many outputs per thread;\n"
+                           "chain: S:channels[:unzip] of the narrowband chain (DDC taps 8 S; unzip 1, 2\n"
+                           "or 4, cbf_pfb_auto_unzip_complex when left out), \"\" for none\n",
+                           argc, argv, table);
 }
 
 static int ceilings(ctx *c, double *copy_rate, double *fma_rate, const struct cudaDeviceProp *p)
@@ -422,7 +395,7 @@ int cbf_bench_ddc(int argc, char **argv)
         return 1;
     for (int p = 0; p < 2; p++) {
         CK(cudaMalloc((void **)&d_in[p], in_bytes));
-        fill_random(host, in_bytes, 0x5eed + (uint64_t)p);
+        cbf_bench_random_bytes(host, in_bytes, 0x5eed + (uint64_t)p);
         CK(cudaMemcpy(d_in[p], host, in_bytes, cudaMemcpyHostToDevice));
     }
     CK(cudaMalloc((void **)&d_out, 2 * 2 * sizeof(float) * (o.samples / 2 + 1)));
@@ -444,12 +417,3 @@ int cbf_bench_ddc(int argc, char **argv)
     free(host);
     return 0;
 }
-#else
-int cbf_bench_ddc(int argc, char **argv)
-{
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "cbf-bench ddc: built without CUDA; the DDC benchmark needs a GPU\n");
-    return 1;
-}
-#endif

@@ -26,6 +26,7 @@
 #include "cbf/gpu.h"
 #include "cbf/log.h"
 #include "engine.h"
+#include "opts.h"
 
 #ifdef CBF_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -199,33 +200,7 @@ static int eng_case_feng(eng_bench *b, bool gpu)
 
 /* ---- options ---- */
 
-static int eng_ints(const char *s, int *out, int max)
-{
-    int n = 0;
-    for (char *end; *s && n < max; s = *end ? end + 1 : end) {
-        long v = strtol(s, &end, 10);
-        if (end == s || v <= 0 || (*end && *end != ','))
-            return -1;
-        out[n++] = (int)v;
-    }
-    return n;
-}
-
-static int eng_floats(const char *s, double *out, int max)
-{
-    int n = 0;
-    for (char *end; *s && n < max; s = *end ? end + 1 : end) {
-        double v = strtod(s, &end);
-        if (end == s || v <= 0 || (*end && *end != ','))
-            return -1;
-        out[n++] = v;
-    }
-    return n;
-}
-
-static void eng_usage(FILE *f)
-{
-    fprintf(f,
+static const char eng_usage[] =
             "usage: cbf-bench engine [--case a,b,c,d|all] [--seconds S] [--warmup S]\n"
             "                        [--ants 1,2,4,...] [--channels 32768,4096]\n"
             "                        [--gpu auto|required|none] [--scale F]\n"
@@ -243,74 +218,60 @@ static void eng_usage(FILE *f)
             "     (what limits it)\n"
             "defaults: --case all --seconds 3 --warmup 1 --ants 1,2,4,8,16\n"
             "          --channels 32768,4096 --scale 1 --rx-threads 4 --tx-threads 2\n"
-            "          --xeng-channels 64 --fractions 0.1,0.25,0.5,0.7,0.8,0.9,1\n");
+            "          --xeng-channels 64 --fractions 0.1,0.25,0.5,0.7,0.8,0.9,1\n";
+
+/* --case: "a", "a,d", "ad" or "all". */
+static int eng_cases(const char *v, void *value)
+{
+    eng_opts *o = value;
+    size_t n = 0;
+    for (const char *c = strcmp(v, "all") ? v : "abcd"; *c; c++)
+        if (*c != ',') {
+            if (!strchr("abcd", *c) || n + 1 >= sizeof o->cases)
+                return -1;
+            o->cases[n++] = *c;
+        }
+    o->cases[n] = '\0';
+    return n ? 0 : -1;
+}
+
+static int eng_gpu(const char *v, void *value)
+{
+    *(const char **)value = v;
+    return strcmp(v, "auto") && strcmp(v, "required") && strcmp(v, "none");
+}
+
+static int eng_dir(const char *v, void *value)
+{
+    eng_opts *o = value;
+    if (o->n_dirs == 8)
+        return -1;
+    o->dirs[o->n_dirs++] = v;
+    return 0;
 }
 
 static int eng_parse(int argc, char **argv, eng_opts *o)
 {
-    static const int ants[] = {1, 2, 4, 8, 16};
-    static const double fr[] = {0.1, 0.25, 0.5, 0.7, 0.8, 0.9, 1.0};
-    *o = (eng_opts){.cases = "abcd", .seconds = 3, .warmup = 1, .scale = 1, .n_ants = 5,
+    *o = (eng_opts){.cases = "abcd", .seconds = 3, .warmup = 1, .scale = 1, .ants = {1, 2, 4, 8, 16}, .n_ants = 5,
                     .channels = {32768, 4096}, .n_channels = 2, .xeng_channels = 64, .rx_threads = 4, .tx_threads = 2,
-                    .n_fractions = 7};
-    memcpy(o->ants, ants, sizeof ants);
-    memcpy(o->fractions, fr, sizeof fr);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        bool bad = false;
-        if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
-            o->verbose = true;
-            continue;
-        }
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            eng_usage(stdout);
-            return 1;
-        }
-        if (!v) {
-            bad = true;
-        } else if (!strcmp(a, "--case")) {
-            /* "a", "a,d", "ad" or "all" */
-            size_t n = 0;
-            for (const char *c = strcmp(v, "all") ? v : "abcd"; *c && !bad; c++)
-                if (*c != ',')
-                    bad = !strchr("abcd", *c) || n + 1 >= sizeof o->cases || !(o->cases[n++] = *c);
-            o->cases[n] = '\0';
-            bad = bad || !n;
-        } else if (!strcmp(a, "--seconds")) {
-            bad = (o->seconds = atof(v)) <= 0;
-        } else if (!strcmp(a, "--warmup")) {
-            bad = (o->warmup = atof(v)) < 0;
-        } else if (!strcmp(a, "--scale")) {
-            bad = (o->scale = atof(v)) <= 0;
-        } else if (!strcmp(a, "--ants")) {
-            bad = (o->n_ants = eng_ints(v, o->ants, MAX_LIST)) <= 0;
-        } else if (!strcmp(a, "--channels")) {
-            bad = (o->n_channels = eng_ints(v, o->channels, 8)) <= 0;
-        } else if (!strcmp(a, "--rx-threads")) {
-            bad = (o->rx_threads = atoi(v)) <= 0;
-        } else if (!strcmp(a, "--tx-threads")) {
-            bad = (o->tx_threads = atoi(v)) <= 0;
-        } else if (!strcmp(a, "--xeng-channels")) {
-            bad = (o->xeng_channels = atoi(v)) <= 0;
-        } else if (!strcmp(a, "--fractions")) {
-            bad = (o->n_fractions = eng_floats(v, o->fractions, MAX_LIST)) <= 0;
-        } else if (!strcmp(a, "--gpu")) {
-            bad = strcmp(v, "auto") && strcmp(v, "required") && strcmp(v, "none");
-            o->gpu = v;
-        } else if (!strcmp(a, "--plugin-path")) {
-            if (o->n_dirs < 8)
-                o->dirs[o->n_dirs++] = v;
-        } else {
-            bad = true;
-        }
-        if (bad) {
-            fprintf(stderr, "cbf-bench engine: bad or incomplete option '%s'\n", a);
-            eng_usage(stderr);
-            return 2;
-        }
-        i++;
-    }
-    return 0;
+                    .fractions = {0.1, 0.25, 0.5, 0.7, 0.8, 0.9, 1.0}, .n_fractions = 7};
+    const cbf_bench_opt table[] = {
+        {"--case", CBF_BOPT_TEXT, o, .check = eng_cases},
+        {"--seconds", CBF_BOPT_REAL, &o->seconds, .lo = 1e-3, .hi = 1e6},
+        {"--warmup", CBF_BOPT_REAL, &o->warmup, .lo = 0, .hi = 1e6},
+        {"--scale", CBF_BOPT_REAL, &o->scale, .lo = 1e-6, .hi = 1e6},
+        {"--ants", CBF_BOPT_INTS, o->ants, &o->n_ants, MAX_LIST, 1, 1 << 16},
+        {"--channels", CBF_BOPT_INTS, o->channels, &o->n_channels, 8, 1, 1 << 20},
+        {"--rx-threads", CBF_BOPT_INT, &o->rx_threads, .lo = 1, .hi = 1024},
+        {"--tx-threads", CBF_BOPT_INT, &o->tx_threads, .lo = 1, .hi = 1024},
+        {"--xeng-channels", CBF_BOPT_INT, &o->xeng_channels, .lo = 1, .hi = 1 << 20},
+        {"--fractions", CBF_BOPT_REALS, o->fractions, &o->n_fractions, MAX_LIST, 1e-6, 1e6},
+        {"--gpu", CBF_BOPT_TEXT, &o->gpu, .check = eng_gpu},
+        {"--plugin-path", CBF_BOPT_TEXT, o, .check = eng_dir},
+        {"--verbose", CBF_BOPT_FLAG, &o->verbose, .set = 1, .alias = "-v"},
+        {0},
+    };
+    return cbf_bench_parse("engine", eng_usage, argc, argv, table);
 }
 
 int cbf_bench_engine(int argc, char **argv)

@@ -24,7 +24,7 @@ typedef struct eng_opts {
     int ants[MAX_LIST], n_ants;
     int channels[8], n_channels;
     int xeng_channels, rx_threads, tx_threads;
-    bool verbose;
+    int verbose;
     double fractions[MAX_LIST];
     int n_fractions;
     const char *gpu; /* NULL: each case's own */

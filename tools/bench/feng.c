@@ -17,10 +17,10 @@
 #include "fft_post.h"
 #include "pfb.h"
 
-#ifdef CBF_HAVE_CUDA
 #include <cuda_runtime.h>
 
 #include "gpu_time.h"
+#include "opts.h"
 #ifdef CBF_BENCH_FENG_DX
 #include "fft_dx.h"
 #include "feng_dx.h"
@@ -89,17 +89,6 @@ static int do_copy(void *ctx)
     chain *c = ctx;
     CK(cudaMemcpyAsync(c->dst, c->src, c->copy_bytes, cudaMemcpyDeviceToDevice, c->stream));
     return 0;
-}
-
-static void fill_random(uint8_t *p, size_t n, uint64_t seed)
-{
-    uint64_t x = seed | 1;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        p[i] = (uint8_t)((x * 0x2545f4914f6cdd1dull) >> 56);
-    }
 }
 
 /* four_pass: the four-pass chain's bytes per sample for a chain's last
@@ -226,7 +215,7 @@ static int bench_one(const opts *o, int channels, double copy_rate, chain *c)
         return 1;
     for (int p = 0; p < 2; p++) {
         CK(cudaMalloc((void **)&d_in[p], in_bytes));
-        fill_random(host, in_bytes, 0x1234567ull + (uint64_t)p * 77 + (uint64_t)channels);
+        cbf_bench_random_bytes(host, in_bytes, 0x1234567ull + (uint64_t)p * 77 + (uint64_t)channels);
         CK(cudaMemcpy(d_in[p], host, in_bytes, cudaMemcpyHostToDevice));
     }
     CK(cudaMalloc((void **)&d_data, 2 * spectra * step * sizeof(float)));
@@ -332,60 +321,31 @@ static int bench_one(const opts *o, int channels, double copy_rate, chain *c)
 static int parse(int argc, char **argv, opts *o)
 {
     *o = (opts){{4096, 8192, 32768}, 3, 16, 10, 20, 0, 0, 1, 0, 0, (size_t)1 << 28};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--dx")) {
-            o->dx = 1;
-            continue;
-        }
-        if (!strcmp(a, "--four-pass")) {
-            o->fused = 0;
-            continue;
-        }
-        if (!strcmp(a, "--dx-variants")) {
-            o->variants = 1;
-            continue;
-        }
-        if (!strcmp(a, "--dither")) {
-            o->dither = 1;
-            continue;
-        }
-        if (!strcmp(a, "--help") || !v) {
-            fprintf(strcmp(a, "--help") ? stderr : stdout,
-                    "usage: cbf-bench feng [--channels 4096,8192,32768] [--taps 16] [--bits 10]\n"
-                    "                      [--samples 268435456] [--reps 20] [--unzip 0|1|2|4]\n"
-                    "                      [--four-pass] [--dx-variants] [--dither] [--dx]\n"
-                    "samples: per polarisation per run; unzip 0 chooses as the engine does\n"
-                    "rows dx, dx chain: fft_post's fused cuFFTDx FFT + post kernel, alone and\n"
-                    "      after the FIR, where it runs the shape; --four-pass leaves them out;\n"
-                    "      --dx-variants adds its measured layouts (rows dx g...)\n"
-                    "--dither: post-processing with dither (fft_post's default), both chains\n"
-                    "--dx: instead of the chain, cuFFTDx block FFTs of 4096 and 8192 points\n"
-                    "      against cuFFT (issue 17; built where meson found cuFFTDx)\n");
-            return strcmp(a, "--help") ? 2 : 1;
-        }
-        i++;
-        if (!strcmp(a, "--channels")) {
-            o->n_channels = 0;
-            for (char *s = v, *e; *s && o->n_channels < 8; s = *e ? e + 1 : e)
-                o->channels[o->n_channels++] = (int)strtol(s, &e, 10);
-        } else if (!strcmp(a, "--taps"))
-            o->taps = atoi(v);
-        else if (!strcmp(a, "--bits"))
-            o->bits = atoi(v);
-        else if (!strcmp(a, "--samples"))
-            o->samples = strtoull(v, NULL, 0);
-        else if (!strcmp(a, "--reps"))
-            o->reps = atoi(v) < 1 ? 1 : atoi(v) > 64 ? 64 : atoi(v);
-        else if (!strcmp(a, "--unzip"))
-            o->unzip = atoi(v);
-        else {
-            fprintf(stderr, "cbf-bench feng: unknown option %s\n", a);
-            return 2;
-        }
-    }
-    return 0;
+    const cbf_bench_opt table[] = {
+        {"--channels", CBF_BOPT_INTS, o->channels, &o->n_channels, 8, 2, 1 << 20},
+        {"--taps", CBF_BOPT_INT, &o->taps, .lo = 1, .hi = 256},
+        {"--bits", CBF_BOPT_INT, &o->bits, .lo = 2, .hi = 16},
+        {"--samples", CBF_BOPT_SIZE, &o->samples, .lo = 1, .hi = 1e12},
+        {"--reps", CBF_BOPT_INT, &o->reps, .lo = 1, .hi = 64},
+        {"--unzip", CBF_BOPT_INT, &o->unzip, .lo = 0, .hi = 4},
+        {"--dx", CBF_BOPT_FLAG, &o->dx, .set = 1},
+        {"--four-pass", CBF_BOPT_FLAG, &o->fused, .set = 0},
+        {"--dx-variants", CBF_BOPT_FLAG, &o->variants, .set = 1},
+        {"--dither", CBF_BOPT_FLAG, &o->dither, .set = 1},
+        {0},
+    };
+    return cbf_bench_parse("feng",
+                           "usage: cbf-bench feng [--channels 4096,8192,32768] [--taps 16] [--bits 10]\n"
+                           "                      [--samples 268435456] [--reps 20] [--unzip 0|1|2|4]\n"
+                           "                      [--four-pass] [--dx-variants] [--dither] [--dx]\n"
+                           "samples: per polarisation per run; unzip 0 chooses as the engine does\n"
+                           "rows dx, dx chain: fft_post's fused cuFFTDx FFT + post kernel, alone and\n"
+                           "      after the FIR, where it runs the shape; --four-pass leaves them out;\n"
+                           "      --dx-variants adds its measured layouts (rows dx g...)\n"
+                           "--dither: post-processing with dither (fft_post's default), both chains\n"
+                           "--dx: instead of the chain, cuFFTDx block FFTs of 4096 and 8192 points\n"
+                           "      against cuFFT (issue 17; built where meson found cuFFTDx)\n",
+                           argc, argv, table);
 }
 
 int cbf_bench_feng(int argc, char **argv)
@@ -433,12 +393,3 @@ int cbf_bench_feng(int argc, char **argv)
     cudaStreamDestroy(c.stream);
     return 0;
 }
-#else
-int cbf_bench_feng(int argc, char **argv)
-{
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "cbf-bench feng: built without CUDA; the F-engine benchmark needs a GPU\n");
-    return 1;
-}
-#endif

@@ -46,6 +46,17 @@ int cbf_bench_time_ms(cbf_bench_step fn, void *ctx, cudaStream_t s, int reps, fl
     return 0;
 }
 
+void cbf_bench_random_bytes(uint8_t *p, size_t n, uint64_t seed)
+{
+    uint64_t x = seed | 1;   /* xorshift64*: fast, and plenty for test signals */
+    for (size_t i = 0; i < n; i++) {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        p[i] = (uint8_t)((x * 0x2545f4914f6cdd1dull) >> 56);
+    }
+}
+
 int cbf_bench_fill_random(void *dev, size_t bytes, uint64_t seed)
 {
     const size_t blk = (size_t)64 << 20;

@@ -29,6 +29,9 @@ int cbf_bench_gpu(const char *area, struct cudaDeviceProp *prop);
  * warm-ups; 0, or 1 after printing why. */
 int cbf_bench_time_ms(cbf_bench_step fn, void *ctx, cudaStream_t s, int reps, float *median);
 
+/* n random bytes (every value, packed samples of any width) into host memory. */
+void cbf_bench_random_bytes(uint8_t *p, size_t n, uint64_t seed);
+
 /* bytes of random int8 values in [-127, 127] (never -128) into device memory. */
 int cbf_bench_fill_random(void *dev, size_t bytes, uint64_t seed);
 

@@ -23,33 +23,41 @@ DECLARE(ddc)
 #endif
 DECLARE(engine)
 
+/* The GPU areas are built only with CUDA (tools/bench/meson.build); without
+ * it they are still listed, and say why they cannot run (fn NULL). */
+#ifndef CBF_BENCH_FENG
+#define cbf_bench_feng NULL
+#endif
+#ifndef CBF_BENCH_XENG
+#define cbf_bench_xeng NULL
+#endif
+#ifndef CBF_BENCH_BEAM
+#define cbf_bench_beam NULL
+#endif
+#ifndef CBF_BENCH_DDC
+#define cbf_bench_ddc NULL
+#endif
+
 static const struct {
     const char *name;
     bench_fn fn;
     const char *doc;
 } areas[] = {
-#ifdef CBF_BENCH_FENG
     {"feng", cbf_bench_feng, "wideband F-engine kernels and chain (GPU)"},
-#endif
-#ifdef CBF_BENCH_XENG
     {"xeng", cbf_bench_xeng, "correlator and reducer (GPU)"},
-#endif
-#ifdef CBF_BENCH_BEAM
     {"beam", cbf_bench_beam, "tied-array beamformer, alone and beside the correlator (GPU)"},
-#endif
 #ifdef CBF_BENCH_NET
     {"net", cbf_bench_net, "SPEAD receive and send on loopback"},
 #endif
-#ifdef CBF_BENCH_DDC
     {"ddc", cbf_bench_ddc, "narrowband DDC and chain (GPU)"},
-#endif
     {"engine", cbf_bench_engine, "whole pipelines through the runtime (F-engine, network, X-engine)"},
     {NULL, NULL, NULL},
 };
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: cbf-bench AREA [options]   (cbf-bench AREA --help for options)\nareas:\n");
+    fprintf(f, "usage: cbf-bench AREA [options]   (cbf-bench AREA --help for options)\n"
+               "       cbf-bench --version\nareas:\n");
     for (int i = 0; areas[i].name; i++)
         fprintf(f, "  %-7s %s\n", areas[i].name, areas[i].doc);
 }
@@ -60,9 +68,18 @@ int main(int argc, char **argv)
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
+    if (!strcmp(argv[1], "--version")) {
+        printf("cbf-bench %s\n", CBF_VERSION);
+        return 0;
+    }
     for (int i = 0; areas[i].name; i++)
-        if (!strcmp(argv[1], areas[i].name))
+        if (!strcmp(argv[1], areas[i].name)) {
+            if (!areas[i].fn) {
+                fprintf(stderr, "cbf-bench %s: built without CUDA; this benchmark needs a GPU\n", argv[1]);
+                return 1;
+            }
             return areas[i].fn(argc - 1, argv + 1);
+        }
     fprintf(stderr, "cbf-bench: unknown area '%s'\n", argv[1]);
     usage(stderr);
     return 2;

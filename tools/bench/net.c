@@ -31,6 +31,7 @@
 
 #include "spead.h"
 #include "udp.h"
+#include "opts.h"
 
 #define BATCH 32
 #define MAX_THREADS 16
@@ -370,48 +371,49 @@ static int feed(const options *o)
     return 0;
 }
 
+static int net_transport(const char *v, void *value)
+{
+    *(const char **)value = v;
+    return strcmp(v, "socket") && strcmp(v, "ibverbs");
+}
+
+static int net_group(const char *v, void *value)
+{
+    struct in_addr g;
+    if (inet_pton(AF_INET, v, &g) != 1 || !IN_MULTICAST(ntohl(g.s_addr)))
+        return -1;
+    *(uint32_t *)value = ntohl(g.s_addr);
+    return 0;
+}
+
 int cbf_bench_net(int argc, char **argv)
 {
     options o = {.iface = "127.0.0.1", .transport = "socket", .seconds = 2, .max_threads = 4};
-    for (int i = 1; i < argc; i++) {
-        struct in_addr g;
-        if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
-            o.seconds = atof(argv[++i]);
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
-            o.max_threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--feed") && i + 1 < argc)
-            o.feed = argv[++i];
-        else if (!strcmp(argv[i], "--gbps") && i + 1 < argc)
-            o.gbps = atof(argv[++i]);
-        else if (!strcmp(argv[i], "--interface") && i + 1 < argc)
-            o.iface = argv[++i];
-        else if (!strcmp(argv[i], "--transport") && i + 1 < argc &&
-                 (!strcmp(argv[i + 1], "socket") || !strcmp(argv[i + 1], "ibverbs")))
-            o.transport = argv[++i];
-        else if (!strcmp(argv[i], "--group") && i + 1 < argc && inet_pton(AF_INET, argv[i + 1], &g) == 1 &&
-                 IN_MULTICAST(ntohl(g.s_addr)))
-            o.group = ntohl(g.s_addr), i++;
-        else {
-            int help = !strcmp(argv[i], "--help");
-            fprintf(help ? stdout : stderr,
-                    "usage: cbf-bench net [--seconds S (2)] [--threads MAX (4)]\n"
-                    "                     [--interface ADDR (127.0.0.1)]\n"
-                    "                     [--transport socket|ibverbs (socket)] [--group A.B.C.D]\n"
-                    "       cbf-bench net --feed A.B.C.D:PORT --gbps R [--threads T (4)]\n"
-                    "                     [--seconds S (2)]\n"
-                    "SPEAD over UDP through cbf's transport interface: 1, 2, ... MAX sender\n"
-                    "and receiver threads per stream, unicast to the interface's address\n"
-                    "(SO_REUSEPORT), or thread i to multicast group + i with --group (needed\n"
-                    "by ibverbs for several threads).\n"
-                    "--feed: be a digitiser (one antenna's heaps, T threads, R Gb/s) for a\n"
-                    "receiver pipeline.\n");
-            return help ? 0 : 2;
-        }
-    }
-    if (o.max_threads < 1 || o.max_threads > MAX_THREADS || o.seconds <= 0) {
-        fprintf(stderr, "cbf-bench net: --threads 1..%d, --seconds > 0\n", MAX_THREADS);
-        return 2;
-    }
+    const cbf_bench_opt table[] = {
+        {"--seconds", CBF_BOPT_REAL, &o.seconds, .lo = 1e-3, .hi = 1e6},
+        {"--threads", CBF_BOPT_INT, &o.max_threads, .lo = 1, .hi = MAX_THREADS},
+        {"--feed", CBF_BOPT_TEXT, &o.feed},
+        {"--gbps", CBF_BOPT_REAL, &o.gbps, .lo = 1e-6, .hi = 1e4},
+        {"--interface", CBF_BOPT_TEXT, &o.iface},
+        {"--transport", CBF_BOPT_TEXT, &o.transport, .check = net_transport},
+        {"--group", CBF_BOPT_TEXT, &o.group, .check = net_group},
+        {0},
+    };
+    int rc = cbf_bench_parse("net",
+                             "usage: cbf-bench net [--seconds S (2)] [--threads MAX (4)]\n"
+                             "                     [--interface ADDR (127.0.0.1)]\n"
+                             "                     [--transport socket|ibverbs (socket)] [--group A.B.C.D]\n"
+                             "       cbf-bench net --feed A.B.C.D:PORT --gbps R [--threads T (4)]\n"
+                             "                     [--seconds S (2)]\n"
+                             "SPEAD over UDP through cbf's transport interface: 1, 2, ... MAX sender\n"
+                             "and receiver threads per stream, unicast to the interface's address\n"
+                             "(SO_REUSEPORT), or thread i to multicast group + i with --group (needed\n"
+                             "by ibverbs for several threads).\n"
+                             "--feed: be a digitiser (one antenna's heaps, T threads, R Gb/s) for a\n"
+                             "receiver pipeline.\n",
+                             argc, argv, table);
+    if (rc)
+        return rc == 1 ? 0 : rc;
     if (o.feed) {
         if (o.gbps <= 0) {
             fprintf(stderr, "cbf-bench net: --feed needs --gbps > 0\n");

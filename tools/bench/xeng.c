@@ -15,9 +15,9 @@
 
 #include "correlator.h"
 
-#ifdef CBF_HAVE_CUDA
 
 #include "gpu_time.h"
+#include "opts.h"
 
 #define CK(call) CBF_BENCH_CK("xeng", call)
 
@@ -88,58 +88,24 @@ static int bench_one(const opts *o, int n, int block, double int8_ops, double co
 
 static int parse(int argc, char **argv, opts *o)
 {
-    static const int def[] = {64, 80, 256, 512, 1024, 2048};
-    memset(o, 0, sizeof *o);
-    o->bits = 8;
-    o->reps = 7;
-    o->gib = 1.0;
-    for (size_t i = 0; i < sizeof def / sizeof def[0]; i++)
-        o->ants[o->n_ants++] = def[i];
-    static const int defb[] = {0, 32, 48, 64};
-    for (size_t i = 0; i < sizeof defb / sizeof defb[0]; i++)
-        o->blocks[o->n_blocks++] = defb[i];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help")) {
-            printf("usage: cbf-bench xeng [--ants 64,80,...] [--bits 8|4] [--block 0,32,48,64]\n"
-                   "                      [--reps N] [--gib G]\n"
-                   "  --block: tile sizes to time (default all); 0 is the automatic choice\n"
-                   "           (wgmma on an H100/H200)\n");
-            return 1;
-        } else if (v && !strcmp(a, "--ants")) {
-            o->n_ants = 0;
-            for (char *p = (char *)v; *p && o->n_ants < 16;) {
-                o->ants[o->n_ants++] = (int)strtol(p, &p, 10);
-                if (*p == ',')
-                    p++;
-                else
-                    break;
-            }
-            i++;
-        } else if (v && !strcmp(a, "--bits")) {
-            o->bits = atoi(v), i++;
-        } else if (v && !strcmp(a, "--block")) {
-            o->n_blocks = 0;
-            for (char *p = (char *)v; *p && o->n_blocks < 8;) {
-                o->blocks[o->n_blocks++] = (int)strtol(p, &p, 10);
-                if (*p == ',')
-                    p++;
-                else
-                    break;
-            }
-            i++;
-        } else if (v && !strcmp(a, "--reps")) {
-            o->reps = atoi(v), i++;
-        } else if (v && !strcmp(a, "--gib")) {
-            o->gib = atof(v), i++;
-        } else {
-            fprintf(stderr, "cbf-bench xeng: unknown option '%s' (--help)\n", a);
-            return 2;
-        }
-    }
-    if (o->reps < 1 || o->reps > 64 || (o->bits != 8 && o->bits != 4) || !(o->gib > 0))
-        return fprintf(stderr, "cbf-bench xeng: bad --reps, --bits or --gib\n"), 2;
-    return 0;
+    *o = (opts){.ants = {64, 80, 256, 512, 1024, 2048}, .n_ants = 6, .bits = 8, .reps = 7,
+                .blocks = {0, 32, 48, 64}, .n_blocks = 4, .gib = 1.0};
+    const cbf_bench_opt table[] = {
+        {"--ants", CBF_BOPT_INTS, o->ants, &o->n_ants, 16, 1, 1 << 16},
+        {"--bits", CBF_BOPT_INT, &o->bits, .lo = 4, .hi = 8},
+        {"--block", CBF_BOPT_INTS, o->blocks, &o->n_blocks, 8, 0, 1024},
+        {"--reps", CBF_BOPT_INT, &o->reps, .lo = 1, .hi = 64},
+        {"--gib", CBF_BOPT_REAL, &o->gib, .lo = 1e-6, .hi = 64},
+        {0},
+    };
+    int rc = cbf_bench_parse("xeng", "usage: cbf-bench xeng [--ants 64,80,...] [--bits 8|4] [--block 0,32,48,64]\n"
+                                     "                      [--reps N] [--gib G]\n"
+                                     "  --block: tile sizes to time (default all); 0 is the automatic choice\n"
+                                     "           (wgmma on an H100/H200)\n",
+                             argc, argv, table);
+    if (!rc && o->bits != 8 && o->bits != 4)
+        return fprintf(stderr, "cbf-bench xeng: --bits is 8 or 4\n"), 2;
+    return rc;
 }
 
 int cbf_bench_xeng(int argc, char **argv)
@@ -171,12 +137,3 @@ int cbf_bench_xeng(int argc, char **argv)
     cudaStreamDestroy(s);
     return 0;
 }
-#else
-int cbf_bench_xeng(int argc, char **argv)
-{
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "cbf-bench xeng: built without CUDA; the X-engine benchmark needs a GPU\n");
-    return 1;
-}
-#endif

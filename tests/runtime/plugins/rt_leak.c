@@ -20,10 +20,8 @@ static int run(cbf_node *n, cbf_error *err)
     for (;;) {
         cbf_buffer *b;
         int rc = cbf_port_recv(in, &b);
-        if (rc == CBF_EOS)
-            return CBF_OK;
-        if (rc)
-            return rc;
+        if (rc)   /* the end of the stream is a clean finish */
+            return rc == CBF_EOS ? CBF_OK : rc;
         if (cbf_node_state(n)) {
             cbf_buffer_unref(b);
         } else {

@@ -22,10 +22,8 @@ static int run(cbf_node *n, cbf_error *err)
     for (int64_t i = 0;; i++) {
         cbf_buffer *b;
         int rc = cbf_port_recv(in, &b);
-        if (rc == CBF_EOS)
-            return CBF_OK;
-        if (rc)
-            return rc;
+        if (rc)   /* the end of the stream is a clean finish */
+            return rc == CBF_EOS ? CBF_OK : rc;
         if (i == fail_at) {
             cbf_buffer_unref(b);
             return cbf_error_set(err, CBF_EIO, "failing on purpose at buffer %lld", (long long)i);

@@ -42,10 +42,8 @@ static int run(cbf_node *n, cbf_error *err)
             return CBF_OK; /* seen enough: the runtime releases the rest */
         cbf_buffer *b;
         int rc = cbf_port_recv(in, &b);
-        if (rc == CBF_EOS)
-            return CBF_OK;
-        if (rc)
-            return rc;
+        if (rc)   /* the end of the stream is a clean finish */
+            return rc == CBF_EOS ? CBF_OK : rc;
         if (b->seq != expect)
             cbf_counter_add(c->order_errors, 1);
         const uint64_t *w = rt_host_view(b, c->scratch, err);
