@@ -38,6 +38,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from ctl_util import BUILD, CBF_CTL, CBF_RUN, Engine, check, fail  # noqa: E402
+import test_control_busy  # noqa: E402
 
 try:
     import aiokatcp
@@ -53,16 +54,9 @@ WAIT = 20          # seconds: only a server that does not answer at all fails on
 DEEP = 100000
 HOLD_MS = 4000
 
-YAML = """
-engine:
-  gpu: none
-  control: tcp://127.0.0.1:*
-  katcp: 127.0.0.1:0
-%s
-nodes:
-  hold:
-    plugin: ctl_hold
-"""
+# test_control_busy's engine (ctl_hold's node), with room for engine keys.
+YAML = test_control_busy.YAML.replace("  katcp: 127.0.0.1:0\n", "  katcp: 127.0.0.1:0\n%s\n")
+ENV = {"CBF_PLUGIN_PATH": os.path.join(BUILD, "plugins") + ":" + os.path.join(BUILD, "tests", "control")}
 
 
 class Line:
@@ -191,8 +185,7 @@ def long_requests(e):
 
 
 def idle(tmp):
-    env = {"CBF_PLUGIN_PATH": os.path.join(BUILD, "plugins") + ":" + os.path.join(BUILD, "tests", "control")}
-    e = Engine(YAML % "  katcp_idle_timeout: 1", os.path.join(tmp, "idle.yaml"), extra_env=env)
+    e = Engine(YAML % "  katcp_idle_timeout: 1", os.path.join(tmp, "idle.yaml"), extra_env=ENV)
     try:
         addr = e.katcp
         # A subscriber: kept, though it sends nothing more.
@@ -236,8 +229,7 @@ def idle(tmp):
 
 def main():
     with tempfile.TemporaryDirectory(prefix="cbf-katcp-hostile-") as tmp:
-        env = {"CBF_PLUGIN_PATH": os.path.join(BUILD, "plugins") + ":" + os.path.join(BUILD, "tests", "control")}
-        e = Engine(YAML % "", os.path.join(tmp, "engine.yaml"), extra_env=env)
+        e = Engine(YAML % "", os.path.join(tmp, "engine.yaml"), extra_env=ENV)
         try:
             nested(e)
             long_requests(e)
