@@ -32,6 +32,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,6 +117,61 @@ static char *ctl_read_all(FILE *f)
     return buf;
 }
 
+/* ZeroMQ connects in the background and retries for ever, so a refused
+ * connection would look like a slow engine until the timeout: the
+ * socket's monitor tells which it is. 0 once connected; 3 (with a
+ * message) when the endpoint refuses or nothing comes within the timeout. */
+static int ctl_connect(ctl *c, void *s)
+{
+    static const char mon_ep[] = "inproc://cbf-ctl-monitor";
+    int rc = zmq_socket_monitor(s, mon_ep, ZMQ_EVENT_CONNECTED | ZMQ_EVENT_CONNECT_RETRIED | ZMQ_EVENT_CLOSED);
+    void *mon = rc ? NULL : zmq_socket(c->zctx, ZMQ_PAIR);
+    int ms = (int)(c->timeout * 1000), zero = 0;
+    if (mon) {
+        zmq_setsockopt(mon, ZMQ_LINGER, &zero, sizeof zero);
+        zmq_setsockopt(mon, ZMQ_RCVTIMEO, &ms, sizeof ms);
+    }
+    if (mon && zmq_connect(mon, mon_ep)) {
+        zmq_close(mon);
+        mon = NULL;
+    }
+    if (zmq_connect(s, c->endpoint) != 0) {
+        fprintf(stderr, "cbf-ctl: cannot connect to '%s': %s\n", c->endpoint, zmq_strerror(zmq_errno()));
+        rc = 3;
+    } else if (!mon) {
+        rc = 0;   /* no monitor: the reply's timeout tells */
+    } else {
+        /* An event is two frames: 16-bit id and 32-bit value, then the endpoint. */
+        zmq_msg_t ev, ep;
+        zmq_msg_init(&ev);
+        zmq_msg_init(&ep);
+        int got = zmq_msg_recv(&ev, mon, 0);
+        uint16_t id = 0;
+        if (got >= 2) {
+            memcpy(&id, zmq_msg_data(&ev), sizeof id);
+            if (zmq_msg_more(&ev))
+                zmq_msg_recv(&ep, mon, 0);
+        }
+        if (got < 0) {
+            fprintf(stderr, "cbf-ctl: nothing answers at %s: no connection within %g s (is an engine running "
+                    "with engine.control set to it? -t SECONDS waits longer)\n", c->endpoint, c->timeout);
+            rc = 3;
+        } else if (id != ZMQ_EVENT_CONNECTED) {
+            fprintf(stderr, "cbf-ctl: nothing answers at %s: connection refused (is an engine running with "
+                    "engine.control set to it?)\n", c->endpoint);
+            rc = 3;
+        } else {
+            rc = 0;
+        }
+        zmq_msg_close(&ev);
+        zmq_msg_close(&ep);
+    }
+    zmq_socket_monitor(s, NULL, 0);
+    if (mon)
+        zmq_close(mon);
+    return rc;
+}
+
 /* Sends one request; *reply is the parsed answer. 0, or 3 with a message. */
 static int call_text(ctl *c, const char *text, json_t **reply)
 {
@@ -126,8 +182,8 @@ static int call_text(ctl *c, const char *text, json_t **reply)
     zmq_setsockopt(s, ZMQ_RCVTIMEO, &ms, sizeof ms);
     zmq_setsockopt(s, ZMQ_SNDTIMEO, &ms, sizeof ms);
     int rc = 3;
-    if (zmq_connect(s, c->endpoint) != 0) {
-        fprintf(stderr, "cbf-ctl: cannot connect to '%s': %s\n", c->endpoint, zmq_strerror(zmq_errno()));
+    if (ctl_connect(c, s)) {
+        /* said why */
     } else if (zmq_send(s, text, strlen(text), 0) < 0) {
         fprintf(stderr, "cbf-ctl: sending to %s: %s\n", c->endpoint, zmq_strerror(zmq_errno()));
     } else {

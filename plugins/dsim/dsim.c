@@ -352,6 +352,11 @@ static int dsim_init(cbf_node *node, cbf_error *err)
     /* Samples after which the signal in force repeats; 0: never (compute). */
     s->g_period = cbf_node_gauge(node, "period");
     cbf_gauge_set(s->g_period, (double)s->sig.spec.period);
+    cbf_gauge_describe(s->g_period, "samples", "samples after which the signal in force repeats (0: never)");
+    cbf_counter_describe(s->c_samples, "", "samples generated, per input");
+    cbf_counter_describe(s->c_saturated, "", "samples clipped to the digitiser's range");
+    cbf_counter_describe(s->c_missing, "", "heaps flagged missing in the generated data (as the signal asks)");
+    cbf_counter_describe(s->c_changes, "", "signal changes made by the signals request");
     /* Only paced runs show it, so other runs' tables stay as they were. */
     if (s->realtime)
         s->c_late = cbf_node_counter(node, "late_chunks");

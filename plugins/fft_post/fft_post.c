@@ -193,6 +193,7 @@ static int post_setup_backend(cbf_node *node, post_state *s, const float *gains,
                 return rc;
         }
         s->g_gpu_ms = cbf_node_gauge(node, "gpu_ms_per_buffer");
+        cbf_gauge_describe(s->g_gpu_ms, "ms", "GPU time of the last buffer's FFT and requantisation");
         if ((rc = cbf_stage_kern(cbf_fft_post_cuda_create(&s->cfg, s->stream, &s->cuda, msg, sizeof msg),
                                  msg, err)))
             return rc;
@@ -345,6 +346,10 @@ static int post_init(cbf_node *node, cbf_error *err)
     /* clip counts rising: katgpucbf colours them warn */
     cbf_counter_warn_on_rise(s->c_sat[0]);
     cbf_counter_warn_on_rise(s->c_sat[1]);
+    cbf_counter_describe(s->c_batches, "", "batches of spectra requantised and passed on");
+    cbf_counter_describe(s->c_missing, "", "batches passed on without all their input (flagged missing)");
+    cbf_counter_describe(s->c_sat[0], "", "output values of polarisation 0 clipped by the requantiser");
+    cbf_counter_describe(s->c_sat[1], "", "output values of polarisation 1 clipped by the requantiser");
     cbf_gauge_set(cbf_node_gauge(node, "dither"), s->cfg.dither);
     cbf_gauge_set(cbf_node_gauge(node, "dither_key"), (double)s->cfg.dither_key);
     /* One change per input buffer: the kernel switches tables once. */

@@ -366,6 +366,8 @@ static int filesink_init(cbf_node *node, cbf_error *err)
         return rc;
     s->c_written = cbf_node_counter(node, "buffers_written");
     s->c_dropped = cbf_node_counter(node, "buffers_dropped");
+    cbf_counter_describe(s->c_written, "", "buffers written to the file");
+    cbf_counter_describe(s->c_dropped, "", "buffers not written (past max_buffers, or while capture is stopped)");
     pthread_mutex_lock(&filesink_h5_lock);
     /* HDF5 would print its error stack to stderr; errors are returned instead. */
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);

@@ -223,6 +223,7 @@ static int pfb_setup_gpu(cbf_node *node, pfb_state *s, cbf_error *err)
     if ((rc = cbf_stage_stream_create(&s->stream, err)) || (rc = cbf_gpu_timer_create(&s->timer, err)))
         return rc;
     s->g_gpu_ms = cbf_node_gauge(node, "gpu_ms_per_buffer");
+    cbf_gauge_describe(s->g_gpu_ms, "ms", "GPU time of the last buffer's filter bank");
     rc = cbf_pfb_cuda_create(s->fir_channels, s->taps, s->weights, &s->plan, msg, sizeof msg);
     return cbf_stage_kern(rc, msg, err);
 #else
@@ -255,6 +256,7 @@ static int pfb_setup_staging(cbf_node *node, pfb_state *s, const cbf_params *p, 
         .scale = s->scale,
         .gaps = cbf_node_counter(node, "input_gaps"),
     };
+    cbf_counter_describe(c.gaps, "", "gaps in the input timestamps (samples missing between buffers)");
     int rc = cbf_staging_init(&s->st, &c, err);
     if (rc)
         return rc;
@@ -398,6 +400,13 @@ static int pfb_init(cbf_node *node, cbf_error *err)
     /* katgpucbf: digitiser RMS between -30 and -10 dBFS is nominal */
     cbf_gauge_nominal_range(s->g_dbfs[0], -30.0, -10.0);
     cbf_gauge_nominal_range(s->g_dbfs[1], -30.0, -10.0);
+    cbf_gauge_describe(s->g_dbfs[0], "dBFS", "digitiser power of polarisation 0 (RMS over the last buffer, "
+                       "relative to full scale; nominal -30 to -10)");
+    cbf_gauge_describe(s->g_dbfs[1], "dBFS", "digitiser power of polarisation 1 (RMS over the last buffer, "
+                       "relative to full scale; nominal -30 to -10)");
+    cbf_counter_describe(s->c_spectra, "", "spectra produced");
+    cbf_counter_describe(s->c_missing, "", "spectra produced without all their input (flagged missing)");
+    cbf_counter_describe(s->c_sections, "", "changes of the coarse (whole-sample) delay applied");
     s->rate = rate;
     for (int q = 0; q < 2; q++)
         s->model[q] = (delay_model){0, (double)(s->delay[q] * s->scale), 0, 0, 0};

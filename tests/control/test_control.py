@@ -9,9 +9,10 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ctl_util import CBF_CTL, Engine, check, fail  # noqa: E402
+from ctl_util import CBF_CTL, Engine, check, fail, free_port  # noqa: E402
 
 PERIOD = 0.1
 
@@ -112,10 +113,16 @@ def run(e):
     rc, reply, err = e.request({"request": "log-level"})
     check(rc == 0 and reply["level"] == "debug", "the next request is answered")
 
-    # No answer at all is exit 3 with a message (nothing listens there).
-    r = subprocess.run([CBF_CTL, "-e", "tcp://127.0.0.1:9", "-t", "0.5", "sensors"],
-                       capture_output=True, text=True, timeout=20)
-    check(r.returncode == 3 and "no answer" in r.stderr, "no engine: exit 3, '%s'" % r.stderr.strip())
+    # Nothing listening is exit 3, said as soon as the connection is
+    # refused (not after the whole timeout: the message tells which).
+    for ep in ("tcp://127.0.0.1:%d" % free_port(), "ipc://" + os.path.join(tempfile.mkdtemp(), "none")):
+        t0 = time.monotonic()
+        r = subprocess.run([CBF_CTL, "-e", ep, "-t", "20", "sensors"], capture_output=True, text=True, timeout=60)
+        check(r.returncode == 3 and "nothing answers at %s: connection refused" % ep in r.stderr,
+              "no engine at %s: exit 3 after %.2f s, '%s'" % (ep, time.monotonic() - t0, r.stderr.strip()))
+    # A misspelt request: unknown, with the nearest one named.
+    rc, out, err = e.ctl("gian")
+    check(rc == 1 and "unknown request 'gian' (did you mean 'gain'?)" in err, "cbf-ctl gian: '%s'" % err.strip())
     r = subprocess.run([CBF_CTL, "-e", e.control, "delays", "1", "2"], capture_output=True, text=True, timeout=20)
     check(r.returncode == 2, "usage error (delays with two values): exit 2")
 

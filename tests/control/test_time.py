@@ -150,6 +150,8 @@ async def katcp_checks(e, sync, gains_at):
             (("pfb", unix_of(sync, td2 + BUF), "0,0:0,0", "0,x:0,0"), "model 2"),
             (("pfb", "1000.5", "0,0:0,0", "0,0:0,0"), "before the engine's sync_time"),
             (("pfb", "soon", "0,0:0,0", "0,0:0,0"), "is not UNIX seconds"),
+            # the start time left out: said so, in katgpucbf's terms
+            (("pfb", "0,0:0,0", "0,0:0,0"), "START-TIME is missing: argument 2 ('0,0:0,0') is a delay model"),
             (("nosuch", unix_of(sync, td2 + BUF), "0,0:0,0", "0,0:0,0"), "no node 'nosuch'"),
         ]:
             try:

@@ -109,6 +109,14 @@ void cbf_gauge_nominal_range(cbf_gauge *g, double lo, double hi);
  * gauge keeps the status given last instead of its range rule. */
 void cbf_gauge_set_status(cbf_gauge *g, double v, cbf_status st);
 
+/* A sensor's units ("dBFS", "s", "B"; "" or NULL: none) and one-line
+ * description, shown by katcp's ?sensor-list: call from init, after
+ * making it. Both are copied (units up to 15 characters, the description
+ * up to 159). Without one a reader makes a plain description from the
+ * name. */
+void cbf_counter_describe(cbf_counter *c, const char *units, const char *doc);
+void cbf_gauge_describe(cbf_gauge *g, const char *units, const char *doc);
+
 /* Named text sensors (beam weights in force, an applied delay model): any
  * number per node, made from init, set from any thread (the value is
  * copied, up to CBF_TEXT_MAX bytes; longer values are cut and end in

@@ -91,7 +91,9 @@ int cbf_katcp_parse(const char *line, size_t len, cbf_katcp_msg *m, cbf_error *e
                 char u;
                 int k = i + 1 < len ? kl_unescape(line[i + 1], &u) : -1;
                 if (k < 0)
-                    return cbf_error_set(err, CBF_EINVAL, "argument %zu: bad escape '\\%s'", m->n_args + 1,
+                    return cbf_error_set(err, CBF_EINVAL, "argument %zu: bad escape '\\%s' (katcp's escapes are "
+                                         "\\\\ \\_ \\t \\0 \\n \\r \\e \\@; a backslash itself, as in a "
+                                         "regular expression's \\., is sent as \\\\)", m->n_args + 1,
                                          i + 1 < len ? (char[]){line[i + 1], 0} : "");
                 if (k)
                     *o++ = u;

@@ -26,22 +26,22 @@ double cbf_katcp_now(clockid_t clk)
 
 void cbf_katcp_reply_begin(kc_req *r, char type)
 {
-    cbf_katcp_buf_start(&r->c->out, type, r->m->name, r->m->id);
+    cbf_katcp_buf_start(r->out, type, r->m->name, r->m->id);
 }
 
-void cbf_katcp_reply_end(kc_req *r) { cbf_katcp_buf_put(&r->c->out, "\n", 1); }
+void cbf_katcp_reply_end(kc_req *r) { cbf_katcp_buf_put(r->out, "\n", 1); }
 
 void cbf_katcp_reply(kc_req *r, const char *status, const char *fmt, ...)
 {
     cbf_katcp_reply_begin(r, '!');
-    cbf_katcp_buf_arg(&r->c->out, status, strlen(status));
+    cbf_katcp_buf_arg(r->out, status, strlen(status));
     if (fmt) {
         char msg[CBF_ERROR_MSG_MAX + 64];
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
-        cbf_katcp_buf_arg(&r->c->out, msg, strlen(msg));
+        cbf_katcp_buf_arg(r->out, msg, strlen(msg));
     }
     cbf_katcp_reply_end(r);
 }
@@ -98,7 +98,7 @@ static void kc_version_list(kc_req *r)
 {
     if (!cbf_katcp_want_args(r, 0, 0))
         return;
-    cbf_katcp_versions(&r->c->out, "version-list", r->m->id);
+    cbf_katcp_versions(r->out, "version-list", r->m->id);
     cbf_katcp_reply(r, "ok", "3");
 }
 
@@ -123,9 +123,9 @@ static void kc_log_level(kc_req *r)
         cbf_log_info("log level set to %s over katcp", names[l]);
     }
     cbf_katcp_reply_begin(r, '!');
-    cbf_katcp_buf_arg(&r->c->out, "ok", 2);
+    cbf_katcp_buf_arg(r->out, "ok", 2);
     const char *now = names[cbf_log_get_level()];
-    cbf_katcp_buf_arg(&r->c->out, now, strlen(now));
+    cbf_katcp_buf_arg(r->out, now, strlen(now));
     cbf_katcp_reply_end(r);
 }
 
@@ -149,7 +149,7 @@ static void kc_help(kc_req *r)
         return;
     const char *want = r->m->n_args ? r->m->args[0] : NULL;
     size_t n = 0;
-    cbf_katcp_buf *b = &r->c->out;
+    cbf_katcp_buf *b = r->out;
     for (size_t i = 0; i < n_help; i++)
         if (!want || !strcmp(want, help_texts[i][0])) {
             cbf_katcp_inform(b, "help", r->m->id, 2, help_texts[i]);
@@ -304,13 +304,26 @@ static int kc_delay_model(const char *text, double v[4])
 static void kc_delays(kc_req *r)
 {
     const cbf_katcp_msg *m = r->m;
+    static const char usage[] = "?delays STREAM START-TIME MODEL...: a stream, a UNIX start time and one "
+                                "model \"delay,delay_rate:phase,phase_rate\" per input";
+    double v[2][4];
+    /* A model where the start time goes: the time was left out. */
+    if (m->n_args >= 2 && !kc_delay_model(m->args[1], v[0])) {
+        cbf_katcp_reply(r, "fail", "START-TIME is missing: argument 2 ('%s') is a delay model (%s)", m->args[1],
+                        usage);
+        return;
+    }
     if (m->n_args < 3) {
-        cbf_katcp_reply(r, "fail", "?delays stream start-time model...: a stream, a UNIX start time and one "
-                        "model \"delay,delay_rate:phase,phase_rate\" per input");
+        cbf_katcp_reply(r, "fail", "%s", usage);
+        return;
+    }
+    char *end;
+    double start = strtod(m->args[1], &end);
+    if (end == m->args[1] || *end || !isfinite(start)) {
+        cbf_katcp_reply(r, "fail", "START-TIME '%s' is not UNIX seconds (%s)", m->args[1], usage);
         return;
     }
     size_t nm = m->n_args - 2;
-    double v[2][4];
     if (nm != 2) {
         cbf_katcp_reply(r, "fail", "wrong number of delay coefficient sets (expected 2, one per polarisation), "
                         "got %zu", nm);
@@ -365,7 +378,7 @@ static void kc_gain_reply(kc_req *r, cbf_reply *reply)
     char key[16];
     snprintf(key, sizeof key, "pol%s", r->m->args[1]);
     json_t *v = r->m->n_args > 2 ? NULL : json_object_get((json_t *)cbf_rt_reply_json(reply), key);
-    cbf_katcp_buf *b = &r->c->out;
+    cbf_katcp_buf *b = r->out;
     cbf_katcp_reply_begin(r, '!');
     cbf_katcp_buf_arg(b, "ok", 2);
     for (size_t i = 0; i + 1 < json_array_size(v); i += 2) {
@@ -491,7 +504,12 @@ static void kc_plugin(kc_req *r)
         cbf_rt_reply_free(reply);
         return;
     }
-    cbf_katcp_buf *b = &r->c->out;
+    if (positional && !beam) {   /* as katgpucbf's gain-all and capture-start/-stop: ok alone */
+        cbf_katcp_reply(r, "ok", NULL);
+        cbf_rt_reply_free(reply);
+        return;
+    }
+    cbf_katcp_buf *b = r->out;
     cbf_katcp_reply_begin(r, '!');
     cbf_katcp_buf_arg(b, "ok", 2);
     cbf_katcp_buf_argf(b, "node=%s", r->k->g->nodes[at].name);
@@ -517,6 +535,14 @@ static const struct kc_builtin {
     {"sensor-value", cbf_katcp_sensor_value}, {"sensor-sampling", cbf_katcp_sensor_sampling},
 };
 
+
+bool cbf_katcp_builtin(const char *name)
+{
+    for (size_t i = 0; i < sizeof kc_builtins / sizeof kc_builtins[0]; i++)
+        if (!strcmp(name, kc_builtins[i].name))
+            return true;
+    return false;
+}
 
 void cbf_katcp_dispatch(kc_req *r)
 {

@@ -13,15 +13,23 @@
 
 static const char *const kc_strategy_names[] = {"none", "auto", "period", "event"};
 
-static void kc_name(char *out, size_t n, const char *node, const char *mid, const char *key)
+/* NODE.NAME: the node as the YAML spells it (so `?gain node=fft_post` and
+ * `fft_post.batches` agree), then the sensor's own name in katcp's style,
+ * '_' and anything but letters, digits, dots and hyphens as '-'. */
+static void kc_name(char *out, size_t n, const char *node, const char *key)
 {
-    snprintf(out, n, "%s.%s%s%s", node, mid ? mid : "", mid ? "." : "", key);
-    for (char *p = out; *p; p++)
+    int at = snprintf(out, n, "%s.", node);
+    if (at < 0 || (size_t)at >= n)
+        return;
+    snprintf(out + at, n - (size_t)at, "%s", key);
+    for (char *p = out + at; *p; p++)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
               *p == '.' || *p == '-'))
-            *p = '-';   /* katcp names take letters, digits, dots and hyphens */
+            *p = '-';
 }
 
+/* Units from the name where the plugin gave none: the suffix and prefix
+ * conventions its counters and gauges follow. */
 static const char *kc_units(const char *key)
 {
     size_t l = strlen(key);
@@ -29,8 +37,25 @@ static const char *kc_units(const char *key)
         return "s";
     if (!strncmp(key, "bytes", 5))
         return "B";
+    if (strstr(key, "dbfs"))
+        return "dBFS";
+    if (strstr(key, "_ms_") || (l > 3 && !strcmp(key + l - 3, "_ms")))
+        return "ms";
+    if (strstr(key, "unixtime"))
+        return "s";
     return "";
 }
+
+/* The runtime's own sensors of every node (control.c's sensor object). */
+static const char *const kc_runtime_docs[][3] = {
+    {"plugin", "", "the plugin this node runs"},
+    {"buffers_in", "", "buffers this node has taken from its inputs"},
+    {"buffers_out", "", "buffers this node has passed on"},
+    {"bytes_out", "B", "bytes in the buffers this node has passed on"},
+    {"busy_s", "s", "time this node's thread has spent working"},
+    {"wait_input_s", "s", "time this node has waited for input"},
+    {"wait_output_s", "s", "time this node has waited for room downstream (back-pressure)"},
+};
 
 static const char *kc_status_word(const char *st)
 {
@@ -56,18 +81,32 @@ static kc_sensor *kc_sensor_add(kc_sensors *ss)
     return s;
 }
 
-static void kc_sensor_put(kc_sensors *ss, const char *node, const char *plugin, const char *mid,
-                          const char *key, const char *what, json_t *v, json_t *status, json_t *updated)
+/* What a plugin said of its counter or gauge `key` (cbf_counter_describe). */
+static void kc_plugin_doc(cbf_node *n, const char *key, bool gauge, const char **units, const char **doc)
+{
+    int nk = gauge ? atomic_load_explicit(&n->n_gauges, memory_order_acquire)
+                   : atomic_load_explicit(&n->n_counters, memory_order_acquire);
+    for (int i = 0; i < nk; i++) {
+        const char *name = gauge ? n->gauges[i].name : n->counters[i].name;
+        if (strcmp(name, key))
+            continue;
+        *units = gauge ? n->gauges[i].units : n->counters[i].units;
+        *doc = gauge ? n->gauges[i].doc : n->counters[i].doc;
+        return;
+    }
+}
+
+static void kc_sensor_put(kc_sensors *ss, const char *name, const char *desc, const char *units, json_t *v,
+                          json_t *status, json_t *updated)
 {
     if (!json_is_number(v) && !json_is_null(v) && !json_is_string(v))
         return;
     kc_sensor *s = kc_sensor_add(ss);
     if (!s)
         return;
-    kc_name(s->name, sizeof s->name, node, mid, key);
-    snprintf(s->desc, sizeof s->desc, "%s %s%s%s of node %s (plugin %s)", what, mid ? mid : "",
-             mid ? " " : "", key, node, plugin);
-    s->units = kc_units(key);
+    snprintf(s->name, sizeof s->name, "%s", name);
+    snprintf(s->desc, sizeof s->desc, "%s", desc);
+    s->units = units;
     s->type = json_is_integer(v) ? "integer" : json_is_string(v) ? "string" : "float";
     /* The core's status (sensor.c) where it gives one; the runtime's own
      * counts and queue fills are nominal, a gauge never set unknown. */
@@ -86,6 +125,82 @@ static void kc_sensor_put(kc_sensors *ss, const char *node, const char *plugin, 
         ss->n--;
 }
 
+/* A queue's name without its node, [i] as i: "post.in" -> "in",
+ * "sink.in[0]" -> "in0". */
+static void kc_port_name(char *out, size_t n, const char *node, const char *queue)
+{
+    size_t nl = strlen(node);
+    const char *q = !strncmp(queue, node, nl) && queue[nl] == '.' ? queue + nl + 1 : queue;
+    size_t o = 0;
+    for (; *q && o + 1 < n; q++)
+        if (*q != '[' && *q != ']')
+            out[o++] = *q;
+    out[o] = '\0';
+}
+
+/* One node's sensors, from its part of the sensor object. */
+static void kc_node_sensors(kc_sensors *ss, cbf_node *nd, const char *node, json_t *o)
+{
+    const char *plugin = json_string_value(json_object_get(o, "plugin"));
+    plugin = plugin ? plugin : "?";
+    json_t *status = json_object_get(o, "status"), *updated = json_object_get(o, "updated");
+    const char *key;
+    json_t *v;
+    char name[192], desc[256], mid[160];
+    json_object_foreach(o, key, v)
+    {
+        if (!strcmp(key, "queues")) {
+            const char *q;
+            json_t *qv;
+            json_object_foreach(v, q, qv)
+            {
+                char port[128];
+                kc_port_name(port, sizeof port, node, q);
+                snprintf(mid, sizeof mid, "%s.queue-fill", port);
+                kc_name(name, sizeof name, node, mid);
+                snprintf(desc, sizeof desc, "buffers waiting in the queue of input %s", port);
+                kc_sensor_put(ss, name, desc, "", json_object_get(qv, "fill"), NULL, NULL);
+                snprintf(mid, sizeof mid, "%s.queue-depth", port);
+                kc_name(name, sizeof name, node, mid);
+                snprintf(desc, sizeof desc, "buffers the queue of input %s holds at most", port);
+                kc_sensor_put(ss, name, desc, "", json_object_get(qv, "depth"), NULL, NULL);
+            }
+        } else if (!strcmp(key, "counters") || !strcmp(key, "gauges") || !strcmp(key, "texts")) {
+            const char *ck;
+            json_t *cv;
+            const bool gauge = key[0] == 'g', text = key[0] == 't';
+            json_object_foreach(v, ck, cv)
+            {
+                const char *units = NULL, *doc = NULL;
+                if (nd && !text)
+                    kc_plugin_doc(nd, ck, gauge, &units, &doc);
+                if (doc && doc[0]) {
+                    snprintf(desc, sizeof desc, "%s", doc);
+                } else {
+                    /* none given: the name in words, and whose it is */
+                    snprintf(desc, sizeof desc, "%s (%s of plugin %s)", ck,
+                             text ? "text" : gauge ? "value" : "count", plugin);
+                    for (char *p = desc; *p && *p != ' '; p++)
+                        *p = *p == '_' || *p == '.' ? ' ' : *p;
+                }
+                kc_name(name, sizeof name, node, ck);
+                kc_sensor_put(ss, name, desc, units && units[0] ? units : kc_units(ck), cv,
+                              json_object_get(status, ck), json_object_get(updated, ck));
+            }
+        } else if (strcmp(key, "status") && strcmp(key, "updated")) {
+            const char *units = kc_units(key), *doc = NULL;
+            for (size_t i = 0; i < sizeof kc_runtime_docs / sizeof kc_runtime_docs[0]; i++)
+                if (!strcmp(key, kc_runtime_docs[i][0])) {
+                    units = kc_runtime_docs[i][1];
+                    doc = kc_runtime_docs[i][2];
+                }
+            snprintf(desc, sizeof desc, "%s", doc ? doc : key);
+            kc_name(name, sizeof name, node, key);
+            kc_sensor_put(ss, name, desc, units, v, NULL, NULL);
+        }
+    }
+}
+
 void cbf_katcp_sensors_free(kc_sensors *ss)
 {
     for (size_t i = 0; i < ss->n; i++)
@@ -97,7 +212,7 @@ void cbf_katcp_sensors_free(kc_sensors *ss)
 }
 
 /* The sensors now, flattened from the ZeroMQ plane's sensor object:
- * NODE.buffers-in, NODE.queue.PORT.fill, NODE.COUNTER, NODE.GAUGE. */
+ * NODE.buffers-in, NODE.PORT.queue-fill, NODE.COUNTER, NODE.GAUGE. */
 static int kc_sensors_read(cbf_katcp *k, kc_sensors *ss)
 {
     for (size_t i = 0; i < ss->n; i++)
@@ -107,36 +222,16 @@ static int kc_sensors_read(cbf_katcp *k, kc_sensors *ss)
     json_t *nodes = cbf_rt_sensors_nodes(k->e);
     if (!nodes)
         return CBF_ENOMEM;
-    const char *node, *key, *q;
-    json_t *o, *v, *qv;
+    const cbf_graph *g = k->g;
+    const char *node;
+    json_t *o;
     json_object_foreach(nodes, node, o)
     {
-        const char *plugin = json_string_value(json_object_get(o, "plugin"));
-        plugin = plugin ? plugin : "?";
-        json_t *status = json_object_get(o, "status"), *updated = json_object_get(o, "updated");
-        json_object_foreach(o, key, v)
-        {
-            if (!strcmp(key, "queues")) {
-                json_object_foreach(v, q, qv)
-                {
-                    char mid[160];
-                    snprintf(mid, sizeof mid, "queue.%s", q);
-                    kc_sensor_put(ss, node, plugin, mid, "fill", "buffers waiting in input",
-                                  json_object_get(qv, "fill"), NULL, NULL);
-                    kc_sensor_put(ss, node, plugin, mid, "depth", "capacity of input",
-                                  json_object_get(qv, "depth"), NULL, NULL);
-                }
-            } else if (!strcmp(key, "counters") || !strcmp(key, "gauges") || !strcmp(key, "texts")) {
-                const char *ck;
-                json_t *cv;
-                const char *what = key[0] == 'c' ? "counter" : key[0] == 'g' ? "gauge" : "text";
-                json_object_foreach(v, ck, cv)
-                kc_sensor_put(ss, node, plugin, NULL, ck, what, cv, json_object_get(status, ck),
-                              json_object_get(updated, ck));
-            } else if (strcmp(key, "status") && strcmp(key, "updated")) {
-                kc_sensor_put(ss, node, plugin, NULL, key, "runtime count", v, NULL, NULL);
-            }
-        }
+        cbf_node *nd = NULL;
+        for (size_t i = 0; i < g->n_nodes && !nd; i++)
+            if (!strcmp(g->nodes[i].name, node))
+                nd = cbf_rt_engine_node(k->e, i);
+        kc_node_sensors(ss, nd, node, o);
     }
     json_decref(nodes);
     /* katgpucbf's device-status: ok, degraded or fail, from the worst
@@ -194,6 +289,24 @@ static bool kc_match(kc_req *r, kc_sensors *ss, bool *pick)
     size_t al = a ? r->m->lens[0] : 0;
     regex_t re;
     bool is_re = a && al >= 2 && a[0] == '/' && a[al - 1] == '/';
+    /* Bounded, so no expression holds the server: POSIX matching is
+     * polynomial in the pattern without intervals and back-references,
+     * which can blow it up ((a{255}){255}... or (a*)*\1). */
+    if (is_re && al - 2 > KC_MAX_REGEX) {
+        cbf_katcp_reply(r, "fail", "regular expression longer than %d characters", KC_MAX_REGEX);
+        return false;
+    }
+    for (size_t i = 1; is_re && i + 1 < al; i++) {
+        if (a[i] == '\\' && i + 2 < al && a[i + 1] >= '1' && a[i + 1] <= '9') {
+            cbf_katcp_reply(r, "fail", "'%s': back-references (\\%c) are not taken here", a, a[i + 1]);
+            return false;
+        }
+        if (a[i] == '{' && (i < 2 || a[i - 1] != '\\')) {
+            cbf_katcp_reply(r, "fail", "'%s': intervals {m,n} are not taken here (repeat the atom, or use * + ?)", a);
+            return false;
+        }
+        i += a[i] == '\\';   /* an escaped character is itself */
+    }
     if (is_re) {
         char *pat = strndup(a + 1, al - 2);
         int rc = pat ? regcomp(&re, pat, REG_EXTENDED | REG_NOSUB) : REG_ESPACE;
@@ -233,11 +346,11 @@ static void kc_sensor_list_or_value(kc_req *r, bool value)
             n++;
             const kc_sensor *s = &ss.s[i];
             if (value) {
-                cbf_katcp_sensor_line(&r->c->out, "sensor-value", r->m->id, s);
+                cbf_katcp_sensor_line(r->out, "sensor-value", r->m->id, s);
             } else {
                 /* a discrete sensor lists its values (katcp v5) */
                 const char *a[] = {s->name, s->desc, s->units, s->type, "ok", "degraded", "fail"};
-                cbf_katcp_inform(&r->c->out, "sensor-list", r->m->id, strcmp(s->type, "discrete") ? 4 : 7, a);
+                cbf_katcp_inform(r->out, "sensor-list", r->m->id, strcmp(s->type, "discrete") ? 4 : 7, a);
             }
         }
         cbf_katcp_reply(r, "ok", "%zu", n);

@@ -12,11 +12,17 @@
 #include "katcp.h"
 #include "runtime/runtime.h"
 
-#define KC_MAX_CLIENTS 16             /* more wait in the listen backlog */
+/* Connections served at once. When all are taken a newcomer is still
+ * served: the client idle longest makes room (katcp.c, docs/control.md). */
+#define KC_MAX_CLIENTS 64
 #define KC_MAX_LINE CBF_CONTROL_MAX_REQUEST   /* as the ZeroMQ plane's message cap */
+/* Longer lines go to the request thread (as the ZeroMQ plane's), so a
+ * slow one (8 MiB of values for libyaml) holds no other client. */
+#define KC_INLINE_MAX (64 << 10)
 #define KC_MAX_OUT (64u << 20)        /* replies waiting for a client that does not read */
 #define KC_POLL_MS 100                /* how soon quit and event sampling are noticed */
 #define KC_MIN_PERIOD 0.01            /* the shortest sampling period, seconds */
+#define KC_MAX_REGEX 256              /* ?sensor-list /regex/: characters */
 
 typedef enum { KS_NONE, KS_AUTO, KS_PERIOD, KS_EVENT } kc_strategy;
 
@@ -29,6 +35,10 @@ typedef struct kc_sampling {
 
 typedef struct kc_client {
     int fd;                /* -1: a free slot */
+    unsigned gen;          /* bumped per connection: a late reply finds its own */
+    double last_rx;        /* CLOCK_MONOTONIC of its connect or its last line */
+    bool waiting;          /* a long request of its own is on the request thread:
+                              its next lines wait, so replies keep their order */
     char *in;
     size_t in_len, in_cap, scanned;
     cbf_katcp_buf out;
@@ -52,9 +62,18 @@ typedef struct kc_sensors {
     double time;           /* UNIX seconds when read */
 } kc_sensors;
 
+/* A long request on the request thread and its reply. */
+typedef struct kc_job {
+    int slot;              /* the client's, with its gen then */
+    unsigned gen;
+    cbf_katcp_msg m;
+    cbf_katcp_buf out;
+} kc_job;
+
 struct cbf_katcp {
     cbf_engine *e;
     const cbf_graph *g;
+    double idle;           /* seconds a client may send nothing; 0: forever */
     int lfd;
     bool v6;
     char addr[300];
@@ -62,13 +81,24 @@ struct cbf_katcp {
     bool started;
     atomic_bool quit;
     kc_client cl[KC_MAX_CLIENTS];
+    /* The request thread: one long request at a time (busy: the server
+     * thread's flag); done_fd[1] wakes the server thread when it is answered. */
+    pthread_t worker;
+    bool worker_started, busy;
+    pthread_mutex_t job_mu;
+    pthread_cond_t job_cv;
+    bool job_ready;
+    kc_job job;
+    int done_fd[2];
 };
 
-/* One request being answered: where replies and informs go. */
+/* One request being answered: where replies and informs go. c is NULL on
+ * the request thread, which touches no client's state. */
 typedef struct kc_req {
     cbf_katcp *k;
     kc_client *c;
     const cbf_katcp_msg *m;
+    cbf_katcp_buf *out;
 } kc_req;
 
 /* ---- katcp_requests.c ---- */
@@ -86,6 +116,9 @@ CBF_KATCP_HIDDEN void cbf_katcp_versions(cbf_katcp_buf *b, const char *inform, l
 CBF_KATCP_HIDDEN bool cbf_katcp_want_args(kc_req *r, size_t lo, size_t hi);
 /* Answers one request (a built-in or a plugin's). */
 CBF_KATCP_HIDDEN void cbf_katcp_dispatch(kc_req *r);
+/* Whether name is a built-in request (answered on the server thread:
+ * each is quick and bounded, and some change the client's state). */
+CBF_KATCP_HIDDEN bool cbf_katcp_builtin(const char *name);
 
 /* ---- katcp_sensors.c ---- */
 CBF_KATCP_HIDDEN void cbf_katcp_sensor_line(cbf_katcp_buf *b, const char *inform, long long id,

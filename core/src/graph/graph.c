@@ -246,7 +246,7 @@ static int parse_overrides(loader *L, const char *const *texts, size_t n)
 
 static const char *const engine_keys[] = {"name", "gpu", "gpu_device", "queue_depth", "plugin_path",
                                           "control", "sensors", "sensor_period", "prometheus", "katcp",
-                                          "read_only", "sync_time", "adc_sample_rate"};
+                                          "katcp_idle_timeout", "read_only", "sync_time", "adc_sample_rate"};
 
 static int engine_string(loader *L, const cbf_kv *kv, char **out)
 {
@@ -365,6 +365,14 @@ static int engine_key(loader *L, const cbf_kv *kv)
             rc = cbf_error_set(L->err, CBF_ECONFIG, "%s: engine.read_only: expected true or false, got '%s'",
                                kv->where, s ? s : "a list or mapping");
         snprintf(e->read_only_where, sizeof e->read_only_where, "%s", kv->where);
+    } else if (!strcmp(kv->key, "katcp_idle_timeout")) {
+        const char *s = scalar(kv->value);
+        double t;
+        if (!s || cbf_parse_float(s, &t) || !(t >= 0 && t < 1e9))
+            rc = cbf_error_set(L->err, CBF_ECONFIG, "%s: engine.katcp_idle_timeout: expected seconds >= 0 "
+                               "(0: no limit), got '%s'", kv->where, s ? s : "a list or mapping");
+        else
+            e->katcp_idle_timeout = t;
     } else if (!strcmp(kv->key, "sensor_period")) {
         const char *s = scalar(kv->value);
         double p;
@@ -387,8 +395,8 @@ static int engine_key(loader *L, const cbf_kv *kv)
         char h[96];
         rc = cbf_error_set(L->err, CBF_ECONFIG,
                            "%s: unknown engine key '%s'%s (known: name, gpu, gpu_device, queue_depth, "
-                           "plugin_path, control, sensors, sensor_period, prometheus, katcp, read_only, "
-                           "sync_time, adc_sample_rate)",
+                           "plugin_path, control, sensors, sensor_period, prometheus, katcp, "
+                           "katcp_idle_timeout, read_only, sync_time, adc_sample_rate)",
                            kv->key_where, kv->key,
                            hint(h, sizeof h, kv->key, engine_keys, CBF_COUNT_OF(engine_keys)));
     }
@@ -422,6 +430,7 @@ static int parse_engine(loader *L, const yaml_node_t *m)
     e->gpu = CBF_GPU_AUTO;
     e->queue_depth = 4;
     e->sensor_period = 1.0;
+    e->katcp_idle_timeout = 300.0;
     snprintf(e->where, sizeof e->where, "%s", L->root_where);
     if (m && cbf_yaml_is_null(m))
         m = NULL;

@@ -32,6 +32,8 @@ typedef struct cbf_engine_settings {
     char prometheus_where[CBF_WHERE_MAX];   /* of its value, for errors found when binding */
     char *katcp;                /* engine.katcp: katcp v5 server address, or NULL */
     char katcp_where[CBF_WHERE_MAX];
+    double katcp_idle_timeout;  /* engine.katcp_idle_timeout: seconds a katcp client may send
+                                   nothing (300); 0: no limit */
     bool read_only;             /* engine.read_only: refuse requests that change the signal path */
     char read_only_where[CBF_WHERE_MAX];
     bool has_sync_time;         /* engine.sync_time: UNIX seconds of ADC sample 0 */

@@ -181,8 +181,50 @@ static const char *kind_name(const yaml_node_t *n)
     }
 }
 
+/* Whether text nests lists and mappings no deeper than CBF_YAML_MAX_DEPTH.
+ * libyaml's scanner checks every open flow level at each token, so 100,000
+ * '[' take it a minute (issue 31): a request value is first read as events,
+ * which stop at the first level too deep, before the document is built.
+ * Text with no more '[' and '{' than the bound cannot nest deeper in flow
+ * style and skips the pass (block nesting costs libyaml nothing). */
+static int yaml_depth_ok(const char *text, size_t len, char *why, size_t wl)
+{
+    size_t opens = 0;
+    for (size_t i = 0; i < len && opens <= CBF_YAML_MAX_DEPTH; i++)
+        opens += text[i] == '[' || text[i] == '{';
+    if (opens <= CBF_YAML_MAX_DEPTH)
+        return 0;
+    yaml_parser_t p;
+    if (!yaml_parser_initialize(&p)) {
+        snprintf(why, wl, "out of memory");
+        return -1;
+    }
+    yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+    int depth = 0, rc = 0;
+    for (bool end = false; !end && !rc;) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&p, &ev))
+            break;   /* the load that follows says what is wrong, and where */
+        if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT) {
+            if (++depth > CBF_YAML_MAX_DEPTH) {
+                snprintf(why, wl, "lists and mappings nested deeper than %d levels (line %zu, column %zu)",
+                         CBF_YAML_MAX_DEPTH, ev.start_mark.line + 1, ev.start_mark.column + 1);
+                rc = -1;
+            }
+        } else if (ev.type == YAML_SEQUENCE_END_EVENT || ev.type == YAML_MAPPING_END_EVENT) {
+            depth--;
+        }
+        end = ev.type == YAML_STREAM_END_EVENT;
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&p);
+    return rc;
+}
+
 int cbf_yaml_load_text(const char *text, yaml_document_t *doc, char *why, size_t wl)
 {
+    if (yaml_depth_ok(text, strlen(text), why, wl))
+        return -1;
     yaml_parser_t p;
     if (!yaml_parser_initialize(&p)) {
         snprintf(why, wl, "out of memory");

@@ -72,8 +72,11 @@ const char *cbf_closest_name(const char *name, const char *const *cands, size_t 
  * cbf_parse_int: 0, or -1 not a number, -2 not a whole number, -3 too large. */
 int cbf_parse_int(const char *text, int64_t *out);
 int cbf_parse_float(const char *text, double *out);
-/* Parses one YAML value from text (a default, an override); on failure
- * says why and leaves doc untouched. */
+/* Parses one YAML value from text (a default, an override, a request's
+ * argument); on failure says why and leaves doc untouched. Lists and
+ * mappings nested deeper than CBF_YAML_MAX_DEPTH are refused before libyaml
+ * builds the document (its scanner is quadratic in the flow depth). */
+#define CBF_YAML_MAX_DEPTH 64
 int cbf_yaml_load_text(const char *text, yaml_document_t *doc, char *why, size_t wl);
 /* Whether a scalar node is YAML null (empty, ~, null). */
 int cbf_yaml_is_null(const yaml_node_t *n);

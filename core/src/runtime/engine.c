@@ -297,7 +297,8 @@ static void add_steady_state(cbf_node *n)
     for (int q = 0; q < d->n_requests; q++)
         for (int k = 0; k < d->requests[q].n_args; k++)
             if (d->requests[q].args[k].flags & CBF_PARAM_TIMESTAMP) {
-                cbf_node_counter(n, CBF_RT_STEADY_STATE);
+                cbf_counter_describe(cbf_node_counter(n, CBF_RT_STEADY_STATE), "",
+                                     "ADC timestamp from which every change requested so far is in force");
                 return;
             }
 }

@@ -356,8 +356,17 @@ static int request_node(const cbf_graph *g, const char *name, const char *node, 
         size_t l = strlen(names);
         snprintf(names + l, sizeof names - l, "%s%s", l ? ", " : "", g->nodes[i].name);
     }
-    if (!found)
-        return cbf_error_set(err, CBF_ENOTSUP, "unknown request '%s'", name);
+    if (!found) {
+        /* A misspelling names its nearest request (cbf-ctl gian: gain). */
+        const char *cands[256];
+        size_t nc = 0;
+        for (size_t i = 0; i < g->n_nodes; i++)
+            for (int q = 0; q < g->nodes[i].plugin->n_requests && nc < 256; q++)
+                cands[nc++] = g->nodes[i].plugin->requests[q].name;
+        const char *near = cbf_closest_name(name, cands, nc);
+        return cbf_error_set(err, CBF_ENOTSUP, "unknown request '%s'%s%s%s", name, near ? " (did you mean '" : "",
+                             near ? near : "", near ? "'?)" : "");
+    }
     if (found > 1)
         return cbf_error_set(err, CBF_EINVAL, "several nodes accept '%s' (%s): name the node", name,
                              names);

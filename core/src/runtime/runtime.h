@@ -83,8 +83,12 @@ CBF_RT_HIDDEN uint64_t cbf_rt_port_detach(cbf_port *in);
 CBF_RT_HIDDEN void cbf_rt_port_wake(cbf_port *in);
 
 /* ---- nodes (node.c) ---- */
+#define CBF_SENSOR_UNITS_MAX 16
+#define CBF_SENSOR_DOC_MAX 160
+
 struct cbf_counter {
     char name[CBF_COUNTER_NAME_MAX];
+    char units[CBF_SENSOR_UNITS_MAX], doc[CBF_SENSOR_DOC_MAX];   /* set from init ("": none) */
     atomic_uint_least64_t value;
     atomic_bool warn_on_rise;
     /* What readers last saw (sensor.c, under the node's sensor_mu). */
@@ -94,6 +98,7 @@ struct cbf_counter {
 
 struct cbf_gauge {
     char name[CBF_COUNTER_NAME_MAX];
+    char units[CBF_SENSOR_UNITS_MAX], doc[CBF_SENSOR_DOC_MAX];
     atomic_uint_least64_t bits;   /* the double's bits */
     atomic_int status;            /* -1: from the rule; else a cbf_status */
     double lo, hi;                /* nominal range (set from init) */

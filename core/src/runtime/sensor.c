@@ -69,6 +69,22 @@ void cbf_gauge_nominal_range(cbf_gauge *g, double lo, double hi)
     g->has_range = true;
 }
 
+void cbf_counter_describe(cbf_counter *c, const char *units, const char *doc)
+{
+    if (!c)
+        return;
+    snprintf(c->units, sizeof c->units, "%s", units ? units : "");
+    snprintf(c->doc, sizeof c->doc, "%s", doc ? doc : "");
+}
+
+void cbf_gauge_describe(cbf_gauge *g, const char *units, const char *doc)
+{
+    if (!g)
+        return;
+    snprintf(g->units, sizeof g->units, "%s", units ? units : "");
+    snprintf(g->doc, sizeof g->doc, "%s", doc ? doc : "");
+}
+
 void cbf_gauge_set_status(cbf_gauge *g, double v, cbf_status st)
 {
     if (!g)
