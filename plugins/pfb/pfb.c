@@ -406,7 +406,7 @@ static int pfb_init(cbf_node *node, cbf_error *err)
                        "relative to full scale; nominal -30 to -10)");
     cbf_counter_describe(s->c_spectra, "", "spectra produced");
     cbf_counter_describe(s->c_missing, "", "spectra produced without all their input (flagged missing)");
-    cbf_counter_describe(s->c_sections, "", "changes of the coarse (whole-sample) delay applied");
+    cbf_counter_describe(s->c_changes, "", "spectra whose coarse (whole-sample) delay differs from the spectrum before");
     s->rate = rate;
     for (int q = 0; q < 2; q++)
         s->model[q] = (delay_model){0, (double)(s->delay[q] * s->scale), 0, 0, 0};
