@@ -9,6 +9,7 @@
 #include <cbf/cbf.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -17,7 +18,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "h5util.h"
@@ -35,6 +35,9 @@ static const cbf_param_decl filesink_params[] = {
      .doc = "buffers to write per input, later ones are received and dropped; 0 = all"},
     {.name = "capture", .type = CBF_PARAM_BOOL, .def = "true",
      .doc = "write from the start; false: wait for a `capture` request (action start)"},
+    {.name = "fsync", .type = CBF_PARAM_BOOL, .def = "false",
+     .doc = "also fsync(2) the file after each buffer, so a power loss loses only the buffer "
+            "being written (a SIGKILL loses only that one either way)"},
     {.name = "input_labels", .type = CBF_PARAM_STRING, .def = "",
      .doc = "names of the inputs, comma separated, input 2 x antenna + pol (e.g. \"m000v, "
             "m000h\"); inputs not named are ant<a>p<pol>"},
@@ -92,26 +95,17 @@ typedef struct input {
 
 typedef struct filesink {
     char *path;
+    char *partial;        /* where the file is made; renamed to path when the engine runs */
     hid_t file;
+    int fd;               /* HDF5's descriptor of the file: space reserved, fsync */
+    bool fsync;
     int n;
     input *in;
     cbf_counter *c_written, *c_dropped;
-    double last_flush;    /* CLOCK_MONOTONIC seconds, under filesink_h5_lock */
     atomic_bool failed;   /* an input could not write: every input stops */
     bool created, ran;    /* the file is this run's; run() was called */
     fs_labels labels;
 } filesink;
-
-/* A long capture stays readable if the process dies: the file is flushed
- * at most this often (seconds), besides at the end. */
-#define FLUSH_PERIOD 5.0
-
-static double filesink_now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static hid_t filesink_type_of(cbf_dtype t, int *complex)
 {
@@ -304,10 +298,11 @@ static void filesink_fini(cbf_node *node)
     pthread_mutex_unlock(&filesink_h5_lock);
     /* Another node's init failed after this one made the file: nothing
      * ran, so no empty file is left to look like a capture. */
-    if (s->created && !s->ran && unlink(s->path) == 0)
-        cbf_log_info("removed %s: the engine did not start", s->path);
+    if (s->created && !s->ran)
+        unlink(s->partial);
     free(s->in);
     free(s->path);
+    free(s->partial);
     fs_labels_free(&s->labels);
     free(s);
     cbf_node_set_state(node, NULL);
@@ -325,27 +320,63 @@ static int filesink_time_attrs(const filesink *s, const cbf_node *node)
     return rc;
 }
 
+/* The file is made beside its final name and renamed there when the engine
+ * runs (filesink_run): whenever `path` exists it is a whole HDF5 file, an
+ * earlier file is replaced only by a capture that started, and an engine
+ * that fails to start leaves nothing behind. Only a regular file is ever
+ * replaced: a device (/dev/full), folder or pipe at `path` is refused, as
+ * a rename would put the capture in its place rather than write to it. */
 static int filesink_create_file(filesink *s, const cbf_node *node, const cbf_params *p, cbf_error *err)
 {
     const char *where = cbf_params_where(p, "path");
     struct stat st;
-    if (stat(s->path, &st) == 0 && !cbf_params_bool(p, "overwrite"))
+    if (lstat(s->path, &st) == 0 && !S_ISREG(st.st_mode))
+        return cbf_error_set(err, CBF_ECONFIG,
+                             "%s: path: %s exists and is not a regular file (a device, folder, "
+                             "link or pipe); filesink writes a new HDF5 file, choose a path "
+                             "for it", where, s->path);
+    if (lstat(s->path, &st) == 0 && !cbf_params_bool(p, "overwrite"))
         return cbf_error_set(err, CBF_ECONFIG,
                              "%s: %s exists; remove it, choose another path or set "
                              "overwrite: true", where, s->path);
-    if (stat(s->path, &st) == 0)   /* overwrite: true; said (asked for: info, not a warning) */
+    if (lstat(s->path, &st) == 0)   /* overwrite: true; said (asked for: info, not a warning) */
         cbf_log_info("%s: %s exists and is replaced (overwrite: true)", where, s->path);
     if (filesink_make_parents(s->path) != 0)
         return cbf_error_set(err, CBF_EIO, "%s: cannot create the folder of %s: %s",
                              where, s->path, strerror(errno));
-    s->file = H5Fcreate(s->path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (asprintf(&s->partial, "%s.partial-%ld", s->path, (long)getpid()) < 0) {
+        s->partial = NULL;
+        return cbf_error_set(err, CBF_ENOMEM, "out of memory");
+    }
+    /* The 1.10 format, for SWMR (filesink_start_swmr). */
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl >= 0 && H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST) >= 0)
+        s->file = H5Fcreate(s->partial, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    if (fapl >= 0)
+        H5Pclose(fapl);
     s->created = s->file >= 0;
-    if (s->file < 0)
+    void *fd = NULL;
+    if (s->file < 0 || H5Fget_vfd_handle(s->file, H5P_DEFAULT, &fd) < 0 || !fd)
         return cbf_error_set(err, CBF_EIO, "%s: cannot create HDF5 file %s", where,
-                             s->path);
+                             s->partial);
+    s->fd = *(int *)fd;
     return h5u_attr_string(s->file, "creator", "cbf filesink") < 0 || filesink_time_attrs(s, node) < 0
-               ? cbf_error_set(err, CBF_EIO, "cannot write to %s", s->path)
+               ? cbf_error_set(err, CBF_EIO, "cannot write to %s", s->partial)
                : 0;
+}
+
+/* Once every group, dataset and attribute exists: SWMR writing orders
+ * HDF5's metadata writes (a child before what points to it), so the file
+ * on disk is whole between any two of them, and a process killed at any
+ * moment leaves a file that holds every buffer flushed before. It allows
+ * no new objects, which filesink makes only here. */
+static int filesink_start_swmr(filesink *s, cbf_error *err)
+{
+    for (int i = 0; i < s->n; i++)   /* groups are done with; SWMR wants only datasets open */
+        filesink_close_id(&s->in[i].group, H5Gclose);
+    if (H5Fstart_swmr_write(s->file) < 0)
+        return cbf_error_set(err, CBF_EIO, "%s: cannot start SWMR writing", s->partial);
+    return 0;
 }
 
 static int filesink_init(cbf_node *node, cbf_error *err)
@@ -354,6 +385,7 @@ static int filesink_init(cbf_node *node, cbf_error *err)
     if (!s)
         return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     s->file = -1;
+    s->fd = -1;
     cbf_node_set_state(node, s);
     const cbf_params *p = cbf_node_params(node);
     s->path = strdup(cbf_params_string(p, "path"));
@@ -371,8 +403,8 @@ static int filesink_init(cbf_node *node, cbf_error *err)
     pthread_mutex_lock(&filesink_h5_lock);
     /* HDF5 would print its error stack to stderr; errors are returned instead. */
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    s->fsync = cbf_params_bool(p, "fsync");
     rc = filesink_create_file(s, node, p, err);
-    s->last_flush = filesink_now_s();
     for (int i = 0; rc == 0 && i < s->n; i++) {
         input *in = &s->in[i];
         in->node = node;
@@ -383,6 +415,8 @@ static int filesink_init(cbf_node *node, cbf_error *err)
         in->group = -1;
         rc = filesink_open_input(s, in, i, err);
     }
+    if (rc == 0)
+        rc = filesink_start_swmr(s, err);
     pthread_mutex_unlock(&filesink_h5_lock);
     return rc;
 }
@@ -396,40 +430,71 @@ static void filesink_expand_ci4(const uint8_t *src, size_t n, int8_t *dst)
     }
 }
 
-/* Room left for the file to grow: the file system's free space for this
- * user, and the process's file size limit (ulimit -f), whichever is less. */
-static uint64_t filesink_room(const char *path)
+/* Room left for the file to grow under the process's file size limit
+ * (ulimit -f), and, where `statvfs` is asked, the file system's free space
+ * for this user. */
+static uint64_t filesink_room(const filesink *s, bool statvfs_too)
 {
     uint64_t room = UINT64_MAX;
     struct statvfs v;
-    if (statvfs(path, &v) == 0)
+    if (statvfs_too && fstatvfs(s->fd, &v) == 0)
         room = (uint64_t)v.f_bavail * v.f_frsize;
     struct rlimit l;
     struct stat st;
-    if (getrlimit(RLIMIT_FSIZE, &l) == 0 && l.rlim_cur != RLIM_INFINITY && stat(path, &st) == 0) {
+    if (getrlimit(RLIMIT_FSIZE, &l) == 0 && l.rlim_cur != RLIM_INFINITY && fstat(s->fd, &st) == 0) {
         uint64_t left = l.rlim_cur > (rlim_t)st.st_size ? (uint64_t)(l.rlim_cur - (rlim_t)st.st_size) : 0;
         room = left < room ? left : room;
     }
     return room;
 }
 
-/* Bytes kept free for HDF5's metadata (chunk indexes, attributes) that a
- * flush or the close writes after the last buffer. */
+/* Bytes kept free for HDF5's metadata (chunk indexes, object headers)
+ * that a buffer's flush writes beside its data. */
 #define ROOM_RESERVE (1u << 20)
 
-static int filesink_write_buffer(filesink *s, input *in, cbf_buffer *b)
+/* A write that fails half-way leaves HDF5's cache unable to close the file
+ * (and the library crashing as it unloads): a buffer the disk cannot hold
+ * is refused before any byte of it is written, so the file closes whole,
+ * with every buffer before it. The room is taken, not only looked at: the
+ * blocks past the file's end are allocated (fallocate, the size left as
+ * it is), so another writer filling the disk meanwhile cannot take them.
+ * Where the file system cannot allocate ahead, its free space is checked
+ * instead. Under filesink_h5_lock: the inputs take room in turn. */
+static int filesink_reserve(filesink *s, input *in, uint64_t need)
 {
-    /* A write that fails half-way leaves HDF5's cache unable to close the
-     * file (and the library crashing at exit): a buffer the disk cannot
-     * hold is refused before any byte of it is written, so the file closes
-     * whole, with every buffer before it. */
-    uint64_t need = (uint64_t)in->payload * (in->expand_ci4 ? 2 : 1) + in->desc.n_present + in->desc.aux_size +
-                    64 + ROOM_RESERVE, room = filesink_room(s->path);
-    if (room < need)
+    struct stat st;
+    int why = 0;
+    uint64_t room = filesink_room(s, false);
+    if (room >= need) {
+        if (fstat(s->fd, &st) != 0)
+            why = errno;
+        else if (fallocate(s->fd, FALLOC_FL_KEEP_SIZE, st.st_size, (off_t)need) != 0)
+            why = errno;
+        if (why == EOPNOTSUPP || why == ENOSYS) {
+            why = 0;
+            room = filesink_room(s, true);
+        }
+    }
+    if (room >= need && !why)
+        return 0;
+    if (why == ENOSPC || why == EDQUOT || room < need) {
+        if (room >= need)
+            room = filesink_room(s, true);
         return cbf_error_set(&in->err, CBF_EIO, "%s: no room for buffer %llu of /%s: %.1f MB left "
                              "(file system space or the file size limit), %.1f MB needed; the file "
                              "holds the buffers before it", s->path, (unsigned long long)in->written,
                              in->group_name, 1e-6 * (double)room, 1e-6 * (double)need);
+    }
+    return cbf_error_set(&in->err, CBF_EIO, "%s: cannot reserve room for buffer %llu of /%s: %s; "
+                         "the file holds the buffers before it", s->path,
+                         (unsigned long long)in->written, in->group_name, strerror(why));
+}
+
+static int filesink_write_buffer(filesink *s, input *in, cbf_buffer *b)
+{
+    const uint64_t need = (uint64_t)in->payload * (in->expand_ci4 ? 2 : 1) + in->desc.n_present +
+                          in->desc.aux_size + 64 + (in->is_beam ? 4 * in->beam_row[0] * in->beam_row[1] * in->beam_row[2] : 0) +
+                          ROOM_RESERVE;
     const void *payload = b->data;
     if (b->kind != CBF_MEM_HOST) {
         if (cbf_buffer_copy_to_host(b, in->host, in->payload, &in->err) != 0)
@@ -446,6 +511,10 @@ static int filesink_write_buffer(filesink *s, input *in, cbf_buffer *b)
     const hsize_t n = in->written, np = in->desc.n_present, na = in->desc.aux_size;
     int rc = 0;
     pthread_mutex_lock(&filesink_h5_lock);
+    if (filesink_reserve(s, in, need)) {
+        pthread_mutex_unlock(&filesink_h5_lock);
+        return in->err.code;
+    }
     rc |= h5u_append(in->data, in->type, in->row_rank, in->row, n, payload);
     rc |= h5u_append(in->ts, H5T_NATIVE_INT64, 0, NULL, n, &b->timestamp);
     rc |= h5u_append(in->seq, H5T_NATIVE_UINT64, 0, NULL, n, &b->seq);
@@ -459,10 +528,13 @@ static int filesink_write_buffer(filesink *s, input *in, cbf_buffer *b)
         cbf_beam_ants_table(&in->beam, b->present, b->aux, in->beam_words);
         rc |= h5u_append(in->beam_ants, H5T_NATIVE_UINT32, 3, in->beam_row, n, in->beam_words);
     }
-    if (rc == 0 && filesink_now_s() - s->last_flush > FLUSH_PERIOD) {
+    /* Every buffer is flushed (to the OS: a SIGKILL then loses only the
+     * buffer being written), and with `fsync` synced to the disk (a power
+     * loss too). docs/reliability.md gives the cost. */
+    if (rc == 0)
         rc |= H5Fflush(s->file, H5F_SCOPE_LOCAL) < 0;
-        s->last_flush = filesink_now_s();
-    }
+    if (rc == 0 && s->fsync)
+        rc |= fsync(s->fd) != 0;
     int why = rc ? errno : 0;   /* what the failed write(2) said (HDF5 keeps it) */
     pthread_mutex_unlock(&filesink_h5_lock);
     if (rc)
@@ -507,6 +579,9 @@ static int filesink_run(cbf_node *node, cbf_error *err)
 {
     filesink *s = cbf_node_state(node);
     s->ran = true;
+    if (rename(s->partial, s->path) != 0)
+        return cbf_error_set(err, CBF_EIO, "cannot rename %s to %s: %s", s->partial, s->path,
+                             strerror(errno));
     /* One reader per input: reading them in turn from one thread could
      * stall a fast producer behind a slow one sharing its upstream. */
     for (int i = 1; i < s->n; i++)

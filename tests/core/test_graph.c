@@ -82,6 +82,25 @@ static void parameters(void **state)
                     NULL, 0, CBF_ECONFIG, 6, 7, E("parameter 'count' is given twice"));
 }
 
+/* `params:` given a scalar (a number, a quoted or block string, an alias
+ * of one): refused at its place. Its data was once read as a mapping's
+ * pairs, and the load ended in "out of memory" with no place. */
+static void params_not_a_mapping(void **state)
+{
+    (void)state;
+    static const char *const ov[] = {"src.count=3"};
+    tu_expect_error("nodes:\n  src: {plugin: tsrc, params: 5}\n", NULL, 0, CBF_ECONFIG, 2, 31,
+                    E("node 'src'", "params: expected a mapping"));
+    tu_expect_error("nodes:\n  src: {plugin: tsrc, params: \"\"}\n", NULL, 0, CBF_ECONFIG, 2, 31,
+                    E("node 'src'", "params: expected a mapping"));
+    tu_expect_error("nodes:\n  src: {plugin: tsrc, params: 'count: 3'}\n", ov, 1, CBF_ECONFIG, 2, 31,
+                    E("node 'src'", "params: expected a mapping"));
+    tu_expect_error("nodes:\n  src:\n    plugin: tsrc\n    params: |\n      count: 3\n", NULL, 0,
+                    CBF_ECONFIG, 4, 13, E("node 'src'", "params: expected a mapping"));
+    tu_expect_error("nodes:\n  src: {plugin: tsrc, params: &p 7}\n  sink: {plugin: tsink, params: *p}\n",
+                    NULL, 0, CBF_ECONFIG, 2, 31, E("node 'src'", "params: expected a mapping"));
+}
+
 static void duplicate_node(void **state)
 {
     (void)state;
@@ -404,6 +423,7 @@ int main(void)
         cmocka_unit_test(node_without_plugin),
         cmocka_unit_test(unknown_plugin),
         cmocka_unit_test(parameters),
+        cmocka_unit_test(params_not_a_mapping),
         cmocka_unit_test(duplicate_node),
         cmocka_unit_test(edge_unknown_node_or_port),
         cmocka_unit_test(edge_direction),

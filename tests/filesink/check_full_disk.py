@@ -8,10 +8,18 @@
   2. two filesinks, the second unable to create its file: cbf-run exits
      non-zero and the first leaves no empty file behind;
   3. `overwrite: true` replacing an earlier file says so (a warning naming
-     it), and is silent when there was none.
+     it), and is silent when there was none;
+  4. a path that is not a regular file (/dev/full), overwrite or not, is
+     refused naming `path`'s YAML place, and never said to be replaced.
+With --other-writer instead: another process fills a small tmpfs (mounted
+here; root only, else skipped) while cbf-run writes an endless dsim into
+it: cbf-run exits 1 (not by a signal) naming the file, and the file opens
+and holds every buffer before the one that did not fit, equal to an
+uninterrupted run's.
 
-usage: check_full_disk.py CBF_RUN
+usage: check_full_disk.py CBF_RUN [--other-writer]
 """
+import errno
 import os
 import resource
 import signal
@@ -44,8 +52,73 @@ def write(tmp, name, doc):
     return path
 
 
+def sink_doc(out, length):
+    return {"engine": {"gpu": "none"},
+            "nodes": {"dsim": {"plugin": "dsim", "params": {"antennas": 1, "length": length,
+                                                             "samples_per_chunk": 262144}},
+                      "sink": {"plugin": "filesink", "params": {"path": out}}},
+            "edges": ["dsim.out -> sink.in"]}
+
+
+def other_writer(cbf_run):
+    """A second writer takes the disk's last space mid-capture."""
+    if os.geteuid() != 0:
+        print("skipped: mounting a tmpfs needs root")
+        return 77
+    with tempfile.TemporaryDirectory() as tmp:
+        mnt = os.path.join(tmp, "mnt")
+        os.mkdir(mnt)
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", mnt]).returncode != 0:
+            print("skipped: cannot mount a tmpfs")
+            return 77
+        try:
+            out = os.path.join(mnt, "x.h5")
+            p = subprocess.Popen([cbf_run, write(tmp, "fill", sink_doc(out, 0)), "--quiet"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            # Once the capture is under way (its file past 2 MB: the engine's
+            # progress), the other writer takes every free byte, 64 KiB at a
+            # time, while the sink goes on writing.
+            while p.poll() is None and not (os.path.exists(out) and os.path.getsize(out) > 2 << 20):
+                pass
+            filled = 0
+            with open(os.path.join(mnt, "other"), "wb") as f:
+                try:
+                    for _ in range(1 << 12):   # 256 MiB at most: more than the file system
+                        f.write(b"\1" * 65536)
+                        f.flush()
+                        filled += 65536
+                except OSError as e:
+                    if e.errno != errno.ENOSPC:
+                        raise
+            log, _ = p.communicate(timeout=120)
+            if p.returncode != 1 or out not in log or "no room for buffer" not in log:
+                fail(f"another writer filled the disk: expected exit 1 naming {out}, got "
+                     f"{p.returncode}: {log}")
+            n = int(log.split("no room for buffer ")[1].split()[0])
+            with h5py.File(out) as f:
+                got = {k: f["dsim"][k][:] for k in ("data", "timestamp", "seq")}
+            ref_path = os.path.join(tmp, "ref.h5")
+            r = subprocess.run([cbf_run, write(tmp, "ref", sink_doc(ref_path, 262144 * n)), "--quiet"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+            if r.returncode != 0:
+                fail(f"the reference run: exit {r.returncode}: {r.stdout}")
+            with h5py.File(ref_path) as f:
+                ref = {k: f["dsim"][k][:] for k in got}
+            for k in got:
+                if got[k].shape != ref[k].shape or not (got[k] == ref[k]).all():
+                    fail(f"another writer filled the disk: /dsim/{k} {got[k].shape} differs from "
+                         f"the uninterrupted run's first {n} buffers {ref[k].shape}")
+            print(f"ok: another writer took {filled / 1e6:.1f} MB; cbf-run exit 1 at buffer {n}, "
+                  f"the file opens with its {n} buffers, equal to an uninterrupted run's")
+        finally:
+            subprocess.run(["umount", mnt])
+    return 0
+
+
 def main():
     cbf_run = sys.argv[1]
+    if sys.argv[2:] == ["--other-writer"]:
+        return other_writer(cbf_run)
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "full.h5")
         doc = {"engine": {"gpu": "none"},
@@ -89,6 +162,23 @@ def main():
         if "is replaced" in logs[0] or f"{again} exists and is replaced (overwrite: true)" not in logs[1]:
             fail(f"overwrite: true should warn only when it replaces a file: {logs}")
         print("ok: overwrite: true says when it replaces an earlier capture")
+
+        # Not a regular file: refused, never "replaced".
+        for overwrite in (False, True):
+            doc = {"engine": {"gpu": "none"},
+                   "nodes": {"dsim": {"plugin": "dsim", "params": {"length": 65536, "samples_per_chunk": 65536}},
+                             "sink": {"plugin": "filesink", "params": {"path": "/dev/full", "overwrite": overwrite}}},
+                   "edges": ["dsim.out -> sink.in"]}
+            y = write(tmp, "devfull", doc)
+            r = subprocess.run([cbf_run, y], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, timeout=60)
+            if (r.returncode == 0 or "is replaced" in r.stdout or f"{y}:" not in r.stdout
+                    or "path: /dev/full exists and is not a regular file" not in r.stdout):
+                fail(f"/dev/full (overwrite: {overwrite}): expected a refusal naming path: "
+                     f"exit {r.returncode}: {r.stdout}")
+            if not os.path.exists("/dev/full") or not os.stat("/dev/full").st_rdev:
+                fail("/dev/full is no longer the device")
+        print("ok: /dev/full as path is refused naming path, and not said to be replaced")
     return 0
 
 

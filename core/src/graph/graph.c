@@ -91,8 +91,12 @@ static const char *scalar(const yaml_node_t *n)
     return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
 }
 
+/* 0 for anything but a mapping: the node's data is a union, and reading a
+ * scalar's as pairs gave a count that no allocation could hold. */
 static size_t n_pairs(const yaml_node_t *m)
 {
+    if (m->type != YAML_MAPPING_NODE)
+        return 0;
     return (size_t)(m->data.mapping.pairs.top - m->data.mapping.pairs.start);
 }
 
@@ -507,14 +511,15 @@ static int collect_params(loader *L, size_t idx, const yaml_node_t *pm)
 {
     cbf_graph_node *gn = &L->g->nodes[idx];
     node_src *s = &L->src[idx];
+    /* The kind first: `params: 5` is a place in the file, not a size. */
+    if (pm && pm->type != YAML_MAPPING_NODE)
+        return fail_at(L, pm, "node '%s': params: expected a mapping of name: value", gn->name);
     size_t n = pm ? n_pairs(pm) : 0;
     s->kv = calloc(n + L->n_ov + 1, sizeof *s->kv);
     if (!s->kv)
         return cbf_error_set(L->err, CBF_ENOMEM, "out of memory");
     if (!pm)
         return 0;
-    if (pm->type != YAML_MAPPING_NODE)
-        return fail_at(L, pm, "node '%s': params: expected a mapping of name: value", gn->name);
     int rc = map_keys_ok(L, pm, "parameter");
     for (size_t i = 0; i < n && !rc; i++)
         kv_from_pair(L, &pm->data.mapping.pairs.start[i], &s->kv[s->n_kv++]);
