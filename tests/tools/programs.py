@@ -41,6 +41,7 @@ PROGRAMS = {
     "systemd-analyze": ("systemd", "setup"), "systemctl": ("systemd", "setup"),
     "systemd-sysusers": ("systemd", "setup"),
     # the tests' (scripts/setup.sh test_debs)
+    "mount": ("mount", "base"), "umount": ("mount", "base"), "h5clear": ("hdf5-tools", "setup"),
     "valgrind": ("valgrind", "test"), "shellcheck": ("shellcheck", "test"),
     # neither
     "nvcc": ("nvidia-cuda-toolkit", CUDA), "compute-sanitizer": ("nvidia-cuda-toolkit", CUDA),
