@@ -76,6 +76,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "cbf-array: %s\n", err.msg);
         return rc == CBF_ECONFIG ? 2 : 1;
     }
+    if (desc.hosts_sized)
+        printf("cbf-array: no 'hosts': planned on the %d hosts the sizing at %s counts, %d X-engines\n",
+               desc.n_hosts, desc.where_sizing, desc.xengines);
     rc = array_plan_check(&desc, &plan, stdout, &err);
     if (rc)
         fprintf(stderr, "cbf-array: refused: %s\n", err.msg);
