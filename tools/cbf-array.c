@@ -6,6 +6,9 @@
  *   cbf-array DESCRIPTION.yaml --check     check only: each host's NICs and GPUs
  *   cbf-array DESCRIPTION.yaml --figures   the sizing (docs/scaling.md)
  *
+ * A description that sizes the array (array.xengines 0, no `hosts`) plans
+ * on what --figures counts (array/sized.c).
+ *
  * It plans; it starts nothing (systemd/cbf@.service or a Slurm script does).
  * Exit status: 0 the plan fits (and was written), 1 a host's NIC, PCIe or
  * GPU budget is exceeded (named; nothing written) or a file could not be
@@ -69,10 +72,13 @@ int main(int argc, char **argv)
         return rc == CBF_ECONFIG ? 2 : rc ? 1 : 0;
     }
     array_plan plan;
-    if ((rc = array_plan_make(&desc, &plan, &err))) {
+    if ((rc = array_desc_complete(&desc, &err)) || (rc = array_plan_make(&desc, &plan, &err))) {
         fprintf(stderr, "cbf-array: %s\n", err.msg);
         return rc == CBF_ECONFIG ? 2 : 1;
     }
+    if (desc.hosts_sized)
+        printf("cbf-array: no 'hosts': planned on the %d hosts the sizing at %s counts, %d X-engines\n",
+               desc.n_hosts, desc.where_sizing, desc.xengines);
     rc = array_plan_check(&desc, &plan, stdout, &err);
     if (rc)
         fprintf(stderr, "cbf-array: refused: %s\n", err.msg);

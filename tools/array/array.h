@@ -63,16 +63,22 @@ typedef struct array_desc {
     /* sizing (--figures): a host as the array would buy it */
     int size_gpus_per_host, size_nics_per_host;
     double size_nic_gbps;
+    unsigned size_first_if;             /* IPv4, host order; 0: not given */
     int has_sizing;
     array_host hosts[ARRAY_MAX_HOSTS];
     int n_hosts;
+    int hosts_sized;                    /* hosts made from `sizing` (no `hosts` section) */
     array_budget budget;
     int has_budget;
-    char where_xengines[ARRAY_WHERE];
+    /* file:line:column of what a later refusal names */
+    char where_root[ARRAY_WHERE], where_array[ARRAY_WHERE], where_xengines[ARRAY_WHERE],
+        where_beams[ARRAY_WHERE], where_digitisers[ARRAY_WHERE], where_sizing[ARRAY_WHERE],
+        where_hosts[ARRAY_WHERE];
 } array_desc;
 
 /* Loads and checks the description (and the budget it names). CBF_ECONFIG
- * with "file:line:column: ..." for a bad one. */
+ * with "file:line:column: ..." for a bad one, and for a budget file given
+ * where a description belongs. */
 int array_desc_load(const char *path, array_desc *d, cbf_error *err);
 
 /* ---- rates (plan.c) ---- */
@@ -110,9 +116,33 @@ void array_plan_free(array_plan *p);
  * printed); returns 0, or CBF_EINVAL with the first figure over budget in
  * err, naming the host. */
 int array_plan_check(const array_desc *d, const array_plan *p, FILE *f, cbf_error *err);
+/* ---- sizing (figures.c) ---- */
+#define ARRAY_N_LIMITS 5
+
+/* What --figures works out from the description's array and `sizing` host
+ * and the budget: antennas one GPU's F-engines take under each limit, GPUs
+ * the X-engines need under each, and so the counts. */
+typedef struct array_size {
+    double f_limits[ARRAY_N_LIMITS];    /* antennas per GPU under each limit */
+    double x_limits[ARRAY_N_LIMITS];    /* X-engine GPUs needed under each */
+    int f_binds, x_binds;               /* index of the limit that binds first */
+    int per_gpu, f_gpus, f_hosts;       /* F-engines */
+    int x_needed, xengines, x_hosts;    /* X-engines: one per GPU, dividing the channels */
+} array_size;
+
+/* CBF_ECONFIG naming the description's place without a `sizing` section or
+ * array.budget; CBF_EINVAL when one antenna does not fit one GPU. */
+int array_size_make(const array_desc *d, array_size *s, cbf_error *err);
 /* The sizing of docs/scaling.md: how many hosts, GPUs, NICs, switch ports
  * and groups the array needs, and what binds first. */
 int array_figures(const array_desc *d, FILE *f, cbf_error *err);
+/* What --out and --check plan with, where the description leaves it to the
+ * sizing: array.xengines 0 becomes the X-engine count --figures gives, and
+ * without a `hosts` section the hosts are the ones --figures counts (f0...,
+ * x0..., b0 for the beams, d0... for simulated digitisers), with
+ * consecutive interface addresses from sizing.first_interface. CBF_ECONFIG
+ * naming the place when the description gives neither. */
+int array_desc_complete(array_desc *d, cbf_error *err);
 
 /* ---- output (write.c) ---- */
 void array_group_text(array_group g, int offset, char *buf, size_t n);

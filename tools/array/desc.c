@@ -33,7 +33,7 @@ static const cbf_param_decl array_decls[] = {
     {"bits", CBF_PARAM_INT, "10", CBF_RANGE(2, 16), NULL, "digitiser bits per sample"},
     {"spectra_per_heap", CBF_PARAM_INT, "256", CBF_RANGE(1, 65536), NULL, "spectra per F-engine heap"},
     {"xengines", CBF_PARAM_INT, "0", CBF_RANGE(0, 65536), NULL,
-     "X-engines, each an equal channel range; 0: only --figures, which sizes them"},
+     "X-engines, each an equal channel range; 0: as many as --figures sizes from 'sizing'"},
     {"beams", CBF_PARAM_INT, "0", CBF_RANGE(0, 64), NULL, "single-pol beams (pol b mod 2)"},
     {"heaps_per_dump", CBF_PARAM_INT, "0", CBF_RANGE(0, 1 << 20), NULL,
      "correlator heap_accumulation_threshold; 0: its default"},
@@ -63,6 +63,8 @@ static const cbf_param_decl sizing_decls[] = {
     {"gpus_per_host", CBF_PARAM_INT, NULL, CBF_RANGE(1, 64), NULL, "GPUs in one host"},
     {"nics_per_host", CBF_PARAM_INT, NULL, CBF_RANGE(1, 64), NULL, "NICs (switch ports) per host"},
     {"nic_gbps", CBF_PARAM_FLOAT, NULL, CBF_RANGE(0.001, 1e5), NULL, "each NIC's rate"},
+    {"first_interface", CBF_PARAM_STRING, "", CBF_NORANGE, NULL,
+     "without 'hosts': the first data-interface address of the sized hosts, the others consecutive"},
 };
 static const cbf_param_decl host_decls[] = {
     {"roles", CBF_PARAM_STRING, NULL, CBF_NORANGE, NULL, "comma-separated: digitiser, feng, xeng, beams"},
@@ -177,9 +179,27 @@ static const yaml_node_t *get(ld *L, const yaml_node_t *root, const char *key)
     return NULL;
 }
 
+/* A budget file's own key, named where a description was expected: the
+ * file is one a description points to, not one to plan. */
+static int budget_key(const char *s)
+{
+    for (int i = 0; s && i < N(budget_decls); i++)
+        if (budget_decls[i].def == NULL && !strcmp(s, budget_decls[i].name))
+            return 1;
+    return 0;
+}
+
 static int top_keys(ld *L, const yaml_node_t *root)
 {
     static const char *const keys[] = {"array", "multicast", "simulate", "sizing", "hosts"};
+    if (!get(L, root, "array"))
+        for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
+            yaml_node_t *k = yaml_document_get_node(&L->doc, p->key);
+            if (budget_key(scalar(k)))
+                return fail(L, k, "'%s' is a budget file's key: this is a budget file (cbf-bench's figures), "
+                            "not an array description; a description names it in array.budget "
+                            "(docs/scaling.md, \"Budget files\")", scalar(k));
+        }
     for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
         yaml_node_t *k = yaml_document_get_node(&L->doc, p->key);
         const char *s = scalar(k);
@@ -327,6 +347,8 @@ static int read_array(ld *L, const yaml_node_t *m, array_desc *d)
     d->gain = cbf_params_float(p, "gain");
     d->fill = cbf_params_float(p, "fill");
     snprintf(d->where_xengines, ARRAY_WHERE, "%s", cbf_params_where(p, "xengines"));
+    snprintf(d->where_beams, ARRAY_WHERE, "%s", cbf_params_where(p, "beams"));
+    where(L, m, d->where_array);
     const char *b = cbf_params_string(p, "budget");
     if (d->samples_per_chunk % 4096)
         rc = cbf_error_set(L->err, CBF_ECONFIG, "%s: array.samples_per_chunk: not a multiple of 4096",
@@ -372,6 +394,7 @@ static int read_rest(ld *L, const yaml_node_t *root, array_desc *d)
             d->tone_amplitude = cbf_params_float(p, "tone_amplitude");
             d->delay_step = cbf_params_float(p, "delay_step");
             d->sim_rate_gbps = cbf_params_float(p, "rate_gbps");
+            snprintf(d->where_digitisers, ARRAY_WHERE, "%s", cbf_params_where(p, "digitisers"));
             if (d->digitisers > d->antennas)
                 rc = cbf_error_set(L->err, CBF_ECONFIG, "%s: simulate.digitisers: %d is more than the %d "
                                    "antennas", cbf_params_where(p, "digitisers"), d->digitisers, d->antennas);
@@ -390,12 +413,21 @@ static int read_rest(ld *L, const yaml_node_t *root, array_desc *d)
             d->size_gpus_per_host = (int)cbf_params_int(p, "gpus_per_host");
             d->size_nics_per_host = (int)cbf_params_int(p, "nics_per_host");
             d->size_nic_gbps = cbf_params_float(p, "nic_gbps");
+            where(L, m, d->where_sizing);
+            const char *a = cbf_params_string(p, "first_interface");
+            struct in_addr ia;
+            if (a[0] && inet_pton(AF_INET, a, &ia) != 1)
+                rc = cbf_error_set(L->err, CBF_ECONFIG, "%s: sizing.first_interface: '%s' is not an IPv4 "
+                                   "address", cbf_params_where(p, "first_interface"), a);
+            else if (a[0])
+                d->size_first_if = ntohl(ia.s_addr);
         }
         cbf_params_free(p);
     }
     if (!rc && (m = get(L, root, "hosts"))) {
         if (m->type != YAML_MAPPING_NODE)
             return fail(L, m, "'hosts' must be a mapping of host name to its settings");
+        where(L, m, d->where_hosts);
         for (yaml_node_pair_t *pr = m->data.mapping.pairs.start; pr < m->data.mapping.pairs.top && !rc; pr++) {
             if (d->n_hosts == ARRAY_MAX_HOSTS)
                 return fail(L, m, "more than %d hosts", ARRAY_MAX_HOSTS);
@@ -417,8 +449,11 @@ int array_desc_load(const char *path, array_desc *d, cbf_error *err)
     ld L = {.err = err};
     int rc = load(&L, path, "array description");
     const yaml_node_t *root = rc ? NULL : yaml_document_get_root_node(&L.doc), *m;
-    if (!rc)
+    if (!rc) {
+        where(&L, root, d->where_root);
+        snprintf(d->where_hosts, ARRAY_WHERE, "%s", d->where_root);   /* until a 'hosts' section */
         rc = top_keys(&L, root);
+    }
     if (!rc && !(m = get(&L, root, "array")))
         rc = fail(&L, root, "section 'array' is missing (antennas, channels, xengines, ...)");
     if (!rc)

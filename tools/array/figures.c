@@ -13,7 +13,7 @@
 
 #include "array.h"
 
-#define N_LIMITS 5
+#define N_LIMITS ARRAY_N_LIMITS
 /* The F-engine's last limit is cbf-bench's measured whole-engine rate
  * (feng_gsps), the X-engine's the correlator and beamformer kernels. */
 static const char *const f_names[N_LIMITS] = {"NIC in", "NIC out", "PCIe in", "PCIe out", "engine"};
@@ -35,14 +35,62 @@ static void limits_line(FILE *f, const char *what, const char *const *names, con
         fprintf(f, " %s %.2f%s", names[i], v[i], i + 1 < N_LIMITS ? "," : "\n");
 }
 
-int array_figures(const array_desc *d, FILE *f, cbf_error *err)
+/* NIC Gb/s of one GPU at fill: the host's NICs shared by its GPUs */
+static double nic_per_gpu(const array_desc *d)
 {
-    if (!d->has_sizing || !d->has_budget)
-        return cbf_error_set(err, CBF_ECONFIG, "%s: --figures needs a 'sizing' section and array.budget",
-                             d->path);
+    return d->size_nics_per_host * d->size_nic_gbps / d->size_gpus_per_host * d->fill;
+}
+
+int array_size_make(const array_desc *d, array_size *s, cbf_error *err)
+{
+    memset(s, 0, sizeof *s);
+    if (!d->has_sizing)
+        return cbf_error_set(err, CBF_ECONFIG, "%s: section 'sizing' is missing (the host the array would "
+                             "be built from: gpus_per_host, nics_per_host, nic_gbps)", d->where_root);
+    if (!d->has_budget)
+        return cbf_error_set(err, CBF_ECONFIG, "%s: array.budget is not given (the budget file of "
+                             "cbf-bench's figures the sizing divides by)", d->where_array);
     const array_budget *b = &d->budget;
     double fill = d->fill, A = d->antennas, sps = 2 * d->adc_sample_rate;   /* both pols */
-    double nic = d->size_nics_per_host * d->size_nic_gbps / d->size_gpus_per_host * fill;  /* per GPU */
+    double nic = nic_per_gpu(d);
+    double dig = 2 * array_dig_gbps_per_pol(d), fout = array_feng_gbps_per_antenna(d);
+    double *fa = s->f_limits, *xg = s->x_limits;
+    fa[0] = nic / dig;
+    fa[1] = nic / fout;
+    fa[2] = b->pcie_h2d_gbs * fill / (sps * d->bits / 8 / 1e9);
+    fa[3] = b->pcie_d2h_gbs * fill / (sps / 1e9);
+    fa[4] = b->feng_gsps * fill / (sps / 1e9);
+    s->f_binds = argbest(fa, 0);
+    s->per_gpu = (int)floor(fa[s->f_binds]);
+    if (s->per_gpu < 1)
+        return cbf_error_set(err, CBF_EINVAL, "%s: one antenna does not fit one GPU's %s (%.2f antennas)",
+                             d->where_sizing, f_names[s->f_binds], fa[s->f_binds]);
+    s->f_gpus = (int)ceil(A / s->per_gpu);
+    s->f_hosts = (s->f_gpus + d->size_gpus_per_host - 1) / d->size_gpus_per_host;
+    double corr = array_corr_tops_needed(d, d->channels), bf = array_beam_tflops_needed(d, d->channels);
+    xg[0] = A * fout / nic;
+    xg[1] = d->beams * array_beam_gbps(d) / nic;
+    xg[2] = A * sps / 1e9 / (b->pcie_h2d_gbs * fill);
+    xg[3] = d->beams * d->adc_sample_rate / 1e9 / (b->pcie_d2h_gbs * fill);
+    xg[4] = (corr / array_corr_tops(b, A) + bf / b->beam_tflops) / fill;
+    s->x_binds = argbest(xg, 1);
+    s->x_needed = (int)ceil(xg[s->x_binds]);
+    int x = s->x_needed < 1 ? 1 : s->x_needed;
+    while (d->channels % x)
+        x++;
+    s->xengines = x;
+    s->x_hosts = (x + d->size_gpus_per_host - 1) / d->size_gpus_per_host;
+    return 0;
+}
+
+int array_figures(const array_desc *d, FILE *f, cbf_error *err)
+{
+    array_size s;
+    int rc = array_size_make(d, &s, err);
+    if (rc)
+        return rc;
+    const array_budget *b = &d->budget;
+    double fill = d->fill, A = d->antennas, sps = 2 * d->adc_sample_rate;   /* both pols */
     double dig = 2 * array_dig_gbps_per_pol(d), fout = array_feng_gbps_per_antenna(d);
     double beam = array_beam_gbps(d);
     const char *bname = strrchr(b->path, '/') ? strrchr(b->path, '/') + 1 : b->path;
@@ -50,43 +98,28 @@ int array_figures(const array_desc *d, FILE *f, cbf_error *err)
             d->antennas, d->channels, d->adc_sample_rate / 1e6, d->bits, d->beams);
     fprintf(f, "host: %d GPUs, %d NICs x %g Gb/s; budget %s (%s); fill %g\n", d->size_gpus_per_host,
             d->size_nics_per_host, d->size_nic_gbps, bname, b->gpu, fill);
-    fprintf(f, "per GPU at fill: NIC %.1f Gb/s each way; PCIe %.2f GB/s in, %.2f GB/s out\n", nic,
+    fprintf(f, "per GPU at fill: NIC %.1f Gb/s each way; PCIe %.2f GB/s in, %.2f GB/s out\n", nic_per_gpu(d),
             b->pcie_h2d_gbs * fill, b->pcie_d2h_gbs * fill);
     fprintf(f, "per antenna: digitiser %.2f Gb/s in, F-engine %.2f Gb/s out; %.3f Gsample/s;\n"
                "  PCIe %.3f GB/s in, %.3f GB/s out\n", dig, fout, sps / 1e9, sps * d->bits / 8 / 1e9, sps / 1e9);
-    double fa[N_LIMITS] = {nic / dig, nic / fout, b->pcie_h2d_gbs * fill / (sps * d->bits / 8 / 1e9),
-                           b->pcie_d2h_gbs * fill / (sps / 1e9), b->feng_gsps * fill / (sps / 1e9)};
-    limits_line(f, "F-engine antennas per GPU", f_names, fa);
-    int fk = argbest(fa, 0), per_gpu = (int)floor(fa[fk]);
-    if (per_gpu < 1)
-        return cbf_error_set(err, CBF_EINVAL, "%s: one antenna does not fit one GPU's %s", d->path,
-                             f_names[fk]);
-    int f_gpus = (int)ceil(A / per_gpu);
-    int f_hosts = (f_gpus + d->size_gpus_per_host - 1) / d->size_gpus_per_host;
-    fprintf(f, "  -> %d antennas per GPU (%s binds): %d GPUs in %d hosts\n", per_gpu, f_names[fk],
-            f_gpus, f_hosts);
+    limits_line(f, "F-engine antennas per GPU", f_names, s.f_limits);
+    fprintf(f, "  -> %d antennas per GPU (%s binds): %d GPUs in %d hosts\n", s.per_gpu, f_names[s.f_binds],
+            s.f_gpus, s.f_hosts);
     double corr = array_corr_tops_needed(d, d->channels), bf = array_beam_tflops_needed(d, d->channels);
-    double xg[N_LIMITS] = {A * fout / nic, d->beams * beam / nic,
-                           A * sps / 1e9 / (b->pcie_h2d_gbs * fill),
-                           d->beams * d->adc_sample_rate / 1e9 / (b->pcie_d2h_gbs * fill),
-                           (corr / array_corr_tops(b, A) + bf / b->beam_tflops) / fill};
-    limits_line(f, "X-engine GPUs needed", x_names, xg);
-    int xk = argbest(xg, 1), need = (int)ceil(xg[xk]), x = need < 1 ? 1 : need;
-    while (d->channels % x)
-        x++;
-    int x_hosts = (x + d->size_gpus_per_host - 1) / d->size_gpus_per_host;
+    limits_line(f, "X-engine GPUs needed", x_names, s.x_limits);
+    int x = s.xengines;
     fprintf(f, "  -> %d (%s binds); %d X-engines of %d channels (the next count that divides\n"
                "     the channels), one per GPU, in %d hosts; each receives %.2f Gb/s\n",
-            need, x_names[xk], x, d->channels / x, x_hosts, A * fout / x);
+            s.x_needed, x_names[s.x_binds], x, d->channels / x, s.x_hosts, A * fout / x);
     fprintf(f, "GPU work: correlator %.1f Tops/s in all (%.0f per GPU at N = %d); beamformer %.2f TFLOP/s\n",
             corr, array_corr_tops(b, A), d->antennas, bf);
-    int hosts = f_hosts + x_hosts, nics = hosts * d->size_nics_per_host;
+    int hosts = s.f_hosts + s.x_hosts, nics = hosts * d->size_nics_per_host;
     int groups = 2 * d->antennas + x + d->beams;
     double traffic = A * dig + A * fout + d->beams * beam;
     fprintf(f, "totals: %d hosts, %d GPUs, %d NICs; switch ports: %d NICs + %d digitisers = %d;\n"
                "  multicast groups: %d digitiser + %d F-engine + %d beam = %d; %.2f Tb/s into the switch\n",
-            hosts, f_gpus + x, nics, nics, d->antennas, nics + d->antennas, 2 * d->antennas, x, d->beams, groups,
+            hosts, s.f_gpus + x, nics, nics, d->antennas, nics + d->antennas, 2 * d->antennas, x, d->beams, groups,
             traffic / 1e3);
-    fprintf(f, "first bottleneck: F-engines %s, X-engines %s\n", f_names[fk], x_names[xk]);
+    fprintf(f, "first bottleneck: F-engines %s, X-engines %s\n", f_names[s.f_binds], x_names[s.x_binds]);
     return 0;
 }

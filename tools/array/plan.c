@@ -103,19 +103,21 @@ static void place(array_proc *q, slot t, int first, int count)
     q->count = count;
 }
 
-static int need_role(const array_desc *d, int n_slots, const char *role, const char *why, cbf_error *err)
+/* where: the description's place that calls for the role (array.beams,
+ * simulate.digitisers, the hosts section) */
+static int need_role(int n_slots, const char *where, const char *role, const char *why, cbf_error *err)
 {
     if (n_slots)
         return 0;
-    return cbf_error_set(err, CBF_ECONFIG, "%s: no host has role '%s' (%s)", d->path, role, why);
+    return cbf_error_set(err, CBF_ECONFIG, "%s: no host has role '%s' (%s)", where, role, why);
 }
 
 int array_plan_make(const array_desc *d, array_plan *p, cbf_error *err)
 {
     memset(p, 0, sizeof *p);
-    if (!d->xengines)
-        return cbf_error_set(err, CBF_ECONFIG, "%s: array.xengines: a plan needs at least one "
-                             "(0 is for --figures)", d->where_xengines);
+    if (!d->xengines)   /* array_desc_complete sizes them first */
+        return cbf_error_set(err, CBF_ECONFIG, "%s: array.xengines: a plan needs at least one",
+                             d->where_xengines);
     if (d->channels % d->xengines)
         return cbf_error_set(err, CBF_ECONFIG, "%s: array.xengines: %d does not divide the %d channels",
                              d->where_xengines, d->xengines, d->channels);
@@ -131,7 +133,7 @@ int array_plan_make(const array_desc *d, array_plan *p, cbf_error *err)
     int n, rc = 0;
     if (d->beams) {
         n = slots_of(d, ROLE_BEAMS, s);
-        if (!(rc = need_role(d, n, "beams", "array.beams is not 0", err))) {
+        if (!(rc = need_role(n, d->where_beams, "beams", "array.beams is not 0", err))) {
             array_proc *q = add(p, PROC_BEAMS, 0, "beams");
             q->host = s[0].host;
             q->gpu = -1;
@@ -140,11 +142,11 @@ int array_plan_make(const array_desc *d, array_plan *p, cbf_error *err)
     }
     int cx = d->channels / d->xengines;
     n = slots_of(d, ROLE_XENG, s);
-    rc = rc ? rc : need_role(d, n, "xeng", "the X-engines", err);
+    rc = rc ? rc : need_role(n, d->where_hosts, "xeng", "the X-engines", err);
     for (int x = 0; !rc && x < d->xengines; x++)
         place(add(p, PROC_XENG, x, "xeng%d"), s[(long)x * n / d->xengines], x * cx, cx);
     n = slots_of(d, ROLE_FENG, s);
-    rc = rc ? rc : need_role(d, n, "feng", "the F-engines", err);
+    rc = rc ? rc : need_role(n, d->where_hosts, "feng", "the F-engines", err);
     for (int a = 0; !rc && a < d->antennas; a++)
         place(add(p, PROC_FENG, a, "feng%d"), s[(long)a * n / d->antennas], a, 1);
     if (d->digitisers) {
@@ -152,7 +154,7 @@ int array_plan_make(const array_desc *d, array_plan *p, cbf_error *err)
         for (int h = 0; h < d->n_hosts; h++)
             if (d->hosts[h].roles & ROLE_DIGITISER)
                 s[n++] = (slot){h, -1, -1};
-        rc = rc ? rc : need_role(d, n, "digitiser", "simulate.digitisers is not 0", err);
+        rc = rc ? rc : need_role(n, d->where_digitisers, "digitiser", "simulate.digitisers is not 0", err);
         for (int k = 0; !rc && k < d->digitisers; k++) {
             array_proc *q = add(p, PROC_DIGITISER, k, "digitiser%d");
             q->host = s[(long)k * n / d->digitisers].host;
