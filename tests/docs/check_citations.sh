@@ -78,7 +78,7 @@ if ! "$inspect" >"$tmp" 2>&1; then
     exit 1
 fi
 report "cbf-inspect"
-plugins=$(awk 'NR > 1 { print $1 }' "$tmp")
+plugins=$(awk 'NR > 1 && /^[^ ]/ { print $1 }' "$tmp")   # folded summaries continue indented
 if [ -z "$plugins" ]; then
     echo "check_citations: cbf-inspect lists no plugins (CBF_PLUGIN_PATH?)" >&2
     exit 1
