@@ -309,6 +309,20 @@ int pc_strings(pc_ctx *c, const json_t *obj, const char *key, int names, cbf_pro
 
 /* ---- config and simulation ---- */
 
+/* Reads obj[key], when present, with fn, its path pushed meanwhile. */
+typedef int (*pc_reader)(pc_ctx *c, const json_t *v);
+static int member(pc_ctx *c, const json_t *obj, const char *key, pc_reader fn)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!v)
+        return 0;
+    size_t old = pc_push_key(c, key);
+    int rc = fn(c, v);
+    if (!rc)
+        pc_pop(c, old);
+    return rc;
+}
+
 static int parse_develop(pc_ctx *c, const json_t *dev)
 {
     cbf_product *p = c->p;
@@ -385,6 +399,23 @@ static int parse_service_overrides(pc_ctx *c, const json_t *m)
     return 0;
 }
 
+static int parse_vlbimeta(pc_ctx *c, const json_t *v)
+{
+    static const pc_field vf[] = {{"mode", 0, 0}};
+    static const char *const modes[] = {"antab", "pass_through", "disabled", NULL};
+    int mode = 0, rc;
+    if ((rc = pc_want_object(c, v)) || (rc = pc_check_fields(c, v, vf, 1, "config.vlbimeta")) ||
+        (rc = pc_choice(c, v, "mode", modes, &mode)))
+        return rc;
+    c->p->vlbimeta_mode = modes[mode];
+    return 0;
+}
+
+static int parse_image_overrides(pc_ctx *c, const json_t *m)
+{
+    return parse_string_map(c, m, &c->p->image_overrides);
+}
+
 static int parse_config(pc_ctx *c, const json_t *cfg)
 {
     cbf_product *p = c->p;
@@ -394,40 +425,13 @@ static int parse_config(pc_ctx *c, const json_t *cfg)
     int rc;
     if ((rc = pc_want_object(c, cfg)) || (rc = pc_check_fields(c, cfg, f, 8, "config")))
         return rc;
-    const json_t *v;
-    if ((v = json_object_get(cfg, "develop"))) {
-        size_t old = pc_push_key(c, "develop");
-        if ((rc = parse_develop(c, v)))
-            return rc;
-        pc_pop(c, old);
-    }
-    if ((v = json_object_get(cfg, "vlbimeta"))) {
-        static const pc_field vf[] = {{"mode", 0, 0}};
-        static const char *const modes[] = {"antab", "pass_through", "disabled", NULL};
-        int mode = 0;
-        size_t old = pc_push_key(c, "vlbimeta");
-        if ((rc = pc_want_object(c, v)) || (rc = pc_check_fields(c, v, vf, 1, "config.vlbimeta")) ||
-            (rc = pc_choice(c, v, "mode", modes, &mode)))
-            return rc;
-        p->vlbimeta_mode = modes[mode];
-        pc_pop(c, old);
-    }
-    if ((rc = pc_string(c, cfg, "wrapper", &p->wrapper)) || (rc = pc_string(c, cfg, "image_tag", &p->image_tag)) ||
+    if ((rc = member(c, cfg, "develop", parse_develop)) || (rc = member(c, cfg, "vlbimeta", parse_vlbimeta)) ||
+        (rc = pc_string(c, cfg, "wrapper", &p->wrapper)) || (rc = pc_string(c, cfg, "image_tag", &p->image_tag)) ||
         (rc = pc_number(c, cfg, "shutdown_delay", PC_NONNEG, &p->shutdown_delay, NULL)) ||
-        (rc = pc_bool(c, cfg, "mirror_sensors", &p->mirror_sensors)))
+        (rc = pc_bool(c, cfg, "mirror_sensors", &p->mirror_sensors)) ||
+        (rc = member(c, cfg, "image_overrides", parse_image_overrides)) ||
+        (rc = member(c, cfg, "service_overrides", parse_service_overrides)))
         return rc;
-    if ((v = json_object_get(cfg, "image_overrides"))) {
-        size_t old = pc_push_key(c, "image_overrides");
-        if ((rc = parse_string_map(c, v, &p->image_overrides)))
-            return rc;
-        pc_pop(c, old);
-    }
-    if ((v = json_object_get(cfg, "service_overrides"))) {
-        size_t old = pc_push_key(c, "service_overrides");
-        if ((rc = parse_service_overrides(c, v)))
-            return rc;
-        pc_pop(c, old);
-    }
     return 0;
 }
 
@@ -611,19 +615,9 @@ static int parse_document(pc_ctx *c, const json_t *root, double now)
         {"version", 0, 1}, {"outputs", 0, 1}, {"inputs", 0, 0}, {"config", 0, 0}, {"simulation", 0, 0}};
     if ((rc = pc_check_fields(c, root, top, 5, "a product configuration")))
         return rc;
+    if ((rc = member(c, root, "config", parse_config)) || (rc = member(c, root, "simulation", parse_simulation)))
+        return rc;
     const json_t *v;
-    if ((v = json_object_get(root, "config"))) {
-        size_t old = pc_push_key(c, "config");
-        if ((rc = parse_config(c, v)))
-            return rc;
-        pc_pop(c, old);
-    }
-    if ((v = json_object_get(root, "simulation"))) {
-        size_t old = pc_push_key(c, "simulation");
-        if ((rc = parse_simulation(c, v)))
-            return rc;
-        pc_pop(c, old);
-    }
     /* An absent inputs map reads as an empty one: jansson's getters and
      * iterators take NULL. */
     c->inputs = json_object_get(root, "inputs");

@@ -4,6 +4,7 @@
  * make once the sources are known, and the figures its stream sensors
  * report (docs/notes/controller-research.md derives each one). */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,6 +208,14 @@ static int acv_fields(pc_ctx *c, cbf_product_stream *s, const json_t *obj)
     return 0;
 }
 
+/* The digitiser figures a channeliser's sources must share (band aside). */
+static const struct {
+    const char *name;
+    size_t off;
+} agree[] = {{"adc_sample_rate", offsetof(cbf_product_dig, adc_sample_rate)},
+             {"centre_frequency", offsetof(cbf_product_dig, centre_frequency)},
+             {"sync_time", offsetof(cbf_product_dig, sync_time)}};
+
 static int acv_figures(pc_ctx *c, cbf_product_stream *s)
 {
     cbf_product_acv *a = &s->u.acv;
@@ -227,18 +236,16 @@ static int acv_figures(pc_ctx *c, cbf_product_stream *s)
             what = "band";
             snprintf(have, sizeof have, "\"%s\"", d->band);
             snprintf(want, sizeof want, "\"%s\"", d0->band);
-        } else if (d->adc_sample_rate != d0->adc_sample_rate) {
-            what = "adc_sample_rate";
-            snprintf(have, sizeof have, "%.17g", d->adc_sample_rate);
-            snprintf(want, sizeof want, "%.17g", d0->adc_sample_rate);
-        } else if (d->centre_frequency != d0->centre_frequency) {
-            what = "centre_frequency";
-            snprintf(have, sizeof have, "%.17g", d->centre_frequency);
-            snprintf(want, sizeof want, "%.17g", d0->centre_frequency);
-        } else if (d->sync_time != d0->sync_time) {
-            what = "sync_time";
-            snprintf(have, sizeof have, "%.17g", d->sync_time);
-            snprintf(want, sizeof want, "%.17g", d0->sync_time);
+        } else {
+            for (size_t k = 0; !what && k < sizeof agree / sizeof agree[0]; k++) {
+                double x = *(const double *)((const char *)d + agree[k].off);
+                double x0 = *(const double *)((const char *)d0 + agree[k].off);
+                if (x != x0) {
+                    what = agree[k].name;
+                    snprintf(have, sizeof have, "%.17g", x);
+                    snprintf(want, sizeof want, "%.17g", x0);
+                }
+            }
         }
         if (what) {
             size_t at = pc_push_index(c, (size_t)i);
