@@ -103,22 +103,23 @@ int cbf_bench_parse(const char *area, const char *usage, int argc, char **argv, 
         const cbf_bench_opt *o = opts;
         while (o->kind != CBF_BOPT_END && strcmp(a, o->name) && !(o->alias && !strcmp(a, o->alias)))
             o++;
-        const char *why = NULL;
-        char range[96] = "";
-        if (o->kind == CBF_BOPT_END) {
+        const char *why = NULL, *v = NULL;
+        if (o->kind == CBF_BOPT_END)
             why = "unknown option";
-        } else if (o->kind == CBF_BOPT_FLAG) {
+        else if (o->kind == CBF_BOPT_FLAG)
             *(int *)o->value = o->set;
-        } else if (i + 1 >= argc) {
+        else if (i + 1 >= argc)
             why = "needs a value";
-        } else if ((why = store(o, argv[++i]))) {
-            range_text(o, range, sizeof range);
-            fprintf(stderr, "cbf-bench %s: %s '%s': %s%s\n", area, a, argv[i], why, range);
-            fputs(usage, stderr);
-            return 2;
-        }
+        else
+            why = store(o, v = argv[++i]);
         if (why) {
-            fprintf(stderr, "cbf-bench %s: %s: %s\n", area, a, why);
+            char range[96] = "";
+            if (v) {
+                range_text(o, range, sizeof range);
+                fprintf(stderr, "cbf-bench %s: %s '%s': %s%s\n", area, a, v, why, range);
+            } else {
+                fprintf(stderr, "cbf-bench %s: %s: %s\n", area, a, why);
+            }
             fputs(usage, stderr);
             return 2;
         }
