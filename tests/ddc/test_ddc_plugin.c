@@ -72,11 +72,7 @@ typedef struct result {
 /* Runs the engine, its log shown when it fails, and opens the file it wrote. */
 static hid_t run_and_open(const char *name, const char *yaml, const char *path)
 {
-    int rc = pl_run(name, yaml);
-    if (rc)
-        fprintf(stderr, "%s", pl_log(name));
-    assert_int_equal(rc, 0);
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t f = pl_run_open(name, yaml, path);
     assert_true(f >= 0);
     return f;
 }

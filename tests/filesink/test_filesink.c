@@ -202,11 +202,7 @@ static void complex_ci4_and_aux(void **state)
              "  - pfb.out -> fft_post.in\n"
              "  - fft_post.out -> sink.in\n",
              h5);
-    int rc = pl_run("feng4", yaml);
-    if (rc)
-        fprintf(stderr, "%s", pl_log("feng4"));
-    assert_int_equal(rc, 0);
-    hid_t f = H5Fopen(h5, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t f = pl_run_open("feng4", yaml, h5);
     assert_true(f >= 0);
     int rank, arank;
     hsize_t dims[8], adims[8];
