@@ -107,6 +107,16 @@ def check_scripts(root, opt, scripts, env, work):
         fail(f"installed run-array: exit {r.returncode}: {r.stdout}{r.stderr}")
 
 
+def scripts_python_lacks():
+    """The first module of those the user scripts import that their
+    interpreter lacks, or None."""
+    for mod in ("numpy", "h5py", "yaml", "matplotlib"):
+        r = subprocess.run(["/usr/bin/python3", "-c", f"import {mod}"], capture_output=True, timeout=60)
+        if r.returncode:
+            return mod
+    return None
+
+
 def main():
     build = sys.argv[1]
     src = sys.argv[2] if len(sys.argv) > 2 else os.path.dirname(os.path.dirname(os.path.dirname(
@@ -146,6 +156,16 @@ def main():
         r = subprocess.run([run, pipeline], capture_output=True, text=True, env=env, timeout=60)
         if r.returncode or "drained" not in r.stdout:
             fail(f"installed cbf-run: exit {r.returncode}: {r.stdout}{r.stderr}")
+        # The user scripts run Debian's /usr/bin/python3 (their first line),
+        # with the packages scripts/setup.sh installs; without them (a GPU
+        # machine's image) they cannot run here, which is the machine's
+        # lack, not the install's.
+        missing = scripts_python_lacks()
+        if missing:
+            print(f"skipped: the install's files are in place and cbf-run runs from it, but the user "
+                  f"scripts' /usr/bin/python3 cannot import {missing} (scripts/setup.sh installs it), "
+                  f"so they are not run")
+            return 77
         work = os.path.join(tmp, "work")
         os.makedirs(work)
         check_scripts(root, opt, scripts, env, work)
