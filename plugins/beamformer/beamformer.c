@@ -15,12 +15,12 @@
  * kernels write device memory, the per-beam saturation counts are copied
  * into the output's aux (pinned) behind them, and the buffer's event is
  * recorded after that copy. The output then waits in flight
- * (stage/flight.h) until its event has passed (normally while the next buffer's work runs) and goes
- * out with its counts summed into `saturated`, the counters and the clip
- * sensors (not at once, as the correlator's dumps go: a buffer's metadata
- * is complete when it is sent, and `saturated` is the GPU's count). The
- * CPU path goes through the same flight (its outputs are complete when
- * pushed). */
+ * (stage/flight.h) until its event has passed (normally while the next
+ * buffer's work runs) and goes out with its counts summed into
+ * `saturated`, the counters and the clip sensors (not at once, as the
+ * correlator's dumps go: a buffer's metadata is complete when it is sent,
+ * and `saturated` is the GPU's count). The CPU path goes through the same
+ * flight (its outputs are complete when pushed). */
 #include <cbf/cbf.h>
 
 #include <stdlib.h>
