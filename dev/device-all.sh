@@ -12,10 +12,8 @@
 # missing from .devdeps builds its feature out, and its tests skip unseen.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-source dev/device-env.sh
-OUT=${OUT:-$PWD/out}
-mkdir -p "$OUT"
-B=build-device-all
+source dev/device-run.sh
+device_start build-device-all
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv \
     >"$OUT/gpu.txt" 2>&1
 cat "$OUT/gpu.txt"

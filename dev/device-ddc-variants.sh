@@ -12,10 +12,8 @@
 # removed at the end, so that the next build compiles the defaults again.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-source dev/device-env.sh
-OUT=${OUT:-$PWD/out}
-mkdir -p "$OUT"
-B=build-device-ddc
+source dev/device-run.sh
+device_start build-device-ddc
 BENCH=$PWD/$B/tools/bench/cbf-bench
 BUDGET=${DDC_BUDGET:-185}
 left() { [ $SECONDS -lt $((BUDGET - $1)) ] || { echo "== skipped: $2 (at ${SECONDS}s)"; return 1; }; }
@@ -27,7 +25,6 @@ echo "== build ok (${SECONDS}s)"
 rc=0
 T="$OUT/tests.log"
 : >"$T"
-source dev/device-run.sh
 for t in "test_ddc --gpu --per-thread 0" "test_narrowband --gpu"; do
     run_logged "$t" 60 "$B/tests/ddc/${t%% *}" ${t#* }
     echo "== $t: exit $? ($(grep -c '\[       OK \]' "$OUT/one.log") OK, $(grep -c 'FAILED \]' "$OUT/one.log") failed, ${SECONDS}s)"

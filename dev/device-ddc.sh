@@ -13,10 +13,8 @@
 # table and the summary are printed last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-source dev/device-env.sh
-OUT=${OUT:-$PWD/out}
-mkdir -p "$OUT"
-B=build-device-ddc
+source dev/device-run.sh
+device_start build-device-ddc
 BUDGET=${DDC_BUDGET:-225}
 SUM="$OUT/summary.txt"
 : >"$SUM"
@@ -39,7 +37,6 @@ say "== build ok (${SECONDS}s)"
 rc=0
 T="$OUT/tests.log"
 : >"$T"
-source dev/device-run.sh
 run() {
     run_logged "$1" 100 "${@:2}"
     local r=$?

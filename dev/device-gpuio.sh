@@ -15,10 +15,8 @@
 # GPUIO_PHASES picks some; a table of results comes last ($OUT/gpuio.txt).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-source dev/device-env.sh
-OUT=${OUT:-$PWD/out}
-mkdir -p "$OUT"
-B=build-device-all
+source dev/device-run.sh
+device_start build-device-all
 ROOT=$PWD
 SUM=$OUT/gpuio.txt
 : >"$SUM"

@@ -15,10 +15,8 @@
 # into $OUT/prof.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-source dev/device-env.sh
-OUT=${OUT:-$PWD/out}
-mkdir -p "$OUT"
-B=build-device-narrow
+source dev/device-run.sh
+device_start build-device-narrow
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv \
     >"$OUT/gpu.txt" 2>&1
 cat "$OUT/gpu.txt"
@@ -32,7 +30,6 @@ export CBF_PLUGIN_PATH="$PWD/$B/plugins" CBF_BUILD_ROOT="$PWD/$B"
 rc=0
 T="$OUT/tests.log"
 : >"$T"
-source dev/device-run.sh
 run() {
     run_logged "$1" 200 "${@:2}"
     local r=$?

@@ -6,10 +6,8 @@
 # XENG_PROF_ANTS (default 1024) picks the array size profiled.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-source dev/device-env.sh
-OUT=${OUT:-$PWD/out}
-mkdir -p "$OUT"
-B=build-device-xeng
+source dev/device-run.sh
+device_start build-device-xeng
 {
     meson setup "$B" ${XENG_MESON_ARGS:-} >/dev/null &&
         ninja -C "$B" tools/bench/cbf-bench

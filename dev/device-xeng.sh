@@ -15,10 +15,8 @@
 # profiles 4-bit input instead.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-source dev/device-env.sh
-OUT=${OUT:-$PWD/out}
-mkdir -p "$OUT"
-B=build-device-xeng
+source dev/device-run.sh
+device_start build-device-xeng
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv \
     >"$OUT/info.txt" 2>&1
 cat "$OUT/info.txt"

@@ -246,13 +246,20 @@ extern "C" int cbf_pfb_cuda_create(int channels, int taps, const float *weights_
     return 0;
 }
 
-static int check_plan(const cbf_pfb_cuda *plan, int channels, int taps, char *msg, size_t msglen)
+/* What both runs check before queueing: the job's own check (its code
+ * `rc`, the message already in msg), then the job's shape against the
+ * plan's. 0 to queue the kernel, 1 when there are no spectra (nothing to
+ * queue), or the failure's negative code. */
+static int check_run(int rc, const cbf_pfb_cuda *plan, int channels, int taps, size_t spectra,
+                     char *msg, size_t msglen)
 {
-    if (channels == plan->channels && taps == plan->taps)
-        return 0;
-    return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
-                         "pfb: job has %d channels x %d taps, plan %d x %d", channels, taps,
-                         plan->channels, plan->taps);
+    if (rc)
+        return rc;
+    if (channels != plan->channels || taps != plan->taps)
+        return cbf_kern_fail(msg, msglen, CBF_KERN_EINVAL,
+                             "pfb: job has %d channels x %d taps, plan %d x %d", channels, taps,
+                             plan->channels, plan->taps);
+    return spectra ? 0 : 1;
 }
 
 /* Spectra per section (blockIdx.y): enough threads to fill the GPU several
@@ -273,13 +280,10 @@ static long long section_length(long long spectra, long long lanes, int taps)
 extern "C" int cbf_pfb_cuda_run(cbf_pfb_cuda *plan, const cbf_pfb_job *job, void *stream,
                                 char *msg, size_t msglen)
 {
-    int rc = cbf_pfb_job_check(job, msg, msglen);
+    int rc = check_run(cbf_pfb_job_check(job, msg, msglen), plan, job->channels, job->taps,
+                       job->spectra, msg, msglen);
     if (rc)
-        return rc;
-    if ((rc = check_plan(plan, job->channels, job->taps, msg, msglen)))
-        return rc;
-    if (!job->spectra)
-        return 0;
+        return rc < 0 ? rc : 0;
     const int step = 2 * job->channels, block = 128;
     long long section = section_length((long long)job->spectra, 2LL * step, job->taps);
     /* Byte offsets down a column are 32-bit. */
@@ -462,13 +466,10 @@ static cfir_fn pick_complex(int taps, int unzip)
 extern "C" int cbf_pfb_cuda_run_complex(cbf_pfb_cuda *plan, const cbf_pfb_cjob *job,
                                         void *stream, char *msg, size_t msglen)
 {
-    int rc = cbf_pfb_cjob_check(job, msg, msglen);
+    int rc = check_run(cbf_pfb_cjob_check(job, msg, msglen), plan, job->channels, job->taps,
+                       job->spectra, msg, msglen);
     if (rc)
-        return rc;
-    if ((rc = check_plan(plan, job->channels, job->taps, msg, msglen)))
-        return rc;
-    if (!job->spectra)
-        return 0;
+        return rc < 0 ? rc : 0;
     const int step = 2 * job->channels, block = 128;
     long long section = section_length((long long)job->spectra, 4LL * step, job->taps);
     dim3 grid(2 * step / block, (unsigned)(((long long)job->spectra + section - 1) / section), 2);

@@ -11,16 +11,16 @@
  * the output keeps the flags, from which a heap's beam_ants is counted.
  *
  * On the GPU the host never waits per buffer: host input is uploaded on a
- * stream of its own into two device slots in turn (stage/flight.h), the
+ * stream of its own into two device slots in turn (stage/path.h), the
  * kernels write device memory, the per-beam saturation counts are copied
  * into the output's aux (pinned) behind them, and the buffer's event is
- * recorded after that copy. The output then waits in flight until its
- * event has passed (normally while the next buffer's work runs) and goes
- * out with its counts summed into `saturated`, the counters and the clip
- * sensors (not at once, as the correlator's dumps go: a buffer's metadata
- * is complete when it is sent, and `saturated` is the GPU's count). The
- * CPU path goes through the same flight (its outputs are complete when
- * pushed). */
+ * recorded after that copy. The output then waits in flight
+ * (stage/flight.h) until its event has passed (normally while the next
+ * buffer's work runs) and goes out with its counts summed into
+ * `saturated`, the counters and the clip sensors (not at once, as the
+ * correlator's dumps go: a buffer's metadata is complete when it is sent,
+ * and `saturated` is the GPU's count). The CPU path goes through the same
+ * flight (its outputs are complete when pushed). */
 #include <cbf/cbf.h>
 
 #include <stdlib.h>
@@ -30,8 +30,8 @@
 #include "stage/contracts/xeng.h"
 #include "stage/flight.h"
 #include "stage/flow.h"
-#include "stage/gpu.h"
 #include "stage/input.h"
+#include "stage/path.h"
 
 static const cbf_param_decl bf_params[] = {
     CBF_BEAMS_PARAMS,
@@ -47,11 +47,8 @@ static const cbf_port_decl bf_ports[] = {
 };
 
 typedef struct bf {
-    cbf_port *in, *out;
     cbf_beams beams;             /* with the output pool and the flight */
-    int gpu;
-    void *stream;                /* everything but host input's uploads, in order */
-    cbf_stage_upload up;         /* host input on the GPU */
+    cbf_stage_path path;         /* its stream: everything but host input's uploads, in order */
 } bf;
 
 static void bf_fini(cbf_node *node)
@@ -59,12 +56,8 @@ static void bf_fini(cbf_node *node)
     bf *s = cbf_node_state(node);
     if (!s)
         return;
-    cbf_error ignored;
-    if (s->stream) /* after an error: nothing may still read what is freed below */
-        cbf_stage_stream_sync(s->stream, "stream", &ignored);
-    cbf_stage_upload_fini(&s->up);
+    cbf_stage_path_fini(&s->path); /* first: nothing may still read what is freed below */
     cbf_beams_fini(&s->beams);
-    cbf_stage_stream_destroy(s->stream);
     free(s);
     cbf_node_set_state(node, NULL);
 }
@@ -75,28 +68,18 @@ static int bf_init(cbf_node *node, cbf_error *err)
     if (!s)
         return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     cbf_node_set_state(node, s);
-    const cbf_params *p = cbf_node_params(node);
-    s->in = cbf_node_port(node, "in", 0);
-    s->out = cbf_node_port(node, "out", 0);
-    const cbf_port_desc *in = cbf_port_get_desc(s->in);
-    s->gpu = cbf_node_use_gpu(node);
+    const cbf_stage_path *path = &s->path;
     int rc;
-#ifndef CBF_HAVE_CUDA
-    if (s->gpu)
-        return cbf_error_set(err, CBF_ENOTSUP, "built without CUDA");
-#endif
-    if (!s->gpu && in->mem == CBF_MEM_DEVICE)
-        return cbf_error_set(err, CBF_ECONFIG, "device input on the CPU path");
-    if ((s->gpu && (rc = cbf_stage_stream_create(&s->stream, err))) ||
-        (rc = cbf_beams_init(&s->beams, node, in, s->gpu, s->stream, err)))
+    if ((rc = cbf_stage_path_open(&s->path, node, "in", err)) ||
+        (rc = cbf_beams_init(&s->beams, node, path->in, path->gpu, path->stream, err)) ||
+        (rc = cbf_stage_path_upload_init(&s->path, s->beams.in_bytes, err)))
         return rc;
-    if (s->gpu && in->mem != CBF_MEM_DEVICE &&
-        (rc = cbf_stage_upload_init(&s->up, s->beams.in_bytes, err)))
-        return rc;
-    if (s->gpu)
+    if (path->gpu)
         cbf_log_info("beamformer on the GPU: %d beams, %d antennas, %s input",
-                     s->beams.shape.n_beams, s->beams.shape.n_ants, cbf_mem_kind_name(in->mem));
-    return cbf_beams_open(&s->beams, node, s->out, in, (size_t)cbf_params_int(p, "buffers"), err);
+                     s->beams.shape.n_beams, s->beams.shape.n_ants,
+                     cbf_mem_kind_name(path->in->mem));
+    return cbf_beams_open(&s->beams, node, cbf_node_port(node, "out", 0), path->in,
+                          (size_t)cbf_params_int(cbf_node_params(node), "buffers"), err);
 }
 
 /* Beamforms `in` into `out`, its per-beam counts into out->aux, in
@@ -108,17 +91,15 @@ static int bf_compute(void *user, cbf_buffer *in, cbf_buffer *out, cbf_error *er
 {
     bf *s = user;
     cbf_beams *b = &s->beams;
-    const uint8_t *data = in->data;
-    int rc = 0;
-    if (s->gpu)
-        rc = cbf_stage_upload_put(&s->up, in, s->stream, &data, err);
+    const uint8_t *data;
     cbf_beam_job job;
-    if (rc || (rc = cbf_beams_begin(b, in, data, out, &job, err)))
+    int rc;
+    if ((rc = cbf_stage_path_put(&s->path, in, &data, err)) ||
+        (rc = cbf_beams_begin(b, in, data, out, &job, err)))
         return rc;
     const size_t S = b->batches * (size_t)b->shape.spectra_per_heap;
-    if ((rc = cbf_beams_run(b, &job, in->timestamp, 0, S, err)))
-        return rc;
-    if (s->gpu && (rc = cbf_stage_upload_read(&s->up, s->stream, err)))
+    if ((rc = cbf_beams_run(b, &job, in->timestamp, 0, S, err)) ||
+        (rc = cbf_stage_path_read(&s->path, s->path.stream, err)))
         return rc;
     return cbf_beams_end(b, out, err);
 }
@@ -126,7 +107,7 @@ static int bf_compute(void *user, cbf_buffer *in, cbf_buffer *out, cbf_error *er
 static int bf_buffer(void *user, cbf_buffer *in, cbf_error *err)
 {
     bf *s = user;
-    void *const streams[2] = {s->up.stream, s->stream};
+    void *const streams[2] = {s->path.up.stream, s->path.stream};
     return cbf_beams_buffer(&s->beams, in, bf_compute, s, streams, 2, err);
 }
 

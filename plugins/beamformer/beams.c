@@ -310,11 +310,6 @@ static int beams_land(void *user, cbf_buffer *in, cbf_buffer *out, cbf_error *er
 int cbf_beams_buffer(cbf_beams *b, cbf_buffer *in, cbf_beams_compute_fn compute, void *user,
                      void *const *streams, int n, cbf_error *err)
 {
-    if (!b->gpu && in->kind != CBF_MEM_HOST) {
-        int rc = cbf_buffer_sync_host(in, err);
-        if (rc)
-            return rc;
-    }
     cbf_buffer *out;
     int rc = cbf_pool_get(b->pool, &out);
     if (rc)

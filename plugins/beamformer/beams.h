@@ -95,7 +95,9 @@ void cbf_beams_fini(cbf_beams *b);
 int cbf_beams_open(cbf_beams *b, cbf_node *node, cbf_port *out, const cbf_port_desc *in,
                    size_t buffers, cbf_error *err);
 
-/* Queues one input buffer's work into an output buffer (the steps below). */
+/* Queues one input buffer's work into an output buffer (the steps below),
+ * reading the input through cbf_stage_path_put (stage/path.h: on the CPU
+ * path it waits for a pinned buffer's event). */
 typedef int (*cbf_beams_compute_fn)(void *user, cbf_buffer *in, cbf_buffer *out, cbf_error *err);
 /* One input buffer: an output buffer from the pool, compute, the
  * buffer's spectra marked processed, the pair put in flight and the

@@ -6,7 +6,7 @@
  * accumulators. On the GPU the accumulators are device memory with
  * `slices` slices (one per blockIdx.z of the tensor-core kernel; the
  * reducer sums them): a host input buffer is uploaded once, on a stream of
- * its own into one of two device buffers in turn (stage/flight.h), so the
+ * its own into one of two device buffers in turn (stage/path.h), so the
  * next upload overlaps this one's kernels; device input is read in place. Either way
  * the host never waits per buffer: the input is held until the kernels
  * reading it are done (stage/gpu.h's hold). Each dump's buffer carries an
@@ -18,9 +18,9 @@
 
 #include "dumps.h"
 #include "stage/contracts/xeng.h"
-#include "stage/flight.h"
 #include "stage/gpu.h"
 #include "stage/input.h"
+#include "stage/path.h"
 
 static const cbf_param_decl corr_params[] = {
     CBF_CORR_PARAMS,
@@ -35,11 +35,8 @@ static const cbf_port_decl corr_ports[] = {
 };
 
 typedef struct corr {
-    cbf_port *in, *out;
     cbf_corr_dumps dumps;
-    int gpu;
-    void *stream;            /* cudaStream_t */
-    cbf_stage_upload up;     /* host input: uploaded into two slots in turn */
+    cbf_stage_path path;     /* the kernels' stream; host input uploaded into two slots in turn */
     cbf_stage_hold held;     /* input buffers until their kernels are done */
     /* An input buffer's kernels, from its input on the GPU: the
      * gpu_ms_per_buffer gauge.
@@ -51,20 +48,18 @@ typedef struct corr {
 } corr;
 
 #ifdef CBF_HAVE_CUDA
-/* The hold, timers and (for host input) the upload buffers. */
-static int corr_gpu_setup(cbf_node *node, corr *s, cbf_mem_kind in_mem, cbf_error *err)
+/* The hold, timers and (for host input) the upload slots. */
+static int corr_gpu_setup(cbf_node *node, corr *s, cbf_error *err)
 {
     int rc;
-    if ((rc = cbf_stage_hold_init(&s->held, 1, err)))
-        return rc;
-    if (in_mem != CBF_MEM_DEVICE && (rc = cbf_stage_upload_init(&s->up, s->dumps.in_bytes, err)))
-        return rc;
-    if ((rc = cbf_gpu_timer_create(&s->timer[0], err)) ||
+    if ((rc = cbf_stage_hold_init(&s->held, 1, err)) ||
+        (rc = cbf_stage_path_upload_init(&s->path, s->dumps.in_bytes, err)) ||
+        (rc = cbf_gpu_timer_create(&s->timer[0], err)) ||
         (rc = cbf_gpu_timer_create(&s->timer[1], err)))
         return rc;
     s->g_gpu_ms = cbf_node_gauge(node, "gpu_ms_per_buffer");
     cbf_log_info("tensor-core correlator on the GPU, %d accumulator slice(s), %s input",
-                 s->dumps.slices, cbf_mem_kind_name(in_mem));
+                 s->dumps.slices, cbf_mem_kind_name(s->path.in->mem));
     return 0;
 }
 #endif
@@ -74,14 +69,10 @@ static void corr_fini(cbf_node *node)
     corr *s = cbf_node_state(node);
     if (!s)
         return;
-    cbf_error ignored;
     if (s->held.buf)
         cbf_stage_hold_fini(&s->held);
-    if (s->stream) /* nothing may still write the open dump */
-        cbf_stage_stream_sync(s->stream, "stream", &ignored);
+    cbf_stage_path_fini(&s->path); /* nothing may still write the open dump */
     cbf_corr_dumps_fini(&s->dumps);
-    cbf_stage_upload_fini(&s->up);
-    cbf_stage_stream_destroy(s->stream);
     cbf_gpu_timer_destroy(s->timer[0]);
     cbf_gpu_timer_destroy(s->timer[1]);
     free(s);
@@ -94,38 +85,26 @@ static int corr_init(cbf_node *node, cbf_error *err)
     if (!s)
         return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     cbf_node_set_state(node, s);
-    const cbf_params *p = cbf_node_params(node);
-    s->in = cbf_node_port(node, "in", 0);
-    s->out = cbf_node_port(node, "out", 0);
-    const cbf_port_desc *in = cbf_port_get_desc(s->in);
-    s->gpu = cbf_node_use_gpu(node);
     int rc;
-#ifndef CBF_HAVE_CUDA
-    if (s->gpu)
-        return cbf_error_set(err, CBF_ENOTSUP, "built without CUDA");
-#endif
-    if (!s->gpu && in->mem == CBF_MEM_DEVICE)
-        return cbf_error_set(err, CBF_ECONFIG, "device input on the CPU path");
-    if ((s->gpu && (rc = cbf_stage_stream_create(&s->stream, err))) ||
-        (rc = cbf_corr_dumps_init(&s->dumps, node, in, s->stream, err)))
+    if ((rc = cbf_stage_path_open(&s->path, node, "in", err)) ||
+        (rc = cbf_corr_dumps_init(&s->dumps, node, s->path.in, s->path.stream, err)))
         return rc;
 #ifdef CBF_HAVE_CUDA
-    if (s->gpu && (rc = corr_gpu_setup(node, s, in->mem, err)))
+    if (s->path.gpu && (rc = corr_gpu_setup(node, s, err)))
         return rc;
 #endif
-    return cbf_corr_dumps_open(&s->dumps, node, s->out, in, (size_t)cbf_params_int(p, "buffers"),
-                               err);
+    return cbf_corr_dumps_open(&s->dumps, node, cbf_node_port(node, "out", 0), s->path.in,
+                               (size_t)cbf_params_int(cbf_node_params(node), "buffers"), err);
 }
 
 /* Where the kernels read this input buffer from (uploading a host one). */
 static int corr_input_data(corr *s, cbf_buffer *in, const uint8_t **data, cbf_error *err)
 {
-    *data = in->data;
-    if (!s->gpu)
-        return in->kind == CBF_MEM_HOST ? 0 : cbf_buffer_sync_host(in, err);
+    int rc = cbf_stage_path_put(&s->path, in, data, err);
+    if (rc || !s->path.gpu)
+        return rc;
     /* the buffer's GPU time counts from its input on the GPU */
-    int rc = cbf_stage_upload_put(&s->up, in, s->stream, data, err);
-    return rc ? rc : cbf_gpu_timer_start(s->timer[s->n_timed % 2], s->stream, err);
+    return cbf_gpu_timer_start(s->timer[s->n_timed % 2], s->path.stream, err);
 }
 
 /* Every kernel reading `in` is queued: the buffer is held until they are
@@ -133,12 +112,12 @@ static int corr_input_data(corr *s, cbf_buffer *in, const uint8_t **data, cbf_er
  * once they are. After an error the stream is waited for instead. */
 static int corr_input_done(corr *s, cbf_buffer *in, int failed, cbf_error *err)
 {
-    if (!s->gpu)
+    if (!s->path.gpu)
         return 0;
     if (failed)
-        return cbf_stage_stream_sync(s->stream, "stream", err);
-    int rc = cbf_stage_upload_read(&s->up, s->stream, err);
-    return rc ? rc : cbf_stage_hold_push(&s->held, in, s->stream, NULL, err);
+        return cbf_stage_stream_sync(s->path.stream, "stream", err);
+    int rc = cbf_stage_path_read(&s->path, s->path.stream, err);
+    return rc ? rc : cbf_stage_hold_push(&s->held, in, s->path.stream, NULL, err);
 }
 
 /* After corr_input_done: the hold has seen the previous buffer done (it
@@ -163,12 +142,12 @@ static int corr_buffer(void *user, cbf_buffer *in, cbf_error *err)
     int rc = corr_input_data(s, in, &data, err);
     if (!rc)
         rc = cbf_corr_dumps_add(&s->dumps, in, data, corr_piece, s, err);
-    if (!rc && s->gpu)
-        rc = cbf_gpu_timer_stop(s->timer[s->n_timed % 2], s->stream, err);
+    if (!rc && s->path.gpu)
+        rc = cbf_gpu_timer_stop(s->timer[s->n_timed % 2], s->path.stream, err);
     /* even after an error: the producer may not get `in` back while the GPU reads it */
     cbf_error e2;
     int rc2 = corr_input_done(s, in, rc != 0, rc ? &e2 : err);
-    if ((rc = rc ? rc : rc2) == 0 && s->gpu)
+    if ((rc = rc ? rc : rc2) == 0 && s->path.gpu)
         corr_gauge(s);
     return rc;
 }

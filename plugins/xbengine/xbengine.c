@@ -36,6 +36,7 @@
 #include "stage/gpu.h"
 #include "stage/input.h"
 #include "stage/kern.h"
+#include "stage/path.h"
 
 static const cbf_param_decl xb_params[] = {
     CBF_CORR_PARAMS,
@@ -60,14 +61,12 @@ static const cbf_port_decl xb_ports[] = {
 };
 
 typedef struct xb {
-    cbf_port *in, *out, *beams_out;
     cbf_corr_dumps dumps;
     cbf_beams beams;             /* with the beams' pool and flight */
-    int gpu, fused;
-    void *stream;                /* the correlator's; the beams' too when fused */
+    cbf_stage_path path;         /* its stream: the correlator's; the beams' too when fused */
+    int fused;
     void *side;                  /* the beams' when not fused */
     void *arrived, *corr_done;   /* not fused: the side stream's waits */
-    cbf_stage_upload up;         /* host input on the GPU */
     /* The buffer being queued and its beams' job (for xb_piece). */
     const cbf_buffer *cur;
     cbf_beam_job job;
@@ -79,19 +78,18 @@ static void xb_fini(cbf_node *node)
     xb *s = cbf_node_state(node);
     if (!s)
         return;
-    cbf_error ignored;
-    /* after an error: nothing may still read or write what is freed below */
-    if (s->stream)
-        cbf_stage_stream_sync(s->stream, "stream", &ignored);
-    if (s->side)
+    /* after an error: nothing may still read or write what is freed below
+     * (the side stream reads the upload slots too) */
+    if (s->side) {
+        cbf_error ignored;
         cbf_stage_stream_sync(s->side, "beams' stream", &ignored);
-    cbf_stage_upload_fini(&s->up);
+    }
+    cbf_stage_path_fini(&s->path);
     cbf_corr_dumps_fini(&s->dumps);
     cbf_beams_fini(&s->beams);
     cbf_stage_event_destroy(s->arrived);
     cbf_stage_event_destroy(s->corr_done);
     cbf_stage_stream_destroy(s->side);
-    cbf_stage_stream_destroy(s->stream);
     free(s);
     cbf_node_set_state(node, NULL);
 }
@@ -111,22 +109,21 @@ static int xb_choose(xb *s, const cbf_params *p)
                                : cbf_xb_cuda_prefer_fused(s->dumps.plan, &bs);
 }
 
-/* Streams, the plan, the way the two share the GPU, the upload slots. */
-static int xb_gpu_setup(cbf_node *node, xb *s, const cbf_port_desc *in, cbf_error *err)
+/* The plan, the way the two share the GPU, the side stream, the upload
+ * slots. */
+static int xb_gpu_setup(cbf_node *node, xb *s, cbf_error *err)
 {
-    const cbf_params *p = cbf_node_params(node);
+    const cbf_port_desc *in = s->path.in;
     int rc;
-    if ((rc = cbf_stage_stream_create(&s->stream, err)) ||
-        (rc = cbf_corr_dumps_init(&s->dumps, node, in, s->stream, err)))
+    if ((rc = cbf_corr_dumps_init(&s->dumps, node, in, s->path.stream, err)))
         return rc;
-    s->fused = xb_choose(s, p);
+    s->fused = xb_choose(s, cbf_node_params(node));
     if (!s->fused && ((rc = cbf_stage_stream_create(&s->side, err)) ||
                       (rc = cbf_stage_event_create(&s->arrived, err)) ||
                       (rc = cbf_stage_event_create(&s->corr_done, err))))
         return rc;
-    if ((rc = cbf_beams_init(&s->beams, node, in, 1, s->fused ? s->stream : s->side, err)))
-        return rc;
-    if (in->mem != CBF_MEM_DEVICE && (rc = cbf_stage_upload_init(&s->up, s->dumps.in_bytes, err)))
+    if ((rc = cbf_beams_init(&s->beams, node, in, 1, s->fused ? s->path.stream : s->side, err)) ||
+        (rc = cbf_stage_path_upload_init(&s->path, s->dumps.in_bytes, err)))
         return rc;
     cbf_log_info("XB-engine on the GPU: %d antennas, %d beams, %s, %s input",
                  s->beams.shape.n_ants, s->beams.shape.n_beams,
@@ -141,28 +138,21 @@ static int xb_init(cbf_node *node, cbf_error *err)
     if (!s)
         return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     cbf_node_set_state(node, s);
-    const cbf_params *p = cbf_node_params(node);
-    s->in = cbf_node_port(node, "in", 0);
-    s->out = cbf_node_port(node, "out", 0);
-    s->beams_out = cbf_node_port(node, "beams", 0);
-    const cbf_port_desc *in = cbf_port_get_desc(s->in);
-    s->gpu = cbf_node_use_gpu(node);
-    int rc;
-    if (!s->gpu && in->mem == CBF_MEM_DEVICE)
-        return cbf_error_set(err, CBF_ECONFIG, "device input on the CPU path");
+    int rc = cbf_stage_path_open(&s->path, node, "in", err);
+    if (rc)
+        return rc;
+    const cbf_port_desc *in = s->path.in;
 #ifdef CBF_HAVE_CUDA
-    if (s->gpu && (rc = xb_gpu_setup(node, s, in, err)))
+    if (s->path.gpu && (rc = xb_gpu_setup(node, s, err)))
         return rc;
-#else
-    if (s->gpu)
-        return cbf_error_set(err, CBF_ENOTSUP, "built without CUDA");
 #endif
-    if (!s->gpu && ((rc = cbf_corr_dumps_init(&s->dumps, node, in, NULL, err)) ||
-                    (rc = cbf_beams_init(&s->beams, node, in, 0, NULL, err))))
+    if (!s->path.gpu && ((rc = cbf_corr_dumps_init(&s->dumps, node, in, NULL, err)) ||
+                         (rc = cbf_beams_init(&s->beams, node, in, 0, NULL, err))))
         return rc;
-    if ((rc = cbf_corr_dumps_open(&s->dumps, node, s->out, in,
+    const cbf_params *p = cbf_node_params(node);
+    if ((rc = cbf_corr_dumps_open(&s->dumps, node, cbf_node_port(node, "out", 0), in,
                                   (size_t)cbf_params_int(p, "buffers"), err)) ||
-        (rc = cbf_beams_open(&s->beams, node, s->beams_out, in,
+        (rc = cbf_beams_open(&s->beams, node, cbf_node_port(node, "beams", 0), in,
                              (size_t)cbf_params_int(p, "beam_buffers"), err)))
         return rc;
     s->c_fused = cbf_node_counter(node, "one_kernel_pieces");
@@ -199,8 +189,8 @@ static int xb_piece(void *user, const cbf_corr_job *job, cbf_error *err)
     const cbf_beam_job bj = cbf_beams_part(&s->beams, &s->job, b0, n, 0, 0);
     char msg[CBF_STAGE_MSG];
     cbf_counter_add(s->c_fused, cbf_xb_cuda_fused(s->dumps.plan, &cj, &bj));
-    return cbf_stage_kern(cbf_xb_cuda_run(s->dumps.plan, &cj, &bj, s->stream, msg, sizeof msg),
-                          msg, err);
+    return cbf_stage_kern(
+        cbf_xb_cuda_run(s->dumps.plan, &cj, &bj, s->path.stream, msg, sizeof msg), msg, err);
 #else
     return cbf_error_set(err, CBF_EINTERNAL, "one kernel without CUDA"); /* never: fused is 0 */
 #endif
@@ -211,12 +201,11 @@ static int xb_piece(void *user, const cbf_corr_job *job, cbf_error *err)
 static int xb_compute(void *user, cbf_buffer *in, cbf_buffer *out, cbf_error *err)
 {
     xb *s = user;
-    const uint8_t *data = in->data;
+    void *const stream = s->path.stream;
+    const uint8_t *data;
     s->cur = in;
-    int rc = 0;
-    if (s->gpu)
-        rc = cbf_stage_upload_put(&s->up, in, s->stream, &data, err);
-    if (!rc && s->side && ((rc = cbf_stage_event_record(s->arrived, s->stream, err)) ||
+    int rc = cbf_stage_path_put(&s->path, in, &data, err);
+    if (!rc && s->side && ((rc = cbf_stage_event_record(s->arrived, stream, err)) ||
                            (rc = cbf_stage_stream_wait(s->side, s->arrived, err))))
         return rc;
     if (rc || (rc = cbf_beams_begin(&s->beams, in, data, out, &s->job, err)) ||
@@ -225,10 +214,10 @@ static int xb_compute(void *user, cbf_buffer *in, cbf_buffer *out, cbf_error *er
     const size_t S = s->beams.batches * (size_t)s->beams.shape.spectra_per_heap;
     if (!s->fused && (rc = cbf_beams_run(&s->beams, &s->job, in->timestamp, 0, S, err)))
         return rc;
-    if (s->side && ((rc = cbf_stage_event_record(s->corr_done, s->stream, err)) ||
+    if (s->side && ((rc = cbf_stage_event_record(s->corr_done, stream, err)) ||
                     (rc = cbf_stage_stream_wait(s->side, s->corr_done, err))))
         return rc;
-    if (s->gpu && (rc = cbf_stage_upload_read(&s->up, s->beams.stream, err)))
+    if ((rc = cbf_stage_path_read(&s->path, s->beams.stream, err)))
         return rc;
     return cbf_beams_end(&s->beams, out, err);
 }
@@ -236,7 +225,7 @@ static int xb_compute(void *user, cbf_buffer *in, cbf_buffer *out, cbf_error *er
 static int xb_buffer(void *user, cbf_buffer *in, cbf_error *err)
 {
     xb *s = user;
-    void *const streams[3] = {s->up.stream, s->side, s->stream};
+    void *const streams[3] = {s->path.up.stream, s->side, s->path.stream};
     return cbf_beams_buffer(&s->beams, in, xb_compute, s, streams, 3, err);
 }
 

@@ -32,6 +32,7 @@
 
 #include "beam_run.h"
 #include "dither.h"
+#include "pipeline.h"   /* pl_read */
 #include "stage/contracts/beam.h"
 
 static char exe[1024];
@@ -55,25 +56,15 @@ static int run_cbf(const char *yaml_path)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-static void *read_ds(hid_t f, const char *name, hid_t type, size_t elem, size_t *count)
+/* A whole dataset as `type` (pl_read), with its number of elements. */
+static void *read_ds(hid_t f, const char *name, hid_t type, size_t *count)
 {
-    hid_t ds = H5Dopen2(f, name, H5P_DEFAULT);
-    if (ds < 0)
-        return NULL;
-    hid_t sp = H5Dget_space(ds);
+    int rank = 0;
     hsize_t dims[8];
-    int rank = H5Sget_simple_extent_dims(sp, dims, NULL);
-    size_t n = 1;
+    void *p = pl_read(f, name, type, &rank, dims);
+    *count = 1;
     for (int i = 0; i < rank; i++)
-        n *= dims[i];
-    void *p = malloc(n * elem + 1);
-    if (H5Dread(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, p) < 0) {
-        free(p);
-        p = NULL;
-    }
-    H5Sclose(sp);
-    H5Dclose(ds);
-    *count = n;
+        *count *= dims[i];
     return p;
 }
 
@@ -86,7 +77,7 @@ static uint8_t *read_raw(hid_t f, const char *name, size_t *bytes)
     hid_t t = H5Dget_type(ds);
     size_t n;
     H5Dclose(ds);
-    uint8_t *p = read_ds(f, name, t, H5Tget_size(t), &n);
+    uint8_t *p = read_ds(f, name, t, &n);
     *bytes = n * H5Tget_size(t);
     H5Tclose(t);
     return p;
@@ -187,13 +178,13 @@ static result run_and_check(const char *gpu)
     hid_t fh = H5Fopen(h5, H5F_ACC_RDONLY, H5P_DEFAULT);
     assert_true(fh >= 0);
     size_t nx, nb, np, nfp, nts, naux, nsat;
-    int8_t *x = read_ds(fh, "/fsim/data", H5T_NATIVE_INT8, 1, &nx);
-    int8_t *y8 = read_ds(fh, "/beam/data", H5T_NATIVE_INT8, 1, &nb);
-    uint8_t *pres = read_ds(fh, "/beam/present", H5T_NATIVE_UINT8, 1, &np);
-    uint8_t *fpres = read_ds(fh, "/fsim/present", H5T_NATIVE_UINT8, 1, &nfp);
-    int64_t *ts = read_ds(fh, "/beam/timestamp", H5T_NATIVE_INT64, 8, &nts);
-    uint8_t *aux = read_ds(fh, "/beam/aux", H5T_NATIVE_UINT8, 1, &naux);
-    uint64_t *sat = read_ds(fh, "/beam/saturated", H5T_NATIVE_UINT64, 8, &nsat);
+    int8_t *x = read_ds(fh, "/fsim/data", H5T_NATIVE_INT8, &nx);
+    int8_t *y8 = read_ds(fh, "/beam/data", H5T_NATIVE_INT8, &nb);
+    uint8_t *pres = read_ds(fh, "/beam/present", H5T_NATIVE_UINT8, &np);
+    uint8_t *fpres = read_ds(fh, "/fsim/present", H5T_NATIVE_UINT8, &nfp);
+    int64_t *ts = read_ds(fh, "/beam/timestamp", H5T_NATIVE_INT64, &nts);
+    uint8_t *aux = read_ds(fh, "/beam/aux", H5T_NATIVE_UINT8, &naux);
+    uint64_t *sat = read_ds(fh, "/beam/saturated", H5T_NATIVE_UINT64, &nsat);
     /* the xbengine nodes' beams and visibilities as the two plugins' */
     static const char *const same[][2] = {
         {"/xb/data", "/beam/data"}, {"/xb/aux", "/beam/aux"}, {"/xb/present", "/beam/present"},

@@ -1,7 +1,10 @@
 """Helpers for the control-plane tests: a cbf-run process with its control
 and sensor endpoints (bound to free loopback ports, read back from its log),
-and cbf-ctl calls against it. Every wait is bounded by a timeout; nothing
-sleeps to let something happen."""
+and cbf-ctl calls against it; the YAML of the engines they run (the
+F-engine chain, the ctl_hold node); the skip when a Python peer is
+missing. Every wait is bounded by a timeout; nothing sleeps to let
+something happen."""
+import importlib
 import json
 import os
 import queue
@@ -37,8 +40,56 @@ def check(cond, msg):
     print("ok: " + msg)
 
 
+def importable(*names):
+    """The named modules, imported; exit 77 (skipped) naming the first one
+    that is not installed for this Python."""
+    try:
+        return [importlib.import_module(n) for n in names]
+    except ImportError as e:
+        print(f"skipped: {e.name} is not installed for {sys.executable}")
+        sys.exit(77)
+
+
+def engine_yaml(nodes, edges=(), engine=()):
+    """A pipeline's YAML text: the engine on the CPU with its control socket
+    on a free loopback port and `engine`'s further "key: value" lines;
+    `nodes` one "name: {plugin: ..., params: {...}}" line each, `edges` one
+    "a.out -> b.in" each. The text may hold %-placeholders for the caller."""
+    lines = ["engine:", "  gpu: none", "  control: tcp://127.0.0.1:*"]
+    lines += ["  " + k for k in engine]
+    lines += ["nodes:"] + ["  " + n for n in nodes]
+    if edges:
+        lines += ["edges:"] + ["  - " + e for e in edges]
+    return "\n".join(lines) + "\n"
+
+
+def feng_yaml(dsim, pfb, post, sink="{plugin: discard}", engine=(), nodes=(), edges=()):
+    """engine_yaml of the F-engine the control tests change while it runs,
+    dsim -> pfb -> post (fft_post) -> sink: dsim, pfb and post the inside of
+    each node's params, sink the sink node's mapping; nodes and edges come
+    after the F-engine's."""
+    return engine_yaml(["dsim: {plugin: dsim, params: {%s}}" % dsim,
+                        "pfb: {plugin: pfb, params: {%s}}" % pfb,
+                        "post: {plugin: fft_post, params: {%s}}" % post,
+                        "sink: " + sink] + list(nodes),
+                       ["dsim.out -> pfb.in", "pfb.out -> post.in", "post.out -> sink.in"] + list(edges),
+                       engine)
+
+
+def hold_engine(tmp, engine=(), name="engine"):
+    """An Engine of one node `hold` (tests/control/ctl_hold.c: a request
+    that holds the node for as long as asked), with engine's further keys;
+    its YAML is written to tmp/NAME.yaml. The test plugin is built beside
+    the tests, so the plugin path names both folders."""
+    env = {"CBF_PLUGIN_PATH": os.path.join(BUILD, "plugins") + ":" + os.path.join(BUILD, "tests", "control")}
+    return Engine(engine_yaml(["hold: {plugin: ctl_hold}"], engine=engine),
+                  os.path.join(tmp, name + ".yaml"), extra_env=env)
+
+
 class Engine:
-    """cbf-run on a YAML text; endpoints parsed from its info log."""
+    """cbf-run on a YAML text; endpoints parsed from its info log. As a
+    context manager it is killed on the way out if still running (after a
+    failed check; a test that passes has shut it down)."""
 
     def __init__(self, yaml_text, path, extra_env=None, stdout=subprocess.DEVNULL):
         with open(path, "w") as f:
@@ -110,3 +161,10 @@ class Engine:
         if self.running():
             self.proc.kill()
             self.proc.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.kill()
+        return False

@@ -29,7 +29,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from ctl_util import BUILD, CBF_CTL, CBF_RUN, Engine, check, fail  # noqa: E402
+from ctl_util import CBF_CTL, CBF_RUN, check, fail, hold_engine  # noqa: E402
 
 if not (os.access(CBF_RUN, os.X_OK) and os.access(CBF_CTL, os.X_OK)):
     print("skipped: cbf-run / cbf-ctl are not built yet")
@@ -39,15 +39,7 @@ HOLD_MS = 4000
 N = 2 * 65536                     # a 65536-channel complex gain table's values
 MAX_REQUEST = 8 << 20             # CBF_CONTROL_MAX_REQUEST
 
-YAML = """
-engine:
-  gpu: none
-  control: tcp://127.0.0.1:*
-  katcp: 127.0.0.1:0
-nodes:
-  hold:
-    plugin: ctl_hold
-"""
+KATCP = ["katcp: 127.0.0.1:0"]    # the engine's keys beside its node `hold`
 
 
 def long_request(path):
@@ -88,9 +80,7 @@ def katcp_lines(addr, text, want_last):
 
 def main():
     with tempfile.TemporaryDirectory(prefix="cbf-busy-") as tmp:
-        env = {"CBF_PLUGIN_PATH": os.path.join(BUILD, "plugins") + ":" + os.path.join(BUILD, "tests", "control")}
-        e = Engine(YAML, os.path.join(tmp, "engine.yaml"), extra_env=env)
-        try:
+        with hold_engine(tmp, KATCP) as e:
             path = os.path.join(tmp, "long.json")
             last = long_request(path)
             check(holding(e) == 0, "nothing held before the long request")
@@ -124,8 +114,6 @@ def main():
                   "ok, with all %d values read (the last %.17g)" % (N, reply["last"]))
             check(holding(e) == 0, "nothing held after it")
             check(e.shutdown() == 0, "the engine drains and exits 0")
-        finally:
-            e.kill()
     return 0
 
 

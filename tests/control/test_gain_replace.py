@@ -22,20 +22,16 @@ import os
 import sys
 import tempfile
 
-try:
-    import h5py
-    import numpy as np
-except ImportError as e:
-    print(f"skipped: {e.name} is not installed for {sys.executable}")
-    sys.exit(77)
-
 sys.path.insert(0, os.path.dirname(__file__))
-from ctl_util import Engine, check  # noqa: E402
+from ctl_util import Engine, check, importable  # noqa: E402
+
+h5py, np = importable("h5py", "numpy")
 
 # check_gain_record's F-engine (a tone in channel K, dsim paced at 1
-# Msample/s, spectra, gains and delays to one file) and its wait.
+# Msample/s, spectra, gains and delays to one file), its wait and its
+# check of the recorded tables.
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "filesink"))
-from check_gain_record import K, SPH, STEP, YAML, written  # noqa: E402
+from check_gain_record import K, SPH, STEP, YAML, check_tables, written  # noqa: E402
 
 BUF = SPH * STEP                          # samples per output buffer
 
@@ -94,19 +90,9 @@ def main():
         finally:
             e.kill()
         with h5py.File(path) as f:
-            g, r = f["post"], f["post.1"]
-            check(r.attrs["type"] == b"cbf.feng.gains", "the second group records the gains")
-            ts, tab = r["timestamp"][()], r["data"][()]       # [n][channel][pol][re_im]
-            want = [[0.02, 0.02], [0.04, 0.04], [0.04, 0.01]]
-            check(len(ts) == 3 and all(np.all(tab[i, :, q, 0] == np.float32(want[i][q])) and
-                                       np.all(tab[i, ..., 1] == 0) for i in range(3) for q in range(2)),
-                  f"three tables recorded, none of the replaced or cancelled ones: {tab[:, 0]}")
-            check(ts[0] == g["timestamp"][0], "the table at start is in force from the first spectrum")
-            for t, at in ((ts[1], t1), (ts[2], t2)):
-                check(t == -(-at // STEP) * STEP, f"change requested at {at} took effect at {t}")
+            g = check_tables(f, t1, t2, ", none of the replaced or cancelled ones")[0]
             data = g["data"][()].astype(np.float64)           # [buf][batch][chan][spec][pol][re_im]
             t0 = g["timestamp"][()]
-            check(np.all(g["present"][()] == 1), "no missing batches")
         x = data[:, :, K]                                     # [buf][batch][spec][pol][re_im]
         amp = np.hypot(x[..., 0], x[..., 1]).reshape(-1, 2)   # [spectrum][pol], time order
         spectra_ts = (t0[:, None] + np.arange(data.shape[1] * SPH)[None, :] * STEP).reshape(-1)

@@ -37,8 +37,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from ctl_util import BUILD, CBF_CTL, CBF_RUN, Engine, check, fail  # noqa: E402
-import test_control_busy  # noqa: E402
+from ctl_util import CBF_CTL, CBF_RUN, check, fail, hold_engine  # noqa: E402
 
 try:
     import aiokatcp
@@ -53,10 +52,8 @@ if not (os.access(CBF_RUN, os.X_OK) and os.access(CBF_CTL, os.X_OK)):
 WAIT = 20          # seconds: only a server that does not answer at all fails on it
 DEEP = 100000
 HOLD_MS = 4000
+KATCP = ["katcp: 127.0.0.1:0"]    # the engine's keys beside its node `hold` (ctl_util.hold_engine)
 
-# test_control_busy's engine (ctl_hold's node), with room for engine keys.
-YAML = test_control_busy.YAML.replace("  katcp: 127.0.0.1:0\n", "  katcp: 127.0.0.1:0\n%s\n")
-ENV = {"CBF_PLUGIN_PATH": os.path.join(BUILD, "plugins") + ":" + os.path.join(BUILD, "tests", "control")}
 
 
 class Line:
@@ -185,7 +182,7 @@ def long_requests(e):
 
 
 def idle(tmp):
-    e = Engine(YAML % "  katcp_idle_timeout: 1", os.path.join(tmp, "idle.yaml"), extra_env=ENV)
+    e = hold_engine(tmp, KATCP + ["katcp_idle_timeout: 1"], "idle")
     try:
         addr = e.katcp
         # A subscriber: kept, though it sends nothing more.
@@ -229,7 +226,7 @@ def idle(tmp):
 
 def main():
     with tempfile.TemporaryDirectory(prefix="cbf-katcp-hostile-") as tmp:
-        e = Engine(YAML % "", os.path.join(tmp, "engine.yaml"), extra_env=ENV)
+        e = hold_engine(tmp, KATCP)
         try:
             nested(e)
             long_requests(e)

@@ -29,7 +29,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ctl_util import CBF_RUN, Engine, check, fail, free_port  # noqa: E402
+from ctl_util import CBF_RUN, Engine, check, fail, feng_yaml, free_port  # noqa: E402
 
 try:
     from prometheus_client.parser import text_string_to_metric_families
@@ -44,37 +44,17 @@ RATE = 25 * CHUNK           # adc_sample_rate: dsim releases 25 chunks a second
 # Two branches: dsim -> pfb -> fft_post -> discard ends after CHUNKS chunks;
 # the receiver gets no packets and keeps the engine running until shutdown,
 # so the finished branch's counts can be scraped and compared at leisure.
-YAML = """
-engine:
-  name: 'fe "0"\\x'
-  gpu: none
-  control: tcp://127.0.0.1:*
-  prometheus: %s
-nodes:
-  dsim:
-    plugin: dsim
-    params: {antennas: 1, bits: 10, samples_per_chunk: %d, length: %d, noise: 0.05,
-             realtime: true, adc_sample_rate: %g}
-  pfb:
-    plugin: pfb
-    params: {channels: 256, taps: 4, spectra_per_buffer: 64}
-  post:
-    plugin: fft_post
-    params: {spectra_per_heap: 64, gain: [50.0, 0.0]}
-  sink:
-    plugin: discard
-  recv:
-    plugin: receiver
-    params: {address: "127.0.0.1:%d", antennas: 1, bits: 10, samples_per_chunk: %d}
-  idle:
-    plugin: discard
-edges:
-  - dsim.out -> pfb.in
-  - pfb.out -> post.in
-  - post.out -> sink.in
-  - recv.out -> idle.in
-"""
 ENGINE_NAME = 'fe "0"\\x'
+YAML = feng_yaml(
+    dsim="antennas: 1, bits: 10, samples_per_chunk: %d, length: %d, noise: 0.05, realtime: true, "
+         "adc_sample_rate: %g",
+    pfb="channels: 256, taps: 4, spectra_per_buffer: 64",
+    post="spectra_per_heap: 64, gain: [50.0, 0.0]",
+    engine=["name: '%s'" % ENGINE_NAME, "prometheus: %s"],
+    nodes=['recv: {plugin: receiver, params: {address: "127.0.0.1:%d", antennas: 1, bits: 10, '
+           'samples_per_chunk: %d}}',
+           "idle: {plugin: discard}"],
+    edges=["recv.out -> idle.in"])
 FINITE = ("dsim", "pfb", "post", "sink")
 TIMESTAMPS = ("steady_state_timestamp", "rx.timestamp", "tx.next_timestamp")
 PLUGINS = {"dsim": "dsim", "pfb": "pfb", "post": "fft_post", "sink": "discard",
@@ -262,6 +242,7 @@ def bad_requests(e, port, url):
 
 
 def start_errors(tmp, taken):
+    line = YAML.splitlines().index("  prometheus: %s") + 1     # where the refusal must point
     for addr, want, code in (('"nonsense"', "engine.prometheus: 'nonsense' is not PORT", 2),
                              ('"127.0.0.1:70000"', "is not PORT", 2),
                              ("70000", "is not PORT", 2),
@@ -272,7 +253,7 @@ def start_errors(tmp, taken):
             f.write(YAML % (addr, CHUNK, CHUNK, RATE, free_port(socket.SOCK_DGRAM), CHUNK))
         r = subprocess.run([CBF_RUN, path], capture_output=True, text=True, timeout=60)
         said = [ln for ln in r.stderr.splitlines() if "engine.prometheus" in ln]
-        check(r.returncode == code and said and want in said[0] and re.search(r"bad\.yaml:6:\d+: ", said[0]),
+        check(r.returncode == code and said and want in said[0] and re.search(r"bad\.yaml:%d:\d+: " % line, said[0]),
               "prometheus: %s refused at its line, exit %d (%s)" % (addr, r.returncode, said))
 
 

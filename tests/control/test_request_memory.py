@@ -30,7 +30,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from ctl_util import BUILD, CBF_CTL, CBF_RUN, Engine, check, fail  # noqa: E402
+from ctl_util import CBF_CTL, CBF_RUN, check, hold_engine  # noqa: E402
 
 if not (os.access(CBF_RUN, os.X_OK) and os.access(CBF_CTL, os.X_OK)):
     print("skipped: cbf-run / cbf-ctl are not built yet")
@@ -40,15 +40,6 @@ MAX_REQUEST = 8 << 20             # CBF_CONTROL_MAX_REQUEST
 PEAK_FACTOR = 16                  # the issue's bound: peak at most 16 times the request
 KEPT = 16 << 20                   # resident afterwards: back within 16 MiB of before
 ROUNDS = 2                        # the second round may not grow the engine further
-
-YAML = """
-engine:
-  gpu: none
-  control: tcp://127.0.0.1:*
-nodes:
-  hold:
-    plugin: ctl_hold
-"""
 
 HEAD = '{"request": "hold", "node": "hold"'
 
@@ -99,10 +90,8 @@ def reset_peak(pid):
 
 def main():
     with tempfile.TemporaryDirectory(prefix="cbf-reqmem-") as tmp:
-        env = {"CBF_PLUGIN_PATH": os.path.join(BUILD, "plugins") + ":" + os.path.join(BUILD, "tests", "control")}
-        e = Engine(YAML, os.path.join(tmp, "engine.yaml"), extra_env=env)
-        pid = e.proc.pid
-        try:
+        with hold_engine(tmp) as e:
+            pid = e.proc.pid
             try:
                 reset_peak(pid)
             except OSError as x:
@@ -140,8 +129,6 @@ def main():
             check(end - start <= KEPT, "after %d rounds: resident %.1f MiB above the start, at most %d MiB"
                   % (ROUNDS, (end - start) / 2**20, KEPT >> 20))
             check(e.shutdown() == 0, "the engine drains and exits 0")
-        finally:
-            e.kill()
     return 0
 
 

@@ -26,7 +26,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ctl_util import CBF_RUN, Engine, check, fail, free_port  # noqa: E402
+from ctl_util import CBF_RUN, Engine, check, fail, feng_yaml, free_port  # noqa: E402
 
 try:
     import aiokatcp
@@ -39,30 +39,12 @@ CHUNK = 65536
 RATE = 25 * CHUNK           # dsim releases 25 chunks a second (realtime)
 DEADLINE = 60               # seconds any one status change may take to show
 
-LOUD_YAML = """
-engine:
-  gpu: none
-  control: tcp://127.0.0.1:*
-  katcp: 127.0.0.1:0
-  prometheus: 127.0.0.1:%d
-nodes:
-  dsim:
-    plugin: dsim
-    params: {antennas: 1, bits: 10, samples_per_chunk: %d, length: 0, noise: 0.05, tones: [],
-             realtime: true, adc_sample_rate: %g}
-  pfb:
-    plugin: pfb
-    params: {channels: 256, taps: 4, spectra_per_buffer: 64}
-  post:
-    plugin: fft_post
-    params: {spectra_per_heap: 64, gain: [0.03, 0.0]}
-  sink:
-    plugin: discard
-edges:
-  - dsim.out -> pfb.in
-  - pfb.out -> post.in
-  - post.out -> sink.in
-"""
+LOUD_YAML = feng_yaml(
+    dsim="antennas: 1, bits: 10, samples_per_chunk: %d, length: 0, noise: 0.05, tones: [], "
+         "realtime: true, adc_sample_rate: %g",
+    pfb="channels: 256, taps: 4, spectra_per_buffer: 64",
+    post="spectra_per_heap: 64, gain: [0.03, 0.0]",
+    engine=["katcp: 127.0.0.1:0", "prometheus: 127.0.0.1:%d"])
 
 LOSSY_YAML = """
 engine:

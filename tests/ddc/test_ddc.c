@@ -445,10 +445,7 @@ int main(int argc, char **argv)
     char why[256];
     if (use_gpu && !cbf_test_gpu_available(why, sizeof why))
         return printf("skipped: %s\n", why), 77;
-    const char *seed = getenv("CBF_TEST_SEED");
-    rng_state = seed ? strtoull(seed, NULL, 0) : (uint64_t)time(NULL);
-    printf("# seed %llu (CBF_TEST_SEED to repeat), %s\n", (unsigned long long)rng_state,
-           use_gpu ? "GPU" : "CPU");
+    rng_state = cbf_test_seed("CBF_TEST_SEED", use_gpu ? "test_ddc --gpu" : "test_ddc");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_width_against_reference),
         cmocka_unit_test(tensor_core_shapes_against_reference),

@@ -666,10 +666,8 @@ int main(int argc, char **argv)
     char why[256];
     if (use_gpu && !cbf_test_gpu_available(why, sizeof why))
         return printf("skipped: %s\n", why), 77;
-    const char *seed = getenv("CBF_TEST_SEED");
-    rng_state = seed ? strtoull(seed, NULL, 0) : (uint64_t)time(NULL);
-    printf("# seed %llu (CBF_TEST_SEED to repeat), %s\n", (unsigned long long)rng_state,
-           use_gpu ? "CPU and GPU" : "CPU");
+    rng_state = cbf_test_seed("CBF_TEST_SEED", use_gpu ? "test_narrowband --gpu (CPU and GPU)"
+                                                       : "test_narrowband");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(chain_against_reference),
         cmocka_unit_test(whole_band_chain_against_reference),

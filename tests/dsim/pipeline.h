@@ -1,5 +1,5 @@
 /* pipeline.h: run the built cbf-run on a YAML text and read HDF5 back,
- * for the dsim and filesink pipeline tests. */
+ * for the pipeline tests (dsim, filesink, ddc, xeng, beamform). */
 #ifndef CBF_TEST_PIPELINE_H
 #define CBF_TEST_PIPELINE_H
 

@@ -17,16 +17,11 @@ import sys
 import tempfile
 import time
 
-try:
-    import h5py
-    import numpy as np
-except ImportError as e:
-    print(f"skipped: {e.name} is not installed for {sys.executable}")
-    sys.exit(77)
-
 ROOT = os.environ.get("CBF_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "control"))
-from ctl_util import CBF_CTL, CBF_RUN, Engine, check, fail  # noqa: E402
+from ctl_util import CBF_CTL, CBF_RUN, Engine, check, fail, feng_yaml, importable  # noqa: E402
+
+h5py, np = importable("h5py", "numpy")
 
 if not (os.access(CBF_RUN, os.X_OK) and os.access(CBF_CTL, os.X_OK)):
     print("skipped: cbf-run / cbf-ctl are not built yet")
@@ -36,31 +31,14 @@ RATE, CHANNELS, SPH = 1e6, 256, 64
 STEP = 2 * CHANNELS
 K = 64                                    # the tone's channel (channel-centred)
 
-YAML = f"""
-engine:
-  gpu: none
-  control: tcp://127.0.0.1:*
-nodes:
-  dsim:
-    plugin: dsim
-    params: {{antennas: 1, adc_sample_rate: {RATE}, samples_per_chunk: 65536, length: 0,
-             realtime: true, noise: 0.01, tones: [{{frequency: {K * RATE / STEP}, amplitude: 0.2}}]}}
-  pfb:
-    plugin: pfb
-    params: {{channels: {CHANNELS}, taps: 4, spectra_per_buffer: {SPH}}}
-  post:
-    plugin: fft_post
-    params: {{spectra_per_heap: {SPH}, gain: [0.02, 0.0]}}
-  sink:
-    plugin: filesink
-    params: {{path: %s}}
-edges:
-  - dsim.out -> pfb.in
-  - pfb.out -> post.in
-  - post.out -> sink.in
-  - post.gains -> sink.in
-  - pfb.delays -> sink.in
-"""
+# The file path is left to the caller (YAML % path).
+YAML = feng_yaml(
+    dsim=f"antennas: 1, adc_sample_rate: {RATE}, samples_per_chunk: 65536, length: 0, "
+         f"realtime: true, noise: 0.01, tones: [{{frequency: {K * RATE / STEP}, amplitude: 0.2}}]",
+    pfb=f"channels: {CHANNELS}, taps: 4, spectra_per_buffer: {SPH}",
+    post=f"spectra_per_heap: {SPH}, gain: [0.02, 0.0]",
+    sink="{plugin: filesink, params: {path: %s}}",
+    edges=["post.gains -> sink.in", "pfb.delays -> sink.in"])
 
 
 def written(e, n):
@@ -72,6 +50,26 @@ def written(e, n):
             return
         time.sleep(0.05)
     fail(f"the sink did not write {n} buffers")
+
+
+def check_tables(f, at1, at2, what=""):
+    """The gains group of file f holds exactly three tables, each from the
+    first spectrum at or after its `at`: the YAML's (0.02) at start, 0.04
+    for both pols from at1, pol 1's 0.01 from at2. The spectra have no
+    missing batches. Returns the spectra's group, the tables' timestamps
+    and the tables."""
+    g, r = f["post"], f["post.1"]
+    check(r.attrs["type"] == b"cbf.feng.gains", "the second group records the gains")
+    ts, tab = r["timestamp"][()], r["data"][()]       # [n][channel][pol][re_im]
+    want = [[0.02, 0.02], [0.04, 0.04], [0.04, 0.01]]
+    check(len(ts) == 3 and all(np.all(tab[i, :, q, 0] == np.float32(want[i][q])) and
+                               np.all(tab[i, ..., 1] == 0) for i in range(3) for q in range(2)),
+          f"three tables recorded{what}: {tab[:, 0]}")
+    check(ts[0] == g["timestamp"][0], f"the table at start is in force from the first spectrum ({ts[0]})")
+    for t, at in ((ts[1], at1), (ts[2], at2)):
+        check(t == -(-at // STEP) * STEP, f"change requested at {at} took effect at {t}")
+    check(np.all(g["present"][()] == 1), "no missing batches")
+    return g, ts, tab
 
 
 def gain(e, *args):
@@ -102,25 +100,13 @@ def main():
         finally:
             e.kill()
         with h5py.File(path) as f:
-            g, r = f["post"], f["post.1"]
-            check(r.attrs["type"] == b"cbf.feng.gains", "the second group records the gains")
-            ts, tab = r["timestamp"][()], r["data"][()]       # [n][channel][pol][re_im]
-            want = [[0.02, 0.02], [0.04, 0.04], [0.04, 0.01]]
-            check(len(ts) == 3 and all(np.all(tab[i, :, q, 0] == np.float32(want[i][q])) and
-                                       np.all(tab[i, ..., 1] == 0) for i in range(3) for q in range(2)),
-                  f"three tables recorded: {tab[:, 0]}")
-            # A change takes effect at the first spectrum at or after `at`.
-            first = g["timestamp"][0]
-            check(ts[0] == first, f"the table at start is in force from the first spectrum ({ts[0]})")
-            for t, at in ((ts[1], at1), (ts[2], at2)):
-                check(t == -(-at // STEP) * STEP, f"change requested at {at} took effect at {t}")
+            g, ts, tab = check_tables(f, at1, at2)
             data = g["data"][()].astype(np.float64)           # [buf][batch][chan][spec][pol][re_im]
             t0 = g["timestamp"][()]
-            check(np.all(g["present"][()] == 1), "no missing batches")
             dl = f["pfb"]
             check(dl.attrs["type"] == b"cbf.feng.delays", "the third group records the delays")
             dts, model = dl["timestamp"][()], dl["data"][()]   # [n][pol][t0, d, rate, ph, phr]
-            check(list(dts) == [first, at3] and np.all(model[0] == 0) and
+            check(list(dts) == [t0[0], at3] and np.all(model[0] == 0) and
                   np.all(model[1, :, 0] == at3) and np.all(model[1, :, 3] == np.pi / 2) and
                   np.all(model[1, :, [1, 2, 4]] == 0),
                   f"two delay models recorded: at {list(dts)}, {model.tolist()}")

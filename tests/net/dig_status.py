@@ -20,7 +20,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 try:
     import h5py
@@ -33,7 +32,7 @@ except ImportError as e:  # pragma: no cover
     sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopback import bound, fail, free_port  # noqa: E402
+from loopback import fail, free_port, start_receiver  # noqa: E402
 
 SPC = 65536
 CHUNKS = 4
@@ -123,13 +122,7 @@ def check_receiver(cbf_run, tmp, want):
                         "samples_per_chunk": SPC, "idle_timeout": 10}},
                     "sink": {"plugin": "filesink", "params": {"path": path}}},
           "edges": ["recv.out -> sink.in"]}
-    proc = subprocess.Popen([cbf_run, write(tmp, "rx", rx)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 30
-    while not bound(port):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            fail(f"receiver did not start: {proc.communicate()[0]}")
-        time.sleep(0.01)
+    proc = start_receiver(cbf_run, tmp, "rx", port, rx)
     subprocess.run([cbf_run, write(tmp, "tx-rx", sender_doc(port)), "--quiet"], check=True,
                    timeout=120)
     log = proc.communicate(timeout=60)[0]

@@ -14,7 +14,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 try:
     import h5py
@@ -33,7 +32,7 @@ LENGTH = 4 * SPC
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopback import bound, fail, free_port  # noqa: E402
+from loopback import fail, free_port, start_receiver  # noqa: E402
 
 
 def feng(sink):
@@ -121,13 +120,7 @@ def main():
                   "batches": n_batches, "idle_timeout": 10}},
                         "sink": {"plugin": "filesink", "params": {"path": rx_path}}},
               "edges": ["recv.batches -> sink.in"]}
-        proc = subprocess.Popen([cbf_run, run(cbf_run, tmp, "rx", rx)], stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True)
-        deadline = time.monotonic() + 30
-        while not bound(port):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                fail(f"receiver did not start: {proc.communicate()[0]}")
-            time.sleep(0.01)
+        proc = start_receiver(cbf_run, tmp, "rx", port, rx)
         subprocess.run([cbf_run, run(cbf_run, tmp, "tx2", feng(sender)), "--quiet"], check=True, timeout=120)
         log = proc.communicate(timeout=60)[0]
         if proc.returncode:

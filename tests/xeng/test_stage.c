@@ -8,7 +8,10 @@
  * The flow helpers (stage/flow.h) through the harness, with a source
  * compiled in here: numbered buffers with their timestamps, missing flags
  * counted, the length kept, the pool made from the descriptor, and a fill
- * that fails ending the run with its error and no buffer lost. */
+ * that fails ending the run with its error and no buffer lost.
+ *
+ * The CPU or GPU path (stage/path.h) as the correlator, beamformer and
+ * xbengine plugins choose it: device input refused on the CPU path. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -253,6 +256,28 @@ static void source_fill_error_ends_the_run(void **state)
     assert_int_equal(cbf_harness_free(h, &err), 0);
 }
 
+/* The stages that read X-engine batches where they are (stage/path.h):
+ * on the CPU path, the harness's, each refuses device input in init,
+ * saying so, before it reads anything else of the descriptor. */
+static void device_input_refused_on_the_cpu_path(void **state)
+{
+    (void)state;
+    static const char *const plugins[] = {"correlator", "beamformer", "xbengine"};
+    const cbf_xeng_batch b = {CBF_DTYPE_CI8, 2, 4, 16, 32};
+    for (size_t i = 0; i < CBF_COUNT_OF(plugins); i++) {
+        cbf_harness *h;
+        cbf_error err;
+        assert_int_equal(cbf_harness_new(plugins[i], NULL, 0, &h, &err), 0);
+        cbf_port_desc d;
+        cbf_xeng_batch_desc(&d, &b, CBF_MEM_DEVICE);
+        assert_int_equal(cbf_harness_set_input_desc(h, "in", &d, &err), 0);
+        assert_int_equal(cbf_harness_init(h, &err), CBF_ECONFIG);
+        if (!strstr(err.msg, "device input on the CPU path"))
+            fail_msg("%s: %s", plugins[i], err.msg);
+        assert_int_equal(cbf_harness_free(h, &err), 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -262,6 +287,7 @@ int main(void)
         cmocka_unit_test(accum_refuses_other_shapes),
         cmocka_unit_test(source_numbers_and_counts),
         cmocka_unit_test(source_fill_error_ends_the_run),
+        cmocka_unit_test(device_input_refused_on_the_cpu_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "pipeline.h"   /* pl_read */
 #include "xeng_ref.h"
 #include "xeng_run.h"
 
@@ -54,27 +55,6 @@ static int run_cbf(const char *yaml_path, const char *const *sets)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* Whole dataset as `type`; dims filled; NULL if absent. */
-static void *read_ds(hid_t f, const char *name, hid_t type, size_t elem, int *rank, hsize_t *dims)
-{
-    hid_t ds = H5Dopen2(f, name, H5P_DEFAULT);
-    if (ds < 0)
-        return NULL;
-    hid_t sp = H5Dget_space(ds);
-    *rank = H5Sget_simple_extent_dims(sp, dims, NULL);
-    size_t n = 1;
-    for (int i = 0; i < *rank; i++)
-        n *= dims[i];
-    void *p = malloc(n * elem + 1);
-    if (H5Dread(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, p) < 0) {
-        free(p);
-        p = NULL;
-    }
-    H5Sclose(sp);
-    H5Dclose(ds);
-    return p;
-}
-
 typedef struct seen {
     size_t dumps;         /* visibility dumps checked */
     size_t partial_magic; /* dumps with some antennas flagged, not all */
@@ -93,16 +73,16 @@ static seen check_file(const char *h5, const char *src, int hat)
     int rank;
     hsize_t d[8], dv[8], dp[8], dt[8], dit[8], ds[8];
     snprintf(name, sizeof name, "/%s/data", src);
-    int8_t *in = read_ds(f, name, H5T_NATIVE_INT8, 1, &rank, d);
+    int8_t *in = pl_read(f, name, H5T_NATIVE_INT8, &rank, d);
     assert_non_null(in);
     assert_int_equal(rank, 7); /* time, batch, antenna, channel, spectrum, pol, re_im */
     snprintf(name, sizeof name, "/%s/present", src);
-    uint8_t *pres = read_ds(f, name, H5T_NATIVE_UINT8, 1, &rank, dp);
+    uint8_t *pres = pl_read(f, name, H5T_NATIVE_UINT8, &rank, dp);
     snprintf(name, sizeof name, "/%s/timestamp", src);
-    int64_t *its = read_ds(f, name, H5T_NATIVE_INT64, 8, &rank, dit);
-    int32_t *vis = read_ds(f, "/reduce/data", H5T_NATIVE_INT32, 4, &rank, dv);
-    int64_t *vts = read_ds(f, "/reduce/timestamp", H5T_NATIVE_INT64, 8, &rank, dt);
-    uint64_t *vsat = read_ds(f, "/reduce/saturated", H5T_NATIVE_UINT64, 8, &rank, ds);
+    int64_t *its = pl_read(f, name, H5T_NATIVE_INT64, &rank, dit);
+    int32_t *vis = pl_read(f, "/reduce/data", H5T_NATIVE_INT32, &rank, dv);
+    int64_t *vts = pl_read(f, "/reduce/timestamp", H5T_NATIVE_INT64, &rank, dt);
+    uint64_t *vsat = pl_read(f, "/reduce/saturated", H5T_NATIVE_UINT64, &rank, ds);
     H5Fclose(f);
     assert_non_null(pres);
     assert_non_null(its);
@@ -356,7 +336,7 @@ static int32_t *run_shipped(const char *mode, hsize_t *dv)
     hid_t f = H5Fopen(h5, H5F_ACC_RDONLY, H5P_DEFAULT);
     assert_true(f >= 0);
     int rank;
-    int32_t *vis = read_ds(f, "/reduce/data", H5T_NATIVE_INT32, 4, &rank, dv);
+    int32_t *vis = pl_read(f, "/reduce/data", H5T_NATIVE_INT32, &rank, dv);
     H5Fclose(f);
     assert_non_null(vis);
     unlink(h5);

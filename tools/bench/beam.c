@@ -25,6 +25,7 @@
 #include "correlator.h"
 
 
+#include "corr_step.h"
 #include "gpu_time.h"
 #include "opts.h"
 
@@ -54,33 +55,18 @@ static int do_beam(void *p)
     return 0;
 }
 
-typedef struct corr_ctx {
-    cbf_corr_cuda *plan;
-    cbf_corr_job job;
-    cudaStream_t s;
-} corr_ctx;
-
-static int do_corr(void *p)
-{
-    corr_ctx *c = p;
-    char msg[512];
-    if (cbf_corr_cuda_run(c->plan, &c->job, c->s, msg, sizeof msg))
-        return fprintf(stderr, "cbf-bench beam: %s\n", msg), 1;
-    return 0;
-}
-
 /* Correlator and beamformer on the same input: on the correlator's stream
  * one after the other (side NULL), or the beamformer on a side stream forked
  * from and joined back to the correlator's. */
 typedef struct both_ctx {
-    corr_ctx *c;
+    cbf_bench_corr *c;
     beam_ctx *b;
     cudaStream_t side;          /* NULL: sequential; else the beamformer's stream */
     cudaEvent_t fork, join;
 } both_ctx;
 
 /* Both from one call: the one kernel where the shape allows it. */
-static int do_xb(corr_ctx *c, beam_ctx *b)
+static int do_xb(cbf_bench_corr *c, beam_ctx *b)
 {
     char msg[512];
     if (cbf_xb_cuda_run(c->plan, &c->job, &b->job, c->s, msg, sizeof msg))
@@ -100,7 +86,7 @@ static int do_both(void *p)
     if (!x->side) {
         cudaStream_t keep = x->b->s;
         x->b->s = x->c->s;
-        int rc = do_corr(x->c) || do_beam(x->b);
+        int rc = cbf_bench_corr_step(x->c) || do_beam(x->b);
         x->b->s = keep;
         return rc;
     }
@@ -108,7 +94,7 @@ static int do_both(void *p)
     CK(cudaEventRecord(x->fork, x->c->s));
     CK(cudaStreamWaitEvent(x->side, x->fork, 0));
     x->b->s = x->side;
-    if (do_corr(x->c) || do_beam(x->b))
+    if (cbf_bench_corr_step(x->c) || do_beam(x->b))
         return 1;
     CK(cudaEventRecord(x->join, x->side));
     CK(cudaStreamWaitEvent(x->c->s, x->join, 0));
@@ -202,18 +188,43 @@ static void job_for(beam_ctx *bc, int n, int b, int channels, int heaps, const d
     bc->job.coef_version = 1;
 }
 
-static int bench_one(const opts *o, int n, int b, const ceil_t *cl, cudaStream_t s)
-{
-    const int channels = channels_for(o, n);
+/* One call's beamformer on its own device data (the single-call tables):
+ * BATCHES heaps of n antennas x channels in, b beams out, the
+ * coefficients and the job on stream s. */
+typedef struct beam_call {
+    int channels;
     dev_in d;
     cbf_beam_coef *coef;
     uint8_t *pol;
-    if (alloc_io(n, b, channels, BATCHES, &d) || make_coefs(n, b, channels, &coef, &pol))
+    beam_ctx bc;
+} beam_call;
+
+static int beam_call_make(const opts *o, int n, int b, cudaStream_t s, beam_call *c)
+{
+    c->channels = channels_for(o, n);
+    if (alloc_io(n, b, c->channels, BATCHES, &c->d) ||
+        make_coefs(n, b, c->channels, &c->coef, &c->pol))
         return 1;
-    beam_ctx bc = {.s = s};
-    job_for(&bc, n, b, channels, BATCHES, &d, coef, pol, o->dither);
+    c->bc = (beam_ctx){.s = s};
+    job_for(&c->bc, n, b, c->channels, BATCHES, &c->d, c->coef, c->pol, o->dither);
+    return 0;
+}
+
+static void beam_call_free(beam_call *c)
+{
+    cudaFree(c->coef);
+    cudaFree(c->pol);
+    free_io(&c->d);
+}
+
+static int bench_one(const opts *o, int n, int b, const ceil_t *cl, cudaStream_t s)
+{
+    beam_call call;
+    if (beam_call_make(o, n, b, s, &call))
+        return 1;
+    const int channels = call.channels;
     float t;
-    if (cbf_bench_time_ms(do_beam, &bc, s, o->reps, &t))
+    if (cbf_bench_time_ms(do_beam, &call.bc, s, o->reps, &t))
         return 1;
     CK(cudaGetLastError());
     const double samples = (double)BATCHES * SPECTRA * channels;   /* per antenna and pol */
@@ -224,18 +235,17 @@ static int bench_one(const opts *o, int n, int b, const ceil_t *cl, cudaStream_t
     printf("| %d | %d | %d | %.0f | %.3f | %.0f | %.3f | %.1f%% | %.1f | %.1f%% | %.1f%% |\n", n, b,
            channels, samples, t, bytes / (t * 1e-3) / 1e9, bound_ms, 100.0 * bound_ms / t, rate / 1e12,
            100.0 * rate / cl->f32_ops, 100.0 * rate / cl->f16_ops);
-    cudaFree(coef);
-    cudaFree(pol);
-    free_io(&d);
+    beam_call_free(&call);
     return 0;
 }
 
 /* A correlator on `in` (`heaps` heaps of n antennas x channels): its plan
  * and zeroed accumulators (slices that fill the GPU), on stream s. */
-static int corr_for(int n, int channels, int heaps, const uint8_t *in, cudaStream_t s, corr_ctx *cc)
+static int corr_for(int n, int channels, int heaps, const uint8_t *in, cudaStream_t s, cbf_bench_corr *cc)
 {
     char msg[512];
     const cbf_corr_shape sh = {n, channels, SPECTRA, 8};
+    cc->area = "beam";
     cc->s = s;
     if (cbf_corr_cuda_create(&sh, 0, &cc->plan, msg, sizeof msg))
         return fprintf(stderr, "cbf-bench beam: %s\n", msg), 1;
@@ -248,7 +258,7 @@ static int corr_for(int n, int channels, int heaps, const uint8_t *in, cudaStrea
     return 0;
 }
 
-static void corr_free(corr_ctx *cc)
+static void corr_free(cbf_bench_corr *cc)
 {
     cudaFree(cc->job.accum);
     cbf_corr_cuda_destroy(cc->plan);
@@ -260,7 +270,7 @@ static void corr_free(corr_ctx *cc)
 /* The last column is the xbengine plugin's choice with `fuse: auto`
  * (cbf_xb_cuda_prefer_fused): the one kernel or the two streams. */
 static void print_beside(double c, double b, double s, double p, double x, int fused,
-                         const corr_ctx *cc, const beam_ctx *bc)
+                         const cbf_bench_corr *cc, const beam_ctx *bc)
 {
     const int node_fused = cbf_xb_cuda_prefer_fused(cc->plan, &bc->job.shape);
     const double n = node_fused ? x : p;
@@ -272,34 +282,27 @@ static void print_beside(double c, double b, double s, double p, double x, int f
 /* Correlator alone, then with the beamformer on the same batches. */
 static int beside_one(const opts *o, int n, int b, cudaStream_t s, cudaStream_t side)
 {
-    const int channels = channels_for(o, n);
-    dev_in d;
-    cbf_beam_coef *coef;
-    uint8_t *pol;
-    if (alloc_io(n, b, channels, BATCHES, &d) || make_coefs(n, b, channels, &coef, &pol))
+    beam_call call;
+    cbf_bench_corr cc;
+    if (beam_call_make(o, n, b, s, &call) ||
+        corr_for(n, call.channels, BATCHES, call.d.in, s, &cc))
         return 1;
-    corr_ctx cc;
-    if (corr_for(n, channels, BATCHES, d.in, s, &cc))
-        return 1;
-    beam_ctx bc = {.s = s};
-    job_for(&bc, n, b, channels, BATCHES, &d, coef, pol, o->dither);
+    beam_ctx bc = call.bc;
     both_ctx seq = {&cc, &bc, NULL, NULL, NULL}, par = {&cc, &bc, side, NULL, NULL};
     CK(cudaEventCreateWithFlags(&par.fork, cudaEventDisableTiming));
     CK(cudaEventCreateWithFlags(&par.join, cudaEventDisableTiming));
     float tc, tb, ts, tp, tx;
-    if (cbf_bench_time_ms(do_corr, &cc, s, o->reps, &tc) || cbf_bench_time_ms(do_beam, &bc, s, o->reps, &tb) ||
+    if (cbf_bench_time_ms(cbf_bench_corr_step, &cc, s, o->reps, &tc) || cbf_bench_time_ms(do_beam, &bc, s, o->reps, &tb) ||
         cbf_bench_time_ms(do_both, &seq, s, o->reps, &ts) || cbf_bench_time_ms(do_both, &par, s, o->reps, &tp) ||
         cbf_bench_time_ms(do_xb_one, &seq, s, o->reps, &tx))
         return 1;
     CK(cudaGetLastError());
-    printf("| %d | %d | %d ", n, b, channels);
+    printf("| %d | %d | %d ", n, b, call.channels);
     print_beside(tc, tb, ts, tp, tx, cbf_xb_cuda_fused(cc.plan, &cc.job, &bc.job), &cc, &bc);
     cudaEventDestroy(par.fork);
     cudaEventDestroy(par.join);
     corr_free(&cc);
-    cudaFree(coef);
-    cudaFree(pol);
-    free_io(&d);
+    beam_call_free(&call);
     return 0;
 }
 
@@ -321,7 +324,7 @@ typedef enum ring_mode {
 } ring_mode;
 
 typedef struct ring_ctx {
-    corr_ctx *c;             /* [r] */
+    cbf_bench_corr *c;             /* [r] */
     beam_ctx *b;             /* [r] */
     int r;
     ring_mode mode;
@@ -343,7 +346,7 @@ static int do_ring(void *p)
                 return 1;
             continue;
         }
-        if (x->mode != RING_BEAMS && do_corr(&x->c[i]))
+        if (x->mode != RING_BEAMS && cbf_bench_corr_step(&x->c[i]))
             return 1;
         if (x->mode != RING_CORR) {
             x->b[i].s = x->mode == RING_PAR ? x->side : x->c[i].s;
@@ -369,7 +372,7 @@ static int beside_ring(const opts *o, int n, int b, int channels, int heaps, siz
     if (r > 64)
         r = 64;
     dev_in *d = calloc((size_t)r, sizeof *d);
-    corr_ctx *cc = calloc((size_t)r, sizeof *cc);
+    cbf_bench_corr *cc = calloc((size_t)r, sizeof *cc);
     beam_ctx *bc = calloc((size_t)r, sizeof *bc);
     cudaEvent_t *ev = calloc((size_t)r, sizeof *ev);
     if (!d || !cc || !bc || !ev)

@@ -16,6 +16,7 @@
 #include "correlator.h"
 
 
+#include "corr_step.h"
 #include "gpu_time.h"
 #include "opts.h"
 
@@ -25,23 +26,6 @@ typedef struct opts {
     int ants[16], n_ants, bits, reps, blocks[8], n_blocks;
     double gib; /* input bytes per call, GiB */
 } opts;
-
-typedef struct corr_ctx {
-    cbf_corr_cuda *plan;
-    cbf_corr_job job;
-    cudaStream_t s;
-} corr_ctx;
-
-static int do_corr(void *p)
-{
-    corr_ctx *c = p;
-    char msg[512];
-    if (cbf_corr_cuda_run(c->plan, &c->job, c->s, msg, sizeof msg)) {
-        fprintf(stderr, "cbf-bench xeng: %s\n", msg);
-        return 1;
-    }
-    return 0;
-}
 
 /* One antenna count: batches per call and channels are chosen so that a
  * call correlates at least 64 N spectra (accumulator traffic stays a small
@@ -55,8 +39,7 @@ static int bench_one(const opts *o, int n, int block, double int8_ops, double co
     int ch = (int)(o->gib * 1073741824.0 / per_chan);
     sh.channels = ch < 1 ? 1 : ch > 4096 ? 4096 : ch;
     char msg[512];
-    corr_ctx c = {0};
-    c.s = s;
+    cbf_bench_corr c = {.area = "xeng", .s = s};
     if (cbf_corr_cuda_create(&sh, block, &c.plan, msg, sizeof msg))
         return fprintf(stderr, "cbf-bench xeng: %s\n", msg), 1;
     const size_t in_bytes = nb * cbf_corr_batch_bytes(&sh), len = cbf_corr_accum_len(&sh);
@@ -69,7 +52,7 @@ static int bench_one(const opts *o, int n, int block, double int8_ops, double co
         return 1;
     c.job = (cbf_corr_job){sh, in, 0, nb, acc, slices};
     float t;
-    if (cbf_bench_time_ms(do_corr, &c, s, o->reps, &t))
+    if (cbf_bench_time_ms(cbf_bench_corr_step, &c, s, o->reps, &t))
         return 1;
     CK(cudaGetLastError());
     const double spectra = (double)nb * sh.spectra_per_heap;
