@@ -20,34 +20,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctl_test.h"
 #include "product.h"
 
-#define NOW 1700000123.75   /* a parse's `now`: sync_time defaults to 1700000123 */
+#define NOW CT_NOW
 
 static const char *data_dir;
-
-static char *slurp(const char *name, size_t *len)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", data_dir, name);
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    assert_non_null(b);
-    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-    b[n] = '\0';
-    fclose(f);
-    *len = (size_t)n;
-    return b;
-}
 
 static cbf_product *parse_file(const char *name)
 {
     size_t len;
-    char *text = slurp(name, &len);
+    char *text = ct_slurp(data_dir, name, &len);
     cbf_product *p = NULL;
     cbf_error err = {0};
     int rc = cbf_product_parse(text, len, NOW, &p, &err);
@@ -256,44 +239,6 @@ static void test_every_field(void **state)
 
 /* ---- refusals ---- */
 
-/* Sets (or, with value NULL, deletes) the member at a '/'-separated path;
- * a number indexes an array, one past its end appends. */
-static void mutate(json_t *root, const char *path, const char *value)
-{
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", path);
-    json_t *at = root;
-    char *save = NULL, *part = strtok_r(buf, "/", &save);
-    while (part) {
-        char *next = strtok_r(NULL, "/", &save);
-        json_t *child = json_is_array(at) ? json_array_get(at, strtoul(part, NULL, 10)) : json_object_get(at, part);
-        if (!next) {
-            if (!value) {
-                assert_int_equal(json_is_array(at) ? json_array_remove(at, strtoul(part, NULL, 10))
-                                                   : json_object_del(at, part),
-                                 0);
-                return;
-            }
-            json_error_t je;
-            json_t *v = json_loads(value, JSON_DECODE_ANY, &je);
-            if (!v)
-                fail_msg("bad test value %s: %s", value, je.text);
-            size_t idx = strtoul(part, NULL, 10);
-            if (json_is_array(at) && idx == json_array_size(at))
-                assert_int_equal(json_array_append_new(at, v), 0);   /* one past the end: appended */
-            else if (json_is_array(at))
-                assert_int_equal(json_array_set_new(at, idx, v), 0);
-            else
-                assert_int_equal(json_object_set_new(at, part, v), 0);
-            return;
-        }
-        if (!child)
-            fail_msg("test path %s: no %s", path, part);
-        at = child;
-        part = next;
-    }
-}
-
 typedef struct bad_case {
     const char *base;          /* a data file, or NULL: text is the whole document */
     const char *edits[3][2];   /* path, value (NULL: delete) */
@@ -425,13 +370,13 @@ static void test_refusals(void **state)
         char *text;
         size_t len;
         if (k->base) {
-            char *raw = slurp(k->base, &len);
+            char *raw = ct_slurp(data_dir, k->base, &len);
             json_error_t je;
             json_t *root = json_loads(raw, 0, &je);
             assert_non_null(root);
             free(raw);
             for (int e = 0; e < 3 && k->edits[e][0]; e++)
-                mutate(root, k->edits[e][0], k->edits[e][1]);
+                ct_mutate(root, k->edits[e][0], k->edits[e][1]);
             text = json_dumps(root, 0);
             json_decref(root);
         } else {

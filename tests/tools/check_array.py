@@ -43,6 +43,17 @@ BAD = [
     ("host twice", "  b0: {roles: beams", "  x0: {roles: beams", "x0: {roles: beams", r"host 'x0' is given twice"),
     ("xengines do not divide", "  xengines: 4", "  xengines: 3", "3", r"array.xengines: 3 does not divide the 4096"),
     ("budget missing", "budget: BUDGET", "budget: nowhere.yaml", "nowhere.yaml", r"array.budget: .*cannot open budget"),
+    ("beam_pols count", "  beams: 2\n", "  beams: 2\n  beam_pols: [1]\n", "[1]",
+     r"array.beam_pols: 1 given for 2 beams"),
+    ("beam_pols range", "  beams: 2\n", "  beams: 2\n  beam_pols: [0, 2]\n", "2]", r"parameter 'beam_pols'"),
+    ("input_streams count", "  beams: 2\n", "  beams: 2\n  input_streams: [0, 1]\n", "[0, 1]",
+     r"array.input_streams: 2 given for 16 inputs"),
+    ("record without vis", "  beams: 2\n", "  beams: 2\n  record: false\n", "false",
+     r"array.record: false needs multicast.vis"),
+    ("bad vis group", "  beam: 239.22.0.0:7148\n", "  beam: 239.22.0.0:7148\n  vis: 10.0.0.1:7148\n",
+     "10.0.0.1:7148", r"multicast.vis: '10.0.0.1' is not an IPv4 multicast group"),
+    ("bad control", "b0: {roles: beams, interfaces: 10.0.4.1,", "b0: {roles: beams, control: nowhere, "
+     "interfaces: 10.0.4.1,", "nowhere", r"host 'b0': control: 'nowhere' is not an IPv4 address"),
 ]
 
 

@@ -17,6 +17,8 @@
 #define ARRAY_MAX_IFS 8
 #define ARRAY_MAX_CORR 32
 #define ARRAY_WHERE 512
+#define ARRAY_MAX_ANTENNAS 4096
+#define ARRAY_MAX_BEAMS 64
 
 enum { ROLE_DIGITISER = 1, ROLE_FENG = 2, ROLE_XENG = 4, ROLE_BEAMS = 8 };
 
@@ -27,6 +29,7 @@ typedef struct array_host {
     char ifs[ARRAY_MAX_IFS][64];        /* interface addresses, one per NIC */
     int n_ifs;
     double nic_gbps;                    /* each NIC's line rate */
+    char control[64];                   /* where its engines' katcp ports bind ("": 127.0.0.1) */
     char where[ARRAY_WHERE];            /* of the host's mapping */
 } array_host;
 
@@ -55,7 +58,22 @@ typedef struct array_desc {
     int antennas, channels, bits, spectra_per_heap, xengines, beams, heaps_per_dump;
     int samples_per_chunk;
     double adc_sample_rate, gain, fill;
-    array_group dig, feng, beam;        /* first group of each stream */
+    int beam_pols[ARRAY_MAX_BEAMS];     /* beam b's pol (default b mod 2) */
+    /* F-engines' PFB and quantiser */
+    int taps, dither;
+    char window[8];
+    double w_cutoff;
+    /* input i (2 x antenna + pol) reads digitiser stream input_streams[i]
+     * (default i); streams 2k and 2k + 1 are digitiser antenna k's pols,
+     * and there are dig_antennas of them */
+    int input_streams[2 * ARRAY_MAX_ANTENNAS];
+    int dig_antennas;
+    double sync_time;                   /* engine.sync_time of every engine; 0: none */
+    int katcp_port;                     /* first engine katcp port (process k at +k); 0: none */
+    int record;                         /* X-engines' HDF5 files and the beam receiver */
+    int endless;                        /* receivers ignore stream stops */
+    array_group dig, feng, beam, vis;   /* first group of each stream */
+    int has_vis;                        /* X-engines send visibilities to vis + x */
     /* simulate: dsim processes standing in for the digitisers (0: real ones) */
     int digitisers;
     long long length;
@@ -73,19 +91,22 @@ typedef struct array_desc {
     /* file:line:column of what a later refusal names */
     char where_root[ARRAY_WHERE], where_array[ARRAY_WHERE], where_xengines[ARRAY_WHERE],
         where_beams[ARRAY_WHERE], where_digitisers[ARRAY_WHERE], where_sizing[ARRAY_WHERE],
-        where_hosts[ARRAY_WHERE];
+        where_hosts[ARRAY_WHERE], where_record[ARRAY_WHERE];
 } array_desc;
 
 /* Loads and checks the description (and the budget it names). CBF_ECONFIG
  * with "file:line:column: ..." for a bad one, and for a budget file given
  * where a description belongs. */
 int array_desc_load(const char *path, array_desc *d, cbf_error *err);
+/* "a.b.c.d:port" (a multicast group) into g; CBF_ECONFIG "where: what: ...". */
+int array_group_parse(const char *text, const char *what, const char *where, array_group *g, cbf_error *err);
 
 /* ---- rates (plan.c) ---- */
 /* Gb/s on the wire (UDP payload + SPEAD, UDP, IP and Ethernet headers). */
 double array_dig_gbps_per_pol(const array_desc *d);
 double array_feng_gbps_per_antenna(const array_desc *d);
 double array_beam_gbps(const array_desc *d);     /* one beam, the whole band */
+double array_vis_gbps(const array_desc *d);      /* the visibilities, whole band (0: heaps_per_dump 0) */
 double array_corr_tops_needed(const array_desc *d, int channels);
 double array_beam_tflops_needed(const array_desc *d, int channels);
 /* The budget's correlator rate at n antennas: linear between measured
@@ -99,7 +120,8 @@ typedef struct array_proc {
     int kind;
     int index;                          /* antenna, X-engine, digitiser */
     int host, gpu, nic;                 /* gpu -1: none; nic -1: all of the host's */
-    int first, count;                   /* digitiser: antennas; X-engine: channels */
+    int first, count;                   /* digitiser: its digitiser antennas; X-engine: channels */
+    int katcp_port;                     /* engine.katcp on its host's control address; 0: none */
     char name[32];
 } array_proc;
 

@@ -43,6 +43,15 @@ double array_beam_gbps(const array_desc *d)
     return wire_gbps(d->adc_sample_rate);          /* 2 bytes x channels x spectra/s */
 }
 
+double array_vis_gbps(const array_desc *d)
+{
+    if (!d->heaps_per_dump)
+        return 0;
+    double dump_s = (double)d->heaps_per_dump * d->spectra_per_heap / spectra_rate(d);
+    double n = d->antennas;
+    return wire_gbps(n * (n + 1) / 2 * 4 * 8 * d->channels / dump_s);   /* 4 products x CI32 */
+}
+
 double array_corr_tops_needed(const array_desc *d, int channels)
 {
     double n = d->antennas;
@@ -131,7 +140,7 @@ int array_plan_make(const array_desc *d, array_plan *p, cbf_error *err)
         return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     }
     int n, rc = 0;
-    if (d->beams) {
+    if (d->beams && d->record) {   /* the beam receiver records them; unrecorded they are only sent */
         n = slots_of(d, ROLE_BEAMS, s);
         if (!(rc = need_role(n, d->where_beams, "beams", "array.beams is not 0", err))) {
             array_proc *q = add(p, PROC_BEAMS, 0, "beams");
@@ -160,10 +169,16 @@ int array_plan_make(const array_desc *d, array_plan *p, cbf_error *err)
             q->host = s[(long)k * n / d->digitisers].host;
             q->gpu = -1;
             q->nic = -1;
-            q->first = (int)((long)k * d->antennas / d->digitisers);
-            q->count = (int)((long)(k + 1) * d->antennas / d->digitisers) - q->first;
+            q->first = (int)((long)k * d->dig_antennas / d->digitisers);
+            q->count = (int)((long)(k + 1) * d->dig_antennas / d->digitisers) - q->first;
         }
     }
+    /* procs are in start order (the PROC_* order), so process k's port is katcp + k */
+    for (int k = 0; !rc && d->katcp_port && k < p->n_procs; k++)
+        p->procs[k].katcp_port = d->katcp_port + k;
+    if (!rc && d->katcp_port && d->katcp_port + p->n_procs - 1 > 65535)
+        rc = cbf_error_set(err, CBF_ECONFIG, "%s: array.katcp: %d processes from port %d pass 65535",
+                           d->where_array, p->n_procs, d->katcp_port);
     free(s);
     if (rc)
         array_plan_free(p);
@@ -195,7 +210,7 @@ static void proc_traffic(const array_desc *d, const array_proc *q, double *rx, d
     case PROC_FENG: *rx = 2 * array_dig_gbps_per_pol(d); *tx = array_feng_gbps_per_antenna(d); break;
     case PROC_XENG:
         *rx = d->antennas * array_feng_gbps_per_antenna(d) * frac;
-        *tx = d->beams * array_beam_gbps(d) * frac;
+        *tx = (d->beams * array_beam_gbps(d) + (d->has_vis ? array_vis_gbps(d) : 0)) * frac;
         break;
     default: *rx = d->beams * array_beam_gbps(d); *tx = 0; break;
     }

@@ -57,8 +57,12 @@ static void engine(FILE *f, const array_desc *d, const array_proc *q, const char
         fprintf(f, "  gpu: required\n  gpu_device: %d\n", q->gpu);
     else
         fprintf(f, "  gpu: %s\n", gpu_none);
-    if (d->adc_sample_rate != 1712e6)
+    if (d->adc_sample_rate != 1712e6 || d->sync_time > 0)   /* a sync_time needs the rate beside it */
         fprintf(f, "  adc_sample_rate: %s\n", num(d->adc_sample_rate, n));
+    if (d->sync_time > 0)
+        fprintf(f, "  sync_time: %s\n", num(d->sync_time, n));
+    if (q->katcp_port)
+        fprintf(f, "  katcp: \"%s:%d\"\n", h->control[0] ? h->control : "127.0.0.1", q->katcp_port);
     fprintf(f, "nodes:\n");
 }
 
@@ -70,8 +74,8 @@ static void engine(FILE *f, const array_desc *d, const array_proc *q, const char
 #define PACE 8.0
 static double sim_share_gbps(const array_desc *d)
 {
-    /* one antenna's share of its digitiser's rate */
-    return d->digitisers > 0 && d->sim_rate_gbps > 0 ? d->sim_rate_gbps * d->digitisers / d->antennas : 0.0;
+    /* one digitiser antenna's share of its digitiser's rate: what one F-engine reads */
+    return d->digitisers > 0 && d->sim_rate_gbps > 0 ? d->sim_rate_gbps * d->digitisers / d->dig_antennas : 0.0;
 }
 
 static void write_digitiser(FILE *f, const array_desc *d, const array_proc *q, const char *ifs)
@@ -93,19 +97,30 @@ static void write_digitiser(FILE *f, const array_desc *d, const array_proc *q, c
     fprintf(f, "edges:\n  - dsim.out -> send.in\n");
 }
 
+/* stream stops that end a receiver: one per sender, or none for an
+ * endless array (a controller's product runs until it is stopped, whatever
+ * its senders do) */
+static int stops(const array_desc *d, int senders)
+{
+    return d->endless ? 0 : senders;
+}
+
 static void write_feng(FILE *f, const array_desc *d, const array_proc *q, const char *ifs)
 {
-    char src[64], dst[16384], n[32];
+    char src[64], dst[16384], n[32], w[32];
     engine(f, d, q, "auto");
-    groups(d->dig, 2 * q->index, 2, src, sizeof src);
+    array_group_text(d->dig, d->input_streams[2 * q->index], src, 32);
+    array_group_text(d->dig, d->input_streams[2 * q->index + 1], dst, 32);
+    snprintf(src + strlen(src), sizeof src - strlen(src), ",%s", dst);
     groups(d->feng, 0, d->xengines, dst, sizeof dst);
     fprintf(f, "  recv:\n    plugin: receiver\n    params:\n      address: %s\n      interface: %s\n"
-               "      antennas: 1\n      bits: %d\n      samples_per_chunk: %d\n      stops: 2\n",
-            src, ifs, d->bits, d->samples_per_chunk);
-    fprintf(f, "  pfb: {plugin: pfb, params: {channels: %d, antenna: 0, spectra_per_buffer: %d}}\n",
-            d->channels, d->spectra_per_heap);
-    fprintf(f, "  post: {plugin: fft_post, params: {spectra_per_heap: %d, gain: [%s, 0.0], feng_id: %d}}\n",
-            d->spectra_per_heap, num(d->gain, n), q->index);
+               "      antennas: 1\n      bits: %d\n      samples_per_chunk: %d\n      stops: %d\n",
+            src, ifs, d->bits, d->samples_per_chunk, stops(d, 2));
+    fprintf(f, "  pfb: {plugin: pfb, params: {channels: %d, antenna: 0, spectra_per_buffer: %d, taps: %d, "
+               "window: %s, w_cutoff: %s}}\n", d->channels, d->spectra_per_heap, d->taps, d->window,
+            num(d->w_cutoff, w));
+    fprintf(f, "  post: {plugin: fft_post, params: {spectra_per_heap: %d, gain: [%s, 0.0], feng_id: %d, "
+               "dither: %s}}\n", d->spectra_per_heap, num(d->gain, n), q->index, d->dither ? "true" : "false");
     fprintf(f, "  send:\n    plugin: sender\n    params:\n      destinations: \"%s\"\n      interface: %s\n"
                "      feng_id: %d\n", dst, ifs, q->index);
     if (sim_share_gbps(d) > 0)
@@ -122,7 +137,7 @@ static void write_xeng(FILE *f, const array_desc *d, const array_proc *q, const 
                "      stream: feng\n      antennas: %d\n      channels: %d\n      first_channel: %d\n"
                "      total_channels: %d\n      spectra_per_heap: %d\n      batches: 1\n      stops: %d\n"
                "      chunks_in_flight: 8\n      buffers: 10\n",
-            src, ifs, d->antennas, q->count, q->first, d->channels, d->spectra_per_heap, d->antennas);
+            src, ifs, d->antennas, q->count, q->first, d->channels, d->spectra_per_heap, stops(d, d->antennas));
     /* With beams, one xbengine node (correlation and beams from one
      * upload, one kernel where it pays: plugins/xbengine), named corr so
      * that corr.* settings reach it either way. */
@@ -136,7 +151,7 @@ static void write_xeng(FILE *f, const array_desc *d, const array_proc *q, const 
          * keeps one antenna's level; steer with the beam requests. */
         fprintf(f, "      beams: [");
         for (int b = 0; b < d->beams; b++)
-            fprintf(f, "%s{pol: %d}", b ? ", " : "", b % 2);
+            fprintf(f, "%s{pol: %d}", b ? ", " : "", d->beam_pols[b]);
         fprintf(f, "]\n      weights: [");
         for (int a = 0; a < d->antennas; a++)
             fprintf(f, "%s%s", a ? ", " : "", num(1.0 / d->antennas, n));
@@ -154,8 +169,18 @@ static void write_xeng(FILE *f, const array_desc *d, const array_proc *q, const 
             fprintf(f, "      rate_gbps: %s\n",
                     num(PACE * sim_share_gbps(d) * 4.0 * d->beams / (d->bits * (double)d->xengines), n));
     }
-    fprintf(f, "  sink: {plugin: filesink, params: {path: %s.h5, overwrite: true}}\n", q->name);
-    fprintf(f, "edges:\n  - recv.batches -> corr.in\n  - corr.out -> reduce.in\n  - reduce.out -> sink.in\n");
+    if (d->has_vis) {
+        groups(d->vis, q->index, 1, dst, sizeof dst);
+        fprintf(f, "  vsend:\n    plugin: sender\n    params:\n      destinations: \"%s\"\n"
+                   "      interface: %s\n", dst, ifs);
+    }
+    if (d->record)
+        fprintf(f, "  sink: {plugin: filesink, params: {path: %s.h5, overwrite: true}}\n", q->name);
+    fprintf(f, "edges:\n  - recv.batches -> corr.in\n  - corr.out -> reduce.in\n");
+    if (d->record)
+        fprintf(f, "  - reduce.out -> sink.in\n");
+    if (d->has_vis)
+        fprintf(f, "  - reduce.out -> vsend.in\n");
     if (d->beams)
         fprintf(f, "  - corr.beams -> bsend.in\n");
 }
@@ -170,7 +195,7 @@ static void write_beams(FILE *f, const array_desc *d, const array_proc *q, const
                "      total_channels: %d\n      spectra_per_heap: %d\n      batches: 1\n      stops: %d\n"
                "      chunks_in_flight: 16\n      buffers: 18\n",
             src, ifs, d->antennas, d->channels, d->channels / d->xengines, d->channels, d->spectra_per_heap,
-            d->xengines * d->beams);
+            stops(d, d->xengines * d->beams));
     fprintf(f, "  sink: {plugin: filesink, params: {path: beams.h5, overwrite: true}}\n");
     fprintf(f, "edges:\n  - recv.beams -> sink.in\n");
 }
@@ -179,15 +204,28 @@ static void write_beams(FILE *f, const array_desc *d, const array_proc *q, const
 static void binds(const array_desc *d, const array_proc *q, char *buf, size_t n)
 {
     array_group g = q->kind == PROC_FENG ? d->dig : q->kind == PROC_XENG ? d->feng : d->beam;
-    int first = q->kind == PROC_FENG ? 2 * q->index : q->kind == PROC_XENG ? q->index : 0;
+    int first = q->kind == PROC_XENG ? q->index : 0;
     int count = q->kind == PROC_FENG ? 2 : q->kind == PROC_XENG ? 1 : q->kind == PROC_BEAMS ? d->beams : 0;
     buf[0] = '\0';
     for (int i = 0; i < count; i++) {
         size_t l = strlen(buf);
-        snprintf(buf + l, n - l, "%s%d", i ? "," : "", g.port + first + i);
+        int k = q->kind == PROC_FENG ? d->input_streams[2 * q->index + i] : first + i;
+        snprintf(buf + l, n - l, "%s%d", i ? "," : "", g.port + k);
     }
     if (!count)
         snprintf(buf, n, "-");
+}
+
+/* Appends name to the comma-separated list buf unless it is there. */
+static void add_name(char *buf, size_t n, const char *name)
+{
+    char tok[80], padded[8192];
+    snprintf(tok, sizeof tok, ",%s,", name);
+    snprintf(padded, sizeof padded, ",%s,", buf);
+    if (strstr(padded, tok))
+        return;
+    size_t l = strlen(buf);
+    snprintf(buf + l, n - l, "%s%s", l ? "," : "", name);
 }
 
 /* Hosts of the processes of one kind whose index satisfies the filter. */
@@ -198,30 +236,34 @@ static void hosts_of(const array_desc *d, const array_plan *p, int kind, int lo,
         const array_proc *q = &p->procs[i];
         int idx = kind == PROC_DIGITISER ? q->first : q->index;
         int last = kind == PROC_DIGITISER ? q->first + q->count - 1 : q->index;
-        if (q->kind != kind || last < lo || idx > hi)
-            continue;
-        const char *name = d->hosts[q->host].name;
-        char tok[80];
-        snprintf(tok, sizeof tok, ",%s,", name);
-        char padded[8192];
-        snprintf(padded, sizeof padded, ",%s,", buf);
-        if (strstr(padded, tok))
-            continue;
-        size_t l = strlen(buf);
-        snprintf(buf + l, n - l, "%s%s", l ? "," : "", name);
+        if (q->kind == kind && last >= lo && idx <= hi)
+            add_name(buf, n, d->hosts[q->host].name);
     }
     if (!buf[0])
         snprintf(buf, n, "%s", kind == PROC_DIGITISER ? "(digitisers)" : "(none)");
+}
+
+/* Hosts of the F-engines that read digitiser stream s. */
+static void readers_of(const array_desc *d, const array_plan *p, int s, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    for (int i = 0; i < p->n_procs; i++) {
+        const array_proc *q = &p->procs[i];
+        if (q->kind == PROC_FENG && (d->input_streams[2 * q->index] == s || d->input_streams[2 * q->index + 1] == s))
+            add_name(buf, n, d->hosts[q->host].name);
+    }
+    if (!buf[0])
+        snprintf(buf, n, "(none)");
 }
 
 static void write_multicast(FILE *f, const array_desc *d, const array_plan *p)
 {
     char g[32], s[8192], r[8192];
     fprintf(f, "# stream\tgroup:port\tsenders\treceivers\tGb/s\n");
-    for (int i = 0; i < 2 * d->antennas; i++) {
+    for (int i = 0; i < 2 * d->dig_antennas; i++) {
         array_group_text(d->dig, i, g, sizeof g);
         hosts_of(d, p, PROC_DIGITISER, i / 2, i / 2, s, sizeof s);
-        hosts_of(d, p, PROC_FENG, i / 2, i / 2, r, sizeof r);
+        readers_of(d, p, i, r, sizeof r);
         fprintf(f, "digitiser %d pol %d\t%s\t%s\t%s\t%.2f\n", i / 2, i % 2, g, s, r, array_dig_gbps_per_pol(d));
     }
     for (int x = 0; x < d->xengines; x++) {
@@ -235,7 +277,14 @@ static void write_multicast(FILE *f, const array_desc *d, const array_plan *p)
         array_group_text(d->beam, b, g, sizeof g);
         hosts_of(d, p, PROC_XENG, 0, d->xengines, s, sizeof s);
         hosts_of(d, p, PROC_BEAMS, 0, 0, r, sizeof r);
-        fprintf(f, "beam %d\t%s\t%s\t%s\t%.2f\n", b, g, s, r, array_beam_gbps(d));
+        fprintf(f, "beam %d pol %d\t%s\t%s\t%s\t%.2f\n", b, d->beam_pols[b], g, s,
+                d->record ? r : "(subscribers)", array_beam_gbps(d));
+    }
+    for (int x = 0; d->has_vis && x < d->xengines; x++) {
+        array_group_text(d->vis, x, g, sizeof g);
+        hosts_of(d, p, PROC_XENG, x, x, s, sizeof s);
+        fprintf(f, "visibilities of xeng %d\t%s\t%s\t(subscribers)\t%.2f\n", x, g, s,
+                array_vis_gbps(d) / d->xengines);
     }
 }
 
@@ -259,11 +308,15 @@ int array_write(const array_desc *d, const array_plan *p, const char *dir, cbf_e
     fprintf(order, "# start in this order, each once the ports of the ones before are bound\n"
                    "# order\tname\thost\tgpu\tpipeline\tudp ports it receives on\n");
     static const int start[] = {PROC_BEAMS, PROC_XENG, PROC_FENG, PROC_DIGITISER};
-    for (int s = 0; s < 4; s++)
+    int stage = 0;   /* numbered among the kinds the plan has */
+    for (int s = 0; s < 4; s++) {
+        int first = 1;
         for (int i = 0; i < p->n_procs; i++) {
             const array_proc *q = &p->procs[i];
             if (q->kind != start[s])
                 continue;
+            stage += first;
+            first = 0;
             char file[64], ifs[1024], ports[4096];
             snprintf(file, sizeof file, "%s.yaml", q->name);
             FILE *f = open_in(dir, file, err);
@@ -285,12 +338,13 @@ int array_write(const array_desc *d, const array_plan *p, const char *dir, cbf_e
             char gpu[16] = "-";
             if (q->gpu >= 0)
                 snprintf(gpu, sizeof gpu, "%d", q->gpu);
-            fprintf(order, "%d\t%s\t%s\t%s\t%s\t%s\n", s + 1, q->name, d->hosts[q->host].name, gpu, file, ports);
+            fprintf(order, "%d\t%s\t%s\t%s\t%s\t%s\n", stage, q->name, d->hosts[q->host].name, gpu, file, ports);
             if (bad) {
                 fclose(order);
                 return cbf_error_set(err, CBF_EIO, "%s/%s: write failed", dir, file);
             }
         }
+    }
     int bad = ferror(order) | fclose(order);
     FILE *m = open_in(dir, "multicast.tsv", err);
     if (!m)

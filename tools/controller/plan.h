@@ -1,0 +1,89 @@
+/* plan.h: a product configuration (product.h) planned as cbf engines
+ * (docs/controller.md, "Planning a product").
+ *
+ * The product fills an array description (tools/array/array.h) as
+ * docs/notes/controller-research.md section 3 maps it, cbf-array's planner
+ * places the engines on the controller's hosts and checks them against
+ * their NICs, and its writer puts one pipeline per engine into the
+ * product's folder under the controller's state_dir. Multicast groups, UDP
+ * ports and engine katcp ports come from the controller's ranges
+ * (resources.h), so two products never share one. What the planner cannot
+ * run yet is refused with the JSON path of the stream and the reason. */
+#ifndef CBF_CONTROLLER_PLAN_H
+#define CBF_CONTROLLER_PLAN_H
+
+#include "array.h"
+#include "config.h"
+#include "product.h"
+#include "resources.h"
+
+/* One engine of the plan: what starts it, where it listens and what it
+ * carries (what to flag while it is down). */
+typedef struct cbf_plan_engine {
+    char name[32];            /* the plan's process: xeng0, feng3, digitiser1 (NAME.yaml, NAME.log) */
+    char task[192];           /* katsdpcontroller's task name: xb.BCP.0, f.ACV.3, sim.dsim001.1712000000.0 */
+    int kind;                 /* PROC_XENG, PROC_FENG, PROC_DIGITISER (array.h) */
+    const char *kind_name;    /* "xeng", "feng", "dsim" */
+    int index;                /* substream, antenna, digitiser antenna */
+    int stage;                /* start order: every engine of stage s once those of s - 1 are up */
+    char host[64];            /* its host in the controller's configuration */
+    char address[64];         /* its katcp address: the host's control address */
+    int katcp_port;
+    int gpu;                  /* -1: none given (gpu: auto) */
+    char pipeline[1100], log[1100];
+    /* the channeliser inputs it carries (indices into its input_labels): an
+     * F-engine's two, or every input reading a digitiser's streams */
+    int *inputs;
+    int n_inputs;
+    int first_channel, n_channels;   /* an X-engine's channels; 0 0 otherwise */
+    char carries[512];        /* the same in words, for messages */
+} cbf_plan_engine;
+
+/* Where one of the product's streams is sent: count groups from first,
+ * group first.addr + i on port first.port + i. */
+typedef struct cbf_plan_stream {
+    const cbf_product_stream *stream;
+    array_group first;
+    int count;
+} cbf_plan_stream;
+
+typedef struct cbf_product_plan {
+    char name[64];
+    char dir[1100];                      /* state_dir/NAME */
+    const cbf_product *product;          /* not owned: outlives the plan */
+    const cbf_product_stream *acv, *bcp;
+    array_desc *desc;
+    array_plan plan;
+    cbf_plan_engine *engines;            /* in start order */
+    int n_engines, n_stages;
+    cbf_plan_stream *streams;            /* every digitiser, the channeliser, correlator and beams */
+    int n_streams;
+    int *dig_stream;                     /* per product stream: its digitiser stream (2 x digitiser
+                                            antenna + pol, the array's), -1 for the others */
+    double dsim_rate_gbps;               /* each simulated digitiser's send rate (0: unpaced) */
+    /* what was taken from the controller's ranges, given back by _free */
+    cbf_resources *res;
+    unsigned group0, udp0, katcp0;
+    int n_groups, n_katcp;
+} cbf_product_plan;
+
+/* Plans product p as `name` (katsdpcontroller's product name) on the
+ * controller's hosts, taking groups and ports from res. CBF_ECONFIG "PATH:
+ * reason" for what cannot be planned (PATH a JSON path of the product),
+ * CBF_EINVAL for a plan over a host's budget, CBF_EAGAIN when a range is
+ * full, CBF_ENOMEM. */
+int cbf_product_plan_make(const cbf_product *p, const char *name, const cbf_controller_config *c,
+                          cbf_resources *res, cbf_product_plan **out, cbf_error *err);
+/* Writes the pipelines, processes.tsv and multicast.tsv into plan->dir
+ * (made, with state_dir, when missing). CBF_EIO naming the file. */
+int cbf_product_plan_write(const cbf_product_plan *plan, cbf_error *err);
+/* Gives back the groups and ports and frees the plan (the files stay). */
+void cbf_product_plan_free(cbf_product_plan *plan);
+const cbf_plan_stream *cbf_product_plan_stream(const cbf_product_plan *plan, const char *name);
+/* katsdpcontroller's product names: [A-Za-z0-9_]+ (63 at most here). */
+int cbf_product_name_ok(const char *name);
+/* A float as Python's repr prints it (1712000000.0): katsdpcontroller's
+ * dsim task names carry the ADC rate so. */
+void cbf_python_float(double v, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,173 @@
+/* plan_engines.c: the engines of a product's plan as the launcher and the
+ * product controller need them (plan.h): katsdpcontroller's task name,
+ * the host and katcp address, the files, and what each carries; where
+ * each stream goes; and the plan's folder. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "plan_priv.h"
+
+static const char *kind_name(int kind)
+{
+    return kind == PROC_DIGITISER ? "dsim" : kind == PROC_FENG ? "feng" : kind == PROC_XENG ? "xeng" : "beams";
+}
+
+static void append(char *buf, size_t n, const char *fmt, const char *s)
+{
+    size_t l = strlen(buf);
+    snprintf(buf + l, n > l ? n - l : 0, fmt, s);
+}
+
+/* The inputs engine e carries, and the same in words. */
+static int carried(cbf_product_plan *pl, cbf_plan_engine *e, const array_proc *q, cbf_error *err)
+{
+    const array_desc *d = pl->desc;
+    const cbf_product_acv *a = &pl->acv->u.acv;
+    if (!(e->inputs = calloc((size_t)a->n_inputs, sizeof *e->inputs)))
+        return cbf_error_set(err, CBF_ENOMEM, "out of memory");
+    for (int i = 0; i < a->n_inputs; i++) {
+        int mine = q->kind == PROC_FENG ? i / 2 == q->index
+                 : q->kind == PROC_DIGITISER ? d->input_streams[i] / 2 >= q->first &&
+                                               d->input_streams[i] / 2 < q->first + q->count
+                                             : 0;
+        if (mine)
+            e->inputs[e->n_inputs++] = i;
+    }
+    if (q->kind == PROC_XENG) {
+        e->first_channel = q->first;
+        e->n_channels = q->count;
+        snprintf(e->carries, sizeof e->carries, "channels %d to %d of %s", q->first, q->first + q->count - 1,
+                 pl->acv->name);
+        return 0;
+    }
+    if (q->kind == PROC_DIGITISER) {   /* its streams: digitiser streams 2k, 2k + 1 of its antennas */
+        snprintf(e->carries, sizeof e->carries, "digitiser streams");
+        const cbf_product *p = pl->product;
+        for (int i = 0; i < p->n_streams; i++)
+            if (pl->dig_stream[i] >= 0 && pl->dig_stream[i] / 2 >= q->first &&
+                pl->dig_stream[i] / 2 < q->first + q->count)
+                append(e->carries, sizeof e->carries, " %s", p->streams[i].name);
+    }
+    append(e->carries, sizeof e->carries, "%s", q->kind == PROC_DIGITISER ? ", read by inputs" : "inputs");
+    for (int i = 0; i < e->n_inputs; i++)
+        append(e->carries, sizeof e->carries, i ? ", %s" : " %s", a->input_labels[e->inputs[i]]);
+    if (!e->n_inputs)
+        append(e->carries, sizeof e->carries, "%s", " (none)");
+    return 0;
+}
+
+/* katsdpcontroller's names: sim.ANTENNA.RATE (RATE as Python prints a
+ * float), f.CHANNELISER.i, xb.CORRELATOR.i. */
+static void task_name(const cbf_product_plan *pl, const array_proc *q, char *buf, size_t n)
+{
+    if (q->kind == PROC_FENG) {
+        snprintf(buf, n, "f.%s.%d", pl->acv->name, q->index);
+    } else if (q->kind == PROC_XENG) {
+        snprintf(buf, n, "xb.%s.%d", pl->bcp->name, q->index);
+    } else {
+        const cbf_product *p = pl->product;
+        const char *ant = "?";
+        for (int i = 0; i < p->n_streams; i++)
+            if (pl->dig_stream[i] == 2 * q->first)
+                ant = p->streams[i].u.dig.antenna_name;
+        char rate[64];
+        cbf_python_float(pl->desc->adc_sample_rate, rate, sizeof rate);
+        snprintf(buf, n, "sim.%s.%s", ant, rate);
+    }
+}
+
+static int streams(cbf_product_plan *pl, const cbf_product_stream *const *beams, int n_beams, cbf_error *err)
+{
+    const cbf_product *p = pl->product;
+    const array_desc *d = pl->desc;
+    if (!(pl->streams = calloc((size_t)p->n_streams, sizeof *pl->streams)))
+        return cbf_error_set(err, CBF_ENOMEM, "out of memory");
+    for (int i = 0; i < p->n_streams; i++) {
+        const cbf_product_stream *s = &p->streams[i];
+        cbf_plan_stream *t = &pl->streams[pl->n_streams];
+        t->stream = s;
+        int k = pl->dig_stream[i];
+        if (k >= 0) {
+            t->first = (array_group){d->dig.addr + (unsigned)k, d->dig.port + k};
+            t->count = 1;
+        } else if (s == pl->acv) {
+            t->first = d->feng;
+            t->count = d->xengines;
+        } else if (s == pl->bcp) {
+            t->first = d->vis;
+            t->count = d->xengines;
+        } else {
+            for (int b = 0; b < n_beams; b++)
+                if (beams[b] == s) {
+                    t->first = (array_group){d->beam.addr + (unsigned)b, d->beam.port + b};
+                    t->count = 1;
+                }
+        }
+        pl->n_streams++;
+    }
+    return 0;
+}
+
+int cbf_plan_engines(cbf_product_plan *pl, const cbf_product_stream *const *beams, int n_beams, cbf_error *err)
+{
+    const array_plan *ap = &pl->plan;
+    if (!(pl->engines = calloc((size_t)ap->n_procs, sizeof *pl->engines)))
+        return cbf_error_set(err, CBF_ENOMEM, "out of memory");
+    for (int i = 0; i < ap->n_procs; i++) {
+        const array_proc *q = &ap->procs[i];
+        const array_host *h = &pl->desc->hosts[q->host];
+        cbf_plan_engine *e = &pl->engines[pl->n_engines++];
+        snprintf(e->name, sizeof e->name, "%s", q->name);
+        e->kind = q->kind;
+        e->kind_name = kind_name(q->kind);
+        e->index = q->index;
+        /* procs are in start order: a new kind is a new stage */
+        e->stage = i ? e[-1].stage + (q->kind != ap->procs[i - 1].kind) : 0;
+        snprintf(e->host, sizeof e->host, "%s", h->name);
+        snprintf(e->address, sizeof e->address, "%s", h->control[0] ? h->control : "127.0.0.1");
+        e->katcp_port = q->katcp_port;
+        e->gpu = q->gpu;
+        snprintf(e->pipeline, sizeof e->pipeline, "%s/%s.yaml", pl->dir, q->name);
+        snprintf(e->log, sizeof e->log, "%s/%s.log", pl->dir, q->name);
+        task_name(pl, q, e->task, sizeof e->task);
+        int rc = carried(pl, e, q, err);
+        if (rc)
+            return rc;
+    }
+    pl->n_stages = pl->n_engines ? pl->engines[pl->n_engines - 1].stage + 1 : 0;
+    return streams(pl, beams, n_beams, err);
+}
+
+const cbf_plan_stream *cbf_product_plan_stream(const cbf_product_plan *pl, const char *name)
+{
+    for (int i = 0; i < pl->n_streams; i++)
+        if (!strcmp(pl->streams[i].stream->name, name))
+            return &pl->streams[i];
+    return NULL;
+}
+
+/* mkdir -p */
+static int make_dirs(const char *path, cbf_error *err)
+{
+    char p[1100];
+    snprintf(p, sizeof p, "%s", path);
+    for (char *s = p + 1; *s; s++)
+        if (*s == '/') {
+            *s = '\0';
+            if (mkdir(p, 0777) && errno != EEXIST)
+                return cbf_error_set(err, CBF_EIO, "%s: cannot make the folder: %s", p, strerror(errno));
+            *s = '/';
+        }
+    if (mkdir(p, 0777) && errno != EEXIST)
+        return cbf_error_set(err, CBF_EIO, "%s: cannot make the folder: %s", p, strerror(errno));
+    return 0;
+}
+
+int cbf_product_plan_write(const cbf_product_plan *pl, cbf_error *err)
+{
+    int rc = make_dirs(pl->dir, err);
+    return rc ? rc : array_write(pl->desc, &pl->plan, pl->dir, err);
+}
