@@ -9,7 +9,7 @@
  * (cbf_rt_request_call): `?NAME [node=NODE] [key=value ...]`, with
  * katgpucbf's positional forms for capture-start, capture-stop and gain.
  * Sensors are the ones the ZeroMQ `sensors` request reads
- * (cbf_rt_sensors_nodes), named NODE.NAME (docs/control.md).
+ * (cbf_fe_sensors_nodes), named NODE.NAME (docs/control.md).
  *
  * Nothing a client sends can stop the thread or hold the other clients:
  * a malformed line gets an `invalid` reply; a plugin request longer than
@@ -33,6 +33,8 @@
 
 #include "cbf/log.h"
 #include "katcp_server.h"
+#include "listen.h"
+#include "runtime/frontend.h"
 
 static void kc_disconnect(kc_client *c, const char *why)
 {
@@ -365,7 +367,9 @@ static void *kc_main(void *arg)
     return NULL;
 }
 
-int cbf_rt_katcp_open(cbf_engine *e, cbf_katcp **out, cbf_error *err)
+static void katcp_close(void *state);
+
+static int katcp_open(cbf_engine *e, void **out, cbf_error *err)
 {
     *out = NULL;
     const cbf_graph *g = cbf_rt_engine_graph(e);
@@ -386,12 +390,12 @@ int cbf_rt_katcp_open(cbf_engine *e, cbf_katcp **out, cbf_error *err)
     }
     pthread_mutex_init(&k->job_mu, NULL);
     pthread_cond_init(&k->job_cv, NULL);
-    int rc = cbf_rt_tcp_listen(g->engine.katcp, "katcp", g->engine.katcp_where, KC_MAX_CLIENTS,
+    int rc = cbf_fe_tcp_listen(g->engine.katcp, "katcp", g->engine.katcp_where, KC_MAX_CLIENTS,
                                "change gains and delays, stop captures and halt the engine", &k->lfd,
                                &k->v6, k->addr, sizeof k->addr, err);
     if (rc) {
         k->lfd = -1;
-        cbf_rt_katcp_close(k);
+        katcp_close(k);
         return rc;
     }
     fcntl(k->lfd, F_SETFL, fcntl(k->lfd, F_GETFL) | O_NONBLOCK);
@@ -400,8 +404,9 @@ int cbf_rt_katcp_open(cbf_engine *e, cbf_katcp **out, cbf_error *err)
     return CBF_OK;
 }
 
-int cbf_rt_katcp_start(cbf_katcp *k, cbf_error *err)
+static int katcp_start(void *state, cbf_error *err)
 {
+    cbf_katcp *k = state;
     if (pthread_create(&k->worker, NULL, kc_worker, k) != 0)
         return cbf_error_set(err, CBF_ENOMEM, "katcp: cannot start its request thread");
     k->worker_started = true;
@@ -411,10 +416,9 @@ int cbf_rt_katcp_start(cbf_katcp *k, cbf_error *err)
     return CBF_OK;
 }
 
-void cbf_rt_katcp_close(cbf_katcp *k)
+static void katcp_close(void *state)
 {
-    if (!k)
-        return;
+    cbf_katcp *k = state;
     atomic_store(&k->quit, true);
     if (k->started)
         pthread_join(k->thread, NULL);
@@ -444,3 +448,6 @@ void cbf_rt_katcp_close(cbf_katcp *k)
     pthread_cond_destroy(&k->job_cv);
     free(k);
 }
+
+static const cbf_frontend katcp_frontend = {"katcp", 30, katcp_open, katcp_start, katcp_close};
+CBF_FRONTEND(katcp_frontend)

@@ -1,5 +1,5 @@
 /* katcp_sensors.c: the katcp front end's sensors, read from the object
- * the ZeroMQ `sensors` request answers (cbf_rt_sensors_nodes) and named
+ * the ZeroMQ `sensors` request answers (cbf_fe_sensors_nodes) and named
  * NODE.NAME; ?sensor-list, ?sensor-value, ?sensor-sampling and the
  * #sensor-status informs the strategies call for. */
 #include <jansson.h>
@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "katcp_server.h"
+#include "sensors_json.h"
 
 static const char *const kc_strategy_names[] = {"none", "auto", "period", "event"};
 
@@ -79,21 +80,6 @@ static kc_sensor *kc_sensor_add(kc_sensors *ss)
     kc_sensor *s = &ss->s[ss->n++];
     memset(s, 0, sizeof *s);
     return s;
-}
-
-/* What a plugin said of its counter or gauge `key` (cbf_counter_describe). */
-static void kc_plugin_doc(cbf_node *n, const char *key, bool gauge, const char **units, const char **doc)
-{
-    int nk = gauge ? atomic_load_explicit(&n->n_gauges, memory_order_acquire)
-                   : atomic_load_explicit(&n->n_counters, memory_order_acquire);
-    for (int i = 0; i < nk; i++) {
-        const char *name = gauge ? n->gauges[i].name : n->counters[i].name;
-        if (strcmp(name, key))
-            continue;
-        *units = gauge ? n->gauges[i].units : n->counters[i].units;
-        *doc = gauge ? n->gauges[i].doc : n->counters[i].doc;
-        return;
-    }
 }
 
 static void kc_sensor_put(kc_sensors *ss, const char *name, const char *desc, const char *units, json_t *v,
@@ -173,7 +159,7 @@ static void kc_node_sensors(kc_sensors *ss, cbf_node *nd, const char *node, json
             {
                 const char *units = NULL, *doc = NULL;
                 if (nd && !text)
-                    kc_plugin_doc(nd, ck, gauge, &units, &doc);
+                    cbf_rt_sensor_about(nd, ck, gauge, &units, &doc);
                 if (doc && doc[0]) {
                     snprintf(desc, sizeof desc, "%s", doc);
                 } else {
@@ -219,7 +205,7 @@ static int kc_sensors_read(cbf_katcp *k, kc_sensors *ss)
         free(ss->s[i].value);
     ss->n = 0;
     ss->time = cbf_katcp_now(CLOCK_REALTIME);
-    json_t *nodes = cbf_rt_sensors_nodes(k->e);
+    json_t *nodes = cbf_fe_sensors_nodes(k->e, NULL, 0.0, false);
     if (!nodes)
         return CBF_ENOMEM;
     const cbf_graph *g = k->g;

@@ -5,12 +5,13 @@
 #ifndef CBF_KATCP_SERVER_H
 #define CBF_KATCP_SERVER_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <time.h>
 
 #include "katcp.h"
-#include "runtime/runtime.h"
+#include "runtime/engine_view.h"
 
 /* Connections served at once. When all are taken a newcomer is still
  * served: the client idle longest makes room (katcp.c, docs/control.md). */
@@ -70,6 +71,7 @@ typedef struct kc_job {
     cbf_katcp_buf out;
 } kc_job;
 
+typedef struct cbf_katcp cbf_katcp;
 struct cbf_katcp {
     cbf_engine *e;
     const cbf_graph *g;

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "cbf/log.h"
-#include "runtime/runtime.h"
+#include "listen.h"
 
 static int ls_split(const char *text, char *host, size_t hn, char *port, size_t pn)
 {
@@ -50,7 +50,7 @@ static bool ls_loopback(const struct sockaddr_storage *sa)
     return false;
 }
 
-int cbf_rt_tcp_listen(const char *text, const char *key, const char *where, int backlog,
+int cbf_fe_tcp_listen(const char *text, const char *key, const char *where, int backlog,
                       const char *exposes, int *fd, bool *v6, char *addr, size_t addr_n, cbf_error *err)
 {
     *fd = -1;
