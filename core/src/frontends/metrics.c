@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "cbf/log.h"
-#include "listen.h"
+#include "base/tcp.h"
 #include "metrics.h"
 #include "runtime/engine_view.h"
 #include "runtime/frontend.h"
@@ -65,9 +65,9 @@ struct cbf_metrics {
 static int mx_bind(cbf_metrics *m, const char *text, cbf_error *err)
 {
     char addr[300];
-    int rc = cbf_fe_tcp_listen(text, "prometheus", m->g->engine.prometheus_where, MX_BACKLOG,
-                               "read every counter, queue and timing of this engine", &m->fd, &m->v6, addr,
-                               sizeof addr, err);
+    int rc = cbf_tcp_listen(text, "engine.prometheus", m->g->engine.prometheus_where, MX_BACKLOG,
+                            "read every counter, queue and timing of this engine", &m->fd, &m->v6, addr,
+                            sizeof addr, err);
     if (!rc)
         snprintf(m->url, sizeof m->url, "http://%s/metrics", addr);
     return rc;
