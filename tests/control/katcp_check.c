@@ -1,6 +1,6 @@
 #include <string.h>
 
-#include "frontends/katcp.h"
+#include "katcp/katcp_line.h"
 #include "katcp_check.h"
 
 int katcp_check_line(const char *line, size_t len, const char **why)

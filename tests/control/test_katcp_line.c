@@ -1,4 +1,4 @@
-/* The katcp line parser and writer (core/src/frontends/katcp_line.c), alone: the
+/* The katcp line parser and writer (core/src/katcp/katcp_line.c), alone: the
  * message forms and escapes of the katcp v5 specification, every kind of
  * malformed line refused with a message, and random lines written back and
  * read again unchanged (the property the libFuzzer harness also checks). */
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "frontends/katcp.h"
+#include "katcp/katcp_line.h"
 #include "katcp_check.h"
 
 static void parse_ok(const char *line, size_t len, cbf_katcp_msg *m)

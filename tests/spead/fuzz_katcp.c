@@ -1,4 +1,4 @@
-/* libFuzzer harness for the katcp line parser and writer (core/src/frontends/katcp_line.c):
+/* libFuzzer harness for the katcp line parser and writer (core/src/katcp/katcp_line.c):
  * any bytes as one line; whatever parses must write back and parse to the
  * same message (tests/control/katcp_check.c), and nothing may read or write
  * out of bounds (the sanitizers). */

@@ -1,9 +1,9 @@
-/* katcp_requests.c: the katcp front end's replies, its built-in requests
- * (help, watchdog, halt, log-level, version-list) and plugin requests:
+/* katcp_requests.c: the engine's katcp requests that are a plugin's:
  * `?NAME [node=NODE] [key=value ...]` through the path the ZeroMQ plane
- * uses (cbf_rt_request_call), and katgpucbf's positional forms of
+ * uses (cbf_rt_request_call), katgpucbf's positional forms of
  * capture-start, capture-stop, gain, gain-all, delays, beam-weights,
- * beam-delays and beam-quant-gains. */
+ * beam-delays and beam-quant-gains, and ?help's lines for them. The
+ * server (cbf/katcp.h) hands it every request that is not its own. */
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -11,151 +11,57 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cbf/log.h"
-#include "katcp_server.h"
 #include "graph/params_priv.h"
+#include "katcp_engine.h"
 
-double cbf_katcp_now(clockid_t clk)
+/* A reply's arguments after its status, each malloc'd. */
+typedef struct kc_args {
+    char **a;
+    size_t n, cap;
+    bool oom;
+} kc_args;
+
+static void kc_args_add(kc_args *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void kc_args_add(kc_args *l, const char *fmt, ...)
 {
-    struct timespec t;
-    clock_gettime(clk, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* ---- replies ---- */
-
-void cbf_katcp_reply_begin(kc_req *r, char type)
-{
-    cbf_katcp_buf_start(r->out, type, r->m->name, r->m->id);
-}
-
-void cbf_katcp_reply_end(kc_req *r) { cbf_katcp_buf_put(r->out, "\n", 1); }
-
-void cbf_katcp_reply(kc_req *r, const char *status, const char *fmt, ...)
-{
-    cbf_katcp_reply_begin(r, '!');
-    cbf_katcp_buf_arg(r->out, status, strlen(status));
-    if (fmt) {
-        char msg[CBF_ERROR_MSG_MAX + 64];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, sizeof msg, fmt, ap);
-        va_end(ap);
-        cbf_katcp_buf_arg(r->out, msg, strlen(msg));
-    }
-    cbf_katcp_reply_end(r);
-}
-
-void cbf_katcp_inform(cbf_katcp_buf *b, const char *name, long long id, int n, const char *const *args)
-{
-    cbf_katcp_buf_start(b, '#', name, id);
-    for (int i = 0; i < n; i++)
-        cbf_katcp_buf_arg(b, args[i], strlen(args[i]));
-    cbf_katcp_buf_put(b, "\n", 1);
-}
-
-void cbf_katcp_versions(cbf_katcp_buf *b, const char *inform, long long id)
-{
-    static const char *const v[][2] = {{"katcp-protocol", "5.0-MI"},
-                                       {"katcp-library", "cbf-katcp-1.0"},
-                                       {"katcp-device", "cbf"}};
-    for (int i = 0; i < 3; i++)
-        cbf_katcp_inform(b, inform, id, 2, v[i]);
-}
-
-/* ---- built-in requests ---- */
-
-bool cbf_katcp_want_args(kc_req *r, size_t lo, size_t hi)
-{
-    if (r->m->n_args >= lo && r->m->n_args <= hi)
-        return true;
-    cbf_katcp_reply(r, "fail", "?%s takes %zu to %zu arguments, got %zu", r->m->name, lo, hi, r->m->n_args);
-    return false;
-}
-
-static void kc_watchdog(kc_req *r)
-{
-    if (cbf_katcp_want_args(r, 0, 0))
-        cbf_katcp_reply(r, "ok", NULL);
-}
-
-static void kc_halt(kc_req *r)
-{
-    if (!cbf_katcp_want_args(r, 0, 0))
+    if (l->oom)
         return;
-    if (r->k->g->engine.read_only) {
-        cbf_katcp_reply(r, "fail", "?halt refused: the engine is read-only (%s: engine.read_only: true)",
-                        r->k->g->engine.read_only_where);
-        return;
-    }
-    /* The reply goes first; the graph then drains as on SIGTERM. */
-    cbf_katcp_reply(r, "ok", NULL);
-    cbf_log_info("halt requested over katcp");
-    cbf_engine_stop(r->k->e);
-}
-
-static void kc_version_list(kc_req *r)
-{
-    if (!cbf_katcp_want_args(r, 0, 0))
-        return;
-    cbf_katcp_versions(r->out, "version-list", r->m->id);
-    cbf_katcp_reply(r, "ok", "3");
-}
-
-static void kc_log_level(kc_req *r)
-{
-    static const char *const names[] = {"error", "warn", "info", "debug", "trace"};
-    if (!cbf_katcp_want_args(r, 0, 1))
-        return;
-    if (r->m->n_args) {
-        const char *a = r->m->args[0];
-        cbf_log_level l;
-        /* katcp's other levels, on the nearest of ours. */
-        if (!strcmp(a, "all"))
-            l = CBF_LOG_TRACE;
-        else if (!strcmp(a, "fatal") || !strcmp(a, "off"))
-            l = CBF_LOG_ERROR;
-        else if (cbf_log_level_parse(a, &l)) {
-            cbf_katcp_reply(r, "fail", "unknown level '%s' (all, trace, debug, info, warn, error, fatal, off)", a);
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16;
+        char **p = realloc(l->a, cap * sizeof *p);
+        if (!p) {
+            l->oom = true;
             return;
         }
-        cbf_log_set_level(l);
-        cbf_log_info("log level set to %s over katcp", names[l]);
+        l->a = p;
+        l->cap = cap;
     }
-    cbf_katcp_reply_begin(r, '!');
-    cbf_katcp_buf_arg(r->out, "ok", 2);
-    const char *now = names[cbf_log_get_level()];
-    cbf_katcp_buf_arg(r->out, now, strlen(now));
-    cbf_katcp_reply_end(r);
+    va_list ap;
+    va_start(ap, fmt);
+    l->oom = vasprintf(&l->a[l->n], fmt, ap) < 0;
+    va_end(ap);
+    l->n += !l->oom;
 }
 
-static const char *const help_texts[][2] = {
-    {"help", "?help [name]: the requests this engine accepts, or one of them"},
-    {"watchdog", "?watchdog: answers ok (a liveness check)"},
-    {"halt", "?halt: drain the pipeline and exit 0, as on SIGTERM"},
-    {"log-level", "?log-level [level]: read or set the log level (all, trace, debug, info, warn, error, "
-                  "fatal, off)"},
-    {"version-list", "?version-list: protocol, library and device versions"},
-    {"sensor-list", "?sensor-list [name|/regex/]: sensors with description, units and type"},
-    {"sensor-value", "?sensor-value [name|/regex/]: sensors' timestamp, status and value"},
-    {"sensor-sampling", "?sensor-sampling name [auto|event|none|period SECONDS]: #sensor-status informs on "
-                        "this connection"},
-};
-static const size_t n_help = sizeof help_texts / sizeof help_texts[0];
-
-static void kc_help(kc_req *r)
+/* Sends the reply "ok" with l's arguments, and frees them. */
+static void kc_args_reply(cbf_katcp_call *c, kc_args *l)
 {
-    if (!cbf_katcp_want_args(r, 0, 1))
-        return;
-    const char *want = r->m->n_args ? r->m->args[0] : NULL;
+    if (l->oom)
+        cbf_katcp_reply_fmt(c, "fail", "out of memory");
+    else
+        cbf_katcp_reply(c, "ok", l->n, (const char *const *)l->a);
+    for (size_t i = 0; i < l->n; i++)
+        free(l->a[i]);
+    free(l->a);
+}
+
+/* ---- help ---- */
+
+size_t cbf_katcp_engine_help(cbf_katcp_call *c, const char *want, void *user)
+{
+    const cbf_katcp_engine *k = user;
+    const cbf_graph *g = k->g;
     size_t n = 0;
-    cbf_katcp_buf *b = r->out;
-    for (size_t i = 0; i < n_help; i++)
-        if (!want || !strcmp(want, help_texts[i][0])) {
-            cbf_katcp_inform(b, "help", r->m->id, 2, help_texts[i]);
-            n++;
-        }
-    const cbf_graph *g = r->k->g;
     for (size_t i = 0; i < g->n_nodes; i++) {
         const cbf_plugin_desc *d = g->nodes[i].plugin;
         for (int q = 0; q < d->n_requests; q++) {
@@ -173,15 +79,11 @@ static void kc_help(kc_req *r)
                               rd->args[a].flags & CBF_PARAM_TIMESTAMP ? "_unix=UNIX_SECONDS)" : "");
             if (l > 0 && (size_t)l < sizeof text)
                 snprintf(text + l, sizeof text - (size_t)l, ")");
-            const char *a[] = {rd->name, text};
-            cbf_katcp_inform(b, "help", r->m->id, 2, a);
+            cbf_katcp_help(c, rd->name, text);
             n++;
         }
     }
-    if (want && !n)
-        cbf_katcp_reply(r, "fail", "unknown request '%s'", want);
-    else
-        cbf_katcp_reply(r, "ok", "%zu", n);
+    return n;
 }
 
 /* ---- plugin requests ---- */
@@ -301,37 +203,37 @@ static int kc_delay_model(const char *text, double v[4])
     return 0;
 }
 
-static void kc_delays(kc_req *r)
+static void kc_delays(cbf_katcp_call *r, cbf_engine *e)
 {
-    const cbf_katcp_msg *m = r->m;
+    const cbf_katcp_msg *m = cbf_katcp_call_msg(r);
     static const char usage[] = "?delays STREAM START-TIME MODEL...: a stream, a UNIX start time and one "
                                 "model \"delay,delay_rate:phase,phase_rate\" per input";
     double v[2][4];
     /* A model where the start time goes: the time was left out. */
     if (m->n_args >= 2 && !kc_delay_model(m->args[1], v[0])) {
-        cbf_katcp_reply(r, "fail", "START-TIME is missing: argument 2 ('%s') is a delay model (%s)", m->args[1],
+        cbf_katcp_reply_fmt(r, "fail", "START-TIME is missing: argument 2 ('%s') is a delay model (%s)", m->args[1],
                         usage);
         return;
     }
     if (m->n_args < 3) {
-        cbf_katcp_reply(r, "fail", "%s", usage);
+        cbf_katcp_reply_fmt(r, "fail", "%s", usage);
         return;
     }
     char *end;
     double start = strtod(m->args[1], &end);
     if (end == m->args[1] || *end || !isfinite(start)) {
-        cbf_katcp_reply(r, "fail", "START-TIME '%s' is not UNIX seconds (%s)", m->args[1], usage);
+        cbf_katcp_reply_fmt(r, "fail", "START-TIME '%s' is not UNIX seconds (%s)", m->args[1], usage);
         return;
     }
     size_t nm = m->n_args - 2;
     if (nm != 2) {
-        cbf_katcp_reply(r, "fail", "wrong number of delay coefficient sets (expected 2, one per polarisation), "
+        cbf_katcp_reply_fmt(r, "fail", "wrong number of delay coefficient sets (expected 2, one per polarisation), "
                         "got %zu", nm);
         return;
     }
     for (size_t i = 0; i < nm; i++)
         if (kc_delay_model(m->args[2 + i], v[i])) {
-            cbf_katcp_reply(r, "fail", "model %zu: '%s' is not \"delay,delay_rate:phase,phase_rate\" (finite "
+            cbf_katcp_reply_fmt(r, "fail", "model %zu: '%s' is not \"delay,delay_rate:phase,phase_rate\" (finite "
                             "numbers: s, s/s, rad, rad/s)", i + 1, m->args[2 + i]);
             return;
         }
@@ -350,14 +252,14 @@ static void kc_delays(kc_req *r)
         cbf_error_clear(&err);
         cbf_reply *reply = NULL;
         size_t at;
-        int rc = cbf_rt_request_call(r->k->e, "delays", m->args[0], tv, 6, &at, &reply, &err);
+        int rc = cbf_rt_request_call(e, "delays", m->args[0], tv, 6, &at, &reply, &err);
         cbf_rt_reply_free(reply);
         if (rc) {
-            cbf_katcp_reply(r, "fail", "%s%s", err.msg, q ? " (the model of input 0 was loaded)" : "");
+            cbf_katcp_reply_fmt(r, "fail", "%s%s", err.msg, q ? " (the model of input 0 was loaded)" : "");
             return;
         }
     }
-    cbf_katcp_reply(r, "ok", NULL);
+    cbf_katcp_reply(r, "ok", 0, NULL);
 }
 
 /* Each part of a gain as katgpucbf writes it (a complex64 widened to
@@ -373,21 +275,20 @@ static void kc_python_float(char *out, size_t n, double v, bool sign)
 /* katgpucbf's reply to ?gain: nothing when setting; when reading, the
  * input's gains in force as re+imj arguments, one when every channel has
  * the same. */
-static void kc_gain_reply(kc_req *r, cbf_reply *reply)
+static void kc_gain_reply(cbf_katcp_call *r, cbf_reply *reply)
 {
+    const cbf_katcp_msg *m = cbf_katcp_call_msg(r);
     char key[16];
-    snprintf(key, sizeof key, "pol%s", r->m->args[1]);
-    json_t *v = r->m->n_args > 2 ? NULL : json_object_get((json_t *)cbf_rt_reply_json(reply), key);
-    cbf_katcp_buf *b = r->out;
-    cbf_katcp_reply_begin(r, '!');
-    cbf_katcp_buf_arg(b, "ok", 2);
+    snprintf(key, sizeof key, "pol%s", m->args[1]);
+    json_t *v = m->n_args > 2 ? NULL : json_object_get((json_t *)cbf_rt_reply_json(reply), key);
+    kc_args l = {0};
     for (size_t i = 0; i + 1 < json_array_size(v); i += 2) {
         char re[40], im[40];
         kc_python_float(re, sizeof re, json_number_value(json_array_get(v, i)), false);
         kc_python_float(im, sizeof im, json_number_value(json_array_get(v, i + 1)), true);
-        cbf_katcp_buf_argf(b, "%s%sj", re, im);
+        kc_args_add(&l, "%s%sj", re, im);
     }
-    cbf_katcp_reply_end(r);
+    kc_args_reply(r, &l);
 }
 
 /* katgpucbf's beam forms: ?beam-weights stream weight..., ?beam-delays
@@ -448,11 +349,12 @@ static int kc_beam_positional(const cbf_katcp_msg *m, cbf_text_kv *tv, size_t *n
     return CBF_OK;
 }
 
-static void kc_plugin(kc_req *r)
+void cbf_katcp_engine_request(cbf_katcp_call *r, void *user)
 {
-    const cbf_katcp_msg *m = r->m;
+    cbf_katcp_engine *k = user;
+    const cbf_katcp_msg *m = cbf_katcp_call_msg(r);
     if (!strcmp(m->name, "delays") && m->n_args && !strchr(m->args[0], '=')) {
-        kc_delays(r);
+        kc_delays(r, k->e);
         return;
     }
     cbf_text_kv *tv = calloc(m->n_args + 2, sizeof *tv);
@@ -488,15 +390,15 @@ static void kc_plugin(kc_req *r)
                                                                                             : m->name;
     cbf_reply *reply = NULL;
     if (!rc)
-        rc = cbf_rt_request_call(r->k->e, name, node, tv, nt, &at, &reply, &err);
+        rc = cbf_rt_request_call(k->e, name, node, tv, nt, &at, &reply, &err);
     free(tv);
     free(owned);
     if (rc == CBF_ENOTSUP && !positional) {
-        cbf_katcp_reply(r, "invalid", "%s (?help lists what this engine accepts)", err.msg);
+        cbf_katcp_reply_fmt(r, "invalid", "%s (?help lists what this engine accepts)", err.msg);
         return;
     }
     if (rc) {
-        cbf_katcp_reply(r, "fail", "%s", err.msg);
+        cbf_katcp_reply_fmt(r, "fail", "%s", err.msg);
         return;
     }
     if (positional && !strcmp(m->name, "gain")) {
@@ -505,51 +407,20 @@ static void kc_plugin(kc_req *r)
         return;
     }
     if (positional && !beam) {   /* as katgpucbf's gain-all and capture-start/-stop: ok alone */
-        cbf_katcp_reply(r, "ok", NULL);
+        cbf_katcp_reply(r, "ok", 0, NULL);
         cbf_rt_reply_free(reply);
         return;
     }
-    cbf_katcp_buf *b = r->out;
-    cbf_katcp_reply_begin(r, '!');
-    cbf_katcp_buf_arg(b, "ok", 2);
-    cbf_katcp_buf_argf(b, "node=%s", r->k->g->nodes[at].name);
+    kc_args l = {0};
+    kc_args_add(&l, "node=%s", k->g->nodes[at].name);
     const char *key;
     json_t *v;
     json_object_foreach((json_t *)cbf_rt_reply_json(reply), key, v)
     {
         char *text = json_is_string(v) ? NULL : json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-        cbf_katcp_buf_argf(b, "%s=%s", key, text ? text : json_is_string(v) ? json_string_value(v) : "?");
+        kc_args_add(&l, "%s=%s", key, text ? text : json_is_string(v) ? json_string_value(v) : "?");
         free(text);
     }
-    cbf_katcp_reply_end(r);
+    kc_args_reply(r, &l);
     cbf_rt_reply_free(reply);
-}
-
-static const struct kc_builtin {
-    const char *name;
-    void (*fn)(kc_req *r);
-} kc_builtins[] = {
-    {"help", kc_help},           {"watchdog", kc_watchdog},
-    {"halt", kc_halt},           {"log-level", kc_log_level},
-    {"version-list", kc_version_list}, {"sensor-list", cbf_katcp_sensor_list},
-    {"sensor-value", cbf_katcp_sensor_value}, {"sensor-sampling", cbf_katcp_sensor_sampling},
-};
-
-
-bool cbf_katcp_builtin(const char *name)
-{
-    for (size_t i = 0; i < sizeof kc_builtins / sizeof kc_builtins[0]; i++)
-        if (!strcmp(name, kc_builtins[i].name))
-            return true;
-    return false;
-}
-
-void cbf_katcp_dispatch(kc_req *r)
-{
-    for (size_t i = 0; i < sizeof kc_builtins / sizeof kc_builtins[0]; i++)
-        if (!strcmp(r->m->name, kc_builtins[i].name)) {
-            kc_builtins[i].fn(r);
-            return;
-        }
-    kc_plugin(r);
 }

@@ -15,6 +15,7 @@
 #include <math.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +23,10 @@
 #include <unistd.h>
 
 #include "cbf/log.h"
+#include "base/tcp.h"
 #include "metrics.h"
-#include "runtime/runtime.h"
+#include "runtime/engine_view.h"
+#include "runtime/frontend.h"
 
 #if MHD_VERSION >= 0x00097002
 typedef enum MHD_Result mx_result;
@@ -46,6 +49,7 @@ typedef int mx_result;
 #define MX_CONFIG_MAX 8            /* configuration labels on one node's cbf_node_config_info */
 #define MX_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
+typedef struct cbf_metrics cbf_metrics;
 struct cbf_metrics {
     cbf_engine *e;
     const cbf_graph *g;
@@ -61,9 +65,9 @@ struct cbf_metrics {
 static int mx_bind(cbf_metrics *m, const char *text, cbf_error *err)
 {
     char addr[300];
-    int rc = cbf_rt_tcp_listen(text, "prometheus", m->g->engine.prometheus_where, MX_BACKLOG,
-                               "read every counter, queue and timing of this engine", &m->fd, &m->v6, addr,
-                               sizeof addr, err);
+    int rc = cbf_tcp_listen(text, "engine.prometheus", m->g->engine.prometheus_where, MX_BACKLOG,
+                            "read every counter, queue and timing of this engine", &m->fd, &m->v6, addr,
+                            sizeof addr, err);
     if (!rc)
         snprintf(m->url, sizeof m->url, "http://%s/metrics", addr);
     return rc;
@@ -79,7 +83,7 @@ static void mx_free(cbf_metrics *m)
     free(m);
 }
 
-int cbf_rt_metrics_open(cbf_engine *e, cbf_metrics **out, cbf_error *err)
+static int metrics_open(cbf_engine *e, void **out, cbf_error *err)
 {
     *out = NULL;
     const cbf_graph *g = cbf_rt_engine_graph(e);
@@ -189,15 +193,16 @@ static int mx_node(cbf_metrics *m, cbf_metrics_text *t, size_t i, const cbf_node
     }
     cbf_node *n = cbf_rt_engine_node(m->e, i);
     const double now = cbf_rt_unix_now();
-    int ng = atomic_load_explicit(&n->n_gauges, memory_order_acquire);
+    const int ng = st->n_gauges;
     cbf_metric_label cl[3 + MX_CONFIG_MAX] = {l[0], l[1], l[2]};
     char cv[MX_CONFIG_MAX][32];
     size_t ncl = 3;
     for (int k = 0; k < ng && !rc; k++) {
-        const cbf_metric_meaning *mean = cbf_metrics_meaning(st->plugin, n->gauges[k].name);
+        const char *gauge = st->gauge_names[k];
+        const cbf_metric_meaning *mean = cbf_metrics_meaning(st->plugin, gauge);
         char name[96], help[128];
-        mx_name(name, sizeof name, n->gauges[k].name);
-        snprintf(help, sizeof help, "node gauge '%s' (NaN: no value yet)", n->gauges[k].name);
+        mx_name(name, sizeof name, gauge);
+        snprintf(help, sizeof help, "node gauge '%s' (NaN: no value yet)", gauge);
         double v, u;
         cbf_status gst = cbf_rt_gauge_look(n, k, now, &v, &u);
         if (mean && mean->config) {   /* a label of cbf_node_config_info, not a number to graph */
@@ -213,7 +218,7 @@ static int mx_node(cbf_metrics *m, cbf_metrics_text *t, size_t i, const cbf_node
             rc = cbf_metrics_text_add_float(t, name, CBF_METRIC_GAUGE, mean ? mean->help : help, l, 3, v);
         }
         if (!rc)
-            rc = mx_status(t, l, n->gauges[k].name, gst);
+            rc = mx_status(t, l, gauge, gst);
     }
     if (!rc && ncl > 3)
         rc = cbf_metrics_text_add_int(t, "cbf_node_config_info", CBF_METRIC_GAUGE, cbf_metrics_config_help,
@@ -351,8 +356,9 @@ static void mx_log(void *cls, const char *fmt, va_list ap)
     cbf_log_debug("metrics: %s", msg);
 }
 
-int cbf_rt_metrics_start(cbf_metrics *m, cbf_error *err)
+static int metrics_start(void *state, cbf_error *err)
 {
+    cbf_metrics *m = state;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG |
                      (m->v6 ? MHD_USE_IPv6 : 0);
     m->d = MHD_start_daemon(flags, 0, NULL, NULL, mx_request, m,
@@ -370,11 +376,13 @@ int cbf_rt_metrics_start(cbf_metrics *m, cbf_error *err)
     return CBF_OK;
 }
 
-void cbf_rt_metrics_close(cbf_metrics *m)
+static void metrics_close(void *state)
 {
-    if (!m)
-        return;
+    cbf_metrics *m = state;
     if (m->d)
         MHD_stop_daemon(m->d);
     mx_free(m);
 }
+
+static const cbf_frontend metrics_frontend = {"prometheus", 20, metrics_open, metrics_start, metrics_close};
+CBF_FRONTEND(metrics_frontend)

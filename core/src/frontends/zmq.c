@@ -26,6 +26,8 @@
 #include <jansson.h>
 #include <malloc.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +36,9 @@
 
 #include "cbf/log.h"
 #include "graph/params_priv.h"
-#include "runtime/runtime.h"
+#include "runtime/engine_view.h"
+#include "runtime/frontend.h"
+#include "sensors_json.h"
 
 #define POLL_MS 100               /* how soon the thread notices it should stop */
 #define CTL_INLINE_MAX (64 << 10) /* longer requests go to the request thread */
@@ -52,10 +56,7 @@ typedef struct ctl_msg {
     bool has_body;
 } ctl_msg;
 
-typedef struct node_prev {
-    uint64_t buffers_in, buffers_out, bytes_out;
-} node_prev;
-
+typedef struct cbf_control cbf_control;
 struct cbf_control {
     cbf_engine *e;
     const cbf_graph *g;
@@ -67,7 +68,7 @@ struct cbf_control {
     atomic_bool quit;
     pthread_mutex_t state_mu;  /* the rate state below: publications and `sensors` requests */
     uint64_t seq;              /* sensor messages published */
-    node_prev *prev;           /* at the last publication, for rates */
+    cbf_fe_node_counts *prev;  /* at the last publication, for rates */
     uint64_t prev_ns;
 
     /* The request thread (long requests): one job at a time. */
@@ -222,7 +223,7 @@ static void control_free(cbf_control *c)
     free(c);
 }
 
-int cbf_rt_control_open(cbf_engine *e, cbf_control **out, cbf_error *err)
+static int control_open(cbf_engine *e, void **out, cbf_error *err)
 {
     *out = NULL;
     const cbf_graph *g = cbf_rt_engine_graph(e);
@@ -276,103 +277,6 @@ int cbf_rt_control_open(cbf_engine *e, cbf_control **out, cbf_error *err)
 
 /* ---- sensors ---- */
 
-/* p: the counts at the last publication, for rates (NULL: no rates). */
-static json_t *node_sensors(cbf_engine *e, size_t i, const cbf_node_stats *st, node_prev *p, double dt,
-                            bool advance)
-{
-    cbf_node *n = cbf_rt_engine_node(e, i);
-    json_t *o = json_object();
-    json_object_set_new(o, "plugin", json_string(st->plugin));
-    json_object_set_new(o, "buffers_in", json_integer((json_int_t)st->buffers_in));
-    json_object_set_new(o, "buffers_out", json_integer((json_int_t)st->buffers_out));
-    json_object_set_new(o, "bytes_out", json_integer((json_int_t)st->bytes_out));
-    if (p && dt > 0) {
-        json_object_set_new(o, "buffers_in_per_s", json_real((double)(st->buffers_in - p->buffers_in) / dt));
-        json_object_set_new(o, "buffers_out_per_s", json_real((double)(st->buffers_out - p->buffers_out) / dt));
-        json_object_set_new(o, "bytes_out_per_s", json_real((double)(st->bytes_out - p->bytes_out) / dt));
-    }
-    if (p && advance) {
-        p->buffers_in = st->buffers_in;
-        p->buffers_out = st->buffers_out;
-        p->bytes_out = st->bytes_out;
-    }
-    json_object_set_new(o, "busy_s", json_real(st->busy_s));
-    json_object_set_new(o, "wait_input_s", json_real(st->wait_input_s));
-    json_object_set_new(o, "wait_output_s", json_real(st->wait_output_s));
-    json_t *q = json_object();
-    for (int pi = 0; pi < n->g->plugin->n_ports; pi++) {
-        cbf_port_slot *s = &n->slots[pi];
-        if (s->decl->dir != CBF_PORT_IN)
-            continue;
-        for (int k = 0; k < s->n; k++) {
-            cbf_port *in = s->ports[k];
-            pthread_mutex_lock(&in->mu);
-            size_t fill = in->count, depth = in->depth;
-            pthread_mutex_unlock(&in->mu);
-            json_object_set_new(q, in->name, json_pack("{s:I, s:I}", "fill", (json_int_t)fill,
-                                                       "depth", (json_int_t)depth));
-        }
-    }
-    json_object_set_new(o, "queues", q);
-    /* Each counter, gauge and text with its status and the UNIX time its
-     * value last changed (sensor.c), under "status" and "updated" by name. */
-    const double now = cbf_rt_unix_now();
-    json_t *cn = json_object(), *gs = json_object(), *ts = json_object();
-    json_t *stat = json_object(), *upd = json_object();
-    double u;
-    for (int k = 0; k < st->n_counters; k++) {
-        uint64_t v;
-        cbf_status cs = cbf_rt_counter_look(n, k, now, &v, &u);
-        json_object_set_new(cn, st->counter_names[k], json_integer((json_int_t)v));
-        json_object_set_new(stat, st->counter_names[k], json_string(cbf_status_name(cs)));
-        json_object_set_new(upd, st->counter_names[k], json_real(u));
-    }
-    int ng = atomic_load_explicit(&n->n_gauges, memory_order_acquire);
-    for (int k = 0; k < ng; k++) {
-        double v;
-        cbf_status gs_st = cbf_rt_gauge_look(n, k, now, &v, &u);
-        json_object_set_new(gs, n->gauges[k].name, isfinite(v) ? json_real(v) : json_null());
-        json_object_set_new(stat, n->gauges[k].name, json_string(cbf_status_name(gs_st)));
-        json_object_set_new(upd, n->gauges[k].name, json_real(u));
-    }
-    size_t nt = cbf_rt_text_count(n);
-    for (size_t k = 0; k < nt; k++) {
-        char *v;
-        cbf_status tst;
-        const char *name = cbf_rt_text_look(n, k, &v, &tst, &u);
-        json_object_set_new(ts, name, json_string(v ? v : ""));
-        json_object_set_new(stat, name, json_string(cbf_status_name(tst)));
-        json_object_set_new(upd, name, u > 0 ? json_real(u) : json_null());
-        free(v);
-    }
-    json_object_set_new(o, "counters", cn);
-    json_object_set_new(o, "gauges", gs);
-    json_object_set_new(o, "texts", ts);
-    json_object_set_new(o, "status", stat);
-    json_object_set_new(o, "updated", upd);
-    return o;
-}
-
-/* Every node's sensors. prev/dt/advance: rates as node_sensors takes them. */
-static json_t *sensors_nodes(cbf_engine *e, node_prev *prev, double dt, bool advance)
-{
-    const cbf_graph *g = cbf_rt_engine_graph(e);
-    cbf_node_stats *st = calloc(g->n_nodes + 1, sizeof *st);
-    json_t *nodes = json_object();
-    if (!st || !nodes) {
-        free(st);
-        json_decref(nodes);
-        return NULL;
-    }
-    size_t n = cbf_engine_stats(e, st, g->n_nodes);
-    for (size_t i = 0; i < n; i++)
-        json_object_set_new(nodes, st[i].name, node_sensors(e, i, &st[i], prev ? &prev[i] : NULL, dt, advance));
-    free(st);
-    return nodes;
-}
-
-void *cbf_rt_sensors_nodes(cbf_engine *e) { return sensors_nodes(e, NULL, 0.0, false); }
-
 /* The sensor message. Rates are over the time since the last publication
  * (advance: this is a publication, so the next rates start from now). */
 static json_t *sensors_locked(cbf_control *c, bool advance)
@@ -380,7 +284,7 @@ static json_t *sensors_locked(cbf_control *c, bool advance)
     const cbf_graph *g = c->g;
     uint64_t now = cbf_rt_now_ns();
     double dt = c->prev_ns ? 1e-9 * (double)(now - c->prev_ns) : 0.0;
-    json_t *nodes = sensors_nodes(c->e, c->prev, dt, advance);
+    json_t *nodes = cbf_fe_sensors_nodes(c->e, c->prev, dt, advance);
     json_t *m = json_object();
     if (!nodes || !m) {
         json_decref(nodes);
@@ -837,8 +741,9 @@ static void *control_main(void *arg)
     return NULL;
 }
 
-int cbf_rt_control_start(cbf_control *c, cbf_error *err)
+static int control_start(void *state, cbf_error *err)
 {
+    cbf_control *c = state;
     if (c->rep) {
         if (pthread_create(&c->worker, NULL, worker_main, c) != 0)
             return cbf_error_set(err, CBF_ENOMEM, "control: cannot start its request thread");
@@ -850,10 +755,9 @@ int cbf_rt_control_start(cbf_control *c, cbf_error *err)
     return CBF_OK;
 }
 
-void cbf_rt_control_close(cbf_control *c)
+static void control_close(void *state)
 {
-    if (!c)
-        return;
+    cbf_control *c = state;
     atomic_store(&c->quit, true);
     if (c->worker_started) {
         /* It finishes the request it holds (a node answers or times out). */
@@ -869,3 +773,8 @@ void cbf_rt_control_close(cbf_control *c)
     }
     control_free(c);
 }
+
+/* First of the front ends (frontend.h): closed first, its last sensor
+ * message leaves while the others still answer. */
+static const cbf_frontend zmq_frontend = {"zmq", 10, control_open, control_start, control_close};
+CBF_FRONTEND(zmq_frontend)

@@ -5,7 +5,8 @@
  * inputs (so a producer is never left blocked on a consumer that is gone).
  * Stop is a flag sources poll, so the graph drains and nothing is dropped;
  * an error is an abort, which wakes every blocked call with CBF_ESTOPPED so
- * all threads unwind, and the first error is what run returns. */
+ * all threads unwind, and the first error is what run returns. The
+ * control front ends are whichever registered themselves (frontend.h). */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 
 #include "cbf/gpu.h"
 #include "cbf/log.h"
+#include "frontend.h"
 #include "runtime.h"
 
 struct cbf_engine {
@@ -30,13 +32,44 @@ struct cbf_engine {
     cbf_error first_err;
 
     bool ran, torn_down;
-    cbf_control *control;      /* REP requests, PUB sensors (NULL: none configured) */
-    cbf_metrics *metrics;      /* Prometheus /metrics over HTTP (NULL: none configured) */
-    cbf_katcp *katcp;          /* katcp v5 requests and sensors (NULL: none configured) */
+    /* The registered front ends (frontend.h), in order, and each one's
+     * state (NULL: not open, or the settings configure none of it). */
+    const cbf_frontend *const *fe;
+    size_t n_fe;
+    void *fe_state[CBF_MAX_FRONTENDS];
 };
 
 const cbf_graph *cbf_rt_engine_graph(const cbf_engine *e) { return e->g; }
 cbf_node *cbf_rt_engine_node(cbf_engine *e, size_t i) { return i < e->g->n_nodes ? &e->nodes[i] : NULL; }
+
+/* ---- front ends (frontend.h): opened, started and closed in order ---- */
+
+static int frontends_open(cbf_engine *e, cbf_error *err)
+{
+    int rc = cbf_rt_frontends(&e->fe, &e->n_fe, err);
+    for (size_t i = 0; i < e->n_fe && rc == CBF_OK; i++)
+        rc = e->fe[i]->open(e, &e->fe_state[i], err);
+    return rc;
+}
+
+static int frontends_start(cbf_engine *e, cbf_error *err)
+{
+    for (size_t i = 0; i < e->n_fe; i++) {
+        int rc = e->fe_state[i] ? e->fe[i]->start(e->fe_state[i], err) : CBF_OK;
+        if (rc != CBF_OK)
+            return rc;
+    }
+    return CBF_OK;
+}
+
+static void frontends_close(cbf_engine *e)
+{
+    for (size_t i = 0; i < e->n_fe; i++) {
+        if (e->fe_state[i])
+            e->fe[i]->close(e->fe_state[i]);
+        e->fe_state[i] = NULL;
+    }
+}
 
 const char *cbf_rt_engine_queue(cbf_engine *e, size_t i, size_t *fill, size_t *depth)
 {
@@ -335,14 +368,9 @@ int cbf_engine_create(cbf_graph *g, cbf_engine **out, cbf_error *err)
     if (rc == CBF_OK)
         rc = init_nodes(e, err);
     if (rc == CBF_OK)
-        rc = cbf_rt_control_open(e, &e->control, err);
-    if (rc == CBF_OK)
-        rc = cbf_rt_metrics_open(e, &e->metrics, err);
-    if (rc == CBF_OK)
-        rc = cbf_rt_katcp_open(e, &e->katcp, err);
+        rc = frontends_open(e, err);
     if (rc != CBF_OK) {
-        cbf_rt_control_close(e->control);
-        cbf_rt_metrics_close(e->metrics);
+        frontends_close(e);
         /* fini runs for every node whose init was called, the failing one
          * included: init may have allocated before it failed. */
         if (e->nodes) {
@@ -426,11 +454,7 @@ int cbf_engine_run(cbf_engine *e, cbf_error *err)
         return cbf_error_set(err, CBF_EINVAL, "engine: run may be called once");
     e->ran = true;
     atomic_store(&e->t_start_ns, cbf_rt_now_ns());
-    int crc = e->control ? cbf_rt_control_start(e->control, err) : CBF_OK;
-    if (crc == CBF_OK && e->metrics)
-        crc = cbf_rt_metrics_start(e->metrics, err);
-    if (crc == CBF_OK && e->katcp)
-        crc = cbf_rt_katcp_start(e->katcp, err);
+    int crc = frontends_start(e, err);
     if (crc != CBF_OK) {
         teardown(e, NULL);
         return crc;
@@ -448,12 +472,7 @@ int cbf_engine_run(cbf_engine *e, cbf_error *err)
     for (size_t i = 0; i < started; i++)
         pthread_join(e->nodes[i].thread, NULL);
     atomic_store(&e->t_end_ns, cbf_rt_now_ns());
-    cbf_rt_control_close(e->control);   /* a last sensor message, with the final counts */
-    e->control = NULL;
-    cbf_rt_metrics_close(e->metrics);
-    e->metrics = NULL;
-    cbf_rt_katcp_close(e->katcp);
-    e->katcp = NULL;
+    frontends_close(e);   /* after the nodes: last messages carry the final counts */
     cbf_error leak;
     cbf_error_clear(&leak);
     int lrc = teardown(e, &leak);
@@ -494,12 +513,7 @@ void cbf_engine_free(cbf_engine *e)
 {
     if (!e)
         return;
-    cbf_rt_control_close(e->control);
-    e->control = NULL;
-    cbf_rt_metrics_close(e->metrics);
-    e->metrics = NULL;
-    cbf_rt_katcp_close(e->katcp);
-    e->katcp = NULL;
+    frontends_close(e);
     if (!e->torn_down) {
         cbf_error leak;
         teardown(e, &leak);

@@ -251,3 +251,23 @@ void cbf_rt_node_stats(const cbf_node *n, uint64_t now_ns, cbf_node_stats *out)
         out->gauge_values[i] = cbf_gauge_get(&n->gauges[i]);
     }
 }
+
+const char *cbf_rt_node_queue(cbf_node *n, size_t k, size_t *fill, size_t *depth)
+{
+    for (int pi = 0; pi < n->g->plugin->n_ports; pi++) {
+        const cbf_port_slot *s = &n->slots[pi];
+        if (s->decl->dir != CBF_PORT_IN)
+            continue;
+        if (k >= (size_t)s->n) {
+            k -= (size_t)s->n;
+            continue;
+        }
+        cbf_port *in = s->ports[k];
+        pthread_mutex_lock(&in->mu);
+        *fill = in->count;
+        *depth = in->depth;
+        pthread_mutex_unlock(&in->mu);
+        return in->name;
+    }
+    return NULL;
+}

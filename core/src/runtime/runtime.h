@@ -1,6 +1,9 @@
 /* runtime.h (private to libcbf): what buffer.c, port.c, node.c, engine.c and
- * the GPU glue share. Symbols here are cbf_rt_* and hidden from the .so's
- * exported interface: plugins see only the public headers. */
+ * the GPU glue share, and the harness (harness/) drives. Symbols here are
+ * cbf_rt_* and hidden from the .so's exported interface: plugins see only
+ * the public headers. The front ends (frontends/) do not include it: what
+ * they may read of an engine is engine_view.h (included here, so the
+ * runtime sees the same declarations), and how they register frontend.h. */
 #ifndef CBF_RUNTIME_H
 #define CBF_RUNTIME_H
 
@@ -17,15 +20,13 @@
 #include "graph/graph_model.h"
 
 #define CBF_RT_HIDDEN __attribute__((visibility("hidden")))
+#include "engine_view.h"
 #define CBF_MAX_COUNTERS CBF_MAX_NODE_COUNTERS
 #define CBF_MAX_GAUGES CBF_MAX_NODE_GAUGES
 #define CBF_COUNTER_NAME_MAX 32
 /* Texts are named per beam with katgpucbf's stream names
  * ("tied-array-channelised-voltage.0x.quantiser-gain"). */
 #define CBF_TEXT_NAME_MAX 128
-
-/* ---- clock ---- */
-CBF_RT_HIDDEN uint64_t cbf_rt_now_ns(void);
 
 /* ---- pools (buffer.c) ---- */
 /* Wakes every waiter of the pool; cbf_pool_get returns CBF_ESTOPPED from now on. */
@@ -115,8 +116,8 @@ struct cbf_text {
     double updated;
 };
 
-/* One runtime request on its way to a node (request.c, frontends/zmq.c). The
- * control thread owns it; the node thread fills rc/err/reply and sets done. */
+/* One runtime request on its way to a node (request.c). The front end's
+ * thread owns it; the node thread fills rc/err/reply and sets done. */
 struct cbf_request {
     const cbf_request_decl *decl;
     cbf_params *args;
@@ -201,23 +202,7 @@ CBF_RT_HIDDEN void cbf_rt_node_stats(const cbf_node *n, uint64_t now_ns, cbf_nod
 /* ---- sensor status (sensor.c) ---- */
 CBF_RT_HIDDEN void cbf_rt_node_sensors_init(cbf_node *n);
 CBF_RT_HIDDEN void cbf_rt_node_sensors_destroy(cbf_node *n);
-/* UNIX seconds now. */
-CBF_RT_HIDDEN double cbf_rt_unix_now(void);
-/* A reader's look at counter / gauge k of n at time now: its value, its
- * status by the rules, and when its value last changed as seen by readers
- * (the first look at a value counts as its change). */
-CBF_RT_HIDDEN cbf_status cbf_rt_counter_look(cbf_node *n, int k, double now, uint64_t *v, double *updated);
-CBF_RT_HIDDEN cbf_status cbf_rt_gauge_look(cbf_node *n, int k, double now, double *v, double *updated);
-/* Text sensor i of n (i < cbf_rt_text_count): name, a malloc'd copy of the
- * value ("" before the first set; NULL when out of memory), status, time set. */
-CBF_RT_HIDDEN size_t cbf_rt_text_count(cbf_node *n);
-CBF_RT_HIDDEN const char *cbf_rt_text_look(cbf_node *n, size_t i, char **value, cbf_status *st,
-                                           double *updated);
-/* The worst status over every node's counters, gauges and texts, unknown
- * aside (nominal when all are unknown): the engine's device-status. */
-CBF_RT_HIDDEN cbf_status cbf_rt_engine_status(cbf_engine *e, double now);
-/* katgpucbf's device-status words for a status: ok, degraded, fail. */
-CBF_RT_HIDDEN const char *cbf_rt_device_status_word(cbf_status s);
+/* Readers' looks at counters, gauges and texts: engine_view.h. */
 
 /* ---- requests (request.c) ---- */
 CBF_RT_HIDDEN void cbf_rt_node_mailbox_init(cbf_node *n);
@@ -232,10 +217,8 @@ CBF_RT_HIDDEN int cbf_rt_node_post(cbf_node *n, struct cbf_request *req);
  * When the node has not taken it within timeout_ms, it is withdrawn
  * (nothing changed) and CBF_EIO returned with a message in req->err. */
 CBF_RT_HIDDEN int cbf_rt_node_submit(cbf_node *n, struct cbf_request *req, int timeout_ms);
-/* reply objects (jansson inside) */
+/* reply objects (jansson inside; freed and read: engine_view.h) */
 CBF_RT_HIDDEN struct cbf_reply *cbf_rt_reply_new(void);
-CBF_RT_HIDDEN void cbf_rt_reply_free(struct cbf_reply *r);
-CBF_RT_HIDDEN void *cbf_rt_reply_json(struct cbf_reply *r);   /* json_t *, borrowed */
 
 /* ---- a node driven from outside an engine (the harness) ---- */
 /* What drives a node no engine runs: the runtime calls it where an
@@ -252,64 +235,11 @@ typedef struct cbf_rt_driver {
     void *ctx;
 } cbf_rt_driver;
 
-/* ---- engine internals the control thread reads (engine.c) ---- */
-CBF_RT_HIDDEN const cbf_graph *cbf_rt_engine_graph(const cbf_engine *e);
-CBF_RT_HIDDEN cbf_node *cbf_rt_engine_node(cbf_engine *e, size_t i);
-/* The input queue of edge i: its name, buffers waiting, capacity. */
-CBF_RT_HIDDEN const char *cbf_rt_engine_queue(cbf_engine *e, size_t i, size_t *fill, size_t *depth);
-
-/* ---- one plugin request, shared by the ZeroMQ and katcp front ends (request.c) ---- */
+/* ---- requests (request.c; the front ends' call is in engine_view.h) ---- */
 #define CBF_RT_REQUEST_TIMEOUT_MS 5000   /* how long a node may take to reach its mailbox */
 /* The counter a node declaring a timed request (CBF_PARAM_TIMESTAMP) gets. */
 #define CBF_RT_STEADY_STATE "steady_state_timestamp"   /* katcp: NODE.steady-state-timestamp */
-struct cbf_text_kv;
 CBF_RT_HIDDEN const cbf_request_decl *cbf_rt_request_decl(const cbf_plugin_desc *d, const char *name);
-/* Finds the node answering `name` (the one named by `node`, or the only one
- * declaring it), checks the arguments (text, one YAML value each) against
- * the declaration, hands the request to the node and waits for its answer.
- * 0 with *reply (the plugin's fields; cbf_rt_reply_free it) and *node_at;
- * CBF_ENOTSUP: no such request (an unknown one); CBF_EINVAL: bad node or
- * arguments; else the node's refusal. The message is in err. */
-CBF_RT_HIDDEN int cbf_rt_request_call(cbf_engine *e, const char *name, const char *node,
-                                      const struct cbf_text_kv *args, size_t n_args, size_t *node_at,
-                                      cbf_reply **reply, cbf_error *err);
-
-/* The engine's sensors as a JSON object (a json_t *) by node: runtime
- * counts, queue fills, plugin counters and gauges (frontends/zmq.c); the katcp
- * front end reads its sensors from it. NULL when out of memory. */
-CBF_RT_HIDDEN void *cbf_rt_sensors_nodes(cbf_engine *e);
-
-/* ---- listening sockets for address engine keys (listen.c) ---- */
-/* Binds and listens on text ("PORT" on 127.0.0.1, "HOST:PORT", "[IPv6]:PORT")
- * for engine key `key` (where: its YAML place, for errors). *fd, and the
- * bound address in addr ("h:p", "[h]:p"). exposes (what a stranger could
- * do through it), when not NULL, is said in a warning when the address is
- * beyond loopback. CBF_ECONFIG for a malformed address, CBF_EIO. */
-CBF_RT_HIDDEN int cbf_rt_tcp_listen(const char *text, const char *key, const char *where, int backlog,
-                                    const char *exposes, int *fd, bool *v6, char *addr, size_t addr_n,
-                                    cbf_error *err);
-
-/* ---- katcp front end (katcp.c) ---- */
-typedef struct cbf_katcp cbf_katcp;
-/* Binds engine.katcp (none: *out = NULL, 0). */
-CBF_RT_HIDDEN int cbf_rt_katcp_open(cbf_engine *e, cbf_katcp **out, cbf_error *err);
-CBF_RT_HIDDEN int cbf_rt_katcp_start(cbf_katcp *k, cbf_error *err);
-CBF_RT_HIDDEN void cbf_rt_katcp_close(cbf_katcp *k);
-
-/* ---- control plane (frontends/zmq.c): REP requests, PUB sensors ---- */
-typedef struct cbf_control cbf_control;
-/* Binds the sockets the engine settings name (none: *out = NULL, 0). */
-CBF_RT_HIDDEN int cbf_rt_control_open(cbf_engine *e, cbf_control **out, cbf_error *err);
-CBF_RT_HIDDEN int cbf_rt_control_start(cbf_control *c, cbf_error *err);
-/* Stops the thread (publishing a last sensor message) and closes. */
-CBF_RT_HIDDEN void cbf_rt_control_close(cbf_control *c);
-
-/* ---- Prometheus exporter (metrics.c): GET /metrics over HTTP ---- */
-typedef struct cbf_metrics cbf_metrics;
-/* Binds engine.prometheus (none: *out = NULL, 0). */
-CBF_RT_HIDDEN int cbf_rt_metrics_open(cbf_engine *e, cbf_metrics **out, cbf_error *err);
-CBF_RT_HIDDEN int cbf_rt_metrics_start(cbf_metrics *m, cbf_error *err);
-CBF_RT_HIDDEN void cbf_rt_metrics_close(cbf_metrics *m);
 
 /* ---- GPU glue (gpu_cuda.c / gpu_none.c) ---- */
 CBF_RT_HIDDEN int cbf_rt_gpu_alloc(cbf_mem_kind kind, size_t size, void **out, cbf_error *err);

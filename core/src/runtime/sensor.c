@@ -212,6 +212,20 @@ cbf_status cbf_rt_gauge_look(cbf_node *n, int k, double now, double *v, double *
     return CBF_STATUS_NOMINAL;
 }
 
+void cbf_rt_sensor_about(cbf_node *n, const char *name, bool gauge, const char **units, const char **doc)
+{
+    int nk = gauge ? atomic_load_explicit(&n->n_gauges, memory_order_acquire)
+                   : atomic_load_explicit(&n->n_counters, memory_order_acquire);
+    for (int i = 0; i < nk; i++) {
+        const char *k = gauge ? n->gauges[i].name : n->counters[i].name;
+        if (strcmp(k, name))
+            continue;
+        *units = gauge ? n->gauges[i].units : n->counters[i].units;
+        *doc = gauge ? n->gauges[i].doc : n->counters[i].doc;
+        return;
+    }
+}
+
 static cbf_status worse(cbf_status a, cbf_status b) { return b > a ? b : a; }
 
 cbf_status cbf_rt_engine_status(cbf_engine *e, double now)

@@ -1,6 +1,7 @@
-/* listen.c: a listening TCP socket for an engine key that names an address
- * (`prometheus:`, `katcp:`): "PORT" (on 127.0.0.1), "HOST:PORT" or
- * "[IPv6]:PORT"; port 0 takes a free one, read back after the bind. */
+/* tcp.c: TCP addresses (tcp.h) split, and listened on for the engine keys
+ * that name one (`prometheus:`, `katcp:`) and any katcp server: "PORT" (on
+ * 127.0.0.1), "HOST:PORT" or "[IPv6]:PORT"; port 0 takes a free one, read
+ * back after the bind. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
@@ -12,9 +13,9 @@
 #include <unistd.h>
 
 #include "cbf/log.h"
-#include "runtime/runtime.h"
+#include "tcp.h"
 
-static int ls_split(const char *text, char *host, size_t hn, char *port, size_t pn)
+int cbf_tcp_split(const char *text, char *host, size_t hn, char *port, size_t pn)
 {
     const char *p;
     if (text[0] && strspn(text, "0123456789") == strlen(text)) {
@@ -50,28 +51,27 @@ static bool ls_loopback(const struct sockaddr_storage *sa)
     return false;
 }
 
-int cbf_rt_tcp_listen(const char *text, const char *key, const char *where, int backlog,
-                      const char *exposes, int *fd, bool *v6, char *addr, size_t addr_n, cbf_error *err)
+int cbf_tcp_listen(const char *text, const char *label, const char *where, int backlog, const char *exposes,
+                   int *fd, bool *v6, char *addr, size_t addr_n, cbf_error *err)
 {
     *fd = -1;
-    char host[256], port[8];
-    if (ls_split(text, host, sizeof host, port, sizeof port))
-        return cbf_error_set(err, CBF_ECONFIG, "%s: engine.%s: '%s' is not PORT, HOST:PORT or [IPv6]:PORT",
-                             where, key, text);
+    char host[256], port[8], at[1024];
+    snprintf(at, sizeof at, "%s%s%s", where ? where : "", where ? ": " : "", label);
+    if (cbf_tcp_split(text, host, sizeof host, port, sizeof port))
+        return cbf_error_set(err, CBF_ECONFIG, "%s: '%s' is not PORT, HOST:PORT or [IPv6]:PORT", at, text);
     struct addrinfo hints = {.ai_flags = AI_PASSIVE | AI_NUMERICSERV, .ai_family = AF_UNSPEC,
                              .ai_socktype = SOCK_STREAM}, *ai = NULL;
     int grc = getaddrinfo(host, port, &hints, &ai);
     if (grc)
-        return cbf_error_set(err, CBF_ECONFIG, "%s: engine.%s: host '%s': %s", where, key, host,
-                             gai_strerror(grc));
+        return cbf_error_set(err, CBF_ECONFIG, "%s: host '%s': %s", at, host, gai_strerror(grc));
     int s = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
     int one = 1, rc = CBF_OK;
     if (s < 0)
-        rc = cbf_error_set(err, CBF_EIO, "%s: engine.%s: socket: %s", where, key, strerror(errno));
+        rc = cbf_error_set(err, CBF_EIO, "%s: socket: %s", at, strerror(errno));
     else if (setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) ||
              bind(s, ai->ai_addr, ai->ai_addrlen) || listen(s, backlog))
-        rc = cbf_error_set(err, CBF_EIO, "%s: engine.%s: cannot listen on %s port %s: %s", where, key,
-                           host, port, strerror(errno));
+        rc = cbf_error_set(err, CBF_EIO, "%s: cannot listen on %s port %s: %s", at, host, port,
+                           strerror(errno));
     *v6 = ai->ai_family == AF_INET6;
     freeaddrinfo(ai);
     if (rc) {
@@ -86,8 +86,8 @@ int cbf_rt_tcp_listen(const char *text, const char *key, const char *where, int 
         getnameinfo((struct sockaddr *)&sa, sl, h, sizeof h, sv, sizeof sv, NI_NUMERICHOST | NI_NUMERICSERV);
     snprintf(addr, addr_n, *v6 ? "[%s]:%s" : "%s:%s", h, sv);
     if (exposes && !ls_loopback(&sa))
-        cbf_log_warn("engine.%s listens on %s, beyond this host's loopback: anyone who can reach it "
-                     "can %s; bind 127.0.0.1:PORT unless a firewall guards it", key, addr, exposes);
+        cbf_log_warn("%s listens on %s, beyond this host's loopback: anyone who can reach it "
+                     "can %s; bind 127.0.0.1:PORT unless a firewall guards it", label, addr, exposes);
     *fd = s;
     return CBF_OK;
 }

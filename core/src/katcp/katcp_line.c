@@ -1,4 +1,4 @@
-/* katcp_line.c: katcp v5 lines in and out (katcp.h).
+/* katcp_line.c: katcp v5 lines in and out (katcp_line.h).
  *
  * A message is TYPE NAME[ID] ARG...: TYPE one of ? ! #, NAME a letter then
  * letters, digits and hyphens, ID an optional positive decimal right after
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "katcp.h"
+#include "katcp_line.h"
 
 void cbf_katcp_msg_free(cbf_katcp_msg *m)
 {
@@ -195,6 +195,15 @@ void cbf_katcp_buf_start(cbf_katcp_buf *b, char type, const char *name, long lon
     int n = id >= 0 ? snprintf(head, sizeof head, "%c%s[%lld]", type, name, id)
                     : snprintf(head, sizeof head, "%c%s", type, name);
     cbf_katcp_buf_put(b, head, (size_t)n < sizeof head ? (size_t)n : sizeof head - 1);
+}
+
+void cbf_katcp_buf_msg(cbf_katcp_buf *b, char type, const char *name, long long id, size_t n,
+                       const char *const *args)
+{
+    cbf_katcp_buf_start(b, type, name, id);
+    for (size_t i = 0; i < n; i++)
+        cbf_katcp_buf_arg(b, args[i], strlen(args[i]));
+    cbf_katcp_buf_put(b, "\n", 1);
 }
 
 void cbf_katcp_buf_free(cbf_katcp_buf *b)

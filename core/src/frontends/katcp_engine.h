@@ -1,0 +1,32 @@
+/* katcp_engine.h (private to libcbf): what the engine's katcp front end's
+ * files share. The server is libcbf's own (cbf/katcp.h); these files are
+ * only what makes it an engine's: katcp.c opens it from the engine
+ * settings and answers ?halt; katcp_requests.c turns every other request
+ * into a plugin request (cbf_rt_request_call), with katgpucbf's positional
+ * forms; katcp_sensors.c names the engine's sensors NODE.NAME. */
+#ifndef CBF_KATCP_ENGINE_H
+#define CBF_KATCP_ENGINE_H
+
+#include "cbf/katcp.h"
+#include "runtime/engine_view.h"
+
+#define CBF_KATCP_ENGINE_HIDDEN __attribute__((visibility("hidden")))
+
+/* One engine's katcp front end: the user pointer of every hook below. */
+typedef struct cbf_katcp_engine {
+    cbf_engine *e;
+    const cbf_graph *g;
+    cbf_katcp_server *srv;
+} cbf_katcp_engine;
+
+/* ---- katcp_requests.c ---- */
+/* The server's fallback: any request that is not a built-in or ?halt. */
+CBF_KATCP_ENGINE_HIDDEN void cbf_katcp_engine_request(cbf_katcp_call *c, void *user);
+/* ?help's lines for the plugin requests (only `want` when not NULL). */
+CBF_KATCP_ENGINE_HIDDEN size_t cbf_katcp_engine_help(cbf_katcp_call *c, const char *want, void *user);
+
+/* ---- katcp_sensors.c ---- */
+/* The server's snapshot: the sensors of every node, and device-status. */
+CBF_KATCP_ENGINE_HIDDEN int cbf_katcp_engine_sensors(cbf_katcp_sensors *out, void *user);
+
+#endif
