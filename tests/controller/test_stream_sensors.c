@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pyfmt.h"
 #include "stream_sensors.h"
 
 static const char *data_dir;
@@ -209,18 +210,24 @@ static void test_float_text(void **state)
 {
     (void)state;
     char b[40];
-    cbf_sensor_float_text(0.5, b, sizeof b);
+    cbf_python_float(0.5, b, sizeof b);
     assert_string_equal(b, "0.5");
-    cbf_sensor_float_text(1712e6, b, sizeof b);
-    assert_string_equal(b, "1712000000");
-    cbf_sensor_float_text(0.1, b, sizeof b);
+    cbf_python_float(1712e6, b, sizeof b);
+    assert_string_equal(b, "1712000000.0");
+    cbf_python_float(0.1, b, sizeof b);
     assert_string_equal(b, "0.1");
-    cbf_sensor_float_text(-4194363.5, b, sizeof b);
+    cbf_python_float(-4194363.5, b, sizeof b);
     assert_string_equal(b, "-4194363.5");
-    cbf_sensor_float_text(1e-7, b, sizeof b);
+    cbf_python_float(1e-7, b, sizeof b);
     assert_string_equal(b, "1e-07");
+    cbf_python_float(1e16, b, sizeof b);
+    assert_string_equal(b, "1e+16");
+    cbf_python_float(123456.789e3, b, sizeof b);
+    assert_string_equal(b, "123456789.0");
+    cbf_python_float(0.0001, b, sizeof b);
+    assert_string_equal(b, "0.0001");
     double third = 1.0 / 3;
-    cbf_sensor_float_text(third, b, sizeof b);
+    cbf_python_float(third, b, sizeof b);
     assert_true(strtod(b, NULL) == third);
 }
 

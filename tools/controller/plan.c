@@ -343,15 +343,3 @@ int cbf_product_name_ok(const char *name)
                                                                            "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == n;
 }
 
-void cbf_python_float(double v, char *buf, size_t n)
-{
-    if (v == floor(v) && fabs(v) < 1e16) {
-        snprintf(buf, n, "%.0f.0", v);
-        return;
-    }
-    for (int prec = 1; prec <= 17; prec++) {   /* the shortest text that reads back as v */
-        snprintf(buf, n, "%.*g", prec, v);
-        if (strtod(buf, NULL) == v)
-            return;
-    }
-}

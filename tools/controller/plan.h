@@ -82,8 +82,5 @@ void cbf_product_plan_free(cbf_product_plan *plan);
 const cbf_plan_stream *cbf_product_plan_stream(const cbf_product_plan *plan, const char *name);
 /* katsdpcontroller's product names: [A-Za-z0-9_]+ (63 at most here). */
 int cbf_product_name_ok(const char *name);
-/* A float as Python's repr prints it (1712000000.0): katsdpcontroller's
- * dsim task names carry the ADC rate so. */
-void cbf_python_float(double v, char *buf, size_t n);
 
 #endif

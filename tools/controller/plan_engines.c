@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "plan_priv.h"
+#include "pyfmt.h"
 
 static const char *kind_name(int kind)
 {

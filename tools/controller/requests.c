@@ -6,6 +6,8 @@
  * gain-all, beam and capture requests to every engine of the stream. */
 #include "requests.h"
 
+#include "pyfmt.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -357,12 +359,9 @@ static int dsim_known(const cbf_product *p, const char *name)
         const cbf_product_stream *s = &p->streams[i];
         if (s->kind != CBF_STREAM_DIG || !s->u.dig.simulated)
             continue;
-        char task[256];
-        double rate = s->u.dig.adc_sample_rate;
-        if (rate == floor(rate) && fabs(rate) < 1e16)
-            snprintf(task, sizeof task, "sim.%s.%.1f", s->u.dig.antenna_name, rate);
-        else
-            snprintf(task, sizeof task, "sim.%s.%.17g", s->u.dig.antenna_name, rate);
+        char task[256], rate[40];
+        cbf_python_float(s->u.dig.adc_sample_rate, rate, sizeof rate);
+        snprintf(task, sizeof task, "sim.%s.%s", s->u.dig.antenna_name, rate);
         if (!strcmp(task, name))
             return 1;
     }

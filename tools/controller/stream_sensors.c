@@ -4,6 +4,8 @@
  * it would see from katsdpcontroller. */
 #include "stream_sensors.h"
 
+#include "pyfmt.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,24 +21,6 @@ typedef struct ss_ctx {
     int oom;
 } ss_ctx;
 
-void cbf_sensor_float_text(double x, char *buf, size_t n)
-{
-    int digits = 1;
-    for (; digits < 17; digits++) {
-        snprintf(buf, n, "%.*g", digits, x);
-        if (strtod(buf, NULL) == x)
-            break;
-    }
-    snprintf(buf, n, "%.*g", digits, x);
-    /* Plain digits where Python's repr uses them (exponents -4 to 15), so
-     * 1712e6 reads 1712000000, not 1.712e+09. */
-    char *e = strchr(buf, 'e');
-    if (e) {
-        int exp = atoi(e + 1);
-        if (exp >= -4 && exp < 16)
-            snprintf(buf, n, "%.*f", digits - 1 - exp > 0 ? digits - 1 - exp : 0, x);
-    }
-}
 
 /* Adds STREAM.name; value NULL (out of memory while making it) marks the set
  * incomplete. */
@@ -90,7 +74,7 @@ static void put_int(ss_ctx *c, const char *name, const char *desc, long long v)
 static void put_float(ss_ctx *c, const char *name, const char *units, const char *desc, double v)
 {
     char b[40];
-    cbf_sensor_float_text(v, b, sizeof b);
+    cbf_python_float(v, b, sizeof b);
     put(c, name, "float", units, desc, strdup(b));
 }
 

@@ -37,8 +37,5 @@ int cbf_stream_sensors_make(const cbf_product *p, cbf_stream_sensors *out, cbf_e
 cbf_stream_sensor *cbf_stream_sensors_find(cbf_stream_sensors *ss, const char *name);
 void cbf_stream_sensors_free(cbf_stream_sensors *ss);
 
-/* A float as katcp float text: the shortest "%.Ng" that reads back as x
- * (as Python's repr would print it, give or take an exponent's form). */
-void cbf_sensor_float_text(double x, char *buf, size_t n);
 
 #endif
