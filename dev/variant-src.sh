@@ -18,7 +18,13 @@ set -u
 root=$(cd "$1" && pwd) || exit 2
 dest=$2
 shift 2
-rm -rf "$dest" && mkdir -p "$dest" && cp -R "$root/kernels" "$dest/" || exit 1
+# DEST is made anew: removed first only where this script made it (its
+# mark inside) or where it is empty, never another folder given by mistake.
+if [ -e "$dest" ] && [ ! -e "$dest/.variant-src" ] && [ -n "$(ls -A "$dest" 2>/dev/null)" ]; then
+    echo "$0: $dest exists and is not a variant copy: give a new folder" >&2
+    exit 2
+fi
+rm -rf "$dest" && mkdir -p "$dest" && cp -R "$root/kernels" "$dest/" && : >"$dest/.variant-src" || exit 1
 dest=$(cd "$dest" && pwd)
 for e in "$@"; do
     case $e in

@@ -10,7 +10,8 @@
 #   - every tuning value (#define in kernels/*/*_tuning.h) can be set, one
 #     line changed;
 #   - and the check can fail: a patch whose context was edited away, an
-#     unknown patch and an unknown name are refused, naming the edit.
+#     unknown patch and an unknown name are refused, naming the edit (and a
+#     DEST that is some other folder is left alone).
 # Args: SOURCE_ROOT
 set -u
 src=$(realpath "$1") || exit 2
@@ -91,5 +92,8 @@ if [ -n "$first" ]; then
     fi
 fi
 refuse "an unknown patch" "no-such-variant" "$src" "$tmp/unknown" no-such-variant
+mkdir -p "$tmp/other" && : >"$tmp/other/keep"
+refuse "a DEST that is not a variant copy" "not a variant copy" "$src" "$tmp/other"
+[ -e "$tmp/other/keep" ] || bad "variant-src.sh removed a folder it had not made"
 refuse "an unknown name" "NO_SUCH_VALUE" "$src" "$tmp/unknown" NO_SUCH_VALUE=1
 exit $fail
