@@ -3,9 +3,11 @@
 # DDC's compile-time variants measured in one call. Builds the DDC targets
 # (build-device-ddc, as dev/device-ddc.sh), runs the ddc kernel test and
 # the narrowband chain test on the GPU for the source's defaults, benchmarks
-# them, then for each item of DDC_VARIANTS ("name:-DA=1,-DB=2 ...", commas for
-# spaces) recompiles ddc.cu with those flags (ptxas's registers for the
-# S >= 32 kernel, 10 bits), relinks cbf-bench and benchmarks it the same way:
+# them, then for each item of DDC_VARIANTS ("name:EDIT,EDIT ...": a patch
+# of dev/variants or NAME=VALUE for a #define kernels/ holds once, as
+# dev/variant-src.sh takes them) recompiles ddc.cu from a copy of kernels/
+# with those edits (ptxas's registers for the S >= 32 kernel, 10 bits),
+# relinks cbf-bench and benchmarks it the same way:
 # `cbf-bench ddc` with DDC_VARIANT_ARGS (default: S = 32, taps 256, the
 # tensor kernel and the S = 32, 1024-channel chain), DDC_VARIANT_REPS times.
 # Steps past DDC_BUDGET seconds (default 185) are skipped. The DDC object is

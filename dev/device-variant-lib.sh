@@ -1,9 +1,13 @@
 # Sourced by the device-*-variants.sh tuning scripts, on the GPU machine:
 # builds the tree and runs the beamform suite once (dev/device-all.sh),
 # leaves the shell in build-device-all (or VARIANT_DIR, below), and defines
-#   variant_compile SOURCE DEFINES OBJ   one CUDA source file (its name, e.g.
-#       beamform.cu) compiled with extra -D flags into OBJ, ptxas's report
-#       in OBJ.log (several may run at once)
+#   variant_compile SOURCE EDITS OBJ   one CUDA source file (its name, e.g.
+#       beamform.cu) of a copy of kernels/ with EDITS made to it
+#       (dev/variant-src.sh: NAME for dev/variants/NAME.patch, NAME=VALUE
+#       for a #define such as a tuning value; space-separated; none: the
+#       tree's own) compiled with the build's own nvcc command line into
+#       OBJ, the edits' and ptxas's report in OBJ.log (several may run at
+#       once; the copy is OBJ.src)
 #   variant_regs LOG KERNEL   registers and spill stores from such a report
 #       for the entry function whose mangled name matches KERNEL
 #   variant_link SOURCE OBJ   OBJ in place of SOURCE's object, every static
@@ -11,7 +15,9 @@
 #       correlator_sm90.cu.o too, by link_whole, and comes first on the
 #       link line: re-archiving one library alone left the old kernel
 #       linked), cbf-bench relinked
-#   variant_build SOURCE DEFINES KERNEL   the three in turn, in place
+#   variant_build SOURCE EDITS KERNEL   the three in turn, in place
+# The kernels hold no compile-time switches: a variant is a patch or a
+# changed constant of a copy (dev/variants/README.md).
 # Each object a variant replaced is removed at exit, so that the next build
 # there makes the tree's own again.
 # VARIANT_DIR set: the caller has built cbf-bench in that build directory
@@ -21,6 +27,7 @@ if [ -z "${VARIANT_DIR:-}" ]; then
     ALL_TESTS="--suite beamform" ALL_BENCH="" bash dev/device-all.sh 2>&1 | grep -E "== tests|== build"
     VARIANT_DIR=build-device-all
 fi
+VARIANT_ROOT=$PWD
 cd "$VARIANT_DIR"
 VARIANT_CMDS=$(ninja -t commands tools/bench/cbf-bench)
 
@@ -29,11 +36,24 @@ variant_obj() {
     echo "$VARIANT_CMDS" | grep "/$1.o -c" | grep -oE -- "-o [^ ]*/$1.o" | cut -c4-
 }
 
+# The copy's kernels/ stands in for the tree's on the command line (the
+# source and every -I of it): one file compiled from the copy takes the
+# copy's headers too.
 variant_compile() {
-    local cc obj
+    local cc obj src up tree
     cc=$(echo "$VARIANT_CMDS" | grep "/$1.o -c")
     obj=$(variant_obj "$1")
-    eval "${cc/-o $obj/-Xptxas -v $2 -o $3}" >"$3.log" 2>&1
+    src=$(echo "$cc" | grep -oE -- "-c [^ ]*kernels/[^ ]*/$1\$" | cut -c4-)
+    up=${src%%kernels/*}
+    case $3 in /*) tree=$3.src ;; *) tree=$PWD/$3.src ;; esac
+    if [ -z "$src" ] || [ -z "$up" ]; then
+        echo "no source path of $1 under kernels/ in: $cc" >"$3.log"
+        return 1
+    fi
+    # shellcheck disable=SC2086 # EDITS: one word each
+    bash "$VARIANT_ROOT/dev/variant-src.sh" "$VARIANT_ROOT" "$tree" $2 >"$3.log" 2>&1 || return 1
+    cc=${cc//"${up}kernels/"/$tree/kernels/}
+    eval "${cc/-o $obj/-Xptxas -v -o $3}" >>"$3.log" 2>&1
 }
 
 variant_regs() {
@@ -45,7 +65,7 @@ variant_regs() {
 # the next ninja there (a warm machine keeps the build) rebuilds the tree's
 # own instead of testing and linking the last variant.
 VARIANT_REPLACED=""
-trap 'rm -f $VARIANT_REPLACED' EXIT
+trap 'rm -rf $VARIANT_REPLACED' EXIT
 
 variant_link() {
     local ar obj
@@ -61,6 +81,7 @@ variant_link() {
 variant_build() {
     local obj
     obj=$(variant_obj "$1")
+    VARIANT_REPLACED="$VARIANT_REPLACED $PWD/$obj $PWD/$obj.src"
     variant_compile "$1" "$2" "$obj" || { tail -5 "$obj.log"; return 1; }
     variant_regs "$obj.log" "$3"
     variant_link "$1" "$obj"

@@ -2,8 +2,10 @@
 # On the GPU machine, within one short device call: the one-kernel beams'
 # (xb_wgmma) tuning runs. Builds only cbf-bench and the beam tests, runs
 # test_xb (the tree as it is: bit for bit against the CPU), compiles every
-# variant of XB_VARIANTS ("NAME:-DX=1,-DY=2 ..."; "base": as the tree is)
-# at once, one nvcc per variant, prints ptxas's registers and spills for
+# variant of XB_VARIANTS ("NAME:EDIT,EDIT ..."; EDIT: a patch of
+# dev/variants, e.g. xb-no-output, or a tuning value, e.g.
+# XB_REGS_CORR=192; "base": as the tree is; dev/variant-src.sh) at once,
+# one nvcc per variant, prints ptxas's registers and spills for
 # xb_wgmma, then runs `cbf-bench beam $XB_BENCH` for each, one after the
 # other (dev/device-variant-lib.sh's steps). XB_NCU=NAME: then
 # Nsight Compute (clocks left alone) on that variant's xb_wgmma and on

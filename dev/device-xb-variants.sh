@@ -1,8 +1,10 @@
 #!/bin/bash
 # On the GPU machine: the XB (correlator + beams in one kernel) tuning runs.
 # Builds the tree and the beamform tests (dev/device-all.sh), then for
-# each variant in XB_VARIANTS ("NAME:-DX=1,-DY=2 ..."; "base" = as shipped)
-# recompiles correlator_sm90.cu with those defines, relinks cbf-bench, prints
+# each variant in XB_VARIANTS ("NAME:EDIT,EDIT ..."; EDIT: a patch of
+# dev/variants, e.g. xb-no-dither, or a tuning value, e.g. XB_MIN_UNIT=16;
+# "base" = as shipped) recompiles correlator_sm90.cu from a copy of kernels/
+# with those edits (dev/variant-src.sh), relinks cbf-bench, prints
 # ptxas's registers and spills for xb_wgmma and runs `cbf-bench beam
 # $XB_BENCH` (default N = 64, 8 beams, 128- and 1024-channel buffers).
 source "$(dirname "$0")/device-variant-lib.sh"

@@ -37,27 +37,17 @@
 #include "beamform.h"
 #include "beamform_dev.cuh"
 #include "beamform_math.h"
+#include "beamform_tuning.h"
 #include "cbf_async.h"
 #include "cbf_mma.h"
 #include "cuda_check.h"
 
-#ifndef BF_WARPS
-#define BF_WARPS 8                        /* warps per block */
-#endif
+/* BF_WARPS, BF_NS, BF_MINB and BF_FILL: beamform_tuning.h */
 #define BF_THREADS (32 * BF_WARPS)
 #define BF_MT 2                           /* m16 tiles per warp */
 #define BF_WSPEC (16 * BF_MT)             /* spectra per warp: 32 */
 #define BF_BSPEC (BF_WARPS * BF_WSPEC)    /* spectra per block */
-#ifndef BF_NS
-#define BF_NS 6                           /* k-step buffers per warp: copies run BF_NS - 1 ahead */
-#endif
-#ifndef BF_MINB
-#define BF_MINB 2                         /* blocks per SM the registers are budgeted for */
-#endif
 #define BF_ROW (BF_WSPEC + 8)             /* words per antenna row of a buffer (8 mod 32) */
-#ifndef BF_FILL
-#define BF_FILL 2                         /* blocks per SM the grid aims for (batches per block) */
-#endif
 
 /* One warp's k-step of samples: 8 antennas x its 32 spectra, words. */
 typedef unsigned bf_buf[8][BF_ROW];
@@ -247,16 +237,11 @@ bf_kernel(cbf_beam_job job, size_t batch0, int bpb, int t0, int t1, int block0)
 #pragma unroll
                 for (int nt = 0; nt < 2; nt++) {
                     const uint4 w01 = sm.c.d01[kk][nt][lane];
-#if BF_DIGITS == 3
-                    const uint2 w2 = sm.c.d2[kk][nt][lane];
-#else
-                    const uint2 w2 = make_uint2(0u, 0u);
-#endif
 #pragma unroll
                     for (int i = 0; i < BF_MT; i++)
 #pragma unroll
                         for (int d = 0; d < BF_DIGITS; d++) {
-                            const uint2 wd = bf_digit_frag(w01, w2, d);
+                            const uint2 wd = bf_digit_frag(w01, d);
                             cbf_mma_s8(acc[i][nt][d], x[i].x, x[i].y, x[i].z, x[i].w, wd.x, wd.y);
                         }
                 }

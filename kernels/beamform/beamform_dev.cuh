@@ -24,9 +24,6 @@
  * the register pairs the mma takes. */
 typedef struct bf_coefs {
     uint4 d01[BF_KS][2][32];
-#if BF_DIGITS == 3
-    uint2 d2[BF_KS][2][32];
-#endif
 } bf_coefs;
 
 /* A coefficient's digit pairs against one antenna's (re, im) input bytes:
@@ -65,9 +62,6 @@ static __device__ __forceinline__ void bf_coef_make(bf_coefs &sc, int k, int j, 
         unsigned *d01 = (unsigned *)&sc.d01[kk][nt][lane];
         d01[half] = (unsigned)h[part][0] << sh;
         d01[2 + half] = (unsigned)h[part][1] << sh;
-#if BF_DIGITS == 3
-        ((unsigned *)&sc.d2[kk][nt][lane])[half] = (unsigned)h[part][2] << sh;
-#endif
     }
 }
 
@@ -84,9 +78,6 @@ static __device__ __forceinline__ void bf_coef_make(bf_coefs &sc, int k, int j, 
 #define BF_KQ (BF_STAGE / 16)
 typedef struct bf_coefs_pol {
     uint4 d01[2][BF_KQ][2][32];
-#if BF_DIGITS == 3
-    uint2 d2[2][BF_KQ][2][32];
-#endif
 } bf_coefs_pol;
 
 /* Beam slot j's coefficient digits for antenna k (bf_coef_make's values),
@@ -106,9 +97,6 @@ static __device__ __forceinline__ void bf_coef_make_pol(bf_coefs_pol &sc, int k,
             uint16_t *d01 = (uint16_t *)&sc.d01[p][kq][nt][lane];
             d01[2 * reg + hw] = p == pol ? h[part][0] : 0;
             d01[2 * (2 + reg) + hw] = p == pol ? h[part][1] : 0;
-#if BF_DIGITS == 3
-            ((uint16_t *)&sc.d2[p][kq][nt][lane])[2 * reg + hw] = p == pol ? h[part][2] : 0;
-#endif
         }
     }
 }
@@ -154,9 +142,8 @@ static __device__ __forceinline__ void bf_scales(const cbf_beam_job &job, int bg
 template <bool SMALL>
 static __device__ __forceinline__ float bf_join(const int (&q)[BF_DIGITS][4], int i, float inv)
 {
-    if (SMALL && BF_DIGITS == 2)
-        return __fmul_rn(__fmaf_rn(__int2float_rn(q[0][i]), 256.0f, __int2float_rn(q[BF_DIGITS - 1][i])),
-                         inv);
+    if (SMALL)
+        return __fmul_rn(__fmaf_rn(__int2float_rn(q[0][i]), 256.0f, __int2float_rn(q[1][i])), inv);
     long long s = 0;
 #pragma unroll
     for (int d = 0; d < BF_DIGITS; d++)
@@ -164,11 +151,10 @@ static __device__ __forceinline__ float bf_join(const int (&q)[BF_DIGITS][4], in
     return bf_unfix(s, inv);
 }
 
-/* Digit d's B-fragment pair of a coefficient word set (bf_coefs' d01 and,
- * for three digits, d2). */
-static __device__ __forceinline__ uint2 bf_digit_frag(uint4 d01, uint2 d2, int d)
+/* Digit d's B-fragment pair of a coefficient word (bf_coefs' d01). */
+static __device__ __forceinline__ uint2 bf_digit_frag(uint4 d01, int d)
 {
-    return d == 0 ? make_uint2(d01.x, d01.y) : d == 1 ? make_uint2(d01.z, d01.w) : d2;
+    return d == 0 ? make_uint2(d01.x, d01.y) : make_uint2(d01.z, d01.w);
 }
 
 /* The output bytes o of one lane's pair (spectra t and t + 1, one beam)

@@ -27,12 +27,9 @@
 #define BF_RCP(x) (1.0f / (x))
 #endif
 
-/* Coefficient bits (bf_beam_exp) and the int8 digits that hold them
- * (BF_DIGITS 3, 22 bits: timing runs only, the CPU and tests assume 2). */
-#ifndef BF_DIGITS
+/* Coefficient bits (bf_beam_exp) and the int8 digits that hold them. */
 #define BF_DIGITS 2
-#endif
-#define BF_COEF_BITS (BF_DIGITS == 3 ? 22 : 14)
+#define BF_COEF_BITS 14
 
 typedef struct bf_cplx {
     float re, im;
@@ -142,16 +139,8 @@ BF_FN int32_t bf_fixed(float v, float scale)
 BF_FN void bf_digits(int32_t q, int8_t d[BF_DIGITS])
 {
     const int32_t lo = (int32_t)(int8_t)(uint8_t)((uint32_t)q & 0xffu);
-#if BF_DIGITS == 3
-    const int32_t q1 = (q - lo) / 256;
-    const int32_t mid = (int32_t)(int8_t)(uint8_t)((uint32_t)q1 & 0xffu);
-    d[0] = (int8_t)((q1 - mid) / 256);
-    d[1] = (int8_t)mid;
-    d[2] = (int8_t)lo;
-#else
     d[0] = (int8_t)((q - lo) / 256);
     d[1] = (int8_t)lo;
-#endif
 }
 
 /* An exact integer sum back to a beam value: its float32 (exact below

@@ -64,6 +64,7 @@
 
 #include "beamform_dev.cuh"
 #include "cbf_mma.h"
+#include "correlator_sm90_tuning.h"
 
 #define THREADS 256
 #define TS 64                   /* spectra per stage */
@@ -76,15 +77,6 @@
 #define DEPTH 4                    /* ring slots */
 /* B's two buffers, the ring, its mbarriers, 1024 bytes for alignment */
 #define SMEM_BYTES (2 * BSW_BYTES + DEPTH * RAW_BYTES + 8 * DEPTH + 1024)
-/* Timing-only switches of xb_wgmma's hand-over (right with XB_BEAM_MODE 0
- * only): refills not waiting for the beams' release, the flush not waiting
- * for the beams' end. */
-#ifndef XB_NOEMPTY
-#define XB_NOEMPTY 0
-#endif
-#ifndef XB_NOB3
-#define XB_NOB3 0
-#endif
 #define UNIT_MAX 1023 /* stages per piece: int32 partial sums stay exact */
 /* The flush's staging rows (corr_run): 64 a1 x 8 values, int32, and 8
  * words more so that the two rows and two pols one quarter-warp stores
@@ -566,7 +558,7 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
          * beams, where they are formed: their warps say when), refills */
         if (tid == 0) {
             if (s + DEPTH < n) {
-                if (u.empty && !XB_NOEMPTY)
+                if (u.empty)
                     mbar_wait(u.empty + 8u * (unsigned)(s % DEPTH), (unsigned)(s / DEPTH) & 1u);
                 issue(s + DEPTH);
             }
@@ -614,7 +606,7 @@ __device__ __forceinline__ void corr_run(corr_unit &u, const CUtensorMap *map, i
          * idle once their warps are done with their last stage: they
          * arrive on barrier 3 then (xb_beams), which these threads wait
          * at. */
-        if (u.empty && !XB_NOB3)
+        if (u.empty)
             asm volatile("barrier.sync 3, %0;\n" ::"n"(THREADS + 128) : "memory");
 #pragma unroll
         for (int j = START / 8; j < (START + W) / 8; j++) {
@@ -759,51 +751,27 @@ __global__ void __launch_bounds__(THREADS, 1)
  * so the usual beams need half the products of the two-pol layout).
  * Presence is applied to the samples (zeros for an antenna missing from
  * the batch), the coefficient digits of up to 8 beams sit in the ring
- * slots' halves a diagonal tile leaves empty (XB_LEAN below: the one
- * kernel 33.6% over the correlator alone on 1024-channel buffers against
- * 39-41% with them after the correlator's 193 KB, cbf-bench beam,
- * 2026-11-25). Registers: the correlating
- * warpgroups need about 200 and the block has 65536 for 384 threads, so
- * warpgroup 2 gives back its share (setmaxnreg) and theirs grows. */
+ * slots' halves a diagonal tile leaves empty (below: the one kernel 33.6%
+ * over the correlator alone on 1024-channel buffers against 39-41% with
+ * them after the correlator's 193 KB, cbf-bench beam, 2026-11-25).
+ * Registers: the correlating warpgroups need about 200 and the block has
+ * 65536 for 384 threads, so warpgroup 2 gives back its share (setmaxnreg)
+ * and theirs grows. */
 #define XB_THREADS (THREADS + 128)
 /* The beams' coefficient digits and mbarriers, and a presence mask per
- * batch (a block's UNIT_MAX stages meet at most UNIT_MAX + 1 batches).
- * XB_LEAN: in the ring, whose slots' B halves a diagonal tile never fills,
- * in slots 2 and 3, past the flush's staging (TILE rows of FL_ROW words
- * from sbase): the block takes corr_wgmma's shared memory and no more.
- * Else after the correlator's. */
-#ifndef XB_LEAN
-#define XB_LEAN 1
-#endif
-#define XB_COEF_OFS (XB_LEAN ? 2 * BSW_BYTES + 2 * RAW_BYTES + 2 * HALF_BYTES : SMEM_BYTES)
-#define XB_MASK_OFS (XB_LEAN ? 2 * BSW_BYTES + 3 * RAW_BYTES + 2 * HALF_BYTES : XB_COEF_OFS + XB_AUX)
+ * batch (a block's UNIT_MAX stages meet at most UNIT_MAX + 1 batches): in
+ * the ring, whose slots' B halves a diagonal tile never fills, in slots 2
+ * and 3, past the flush's staging (TILE rows of FL_ROW words from sbase):
+ * the block takes corr_wgmma's shared memory and no more. The registers of
+ * each warpgroup (XB_REGS_*) and the pieces' least length (XB_MIN_UNIT):
+ * correlator_sm90_tuning.h. */
+#define XB_COEF_OFS (2 * BSW_BYTES + 2 * RAW_BYTES + 2 * HALF_BYTES)
+#define XB_MASK_OFS (2 * BSW_BYTES + 3 * RAW_BYTES + 2 * HALF_BYTES)
 #define XB_AUX ((int)sizeof(bf_coefs_pol) + 8 * DEPTH)
-#define XB_SMEM (XB_LEAN ? SMEM_BYTES : SMEM_BYTES + XB_AUX + 8 * (UNIT_MAX + 1))
-static_assert(!XB_LEAN || (TILE * FL_ROW * 4 <= XB_COEF_OFS && XB_AUX <= 2 * HALF_BYTES &&
-                           8 * (UNIT_MAX + 1) <= 2 * HALF_BYTES),
+#define XB_SMEM SMEM_BYTES
+static_assert(TILE * FL_ROW * 4 <= XB_COEF_OFS && XB_AUX <= 2 * HALF_BYTES &&
+                  8 * (UNIT_MAX + 1) <= 2 * HALF_BYTES,
               "the beams' data fit the ring slots' B halves, past the staging");
-#ifndef XB_REGS_CORR
-#define XB_REGS_CORR 200
-#define XB_REGS_BEAM 104 /* 200 x 256 + 104 x 128 = the 168 x 384 of the launch */
-#endif
-#ifndef XB_BEAM_MODE
-#define XB_BEAM_MODE 2 /* tuning runs: 0 barriers only, 1 and the coefficients, 2 the beams */
-#endif
-#ifndef XB_EARLY
-#define XB_EARLY 1 /* tuning runs: 0 a slot released after the stage's output, not its products */
-#endif
-#ifndef XB_MASKED
-#define XB_MASKED 0 /* timing only: every batch's samples masked, all antennas there or not */
-#endif
-#ifndef XB_NOOUT
-#define XB_NOOUT 0 /* timing only: the beams' sums folded into the counts, no output */
-#endif
-#ifndef XB_NODITHER
-#define XB_NODITHER 0 /* timing only: the output without dither whatever the job says */
-#endif
-#ifndef XB_MIN_UNIT
-#define XB_MIN_UNIT 8 /* shorter pieces than corr_wgmma's: more blocks where channels are few */
-#endif
 
 #ifdef CBF_SM90_DEVICE
 __device__ __forceinline__ void xb_sync_beams() { asm volatile("barrier.sync 1, 128;\n" ::: "memory"); }
@@ -947,56 +915,54 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
     int beam[2] = {-1, -1};  /* this lane's beams: slots tig and 4 + tig */
     float inv[2] = {0.0f, 0.0f}; /* and their 1 / s_b */
 
-    if (XB_BEAM_MODE >= 1) {
-        /* the presence of every batch the block meets, one 64-bit mask
-         * each, so that a new batch costs no global load */
-        auto load_masks = [&]() {
-            const int nbat = (u.r + n - 1) / u.steps + 1;
-            for (int k = warp; k < nbat; k += 4) {
-                const uint8_t *f = bj.present + (size_t)(u.batch + k) * A;
-                const unsigned lo = __ballot_sync(0xffffffffu, lane < A && f[lane]);
-                const unsigned hi = __ballot_sync(0xffffffffu, lane + 32 < A && f[lane + 32]);
-                if (lane == 0)
-                    masks[k] = (unsigned long long)hi << 32 | lo;
-            }
-        };
+    /* the presence of every batch the block meets, one 64-bit mask
+     * each, so that a new batch costs no global load */
+    auto load_masks = [&]() {
+        const int nbat = (u.r + n - 1) / u.steps + 1;
+        for (int k = warp; k < nbat; k += 4) {
+            const uint8_t *f = bj.present + (size_t)(u.batch + k) * A;
+            const unsigned lo = __ballot_sync(0xffffffffu, lane < A && f[lane]);
+            const unsigned hi = __ballot_sync(0xffffffffu, lane + 32 < A && f[lane + 32]);
+            if (lane == 0)
+                masks[k] = (unsigned long long)hi << 32 | lo;
+        }
+    };
+#pragma unroll
+    for (int nt = 0; nt < 2; nt++)
+        beam[nt] = xb_slot_beam(slots, 4 * nt + tig);
+    if (dig) {
+        /* the channel's digits as xb_digits_kernel made them, loaded
+         * in one round with the scales before the masks: no
+         * coefficient maths on the block's critical path (8.3 of the
+         * one kernel's 25.8% at 128-channel buffers of 4 heaps went on
+         * making them here, cbf-bench beam, 2026-11-25) */
+        constexpr int PER = (int)(sizeof(bf_coefs_pol) / 16) / 128;
+        static_assert(sizeof(bf_coefs_pol) % (16 * 128) == 0, "whole rounds of 16-byte copies");
+        const uint4 *src = dig + (size_t)c * (sizeof(bf_coefs_pol) / 16);
+        uint4 v[PER];
+#pragma unroll
+        for (int i = 0; i < PER; i++)
+            v[i] = src[tid + 128 * i];
 #pragma unroll
         for (int nt = 0; nt < 2; nt++)
-            beam[nt] = xb_slot_beam(slots, 4 * nt + tig);
-        if (dig) {
-            /* the channel's digits as xb_digits_kernel made them, loaded
-             * in one round with the scales before the masks: no
-             * coefficient maths on the block's critical path (8.3 of the
-             * one kernel's 25.8% at 128-channel buffers of 4 heaps went on
-             * making them here, cbf-bench beam, 2026-11-25) */
-            constexpr int PER = (int)(sizeof(bf_coefs_pol) / 16) / 128;
-            static_assert(sizeof(bf_coefs_pol) % (16 * 128) == 0, "whole rounds of 16-byte copies");
-            const uint4 *src = dig + (size_t)c * (sizeof(bf_coefs_pol) / 16);
-            uint4 v[PER];
+            if (beam[nt] >= 0)
+                inv[nt] = dinv[beam[nt]];
+        load_masks();
+        uint4 *dst = reinterpret_cast<uint4 *>(&sc);
 #pragma unroll
-            for (int i = 0; i < PER; i++)
-                v[i] = src[tid + 128 * i];
+        for (int i = 0; i < PER; i++)
+            dst[tid + 128 * i] = v[i];
+    } else {
+        xb_make_digits(bj, c, tid, slots, pmask, sc, s_part);
+        load_masks();
 #pragma unroll
-            for (int nt = 0; nt < 2; nt++)
-                if (beam[nt] >= 0)
-                    inv[nt] = dinv[beam[nt]];
-            load_masks();
-            uint4 *dst = reinterpret_cast<uint4 *>(&sc);
-#pragma unroll
-            for (int i = 0; i < PER; i++)
-                dst[tid + 128 * i] = v[i];
-        } else {
-            xb_make_digits(bj, c, tid, slots, pmask, sc, s_part);
-            load_masks();
-#pragma unroll
-            for (int nt = 0; nt < 2; nt++)
-                if (beam[nt] >= 0) {
-                    float scale;
-                    xb_scales(s_part, beam[nt], &scale, &inv[nt]);
-                }
-        }
-        xb_sync_beams();
+        for (int nt = 0; nt < 2; nt++)
+            if (beam[nt] >= 0) {
+                float scale;
+                xb_scales(s_part, beam[nt], &scale, &inv[nt]);
+            }
     }
+    xb_sync_beams();
 
     /* done with stage s's slot (its samples are in registers, taken by the
      * products: the output work below does not hold the refill): the
@@ -1065,14 +1031,9 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
                      * against 12.9% / 22.7% / 47.3%, cbf-bench beam as
                      * stages() below says, 2026-11-25) */
                     const uint4 w01 = sc.d01[p][kq][nt][lane];
-#if BF_DIGITS == 3
-                    const uint2 w2 = sc.d2[p][kq][nt][lane];
-#else
-                    const uint2 w2 = make_uint2(0u, 0u);
-#endif
 #pragma unroll
                     for (int d = 0; d < BF_DIGITS; d++) {
-                        const uint2 wd = bf_digit_frag(w01, w2, d);
+                        const uint2 wd = bf_digit_frag(w01, d);
                         cbf_mma_s8(acc[nt][d], a0, a1, a2, a3, wd.x, wd.y);
                     }
                 }
@@ -1086,7 +1047,7 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
     /* the same after prep(bat), with or without the masking */
     auto products = [&](int s, int bat, int (&acc)[2][BF_DIGITS][4], auto single) {
         prep(bat);
-        if (allp && !XB_MASKED)
+        if (allp)
             run(s, acc, single, xb_flag<false>{});
         else
             run(s, acc, single, xb_flag<true>{});
@@ -1097,16 +1058,9 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
      * spectra t and t + 1 of the heap; n-tile nt holds the beam of slot
      * 4 nt + tig, z[nt] its dither state of spectrum t's draw (bf_pair;
      * the absolute spectrum t is even when `even`, else odd: a heap is
-     * whole stages of an even count). XB_NOOUT (timing only): the sums
-     * folded into the counts instead */
+     * whole stages of an even count) */
     auto emit = [&](int bat, int rr, const int (&acc)[2][BF_DIGITS][4], const uint64_t (&z)[2], auto dith,
                     auto even) {
-        if (XB_NOOUT) {
-#pragma unroll
-            for (int i = 0; i < 8 * BF_DIGITS; i++)
-                sat[i / (4 * BF_DIGITS)] ^= (unsigned)(&acc[0][0][0])[i];
-            return;
-        }
         const int t = rr * TS + 16 * warp + 2 * g;
         int8_t o[2][2][2];
         int clip[2][2];
@@ -1142,13 +1096,6 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
      * 128-channel buffers of 4 heaps, 1024 of 32), 20 bytes spilled;
      * cbf-bench beam, 2026-11-25.) */
     auto stages = [&](auto single, auto dith, auto even) {
-        if (XB_BEAM_MODE < 2) {
-            for (int s = 0; s < n; s++) {
-                mbar_wait(bar0 + 8u * (unsigned)(s % DEPTH), (unsigned)(s / DEPTH) & 1u);
-                release(s);
-            }
-            return;
-        }
         int bat = batch, rr = r;
         /* the dither states of the first stage's spectrum t's draws, then
          * a step of TS / 2 draws per stage (the counter is linear in the
@@ -1164,18 +1111,15 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
         for (int s = 0; s < n; s++) {
             int acc[2][BF_DIGITS][4] = {};
             products(s, bat, acc, single);
-            if (XB_EARLY)
-                release(s);
+            release(s);
             emit(bat, rr, acc, z, dith, even);
             z[0] += zstep;
             z[1] += zstep;
-            if (!XB_EARLY)
-                release(s);
             next(bat, rr);
         }
     };
     const bool one_pol = npol[0] <= 1 && npol[1] <= 1;
-    const bool dither = bj.dither && !XB_NODITHER;
+    const bool dither = bj.dither;
     /* every lane's first spectrum is even where the job's first is (heaps
      * and stages hold even counts): one draw per pair, not two */
     const bool even = !(bj.first_spectrum & 1u);
@@ -1193,8 +1137,7 @@ __device__ __forceinline__ void xb_beams(const corr_unit &u, const cbf_beam_job 
         by_dither(xb_flag<false>{});
     /* done with the ring: the correlator's flush may stage its products
      * there (corr_run waits at barrier 3; an arrival does not wait) */
-    if (!XB_NOB3)
-        asm volatile("barrier.arrive 3, %0;\n" ::"n"(THREADS + 128) : "memory");
+    asm volatile("barrier.arrive 3, %0;\n" ::"n"(THREADS + 128) : "memory");
 #pragma unroll
     for (int nt = 0; nt < 2; nt++)
         if (sat[nt])
@@ -1250,8 +1193,6 @@ __global__ void __launch_bounds__(XB_THREADS, 1)
     /* the ring's mbarriers (one arrival: the copy's) and the beams' (one
      * per beam warp), then the only barrier of all 384 threads */
     unsigned char *sb = smem_dyn + (u.sbase - (unsigned)__cvta_generic_to_shared(smem_dyn));
-    if (!XB_LEAN)
-        sb = smem_dyn;
     u.empty = (unsigned)__cvta_generic_to_shared(sb + XB_COEF_OFS + sizeof(bf_coefs_pol));
     u.staged = 1;
     if (threadIdx.x == 0) {
@@ -1268,8 +1209,6 @@ __global__ void __launch_bounds__(XB_THREADS, 1)
         corr_tile<8>(u, &map);
     } else {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(XB_REGS_BEAM));
-        if (XB_BEAM_MODE < 0) /* timing only, with XB_NOEMPTY and XB_NOB3 */
-            return;
         xb_beams(u, bj, *(bf_coefs_pol *)(sb + XB_COEF_OFS), (unsigned long long *)(sb + XB_MASK_OFS), s_part,
                  dig, dinv);
     }
