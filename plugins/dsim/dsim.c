@@ -5,10 +5,17 @@
  * dsim_model.h for the signal and README.md for parameters. A CPU source;
  * its buffers are pinned when the engine uses the GPU (memory: auto).
  *
+ * The signal may instead be written in katgpucbf's signal language
+ * (dsim_lang.h: cw, multicw, comb, wgn, delay, nodither, + - *,
+ * variables; one expression per polarisation), with katgpucbf's meaning
+ * (dsim_eval.h) and quantiser (dither, clipping to +-FS): the YAML's
+ * `signals`, or the `signals` request's argument of that name.
+ *
  * The `signals` request replaces the signal from a timestamp on, exactly
  * to the sample: the new signal is built (and in replay mode its period
  * packed) when the request comes, queued, and the chunk that holds the
  * timestamp is generated piecewise, each sample by the signal in force.
+ * The `time` request answers the dsim's clock, as katgpucbf's ?time.
  *
  * mode: compute makes every sample from the model; mode: replay makes one
  * period of every stream at init and copies it at the right offset, which
@@ -18,10 +25,12 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "dsim_lang.h"
 #include "dsim_model.h"
 #include "dsim_replay.h"
 #include "dsim_signal.h"
@@ -87,8 +96,19 @@ static const cbf_param_decl dsim_params[] = {
      .doc = "compute: every sample from the model; replay: one period computed at init, then copied"},
     {.name = "period", .type = CBF_PARAM_INT, .def = "1048576", .has_range = 1, .min = 4096,
      .max = 1 << 30,
-     .doc = "replay: samples per repeat, a power of two; tones are rounded to multiples of "
-            "adc_sample_rate / period"},
+     .doc = "samples per repeat, a power of two: of the replay (tones are rounded to multiples of "
+            "adc_sample_rate / period), and of a `signals` signal in either mode"},
+    {.name = "signals", .type = CBF_PARAM_STRING, .def = "",
+     .doc = "the signal in katgpucbf's language, one expression per pol (or one for both, or one "
+            "per input), e.g. \"cw(0.1, 400e6); wgn(0.05);\"; instead of tones ... common_noise"},
+    {.name = "max_period", .type = CBF_PARAM_INT, .def = "0", .has_range = 1, .min = 0,
+     .max = 1 << 30,
+     .doc = "the longest period a signals request may ask, a power of two that `period` divides "
+            "(katgpucbf's max-period); 0: period"},
+    {.name = "dither_seed", .type = CBF_PARAM_INT, .def = "-1", .has_range = 1, .min = -1,
+     .max = 9.2e18,
+     .doc = "seed of the dither of signals in katgpucbf's language; -1: random (as katgpucbf), "
+            "shown by the dither_seed text"},
     {.name = "realtime", .type = CBF_PARAM_BOOL, .def = "false",
      .doc = "pace to the wall clock, counting late chunks: with the engine's sync_time, timestamps "
             "are (now - sync_time) x adc_sample_rate and each chunk leaves once its last sample's "
@@ -106,6 +126,11 @@ static const cbf_port_decl dsim_ports[] = {
  * signal); given: replaced, [] meaning none. Lists are flat, one group of
  * the YAML record's fields per entry. */
 static const cbf_param_decl dsim_signal_args[] = {
+    {.name = "signals", .type = CBF_PARAM_STRING, .def = "",
+     .doc = "the signal in katgpucbf's language (one expression per pol, or per input); instead "
+            "of tones ... common_noise"},
+    {.name = "antenna", .type = CBF_PARAM_INT, .def = "-1", .has_range = 1, .min = -1,
+     .max = 4095, .doc = "with signals: the antenna it is for (the others keep theirs); -1: all"},
     {.name = "at", .type = CBF_PARAM_INT, .def = "-1", .has_range = 1, .min = -1, .max = 9.2e18,
      .doc = "timestamp (sample) of the first sample of the new signal; -1: the next chunk",
      .flags = CBF_PARAM_TIMESTAMP},
@@ -121,13 +146,17 @@ static const cbf_param_decl dsim_signal_args[] = {
      .doc = "independent Gaussian noise RMS"},
     {.name = "common_noise", .type = CBF_PARAM_FLOAT, .def = "0", .has_range = 1, .min = 0,
      .max = 100, .doc = "shared Gaussian noise RMS"},
-    {.name = "period", .type = CBF_PARAM_INT, .def = "1048576", .has_range = 1, .min = 4096,
-     .max = 1 << 30, .doc = "replay: samples per repeat of the new signal, a power of two"},
+    {.name = "period", .type = CBF_PARAM_INT, .def = "1048576", .has_range = 1, .min = 1,
+     .max = 1 << 30,
+     .doc = "samples per repeat of the new signal: with signals a divisor of max_period (default "
+            "max_period); cbf's form in replay mode a power of two of at least 4096"},
 };
 
 static const cbf_request_decl dsim_requests[] = {
     {.name = "signals", .args = dsim_signal_args, .n_args = CBF_COUNT_OF(dsim_signal_args),
      .doc = "replace the signal from a timestamp on, exact to the sample"},
+    {.name = "time", .args = NULL, .n_args = 0, .flags = CBF_REQUEST_READS,
+     .doc = "the dsim's clock: UNIX seconds of now (time) and its sample (timestamp)"},
 };
 
 typedef struct dsim {
@@ -158,6 +187,8 @@ typedef struct dsim {
     int64_t pos0, lag;
     cbf_counter *c_samples, *c_saturated, *c_missing, *c_late, *c_reused, *c_changes;
     cbf_gauge *g_period;
+    cbf_text *t_signals, *t_orig;   /* the signal in force, and the text it came from */
+    cbf_dsim_lang_ctx lang;         /* max_period and mode, for the language */
     /* Replay: which phase of the period each pool buffer holds, so a buffer
      * that comes back unchanged to be filled with the same phase is not
      * copied into again (one slot per pool buffer, claimed on first use). */
@@ -229,9 +260,20 @@ static int dsim_read_params(const cbf_node *node, dsim *s, const cbf_params *p, 
         return cbf_error_set(err, CBF_ECONFIG, "%s: start: with realtime: true and the engine's "
                              "sync_time, the wall clock sets the first timestamp; leave start out",
                              cbf_params_where(p, "start"));
-    if (s->replay && (period & (period - 1)))
+    const bool lang = cbf_params_string(p, "signals")[0] != '\0';
+    if ((s->replay || lang) && (period & (period - 1)))
         return cbf_error_set(err, CBF_ECONFIG, "%s: period = %lld is not a power of two",
                              cbf_params_where(p, "period"), (long long)period);
+    /* Left out: period (its largest power-of-two divisor in compute mode
+     * with cbf's form, where period itself means nothing). */
+    const int64_t max_period = cbf_params_int(p, "max_period") ? cbf_params_int(p, "max_period")
+                                                               : period & -period;
+    if ((max_period & (max_period - 1)) ||
+        ((s->replay || lang || cbf_params_given(p, "max_period")) && max_period % period))
+        return cbf_error_set(err, CBF_ECONFIG, "%s: max_period = %lld: a power of two that period "
+                             "(%lld) divides", cbf_params_where(p, "max_period"),
+                             (long long)max_period, (long long)period);
+    s->lang = (cbf_dsim_lang_ctx){.replay = s->replay, .max_period = max_period};
     if (s->spc % HEAP)
         return cbf_error_set(err, CBF_ECONFIG,
                              "%s: samples_per_chunk = %zu is not a multiple of the heap (%d)",
@@ -278,8 +320,40 @@ static int dsim_read_params(const cbf_node *node, dsim *s, const cbf_params *p, 
         .bits = s->bits,
         .delays = s->delays,
         .seed = (uint64_t)cbf_params_int(p, "seed"),
+        .dither_seed = cbf_params_int(p, "dither_seed") < 0 ? cbf_dsim_system_entropy(NULL)
+                                                            : (uint64_t)cbf_params_int(p, "dither_seed"),
     };
     return 0;
+}
+
+/* The signal in force on its sensors: its period, every input as
+ * katgpucbf writes it, and the language text it came from. */
+static void dsim_show_signal(dsim *s)
+{
+    cbf_gauge_set(s->g_period, (double)s->sig.repeat);
+    cbf_text_set(s->t_signals, s->sig.text, CBF_STATUS_NOMINAL);
+    cbf_text_set(s->t_orig, s->sig.spec.lang_text ? s->sig.spec.lang_text : "", CBF_STATUS_NOMINAL);
+}
+
+/* katgpucbf's dsim sensors (katcp dsim.max-period, dsim.signals, ...):
+ * what requests may ask, fixed at init, and the signal. */
+static void dsim_describe_signal(cbf_node *node, dsim *s)
+{
+    cbf_counter *c = cbf_node_counter(node, "max_period");
+    cbf_counter_set(c, (uint64_t)s->lang.max_period);
+    cbf_counter_describe(c, "samples", "longest period a signals request may ask (max-period)");
+    c = cbf_node_counter(node, "sample_bits");
+    cbf_counter_set(c, (uint64_t)s->bits);
+    cbf_counter_describe(c, "", "bits in each output sample");
+    /* katgpucbf's sync-time and adc-sample-rate (floats) would be gauges,
+     * and every gauge needs its Prometheus help in the core's table
+     * (metrics_names.c): left to it; the engine's sync_time is the same. */
+    char seed[24];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)s->fixed.dither_seed);
+    cbf_text_set(cbf_node_text(node, "dither_seed"), seed, CBF_STATUS_NOMINAL);
+    s->t_signals = cbf_node_text(node, "signals");
+    s->t_orig = cbf_node_text(node, "signals_orig");
+    dsim_show_signal(s);
 }
 
 static int dsim_init(cbf_node *node, cbf_error *err)
@@ -295,8 +369,8 @@ static int dsim_init(cbf_node *node, cbf_error *err)
     if (cbf_dsim_workers_create(node, s->threads, &s->workers))
         return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     cbf_dsim_spec spec;
-    if ((rc = cbf_dsim_spec_from_params(p, 2 * s->antennas,
-                                        s->replay ? cbf_params_int(p, "period") : 0, &spec, err)))
+    if ((rc = cbf_dsim_spec_from_params(p, 2 * s->antennas, cbf_params_int(p, "period"), &s->lang,
+                                        &spec, err)))
         return rc;
     if ((rc = cbf_dsim_signal_build(&s->sig, &spec, &s->fixed, s->workers, err)))
         return rc == CBF_EINVAL ? CBF_ECONFIG : rc;
@@ -351,8 +425,8 @@ static int dsim_init(cbf_node *node, cbf_error *err)
     s->c_changes = cbf_node_counter(node, "signal_changes");
     /* Samples after which the signal in force repeats; 0: never (compute). */
     s->g_period = cbf_node_gauge(node, "period");
-    cbf_gauge_set(s->g_period, (double)s->sig.spec.period);
     cbf_gauge_describe(s->g_period, "samples", "samples after which the signal in force repeats (0: never)");
+    dsim_describe_signal(node, s);
     cbf_counter_describe(s->c_samples, "", "samples generated, per input");
     cbf_counter_describe(s->c_saturated, "", "samples clipped to the digitiser's range");
     cbf_counter_describe(s->c_missing, "", "heaps flagged missing in the generated data (as the signal asks)");
@@ -534,8 +608,25 @@ static void dsim_take_changes(dsim *s, int64_t ts)
         free(sig);
         cbf_timed_pop(s->pend, 1);
         s->gen++;
-        cbf_gauge_set(s->g_period, (double)s->sig.spec.period);
+        dsim_show_signal(s);
     }
+}
+
+/* ?time: the dsim's clock. With timestamps from the wall clock, now and
+ * its sample; else, with the engine's sync_time, the UNIX time of the
+ * next sample to be made (where the dsim's output stands), else now. */
+static int dsim_time(cbf_node *node, dsim *s, cbf_reply *reply)
+{
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    double now = (double)wall.tv_sec + 1e-9 * (double)wall.tv_nsec;
+    int64_t ts = cbf_timed_resolve(s->pend, -1);
+    if (s->wall)
+        cbf_node_timestamp_of(node, now, &ts);
+    else if (cbf_node_time_ref(node, NULL, NULL))
+        now = cbf_node_unix_time(node, ts);
+    int rc = cbf_reply_float(reply, "time", now);
+    return rc ? rc : cbf_reply_int(reply, "timestamp", ts);
 }
 
 /* On the node's thread, between chunks (cbf/control.h): builds the new
@@ -544,16 +635,18 @@ static void dsim_take_changes(dsim *s, int64_t ts)
 static int dsim_request(cbf_node *node, const cbf_request *req, cbf_reply *reply, cbf_error *err)
 {
     dsim *s = cbf_node_state(node);
+    if (!strcmp(cbf_request_name(req), "time"))
+        return dsim_time(node, s, reply);
     const cbf_params *a = cbf_request_args(req);
     const int64_t at = cbf_timed_resolve(s->pend, cbf_params_int(a, "at"));
     int rc = cbf_timed_check(s->pend, at, err);
     if (rc)
         return cbf_error_prefix(err, "signals");
     /* Unchanged parts come from the signal in force just before `at`. */
-    const int n = cbf_timed_count(s->pend);
-    const cbf_dsim_spec *base = n ? &dsim_pending(s, n - 1)->spec : &s->sig.spec;
+    const int k = cbf_timed_find(s->pend, at);
+    const cbf_dsim_spec *base = k >= 0 ? &dsim_pending(s, k)->spec : &s->sig.spec;
     cbf_dsim_spec spec;
-    if ((rc = cbf_dsim_spec_from_request(a, base, 2 * s->antennas, &spec, err)))
+    if ((rc = cbf_dsim_spec_from_request(a, base, 2 * s->antennas, &s->lang, &spec, err)))
         return rc;
     cbf_dsim_signal *sig = malloc(sizeof *sig);
     if (!sig) {
@@ -571,9 +664,9 @@ static int dsim_request(cbf_node *node, const cbf_request *req, cbf_reply *reply
     *slot = sig;
     cbf_counter_add(s->c_changes, 1);
     cbf_log_info("signals: new signal from timestamp %lld (period %lld)", (long long)at,
-                 (long long)sig->spec.period);
+                 (long long)sig->repeat);
     cbf_reply_int(reply, "at", at);
-    cbf_reply_int(reply, "period", sig->spec.period);
+    cbf_reply_int(reply, "period", sig->repeat);
     cbf_reply_int(reply, "pending", cbf_timed_count(s->pend));
     return 0;
 }

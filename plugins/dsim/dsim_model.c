@@ -9,9 +9,13 @@
  * the value of sample t depends on t alone, not on the chunking. */
 #include "dsim_model.h"
 
+#include <cbf/error.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#include "dsim_eval.h"
 
 #define BLOCK CBF_DSIM_HEAP_SAMPLES
 
@@ -27,6 +31,8 @@ struct cbf_dsim_model {
     int n_tones;           /* tones and comb harmonics */
     cbf_dsim_impulse *impulses;
     double *constants;     /* [input] x FS; NULL: none */
+    cbf_dsim_eval **lang;  /* [input]: the language output it plays; NULL: none does */
+    uint64_t *dither_key;  /* [input], with lang */
 };
 
 static int oom(char *msg, size_t msglen)
@@ -129,6 +135,42 @@ static cbf_dsim_tone *expand_tones(const cbf_dsim_config *cfg, int *n, char *msg
     return t;
 }
 
+static uint64_t mix64(uint64_t z);
+
+static uint64_t dither_key(uint64_t seed, int input)
+{
+    return mix64(seed ^ mix64((uint64_t)(input + 1) * 0x2545f4914f6cdd1dull + 0x5851f42d4c957f2dull));
+}
+
+/* The inputs that play a language output: each one's output compiled for
+ * the language period, and its dither key. */
+static int lang_create(cbf_dsim_model *m, const cbf_dsim_config *cfg, char *msg, size_t msglen)
+{
+    if (!cfg->lang)
+        return 0;
+    const int inputs = 2 * cfg->antennas;
+    m->lang = calloc((size_t)inputs, sizeof *m->lang);
+    m->dither_key = calloc((size_t)inputs, sizeof *m->dither_key);
+    if (!m->lang || !m->dither_key)
+        return oom(msg, msglen);
+    for (int i = 0; i < inputs; i++) {
+        const cbf_dsim_lang_input *in = &cfg->lang[i];
+        m->dither_key[i] = dither_key(cfg->dither_seed, i);
+        if (!in->prog)
+            continue;
+        cbf_error err;
+        cbf_error_clear(&err);
+        int rc = cbf_dsim_eval_create(in->prog, in->output, cfg->adc_sample_rate, in->period,
+                                      &m->lang[i], &err);
+        if (rc) {
+            if (msg && msglen)
+                snprintf(msg, msglen, "input %d: %s", i, err.msg);
+            return rc == CBF_ENOMEM ? -2 : -1;
+        }
+    }
+    return 0;
+}
+
 int cbf_dsim_model_create(const cbf_dsim_config *cfg, cbf_dsim_model **out, char *msg,
                           size_t msglen)
 {
@@ -155,6 +197,7 @@ int cbf_dsim_model_create(const cbf_dsim_config *cfg, cbf_dsim_model **out, char
     m->cfg.impulses = NULL;
     m->cfg.constants = NULL;
     m->cfg.delays = NULL;
+    m->cfg.lang = NULL;
     m->n_tones = n_all;
     m->lo = -((int32_t)1 << (cfg->bits - 1));
     m->hi = ((int32_t)1 << (cfg->bits - 1)) - 1;
@@ -204,6 +247,11 @@ int cbf_dsim_model_create(const cbf_dsim_config *cfg, cbf_dsim_model **out, char
     free(all);
     for (size_t a = 0; a < na; a++)
         m->shift[a] = cfg->delays ? (int64_t)llrint(cfg->delays[a]) : 0;
+    int rc = lang_create(m, cfg, msg, msglen);
+    if (rc) {
+        cbf_dsim_model_free(m);
+        return rc;
+    }
     *out = m;
     return 0;
 }
@@ -226,6 +274,10 @@ void cbf_dsim_model_free(cbf_dsim_model *m)
     free(m->shift);
     free(m->impulses);
     free(m->constants);
+    for (int i = 0; m->lang && i < 2 * m->cfg.antennas; i++)
+        cbf_dsim_eval_free(m->lang[i]);
+    free(m->lang);
+    free(m->dither_key);
     free(m);
 }
 
@@ -278,6 +330,29 @@ double cbf_dsim_gauss(uint64_t seed, int stream, int pol, int64_t t)
     return g[t & 1];
 }
 
+uint64_t cbf_dsim_noise_key(uint64_t entropy)
+{
+    /* Its own domain: no (seed, stream, pol) key of the YAML noise is one. */
+    return mix64(mix64(entropy) ^ 0x6a09e667f3bcc909ull);
+}
+
+static double dither_at(uint64_t key, int64_t i)
+{
+    /* 24 bits, as numpy's float32 uniforms: [-0.5, 0.5) on a 2^-24 grid. */
+    return (double)(mix64(key + (uint64_t)i * 0x9e3779b97f4a7c15ull) >> 40) * 0x1p-24 - 0.5;
+}
+
+static int64_t wrap(int64_t t, int64_t period)
+{
+    const int64_t r = t % period;
+    return r < 0 ? r + period : r;
+}
+
+double cbf_dsim_dither(uint64_t seed, int input, int64_t t, int64_t period)
+{
+    return dither_at(dither_key(seed, input), wrap(t, period));
+}
+
 /* Adds scale x Gaussian(stream, pol, t) for t in [first, first + n). */
 static void add_noise(double *v, uint64_t key, int64_t first, size_t n, double scale)
 {
@@ -316,6 +391,44 @@ static void add_noise_wrapped(double *v, uint64_t key, int64_t first, size_t n, 
     }
 }
 
+void cbf_dsim_noise_add(double *v, uint64_t key, int64_t first, size_t n, double scale,
+                        int64_t period)
+{
+    add_noise_wrapped(v, key, first, n, scale, period);
+}
+
+/* A language input: its values, dithered unless nodither, clipped to
+ * [-FS, FS] and rounded as katgpucbf's quantiser; saturated means at
+ * either extreme. */
+static uint64_t lang_generate(const cbf_dsim_model *m, int input, int64_t first, size_t n,
+                              int16_t *out)
+{
+    const cbf_dsim_eval *e = m->lang[input];
+    const bool dither = cbf_dsim_eval_dither(e);
+    const int64_t P = cbf_dsim_eval_period(e);
+    const uint64_t key = m->dither_key[input];
+    const double fs = m->full_scale;
+    double v[BLOCK];
+    uint64_t saturated = 0;
+    for (size_t done = 0; done < n;) {
+        const size_t len = n - done < BLOCK ? n - done : BLOCK;
+        const int64_t t = first + (int64_t)done;
+        cbf_dsim_eval_run(e, t, len, v);
+        int64_t i = wrap(t, P);
+        for (size_t j = 0; j < len; j++) {
+            double x = v[j] * fs + (dither ? dither_at(key, i) : 0.0);
+            x = x < fs ? (x > -fs ? x : -fs) : fs;   /* NaN (inf - inf) clips high */
+            const double r = rint(x);
+            saturated += fabs(r) >= fs;
+            out[done + j] = (int16_t)r;
+            if (++i == P)
+                i = 0;
+        }
+        done += len;
+    }
+    return saturated;
+}
+
 /* Adds the pulses of one train that fall in [first, first + n) of the
  * delayed index. */
 static void add_impulses(double *v, const cbf_dsim_impulse *im, int64_t first, size_t n,
@@ -330,6 +443,8 @@ static void add_impulses(double *v, const cbf_dsim_impulse *im, int64_t first, s
 uint64_t cbf_dsim_model_generate(const cbf_dsim_model *m, int antenna, int pol, int64_t first,
                                  size_t n, int16_t *out)
 {
+    if (m->lang && m->lang[2 * antenna + pol])
+        return lang_generate(m, 2 * antenna + pol, first, n, out);
     const cbf_dsim_config *c = &m->cfg;
     const size_t nt = (size_t)m->n_tones;
     const double *off = &m->offset[((size_t)antenna * 2 + (size_t)pol) * nt];

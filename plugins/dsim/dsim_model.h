@@ -25,12 +25,21 @@
  * multiple of fs / P, an impulse period must divide P, and
  * the noise index wraps, N(t mod P) and C((t - round(d_a)) mod P), so the
  * delayed common noise stays correlated across the wrap. Replay mode
- * generates samples [0, P) once and copies them. */
+ * generates samples [0, P) once and copies them.
+ *
+ * An input may instead play an output of a program in katgpucbf's signal
+ * language (dsim_lang.h, dsim_eval.h): its value x (in units of full
+ * scale) repeats every `period` samples and is quantised as katgpucbf's
+ * dsim does, rint(clip(FS x + d, -FS, FS)) where d is a uniform dither in
+ * [-0.5, 0.5) of (dither_seed, input, t mod period) unless the output
+ * is a nodither(...), a sample counting as saturated when |value| >= FS. */
 #ifndef CBF_DSIM_MODEL_H
 #define CBF_DSIM_MODEL_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "dsim_lang.h"
 
 #define CBF_DSIM_HEAP_SAMPLES 4096
 
@@ -57,6 +66,14 @@ typedef struct cbf_dsim_impulse {
  * and two multiplies a sample). */
 #define CBF_DSIM_MAX_HARMONICS 1024
 
+/* An input's signal in katgpucbf's language: output `output` of prog,
+ * repeating every `period` samples; prog NULL: cbf's form. */
+typedef struct cbf_dsim_lang_input {
+    cbf_dsim_prog *prog;
+    int output;
+    int64_t period;
+} cbf_dsim_lang_input;
+
 typedef struct cbf_dsim_config {
     int antennas;
     double adc_sample_rate;   /* Hz */
@@ -73,6 +90,10 @@ typedef struct cbf_dsim_config {
     const double *delays;     /* per antenna, samples; NULL: all zero */
     uint64_t seed;
     int64_t period;           /* samples, a power of two; 0: not periodic */
+    /* katgpucbf's language: what each input (2 x antenna + pol) plays;
+     * NULL: every input plays the form above. */
+    const cbf_dsim_lang_input *lang;  /* [2 x antennas] */
+    uint64_t dither_seed;
 } cbf_dsim_config;
 
 typedef struct cbf_dsim_model cbf_dsim_model;
@@ -90,6 +111,17 @@ uint64_t cbf_dsim_model_generate(const cbf_dsim_model *m, int antenna, int pol, 
 /* The frequency a tone gets in a model of that period: f rounded to the
  * nearest multiple of fs / period (f itself when period is 0). */
 double cbf_dsim_grid_frequency(double f, double fs, int64_t period);
+
+/* katgpucbf's wgn: the key of the noise of an entropy, and scale x its
+ * standard Gaussians for indices [first, first + n) mod period (0: not
+ * wrapped) added to v. The same entropy gives the same noise. */
+uint64_t cbf_dsim_noise_key(uint64_t entropy);
+void cbf_dsim_noise_add(double *v, uint64_t key, int64_t first, size_t n, double scale,
+                        int64_t period);
+
+/* The dither an input of a language signal gets at sample t: uniform in
+ * [-0.5, 0.5) on a grid of 2^-24, a function of (seed, input, t mod period). */
+double cbf_dsim_dither(uint64_t seed, int input, int64_t t, int64_t period);
 
 /* The generator's standard Gaussian for a stream (antenna index, or -1 for
  * the common signal) and pol at sample t. */
