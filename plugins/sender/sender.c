@@ -78,12 +78,15 @@ static const cbf_param_decl sender_params[] = {
 static const cbf_param_decl sender_capture_args[] = {
     {.name = "action", .type = CBF_PARAM_CHOICE, .choices = "start|stop",
      .doc = "start or stop sending"},
+    {.name = "from", .type = CBF_PARAM_INT, .def = "-1", .has_range = 1, .min = -1, .max = 9.2e18,
+     .doc = "start: send no buffer that starts before this timestamp (katgpucbf's capture-start "
+            "STREAM TIMESTAMP); -1: from the next buffer"},
 };
 
 static const cbf_request_decl sender_requests[] = {
     {.name = "capture", .args = sender_capture_args, .n_args = CBF_COUNT_OF(sender_capture_args),
-     .doc = "start or stop sending, from the next buffer on (buffers meanwhile are counted, not "
-            "sent)"},
+     .doc = "start or stop sending, from the next buffer on, or (start) from the first buffer "
+            "starting at or after `from` (buffers held back are counted, not sent)"},
 };
 
 static const cbf_port_decl sender_ports[] = {
@@ -153,6 +156,7 @@ struct sender {
     cbf_counter *c_packets, *c_bytes, *c_heaps, *c_skipped, *c_errors, *c_held, *c_next_ts;
     cbf_counter *c_dumps_skipped;   /* xeng only */
     bool capturing;              /* `capture` requests; read and set on the node's thread */
+    int64_t capture_from;        /* while capturing: buffers starting before it are held back */
 };
 
 static double sender_now_s(void)
@@ -545,6 +549,7 @@ static int sender_init(cbf_node *node, cbf_error *err)
     if (s->kind == S_XENG)
         s->c_dumps_skipped = cbf_node_counter(node, "dumps_not_sent_no_antennas");
     s->capturing = cbf_params_bool(p, "capture");
+    s->capture_from = -1;
     return 0;
 }
 
@@ -787,7 +792,7 @@ static int sender_run(cbf_node *node, cbf_error *err)
         /* katgpucbf's tx.next-timestamp: past every buffer taken, sent or
          * not, so a capture started now sends nothing before it. */
         cbf_counter_set(s->c_next_ts, (uint64_t)(b->timestamp + (int64_t)s->d.timestamp_step));
-        if (!s->capturing) {
+        if (!s->capturing || b->timestamp < s->capture_from) {
             cbf_counter_add(s->c_held, 1);
             cbf_buffer_unref(b);
             continue;
@@ -836,8 +841,12 @@ static int sender_request(cbf_node *node, const cbf_request *req, cbf_reply *rep
 {
     (void)err;
     sender *s = cbf_node_state(node);
-    s->capturing = !strcmp(cbf_params_string(cbf_request_args(req), "action"), "start");
+    const cbf_params *a = cbf_request_args(req);
+    s->capturing = !strcmp(cbf_params_string(a, "action"), "start");
+    s->capture_from = s->capturing ? cbf_params_int(a, "from") : -1;
     cbf_reply_string(reply, "capture", s->capturing ? "started" : "stopped");
+    if (s->capture_from >= 0)
+        cbf_reply_int(reply, "from", s->capture_from);
     cbf_reply_int(reply, "heaps", (int64_t)cbf_counter_get(s->c_heaps));
     return 0;
 }

@@ -265,6 +265,10 @@ async def session(e):
         await expect(client, aiokatcp.FailReply, "has no request 'capture'", "capture-start", "post")
         await expect(client, aiokatcp.InvalidReply, "unknown request 'gian' (did you mean 'gain'?)", "gian")
         await expect(client, aiokatcp.FailReply, "one argument", "capture-stop")
+        # katsdpcontroller's `?capture-start STREAM TIMESTAMP` hands the
+        # timestamp on as the request's `from`, which the file sink lacks
+        # (the sender has it: control_sender_capture).
+        await expect(client, aiokatcp.FailReply, "from", "capture-start", "sink", "123")
     finally:
         client.close()
         await client.wait_closed()

@@ -1,6 +1,7 @@
 """sender's capture request through cbf-ctl: a digitiser stream held back
 (capture: false) sends nothing, `capture start` sends, `capture stop` holds
-again; the counters show it, read from published sensor messages."""
+again, and `capture start from=T` sends nothing that starts before timestamp
+T; the counters show it, read from published sensor messages."""
 import json
 import os
 import sys
@@ -58,6 +59,26 @@ def main():
         held = counters(e, lambda c: True, "counters")["buffers_not_captured"]
         c = counters(e, lambda c: c["buffers_not_captured"] >= held + 3, "more buffers held back")
         check(c["heaps"] == sent, "nothing sent after capture stop (%d heaps sent before)" % sent)
+        # katgpucbf's capture-start STREAM TIMESTAMP: nothing that starts
+        # before the timestamp goes out. T lies about 1000 buffers (some
+        # seconds at this rate) past the stream's next one.
+        T = c["tx.next_timestamp"] + 1000 * 65536
+        rc, reply, err = e.request({"request": "capture", "node": "send", "action": "start", "from": T})
+        check(rc == 0 and reply.get("from") == T, "capture action=start from=T: %s%s" % (reply, err))
+        before = []
+
+        def past(c):
+            if c["tx.next_timestamp"] <= T:
+                before.append(c)
+            return c["heaps"] > sent
+
+        c = counters(e, past, "heaps sent once the stream passed the timestamp")
+        check(before, "sensor messages seen while the stream was before the timestamp")
+        check(all(b["heaps"] == sent for b in before),
+              "nothing sent before the timestamp (%d messages, heaps %s)" % (len(before),
+                                                                           sorted({b["heaps"] for b in before})))
+        check(c["tx.next_timestamp"] > T, "sending began past the timestamp (next %d > %d)" %
+              (c["tx.next_timestamp"], T))
         check(e.shutdown() == 0, "exit 0 after shutdown")
     finally:
         e.kill()

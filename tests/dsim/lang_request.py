@@ -107,7 +107,7 @@ async def sensor(client, name):
 
 async def dsim_time(client):
     before = time.time()
-    reply, _ = await client.request("time")
+    reply, _ = await client.request("time", "node=dsim")   # cbf's form: the time and its sample
     after = time.time()
     f = fields(reply)
     return before, float(f["time"]), after, int(f["timestamp"])
@@ -149,11 +149,25 @@ async def session(e, sync):
         check(before <= t <= after and abs(ts - (t - sync) * RATE) <= 1,
               f"?time: {t:.6f} between the local clock's {before:.6f} and {after:.6f}, "
               f"timestamp {ts} its sample")
+        # katgpucbf's own form: ?time alone, one float back.
+        before = time.time()
+        reply, _ = await client.request("time")
+        after = time.time()
+        check(len(reply) == 1 and before <= float(text(reply[0])) <= after,
+              f"katgpucbf's ?time: {[text(a) for a in reply]} within [{before:.6f}, {after:.6f}]")
         ats = []
-        for signals, period, want in STEPS:
-            args = ["signals=" + signals] + ([f"period={period}"] if period else [])
-            reply, _ = await client.request("signals", *args)
-            at = int(fields(reply)["at"])
+        for k, (signals, period, want) in enumerate(STEPS):
+            if k % 2 == 0:   # the `common=` steps too: text holding `=`
+                # katgpucbf's form (what its product controller sends):
+                # ?signals SIGNALS [PERIOD], the first timestamp back alone.
+                args = [signals] + ([str(period)] if period else [])
+                reply, _ = await client.request("signals", *args)
+                check(len(reply) == 1, f"katgpucbf's ?signals replies one value: {reply}")
+                at = int(text(reply[0]))
+            else:
+                args = ["signals=" + signals] + ([f"period={period}"] if period else [])
+                reply, _ = await client.request("signals", *args)
+                at = int(fields(reply)["at"])
             check(not ats or at >= ats[-1] + SPC, f"?signals {signals!r}: first timestamp {at}")
             steady = int(await sensor(client, "dsim.steady-state-timestamp"))
             check(steady == at, f"dsim.steady-state-timestamp follows ({steady})")
@@ -165,6 +179,8 @@ async def session(e, sync):
         await refused(client, ["column 28", "'nodither(wgn(0.1, 5))' cannot be used"],
                       "signals=c = nodither(wgn(0.1, 5)); c + 1; c;")
         await refused(client, ["expected 2 signals, received 1"], "signals=wgn(0.1);")
+        await refused(client, ["column 7", "found 'foo'"], "cw(1, foo);cw(1, 2);")   # katgpucbf's form
+        await refused(client, ["period 3 does not divide max-period 65536"], "0;0;", "3")
         await refused(client, ["period 3 does not divide max-period 65536"], "signals=0;0;", "period=3")
         await refused(client, ["period 131072 does not divide max-period 65536"], "signals=0;0;",
                       "period=131072")

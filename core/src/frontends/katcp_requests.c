@@ -107,10 +107,23 @@ static int kc_positional(const cbf_katcp_msg *m, cbf_text_kv *tv, size_t *nt, co
 {
     bool start = !strcmp(m->name, "capture-start");
     if (start || !strcmp(m->name, "capture-stop")) {
-        if (m->n_args != 1)
-            return cbf_error_set(err, CBF_EINVAL, "?%s takes one argument: the stream (node)", m->name);
+        /* katsdpcontroller sends an X/B-engine `?capture-start STREAM TS`:
+         * nothing before timestamp TS goes out (the sender's `from`). */
+        if (m->n_args != 1 && !(start && m->n_args == 2))
+            return cbf_error_set(err, CBF_EINVAL, start ? "?capture-start takes the stream (node) and, "
+                                 "optionally, the first timestamp to send" : "?%s takes one argument: the "
+                                 "stream (node)", m->name);
         *node = m->args[0];
         tv[(*nt)++] = (cbf_text_kv){"action", start ? "start" : "stop", NULL};
+        if (m->n_args == 2)
+            tv[(*nt)++] = (cbf_text_kv){"from", m->args[1], NULL};
+        return CBF_OK;
+    }
+    /* katgpucbf's dsim: ?signals SIGNALS [PERIOD] (kc_signals_form). */
+    if (!strcmp(m->name, "signals")) {
+        tv[(*nt)++] = (cbf_text_kv){"signals", m->args[0], NULL};
+        if (m->n_args == 2)
+            tv[(*nt)++] = (cbf_text_kv){"period", m->args[1], NULL};
         return CBF_OK;
     }
     /* ?gain stream input [values...] and ?gain-all stream values|default:
@@ -349,6 +362,36 @@ static int kc_beam_positional(const cbf_katcp_msg *m, cbf_text_kv *tv, size_t *n
     return CBF_OK;
 }
 
+/* katgpucbf's dsim form `?signals SIGNALS [PERIOD]`: its text has a `;`
+ * after every statement, and may hold `=` (`common=wgn(0.1); common;
+ * common;`), so it is told from cbf's key=value form by not starting with
+ * `signals=` (the only key whose value may hold `;`) or by having no `=`. */
+static bool kc_signals_form(const cbf_katcp_msg *m)
+{
+    if (strcmp(m->name, "signals") || m->n_args < 1 || m->n_args > 2)
+        return false;
+    const char *a = m->args[0];
+    return !strchr(a, '=') || (strchr(a, ';') && strncmp(a, "signals=", 8) != 0);
+}
+
+/* katgpucbf's reply to ?signals (its first timestamp) and to ?time (the
+ * dsim's clock, UNIX seconds): the one value alone. */
+static void kc_one_value_reply(cbf_katcp_call *r, cbf_reply *reply, const char *key)
+{
+    json_t *v = json_object_get((json_t *)cbf_rt_reply_json(reply), key);
+    char text[64];
+    if (json_is_integer(v))
+        snprintf(text, sizeof text, "%lld", (long long)json_integer_value(v));
+    else if (json_is_number(v))
+        snprintf(text, sizeof text, "%.17g", json_number_value(v));
+    else {
+        cbf_katcp_reply_fmt(r, "fail", "the reply has no %s", key);
+        return;
+    }
+    const char *a[] = {text};
+    cbf_katcp_reply(r, "ok", 1, a);
+}
+
 void cbf_katcp_engine_request(cbf_katcp_call *r, void *user)
 {
     cbf_katcp_engine *k = user;
@@ -368,8 +411,11 @@ void cbf_katcp_engine_request(cbf_katcp_call *r, void *user)
     for (size_t i = 0; i < m->n_args && !rc; i++)
         generic &= strchr(m->args[i], '=') != NULL;
     const bool beam = kc_beam_form(m, generic);
+    const bool signals = kc_signals_form(m);
+    /* katgpucbf's ?time: no arguments, the clock alone in the reply. */
+    const bool time_alone = !strcmp(m->name, "time") && m->n_args == 0;
     bool positional = !strcmp(m->name, "capture-start") || !strcmp(m->name, "capture-stop") ||
-                      !strcmp(m->name, "gain-all") ||
+                      !strcmp(m->name, "gain-all") || signals ||
                       (!strcmp(m->name, "gain") && (!generic || !m->n_args)) || beam;
     if (!rc && positional) {
         rc = beam ? kc_beam_positional(m, tv, &nt, &node, &owned, &err)
@@ -399,6 +445,11 @@ void cbf_katcp_engine_request(cbf_katcp_call *r, void *user)
     }
     if (rc) {
         cbf_katcp_reply_fmt(r, "fail", "%s", err.msg);
+        return;
+    }
+    if (signals || time_alone) {
+        kc_one_value_reply(r, reply, signals ? "at" : "time");
+        cbf_rt_reply_free(reply);
         return;
     }
     if (positional && !strcmp(m->name, "gain")) {
