@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctl_test.h"
 #include "requests.h"
 
 static const char *data_dir;
@@ -25,16 +26,8 @@ static cbf_product *prod;
 static int setup(void **state)
 {
     (void)state;
-    char path[1024];
-    snprintf(path, sizeof path, "%s/suite-4ant-nb-beams.json", data_dir);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return -1;
-    static char text[1 << 16];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
     cbf_error err = {0};
-    if (cbf_product_parse(text, n, 1700000000.0, &prod, &err)) {
+    if (!(prod = ct_product(data_dir, "suite-4ant-nb-beams.json", NULL, &err))) {
         fprintf(stderr, "refused: %s\n", err.msg);
         return -1;
     }

@@ -209,15 +209,24 @@ static int check_complex(const cbf_product_request *r, int from, cbf_error *err)
     return 0;
 }
 
+/* A channeliser request: its stream, and at least `want` arguments (the
+ * last of them named `missing` when absent). */
+static int acv_request(const cbf_product *p, const cbf_product_request *r, int want, const char *missing,
+                       const cbf_product_stream **s, cbf_error *err)
+{
+    int rc = want_stream(p, r, CBF_STREAM_ACV, -1, s, err);
+    if (!rc && r->n_args < want)
+        rc = cbf_error_set(err, CBF_EINVAL, "%s: the %s argument is missing", r->name, missing);
+    return rc;
+}
+
 static int plan_delays(const cbf_product *p, const cbf_product_request *r, cbf_fanout *f, cbf_error *err)
 {
     const cbf_product_stream *s;
-    int rc = want_stream(p, r, CBF_STREAM_ACV, -1, &s, err);
+    int rc = acv_request(p, r, 2, "time", &s, err);
     if (rc)
         return rc;
     const cbf_product_acv *a = &s->u.acv;
-    if (r->n_args < 2)
-        return cbf_error_set(err, CBF_EINVAL, "delays: the time argument is missing");
     double t;
     if (py_float(r->args[1], &t))
         return cbf_error_set(err, CBF_EINVAL, "delays: argument 2: '%s' is not a time (UNIX seconds)",
@@ -243,12 +252,10 @@ static int plan_delays(const cbf_product *p, const cbf_product_request *r, cbf_f
 static int plan_gain(const cbf_product *p, const cbf_product_request *r, cbf_fanout *f, cbf_error *err)
 {
     const cbf_product_stream *s;
-    int rc = want_stream(p, r, CBF_STREAM_ACV, -1, &s, err);
+    int rc = acv_request(p, r, 2, "input", &s, err);
     if (rc)
         return rc;
     const cbf_product_acv *a = &s->u.acv;
-    if (r->n_args < 2)
-        return cbf_error_set(err, CBF_EINVAL, "gain: the input argument is missing");
     int n = r->n_args - 2;
     if (n != 0 && n != 1 && n != a->n_chans)
         return cbf_error_set(err, CBF_EINVAL, "gain: Expected 0, 1, or %d values, received %d", a->n_chans, n);
