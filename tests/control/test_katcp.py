@@ -116,7 +116,9 @@ async def session(e):
         check(sensors["pfb.rms-dbfs-pol0"][1] == "dBFS", "pfb.rms-dbfs-pol0 in dBFS (%s)" % sensors["pfb.rms-dbfs-pol0"])
         # NODE as the YAML names it, then the sensor's name: no queue named
         # twice, no brackets turned into hyphens.
-        check(all(n == "device-status" or re.fullmatch(r"(dsim|pfb|post|sink)\.[a-z0-9][a-z0-9.-]*", n)
+        # katgpucbf's engine-level names aside (test_katcp_names.py)
+        engine_level = r"device-status|steady-state-timestamp|time\.[a-z]+|input[01]\.dig-rms-dbfs"
+        check(all(re.fullmatch(engine_level, n) or re.fullmatch(r"(dsim|pfb|post|sink)\.[a-z0-9][a-z0-9.-]*", n)
                   for n in sensors) and not any("queue." in n or "-." in n for n in sensors),
               "sensor names are NODE.NAME, NAME in letters, digits, dots and hyphens")
         check(sensors["post.buffers-in"][0] == "buffers this node has taken from its inputs" and
