@@ -18,6 +18,13 @@ static const char *const bf_kind_request[BF_KINDS] = {"beam-weights", "beam-dela
                                                       "beam-quant-gains"};
 static const char *const bf_text_suffix[BF_TEXTS] = {"weight", "delay", "quantiser-gain",
                                                      "beng-clip-cnt"};
+static const unsigned bf_text_type[BF_TEXTS] = {0, 0, CBF_SENSOR_FLOAT, CBF_SENSOR_INTEGER};
+static const char *const bf_text_doc[BF_TEXTS] = {
+    "The summing weights applied to all the inputs of this beam",
+    "The delay settings of the inputs for this beam. Each input has a delay [s] and phase [rad]: (loadmcnt, "
+    "delay0, phase0, delay1, phase1, ...)",
+    "Non-complex post-summation quantiser gain applied to this beam",
+    "Number of complex samples that saturated."};
 
 #define BF_BEAM_ARG                                                                              \
     {.name = "beam", .type = CBF_PARAM_STRING,                                                   \
@@ -250,6 +257,10 @@ int cbf_beamctl_init(cbf_beamctl *c, cbf_node *node, const cbf_params *p, int A,
             char name[CBF_BEAM_NAME_MAX + 32];
             snprintf(name, sizeof name, "%s.%s", c->names[b], bf_text_suffix[k]);
             c->t[b * BF_TEXTS + (size_t)k] = cbf_node_text(node, name);
+            /* katgpucbf's engine-level BEAM.NAME too (the beam is its stream), typed as there */
+            cbf_text_katcp(c->t[b * BF_TEXTS + (size_t)k], name,
+                           CBF_SENSOR_ENGINE | bf_text_type[k]);
+            cbf_text_describe(c->t[b * BF_TEXTS + (size_t)k], "", bf_text_doc[k]);
         }
         for (int k = 0; k < BF_KINDS; k++)
             bf_show(c, (int)b, k);

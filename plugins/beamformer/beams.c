@@ -10,6 +10,7 @@
  * change exact to the spectrum without a host wait. */
 #include "beams.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +51,12 @@ static int beams_params(cbf_beams *b, cbf_node *node, const cbf_params *p,
     if ((rc = cbf_beamctl_init(&b->ctl, node, p, b->shape.n_ants, b->shape.n_beams, b->sbs,
                                spacing, first, ch / 2, err)))
         return rc;
+    /* katgpucbf's static per-beam sensors, BEAM.chan-range at engine level */
+    for (size_t k = 0; k < B; k++) {
+        char name[CBF_BEAM_NAME_MAX + 16];
+        snprintf(name, sizeof name, "%s.chan-range", b->ctl.names[k]);
+        cbf_stage_chan_range(node, name, CBF_SENSOR_ENGINE, in, (int64_t)ch);
+    }
     rc = cbf_beamctl_coef(&b->ctl, b->coef, err);
     return rc < 0 ? rc : 0;
 }
@@ -100,6 +107,15 @@ int cbf_beams_init(cbf_beams *b, cbf_node *node, const cbf_port_desc *in, int gp
         return rc;
     b->dither = cbf_params_bool(p, "dither");
     b->key = (uint64_t)cbf_params_int(p, "dither_key");
+    for (size_t k = 0; k < B; k++) {   /* katgpucbf's BEAM.dither-seed */
+        char name[CBF_BEAM_NAME_MAX + 16], v[24];
+        snprintf(name, sizeof name, "%s.dither-seed", b->ctl.names[k]);
+        snprintf(v, sizeof v, "%llu", (unsigned long long)b->key);
+        cbf_text *t = cbf_node_text(node, name);
+        cbf_text_set(t, v, CBF_STATUS_NOMINAL);
+        cbf_text_describe(t, "", "Random seed used in dithering for quantisation");
+        cbf_text_katcp(t, name, CBF_SENSOR_ENGINE);
+    }
     b->gpu = gpu;
     b->stream = stream;
     if (gpu && (rc = beams_gpu_setup(b, err)))

@@ -68,6 +68,7 @@ int cbf_corr_dumps_init(cbf_corr_dumps *d, cbf_node *node, const cbf_port_desc *
     d->acc_bytes = (size_t)d->slices * cbf_corr_accum_len(&d->shape) * sizeof(int64_t);
     d->c_dumps = cbf_node_counter(node, "dumps");
     d->c_dropped = cbf_node_counter(node, "unfinished_dumps_dropped");
+    cbf_stage_chan_range(node, "chan-range", 0, in, d->shape.channels);   /* NODE.chan-range */
     return 0;
 }
 

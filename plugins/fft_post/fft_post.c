@@ -13,6 +13,7 @@
  * which the inner half is kept, channel 0 the lowest frequency and the
  * ddc's centre frequency at channel channels / 2; with `pass_bandwidth`
  * (a ddc keeping the whole band) one channels-point transform, all kept. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,6 +68,7 @@ typedef struct post_state {
     cbf_stage_record gains_rec; /* optional record of the tables in force */
     int start_recorded;     /* the table at start has gone to gains_rec */
     cbf_counter *c_batches, *c_missing, *c_sat[2];
+    cbf_text *t_eq[2];      /* katgpucbf's STREAM.inputN.eq: the gains in force */
 } post_state;
 
 static const cbf_param_decl post_params[] = {
@@ -149,6 +151,30 @@ static int post_read_list2(const cbf_params *p, const char *name, float out[2], 
     for (int q = 0; q < 2; q++)
         out[q] = (float)cbf_params_float_at(p, name, (size_t)q);
     return 0;
+}
+
+/* katgpucbf's STREAM.inputN.eq sensors (fgpu's set_gains): each pol's
+ * gains in force as "[re+imj, ...]" in format_complex's form, one value
+ * when every channel has the same. */
+static void post_show_gains(post_state *s)
+{
+    const size_t C = (size_t)s->cfg.channels;
+    char *t = malloc(C * 52 + 3);
+    for (int q = 0; t && q < 2; q++) {
+        const float *g = s->gains + 2 * q;
+        size_t n = 1, l = 1;
+        for (size_t k = 1; k < C && n == 1; k++)
+            n = g[4 * k] == g[0] && g[4 * k + 1] == g[1] ? 1 : C;
+        t[0] = '[';
+        for (size_t k = 0; k < n; k++) {
+            char z[52];
+            cbf_format_complex(g[4 * k], g[4 * k + 1], z, sizeof z);
+            l += (size_t)sprintf(t + l, "%s%s", k ? ", " : "", z);
+        }
+        strcpy(t + l, "]");
+        cbf_text_set(s->t_eq[q], t, CBF_STATUS_NOMINAL);
+    }
+    free(t);
 }
 
 /* [channel][pol][re, im] gains from the `gain` list. */
@@ -352,6 +378,22 @@ static int post_init(cbf_node *node, cbf_error *err)
     cbf_counter_describe(s->c_sat[1], "", "output values of polarisation 1 clipped by the requantiser");
     cbf_gauge_set(cbf_node_gauge(node, "dither"), s->cfg.dither);
     cbf_gauge_set(cbf_node_gauge(node, "dither_key"), (double)s->cfg.dither_key);
+    /* katgpucbf's names, the node standing for the output stream */
+    cbf_text *seed = cbf_node_text(node, "dither-seed");
+    char v[24];
+    snprintf(v, sizeof v, "%llu", (unsigned long long)s->cfg.dither_key);
+    cbf_text_set(seed, v, CBF_STATUS_NOMINAL);
+    cbf_text_describe(seed, "", "Random seed used in dithering for quantisation");
+    for (int q = 0; q < 2; q++) {
+        char name[24];
+        snprintf(name, sizeof name, "input%d.feng-clip-cnt", q);
+        cbf_counter_katcp(s->c_sat[q], name, 0);
+        snprintf(name, sizeof name, "input%d.eq", q);
+        s->t_eq[q] = cbf_node_text(node, name);
+        cbf_text_describe(s->t_eq[q], "", "For this input, the complex, unitless, per-channel digital scaling "
+                          "factors implemented prior to requantisation");
+    }
+    post_show_gains(s);
     /* One change per input buffer: the kernel switches tables once. */
     cbf_timed_config tc = {.noun = "gain change", .payload = sizeof(float) * 4 * s->cfg.channels,
                            .max_pending = POST_MAX_PENDING,
@@ -398,6 +440,7 @@ static int post_take_gain_change(post_state *s, int64_t ts, cbf_fft_post_args *a
                  (long long)at, (long long)k, (long long)ts);
     memcpy(s->gains, gains, sizeof(float) * 4 * (size_t)s->cfg.channels);
     cbf_timed_pop(s->pend, 1);
+    post_show_gains(s);
     return 0;
 }
 

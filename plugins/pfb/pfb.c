@@ -20,6 +20,7 @@
  * stay in digitiser samples (input and output x S). */
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,6 +71,7 @@ typedef struct pfb_state {
     double rate;          /* digitiser samples per second */
     size_t headroom;      /* delay_headroom parameter */
     cbf_gauge *g_dbfs[2];
+    cbf_text *t_delay[2];   /* katgpucbf's STREAM.inputN.delay: the model in force */
     cbf_counter *c_changes; /* coarse_delay_changes */
     int64_t last_coarse[2]; /* the previous spectrum's coarse delays, when have_last */
     bool have_last;
@@ -285,6 +287,23 @@ static int pfb_delays_record(pfb_state *s, int64_t t)
     return cbf_stage_record_send(&s->delays_rec, v, t);
 }
 
+/* katgpucbf's STREAM.inputN.delay (fgpu's update_delay_sensor): the model
+ * in force, "(loadmcnt, delay s, delay-rate, phase rad, phase-rate rad/s)",
+ * Python's repr of each number. */
+static void pfb_show_delays(pfb_state *s)
+{
+    const double fs = s->rate > 0 ? s->rate : NAN;
+    for (int q = 0; q < 2; q++) {
+        const delay_model *m = &s->model[q];
+        const double v[4] = {m->d0 / fs, m->rate, m->ph0, m->phr * fs};
+        char r[4][40], t[200];
+        for (int i = 0; i < 4; i++)
+            cbf_format_repr(v[i], r[i], sizeof r[i]);
+        snprintf(t, sizeof t, "(%lld, %s, %s, %s, %s)", (long long)m->t0, r[0], r[1], r[2], r[3]);
+        cbf_text_set(s->t_delay[q], t, CBF_STATUS_NOMINAL);
+    }
+}
+
 static int pfb_set_output(cbf_node *node, pfb_state *s, const cbf_port_desc *in, double rate,
                           cbf_error *err)
 {
@@ -410,6 +429,19 @@ static int pfb_init(cbf_node *node, cbf_error *err)
     s->rate = rate;
     for (int q = 0; q < 2; q++)
         s->model[q] = (delay_model){0, (double)(s->delay[q] * s->scale), 0, 0, 0};
+    /* katgpucbf's names: the digitiser power at engine level (one F-engine
+     * per antenna), the delay model under the node as the stream */
+    for (int q = 0; q < 2; q++) {
+        char name[24];
+        snprintf(name, sizeof name, "input%d.dig-rms-dbfs", q);
+        cbf_gauge_katcp(s->g_dbfs[q], name, CBF_SENSOR_ENGINE);
+        snprintf(name, sizeof name, "input%d.delay", q);
+        s->t_delay[q] = cbf_node_text(node, name);
+        cbf_text_describe(s->t_delay[q], "", "The delay settings for this input: (loadmcnt <ADC sample count when "
+                          "model was loaded>, delay <in seconds>, delay-rate <unit-less or, seconds-per-second>, "
+                          "phase <radians>, phase-rate <radians per second>).");
+    }
+    pfb_show_delays(s);
     cbf_timed_config tc = {.noun = "delay model", .payload = sizeof(pfb_delay_change),
                            .max_pending = PFB_MAX_PENDING};
     if ((rc = cbf_timed_create(&tc, &s->dpend, err)))
@@ -549,6 +581,8 @@ static int pfb_promote_models(pfb_state *s, int64_t g)
             rc = pfb_delays_record(s, cbf_timed_at(s->dpend, k));
     }
     cbf_timed_pop(s->dpend, k);
+    if (k)
+        pfb_show_delays(s);
     return rc;
 }
 

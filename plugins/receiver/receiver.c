@@ -878,6 +878,17 @@ static int receiver_init(cbf_node *node, cbf_error *err)
     r->win.c_rx_ts = cbf_node_counter(node, "rx.timestamp");
     r->win.g_rx_unix = cbf_node_gauge(node, "rx.unixtime");
     r->win.g_missing_unix = cbf_node_gauge(node, "rx.missing_unixtime");
+    /* katgpucbf's names and types: the receive timestamps at engine level
+     * (xbgpu's; an F-engine's are per input there), rx.synchronised a
+     * boolean under the node */
+    cbf_counter_katcp(r->win.c_rx_ts, "rx.timestamp", CBF_SENSOR_ENGINE);
+    cbf_gauge_katcp(r->win.g_rx_unix, "rx.unixtime", CBF_SENSOR_ENGINE | CBF_SENSOR_TIMESTAMP);
+    cbf_gauge_katcp(r->win.g_missing_unix, "rx.missing-unixtime", CBF_SENSOR_ENGINE | CBF_SENSOR_TIMESTAMP);
+    cbf_gauge_katcp(r->win.g_sync, "rx.synchronised", CBF_SENSOR_BOOLEAN);
+    cbf_counter_describe(r->win.c_rx_ts, "", "The timestamp (in samples) of the last chunk of data received");
+    cbf_gauge_describe(r->win.g_rx_unix, "s", "The timestamp (in UNIX time) of the last chunk of data received");
+    cbf_gauge_describe(r->win.g_missing_unix, "s",
+                       "The timestamp (in UNIX time) when missing data was last detected");
     const cbf_net_choice choice = cbf_stage_net_choice(p);
     if ((rc = rx_open_workers(r, p, &choice, err)))
         return rc;

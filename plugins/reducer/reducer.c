@@ -134,6 +134,7 @@ static int red_init(cbf_node *node, cbf_error *err)
                                  &s->pool, err)))
         return rc;
     s->c_sat = cbf_node_counter(node, "saturated");
+    cbf_counter_katcp(s->c_sat, "xeng-clip-cnt", 0);   /* katgpucbf's STREAM.xeng-clip-cnt */
     cbf_counter_warn_on_rise(s->c_sat);
     s->c_dumps = cbf_node_counter(node, "dumps");
     s->c_flagged = cbf_node_counter(node, "flagged_antenna_dumps");

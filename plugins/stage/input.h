@@ -3,6 +3,8 @@
 #ifndef CBF_STAGE_INPUT_H
 #define CBF_STAGE_INPUT_H
 
+#include <stdint.h>
+
 #include "cbf/buffer.h"
 #include "cbf/error.h"
 #include "cbf/node.h"
@@ -25,6 +27,13 @@ int cbf_stage_input_loop(cbf_node *node, const char *port, cbf_stage_take_fn tak
 /* An attribute the stage cannot work without, read from its input's
  * descriptor in init: 0, or CBF_ECONFIG naming the attribute. */
 int cbf_stage_input_attr(const cbf_port_desc *d, const char *name, double *v, cbf_error *err);
+
+/* katgpucbf's STREAM.chan-range of an X or B engine: the text sensor
+ * `name` (katcp flags as cbf_text_katcp's) set to "(first,last)", the
+ * channels of input d (first_channel on, `channels` of them), inclusive,
+ * as xbgpu writes it (no space). */
+void cbf_stage_chan_range(cbf_node *node, const char *name, unsigned flags, const cbf_port_desc *d,
+                          int64_t channels);
 
 #ifdef __cplusplus
 }

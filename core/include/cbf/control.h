@@ -89,6 +89,10 @@ int cbf_reply_float_list(cbf_reply *r, const char *key, const double *v, size_t 
  * for exponents -4 to 15 (a whole number gets ".0"), else d.ddde+XX; nan,
  * inf, -inf. */
 void cbf_format_repr(double v, char *out, size_t n);
+/* re + im j as katgpucbf's format_complex writes a gain (Python's
+ * f"{z:.17g}", in its ?gain replies and STREAM.inputN.eq sensors):
+ * "0.5+0.25j", "0.10000000149011612+0j", "1-0j", "1.0000000000000001e-05+3e+20j". */
+void cbf_format_complex(double re, double im, char *out, size_t n);
 
 /* An endpoint as the engine YAML and cbf-ctl write it: a port number alone
  * ("5555") is tcp://127.0.0.1:5555; anything else is a ZeroMQ endpoint. */

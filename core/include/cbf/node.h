@@ -121,10 +121,37 @@ void cbf_gauge_describe(cbf_gauge *g, const char *units, const char *doc);
  * number per node, made from init, set from any thread (the value is
  * copied, up to CBF_TEXT_MAX bytes; longer values are cut and end in
  * "..."). Until the first set a text is empty and unknown. */
-#define CBF_TEXT_MAX 65536
+#define CBF_TEXT_MAX (4u << 20)   /* room for katgpucbf's gain list of 32768 channels */
 typedef struct cbf_text cbf_text;
 cbf_text *cbf_node_text(cbf_node *n, const char *name);
 void cbf_text_set(cbf_text *t, const char *value, cbf_status st);
+void cbf_text_describe(cbf_text *t, const char *units, const char *doc);
+
+/* katgpucbf's names over katcp (docs/control.md "katcp"), so that an
+ * engine is a drop-in for katgpucbf's. Over katcp every sensor is
+ * NODE.NAME ('_' as '-'): an integer (a counter), a float (a gauge) or a
+ * string (a text). cbf_*_katcp publishes it also under `name` exactly as
+ * given (letters, digits, '.', '-', '_'): as NODE.name, the node standing
+ * for katgpucbf's stream (fft_post's `input0.eq` is `post.input0.eq`), or,
+ * with CBF_SENSOR_ENGINE, as name alone, katgpucbf's engine-level form
+ * (`input0.dig-rms-dbfs`). An engine-level name that several nodes claim
+ * is published as NODE.name for each (with a warning at start): no node's
+ * value hides another's. The other flags give katgpucbf's katcp type where
+ * it is not the kind's own: a gauge as a boolean (0 false, else true) or a
+ * timestamp (UNIX seconds; NaN reads -1 and unknown), a text as an
+ * integer or a float (the text is its value, as katcp writes it). One
+ * name per sensor (a later call replaces it); call from init, after
+ * making the sensor. Where the name equals NODE.NAME it is published once. */
+enum {
+    CBF_SENSOR_ENGINE = 1u << 0,
+    CBF_SENSOR_BOOLEAN = 1u << 1,
+    CBF_SENSOR_TIMESTAMP = 1u << 2,
+    CBF_SENSOR_INTEGER = 1u << 3,
+    CBF_SENSOR_FLOAT = 1u << 4,
+};
+void cbf_counter_katcp(cbf_counter *c, const char *name, unsigned flags);
+void cbf_gauge_katcp(cbf_gauge *g, const char *name, unsigned flags);
+void cbf_text_katcp(cbf_text *t, const char *name, unsigned flags);
 
 #ifdef __cplusplus
 }

@@ -29,3 +29,12 @@ void cbf_format_repr(double v, char *out, size_t n)
     if (!strchr(out, '.'))
         strncat(out, ".0", n - strlen(out) - 1);
 }
+
+void cbf_format_complex(double re, double im, char *out, size_t n)
+{
+    /* C's %.17g is Python's .17g but for NaN, whose sign Python drops */
+    char r[32], i[32];
+    snprintf(r, sizeof r, isnan(re) ? "nan" : "%.17g", re);
+    snprintf(i, sizeof i, isnan(im) ? "+nan" : "%+.17g", im);
+    snprintf(out, n, "%s%sj", r, i);
+}

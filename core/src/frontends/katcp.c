@@ -8,8 +8,9 @@
  * ZeroMQ plane's (cbf_rt_request_call, katcp_requests.c): `?NAME
  * [node=NODE] [key=value ...]`, with katgpucbf's positional forms for
  * capture-start, capture-stop and gain. Sensors are the ones the ZeroMQ
- * `sensors` request reads (cbf_fe_sensors_nodes), named NODE.NAME
- * (katcp_sensors.c, docs/control.md).
+ * `sensors` request reads (cbf_fe_sensors_nodes), named NODE.NAME and
+ * by katgpucbf's names, with katgpucbf's engine-wide ones
+ * (katcp_sensors.c, katcp_clock.c, docs/control.md).
  *
  * A plugin request longer than 64 KiB is answered on the server's request
  * thread, one at a time: another meanwhile is refused "busy", as on the
@@ -79,6 +80,7 @@ static int katcp_open(cbf_engine *e, void **out, cbf_error *err)
         return rc;
     }
     cbf_log_info("katcp: requests on %s", cbf_katcp_server_address(k->srv));
+    cbf_katcp_engine_check_names(k);
     *out = k;
     return CBF_OK;
 }

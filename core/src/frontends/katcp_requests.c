@@ -275,19 +275,9 @@ static void kc_delays(cbf_katcp_call *r, cbf_engine *e)
     cbf_katcp_reply(r, "ok", 0, NULL);
 }
 
-/* Each part of a gain as katgpucbf writes it (a complex64 widened to
- * Python's complex): Python's repr, with '+' before a positive imaginary part. */
-static void kc_python_float(char *out, size_t n, double v, bool sign)
-{
-    const bool plus = sign && !signbit(v) && n > 1;
-    if (plus)
-        out[0] = '+';
-    cbf_format_repr(v, out + plus, n - plus);
-}
-
 /* katgpucbf's reply to ?gain: nothing when setting; when reading, the
- * input's gains in force as re+imj arguments, one when every channel has
- * the same. */
+ * input's gains in force as re+imj arguments (format_complex's form), one
+ * when every channel has the same. */
 static void kc_gain_reply(cbf_katcp_call *r, cbf_reply *reply)
 {
     const cbf_katcp_msg *m = cbf_katcp_call_msg(r);
@@ -296,10 +286,10 @@ static void kc_gain_reply(cbf_katcp_call *r, cbf_reply *reply)
     json_t *v = m->n_args > 2 ? NULL : json_object_get((json_t *)cbf_rt_reply_json(reply), key);
     kc_args l = {0};
     for (size_t i = 0; i + 1 < json_array_size(v); i += 2) {
-        char re[40], im[40];
-        kc_python_float(re, sizeof re, json_number_value(json_array_get(v, i)), false);
-        kc_python_float(im, sizeof im, json_number_value(json_array_get(v, i + 1)), true);
-        kc_args_add(&l, "%s%sj", re, im);
+        char z[80];
+        cbf_format_complex(json_number_value(json_array_get(v, i)), json_number_value(json_array_get(v, i + 1)),
+                           z, sizeof z);
+        kc_args_add(&l, "%s", z);
     }
     kc_args_reply(r, &l);
 }

@@ -37,6 +37,11 @@ CBF_RT_HIDDEN const char *cbf_rt_engine_queue(cbf_engine *e, size_t i, size_t *f
  * past the last. */
 CBF_RT_HIDDEN const char *cbf_rt_node_queue(cbf_node *n, size_t k, size_t *fill, size_t *depth);
 
+/* Every node with a timed request has this counter (engine.c, request.c):
+ * katgpucbf's steady-state-timestamp, per node; over katcp also the
+ * engine's, the largest over its nodes. */
+#define CBF_RT_STEADY_STATE "steady_state_timestamp"
+
 /* ---- clocks ---- */
 CBF_RT_HIDDEN uint64_t cbf_rt_now_ns(void);   /* CLOCK_MONOTONIC */
 CBF_RT_HIDDEN double cbf_rt_unix_now(void);   /* UNIX seconds */
@@ -53,11 +58,21 @@ CBF_RT_HIDDEN cbf_status cbf_rt_gauge_look(cbf_node *n, int k, double now, doubl
 CBF_RT_HIDDEN size_t cbf_rt_text_count(cbf_node *n);
 CBF_RT_HIDDEN const char *cbf_rt_text_look(cbf_node *n, size_t i, char **value, cbf_status *st,
                                            double *updated);
-/* What the plugin said of its counter (gauge: false) or gauge `name`
- * (cbf_counter_describe, cbf_gauge_describe): units and doc, "" when it
- * said nothing; both left as they are when n has no such sensor. */
-CBF_RT_HIDDEN void cbf_rt_sensor_about(cbf_node *n, const char *name, bool gauge, const char **units,
-                                       const char **doc);
+/* What the plugin said of one of its sensors, for readers: units and a
+ * one-line description (cbf_*_describe; "": none), and the name katgpucbf
+ * gives it over katcp with how it reads there (cbf_*_katcp; katcp "":
+ * none, flags CBF_SENSOR_*). Set from init, read-only afterwards. */
+#define CBF_SENSOR_UNITS_MAX 16
+#define CBF_SENSOR_DOC_MAX 160
+#define CBF_SENSOR_KATCP_MAX 96
+typedef struct cbf_rt_about {
+    char units[CBF_SENSOR_UNITS_MAX], doc[CBF_SENSOR_DOC_MAX];
+    char katcp[CBF_SENSOR_KATCP_MAX];
+    unsigned katcp_flags;
+} cbf_rt_about;
+typedef enum cbf_rt_kind { CBF_RT_COUNTER, CBF_RT_GAUGE, CBF_RT_TEXT } cbf_rt_kind;
+/* The about of n's sensor `name` of kind k; NULL when n has no such sensor. */
+CBF_RT_HIDDEN const cbf_rt_about *cbf_rt_sensor_about(cbf_node *n, const char *name, cbf_rt_kind k);
 /* The worst status over every node's counters, gauges and texts, unknown
  * aside (nominal when all are unknown): the engine's device-status. */
 CBF_RT_HIDDEN cbf_status cbf_rt_engine_status(cbf_engine *e, double now);

@@ -84,12 +84,9 @@ CBF_RT_HIDDEN uint64_t cbf_rt_port_detach(cbf_port *in);
 CBF_RT_HIDDEN void cbf_rt_port_wake(cbf_port *in);
 
 /* ---- nodes (node.c) ---- */
-#define CBF_SENSOR_UNITS_MAX 16
-#define CBF_SENSOR_DOC_MAX 160
-
 struct cbf_counter {
     char name[CBF_COUNTER_NAME_MAX];
-    char units[CBF_SENSOR_UNITS_MAX], doc[CBF_SENSOR_DOC_MAX];   /* set from init ("": none) */
+    cbf_rt_about about;           /* set from init */
     atomic_uint_least64_t value;
     atomic_bool warn_on_rise;
     /* What readers last saw (sensor.c, under the node's sensor_mu). */
@@ -99,7 +96,7 @@ struct cbf_counter {
 
 struct cbf_gauge {
     char name[CBF_COUNTER_NAME_MAX];
-    char units[CBF_SENSOR_UNITS_MAX], doc[CBF_SENSOR_DOC_MAX];
+    cbf_rt_about about;
     atomic_uint_least64_t bits;   /* the double's bits */
     atomic_int status;            /* -1: from the rule; else a cbf_status */
     double lo, hi;                /* nominal range (set from init) */
@@ -110,6 +107,7 @@ struct cbf_gauge {
 
 struct cbf_text {
     char name[CBF_TEXT_NAME_MAX];
+    cbf_rt_about about;
     pthread_mutex_t *mu;          /* its node's sensor_mu */
     char *value;                  /* NULL until set; under the node's sensor_mu */
     cbf_status status;
@@ -238,7 +236,6 @@ typedef struct cbf_rt_driver {
 /* ---- requests (request.c; the front ends' call is in engine_view.h) ---- */
 #define CBF_RT_REQUEST_TIMEOUT_MS 5000   /* how long a node may take to reach its mailbox */
 /* The counter a node declaring a timed request (CBF_PARAM_TIMESTAMP) gets. */
-#define CBF_RT_STEADY_STATE "steady_state_timestamp"   /* katcp: NODE.steady-state-timestamp */
 CBF_RT_HIDDEN const cbf_request_decl *cbf_rt_request_decl(const cbf_plugin_desc *d, const char *name);
 
 /* ---- GPU glue (gpu_cuda.c / gpu_none.c) ---- */

@@ -69,20 +69,64 @@ void cbf_gauge_nominal_range(cbf_gauge *g, double lo, double hi)
     g->has_range = true;
 }
 
+static void about_describe(cbf_rt_about *a, const char *units, const char *doc)
+{
+    snprintf(a->units, sizeof a->units, "%s", units ? units : "");
+    snprintf(a->doc, sizeof a->doc, "%s", doc ? doc : "");
+}
+
+/* A name katcp cannot carry is dropped with a warning, not published
+ * half right: the plugin's author sees it at the first start. */
+static void about_katcp(cbf_rt_about *a, const char *sensor, const char *name, unsigned flags)
+{
+    size_t l = name ? strlen(name) : 0;
+    bool ok = l > 0 && l < sizeof a->katcp;
+    for (size_t i = 0; ok && i < l; i++)
+        ok = (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ||
+             (name[i] >= '0' && name[i] <= '9') || name[i] == '.' || name[i] == '-' || name[i] == '_';
+    if (!ok) {
+        cbf_log_warn("sensor '%s': katcp name '%s' is empty, too long or not letters, digits, '.', '-', "
+                     "'_': not published under it", sensor, name ? name : "");
+        return;
+    }
+    memcpy(a->katcp, name, l + 1);
+    a->katcp_flags = flags;
+}
+
 void cbf_counter_describe(cbf_counter *c, const char *units, const char *doc)
 {
-    if (!c)
-        return;
-    snprintf(c->units, sizeof c->units, "%s", units ? units : "");
-    snprintf(c->doc, sizeof c->doc, "%s", doc ? doc : "");
+    if (c)
+        about_describe(&c->about, units, doc);
 }
 
 void cbf_gauge_describe(cbf_gauge *g, const char *units, const char *doc)
 {
-    if (!g)
-        return;
-    snprintf(g->units, sizeof g->units, "%s", units ? units : "");
-    snprintf(g->doc, sizeof g->doc, "%s", doc ? doc : "");
+    if (g)
+        about_describe(&g->about, units, doc);
+}
+
+void cbf_text_describe(cbf_text *t, const char *units, const char *doc)
+{
+    if (t)
+        about_describe(&t->about, units, doc);
+}
+
+void cbf_counter_katcp(cbf_counter *c, const char *name, unsigned flags)
+{
+    if (c)
+        about_katcp(&c->about, c->name, name, flags);
+}
+
+void cbf_gauge_katcp(cbf_gauge *g, const char *name, unsigned flags)
+{
+    if (g)
+        about_katcp(&g->about, g->name, name, flags);
+}
+
+void cbf_text_katcp(cbf_text *t, const char *name, unsigned flags)
+{
+    if (t)
+        about_katcp(&t->about, t->name, name, flags);
 }
 
 void cbf_gauge_set_status(cbf_gauge *g, double v, cbf_status st)
@@ -212,18 +256,24 @@ cbf_status cbf_rt_gauge_look(cbf_node *n, int k, double now, double *v, double *
     return CBF_STATUS_NOMINAL;
 }
 
-void cbf_rt_sensor_about(cbf_node *n, const char *name, bool gauge, const char **units, const char **doc)
+const cbf_rt_about *cbf_rt_sensor_about(cbf_node *n, const char *name, cbf_rt_kind k)
 {
+    if (k == CBF_RT_TEXT) {
+        const cbf_rt_about *a = NULL;
+        pthread_mutex_lock(&n->sensor_mu);
+        for (size_t i = 0; i < n->n_texts && !a; i++)
+            if (!strcmp(n->texts[i]->name, name))
+                a = &n->texts[i]->about;
+        pthread_mutex_unlock(&n->sensor_mu);
+        return a;
+    }
+    const bool gauge = k == CBF_RT_GAUGE;
     int nk = gauge ? atomic_load_explicit(&n->n_gauges, memory_order_acquire)
                    : atomic_load_explicit(&n->n_counters, memory_order_acquire);
-    for (int i = 0; i < nk; i++) {
-        const char *k = gauge ? n->gauges[i].name : n->counters[i].name;
-        if (strcmp(k, name))
-            continue;
-        *units = gauge ? n->gauges[i].units : n->counters[i].units;
-        *doc = gauge ? n->gauges[i].doc : n->counters[i].doc;
-        return;
-    }
+    for (int i = 0; i < nk; i++)
+        if (!strcmp(gauge ? n->gauges[i].name : n->counters[i].name, name))
+            return gauge ? &n->gauges[i].about : &n->counters[i].about;
+    return NULL;
 }
 
 static cbf_status worse(cbf_status a, cbf_status b) { return b > a ? b : a; }
