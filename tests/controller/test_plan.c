@@ -121,20 +121,23 @@ static void check_engines(const cbf_product_plan *pl)
 }
 
 /* Every stream's block: digitisers 0-7, F-engine output 8-11, beams 12-15,
- * visibilities 16-19, each group on port 9000 + its offset. */
+ * visibilities 16-19; every group of a kind of stream on its one port
+ * (katsdpcontroller's a.b.c.d+N:port): digitisers 9000, F-engines 9001,
+ * beams 9002, visibilities 9003. */
 static void check_streams(const cbf_product_plan *pl)
 {
     struct { const char *name; unsigned group; int port, count; } want[] = {
-        {"dsim000h", 0, 9000, 1}, {"dsim003v", 7, 9007, 1},
-        {"antenna-channelised-voltage", 8, 9008, 4}, {"tied-array-channelised-voltage-0x", 12, 9012, 1},
-        {"tied-array-channelised-voltage-1x", 13, 9013, 1}, {"tied-array-channelised-voltage-0y", 14, 9014, 1},
-        {"baseline-correlation-products", 16, 9016, 4}};
+        {"dsim000h", 0, 9000, 1}, {"dsim003v", 7, 9000, 1},
+        {"antenna-channelised-voltage", 8, 9001, 4}, {"tied-array-channelised-voltage-0x", 12, 9002, 1},
+        {"tied-array-channelised-voltage-1x", 13, 9002, 1}, {"tied-array-channelised-voltage-0y", 14, 9002, 1},
+        {"baseline-correlation-products", 16, 9003, 4}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const cbf_plan_stream *s = cbf_product_plan_stream(pl, want[i].name);
         assert_non_null(s);
         assert_int_equal(s->first.addr, (239u << 24 | 50u << 16) + want[i].group);
         assert_int_equal(s->first.port, want[i].port);
         assert_int_equal(s->count, want[i].count);
+        assert_int_equal(s->first.same_port, 1);
     }
 }
 
@@ -144,29 +147,29 @@ static void check_pipelines(const cbf_product_plan *pl)
     has(t, "  name: p1-feng1\n", "feng1.yaml");
     has(t, "  katcp: \"127.0.0.1:9505\"\n", "feng1.yaml");
     has(t, "  sync_time: 1700000123\n", "feng1.yaml");   /* the parse's now, whole seconds */
-    has(t, "      address: 239.50.0.2:9002,239.50.0.3:9003\n", "feng1.yaml");   /* dsim001h, dsim001v */
+    has(t, "      address: 239.50.0.2:9000,239.50.0.3:9000\n", "feng1.yaml");   /* dsim001h, dsim001v */
     has(t, "      stops: 0\n", "feng1.yaml");   /* runs until deconfigured */
     has(t, "channels: 1024, antenna: 0, spectra_per_buffer: 1024, taps: 16, window: hann, w_cutoff: 1}",
         "feng1.yaml");   /* 2^20 / n_chans spectra per heap, katsdpcontroller's PFB defaults */
-    has(t, "      destinations: \"239.50.0.8:9008,239.50.0.9:9009,239.50.0.10:9010,239.50.0.11:9011\"\n",
+    has(t, "      destinations: \"239.50.0.8:9001,239.50.0.9:9001,239.50.0.10:9001,239.50.0.11:9001\"\n",
         "feng1.yaml");
     free(t);
     t = pipeline(pl, "xeng1");
     has(t, "  katcp: \"127.0.0.1:9501\"\n", "xeng1.yaml");
-    has(t, "      address: 239.50.0.9:9009\n", "xeng1.yaml");
+    has(t, "      address: 239.50.0.9:9001\n", "xeng1.yaml");
     has(t, "      first_channel: 256\n", "xeng1.yaml");
     has(t, "      heap_accumulation_threshold: 408\n", "xeng1.yaml");   /* 0.5 s of 1.225 ms heaps */
     /* each beam's pol from its src_pol (the document lists both x beams first) */
     has(t, "      beams: [{pol: 0}, {pol: 0}, {pol: 1}, {pol: 1}]\n", "xeng1.yaml");
-    has(t, "239.50.0.12:9012,239.50.0.13:9013,239.50.0.14:9014,239.50.0.15:9015", "xeng1.yaml");
-    has(t, "  vsend:\n    plugin: sender\n    params:\n      destinations: \"239.50.0.17:9017\"\n", "xeng1.yaml");
+    has(t, "239.50.0.12:9002,239.50.0.13:9002,239.50.0.14:9002,239.50.0.15:9002", "xeng1.yaml");
+    has(t, "  vsend:\n    plugin: sender\n    params:\n      destinations: \"239.50.0.17:9003\"\n", "xeng1.yaml");
     has(t, "  - reduce.out -> vsend.in\n", "xeng1.yaml");
     if (strstr(t, "filesink"))
         fail_msg("xeng1.yaml records to a file:\n%s", t);
     free(t);
     t = pipeline(pl, "digitiser2");
     has(t, "  katcp: \"127.0.0.1:9510\"\n", "digitiser2.yaml");
-    has(t, "      destinations: \"239.50.0.4:9004,239.50.0.5:9005\"\n", "digitiser2.yaml");
+    has(t, "      destinations: \"239.50.0.4:9000,239.50.0.5:9000\"\n", "digitiser2.yaml");
     /* clock_ratio 0.001 of one antenna's two real-time streams */
     has(t, "      rate_gbps: 0.03516", "digitiser2.yaml");
     free(t);
@@ -235,13 +238,13 @@ static void test_digitiser_streams(void **state)
     unsigned g = 239u << 24 | 50u << 16;
     assert_int_equal(cbf_product_plan_stream(pl, "dsim000v")->first.addr, g + 1);   /* antenna 0's pol 1 */
     assert_int_equal(cbf_product_plan_stream(pl, "dsim001h")->first.addr, g + 2);
-    assert_int_equal(cbf_product_plan_stream(pl, "dsim003v")->first.port, 9007);
+    assert_int_equal(cbf_product_plan_stream(pl, "dsim003v")->first.port, 9000);
     const cbf_plan_engine *d1 = &pl->engines[9];
     assert_string_equal(d1->task, "sim.dsim001.1712000000.0");
     assert_string_equal(d1->carries, "digitiser streams dsim001h dsim001v, read by inputs m801h, m801v");
     assert_int_equal(cbf_product_plan_write(pl, &err), 0);
     char *t = pipeline(pl, "feng1");
-    has(t, "      address: 239.50.0.2:9002,239.50.0.3:9003\n", "feng1.yaml");
+    has(t, "      address: 239.50.0.2:9000,239.50.0.3:9000\n", "feng1.yaml");
     free(t);
     cbf_product_plan_free(pl);
     cbf_product_free(p);
@@ -264,12 +267,12 @@ static void test_digitiser_streams(void **state)
         char name[16];
         snprintf(name, sizeof name, "feng%d", a);
         t = pipeline(pl, name);
-        has(t, "      address: 239.50.0.0:9000,239.50.0.1:9001\n", name);
+        has(t, "      address: 239.50.0.0:9000,239.50.0.1:9000\n", name);
         free(t);
     }
     t = pipeline(pl, "digitiser0");
     has(t, "      antennas: 1\n", "digitiser0.yaml");
-    has(t, "      destinations: \"239.50.0.0:9000,239.50.0.1:9001\"\n", "digitiser0.yaml");
+    has(t, "      destinations: \"239.50.0.0:9000,239.50.0.1:9000\"\n", "digitiser0.yaml");
     free(t);
     cbf_product_plan_free(pl);
     cbf_product_free(p);
@@ -292,7 +295,7 @@ static void test_side_by_side(void **state)
     cbf_product_plan *a = plan(&f, p, "a"), *b = plan(&f, p, "b");
     assert_int_equal(a->n_groups, 20);
     assert_false(overlap(a->group0, a->n_groups, b->group0, b->n_groups));
-    assert_false(overlap(a->udp0, a->n_groups, b->udp0, b->n_groups));
+    assert_false(overlap(a->udp0, 4, b->udp0, 4));   /* a port per kind of stream */
     assert_false(overlap(a->katcp0, a->n_katcp, b->katcp0, b->n_katcp));
     /* every stream of each inside its own block, so no group or port is shared */
     for (int k = 0; k < 2; k++) {
@@ -300,8 +303,7 @@ static void test_side_by_side(void **state)
         for (int i = 0; i < pl->n_streams; i++) {
             const cbf_plan_stream *s = &pl->streams[i];
             assert_true(s->first.addr >= pl->group0 && s->first.addr + (unsigned)s->count <= pl->group0 + 20);
-            assert_true((unsigned)s->first.port >= pl->udp0 && (unsigned)s->first.port + (unsigned)s->count <=
-                        pl->udp0 + 20);
+            assert_true((unsigned)s->first.port >= pl->udp0 && (unsigned)s->first.port < pl->udp0 + 4);
         }
         for (int i = 0; i < pl->n_engines; i++)
             assert_true((unsigned)pl->engines[i].katcp_port - pl->katcp0 < (unsigned)pl->n_katcp);

@@ -108,12 +108,35 @@ def good_plan(cbf_array, array_load, text, tmp):
     return len(names)
 
 
+def same_port_plan(cbf_array, text, tmp):
+    """multicast.same_port: every group of a stream on its first port
+    (katgpucbf's a.b.c.d+N:port), in the pipelines and multicast.tsv."""
+    desc = os.path.join(tmp, "same.yaml")
+    open(desc, "w").write(re.sub(r"(\n  feng: 239\.21\.0\.0:7148)", r"\1\n  same_port: true", text, count=1))
+    out = os.path.join(tmp, "same")
+    r = run(cbf_array, desc, out)
+    if r.returncode:
+        fail(f"same_port: exit {r.returncode}: {r.stdout}{r.stderr}")
+    feng5 = open(os.path.join(out, "feng5.yaml")).read()
+    for want_text in ("address: 239.20.0.10:7148,239.20.0.11:7148",
+                      'destinations: "239.21.0.0:7148,239.21.0.1:7148,239.21.0.2:7148,239.21.0.3:7148"'):
+        if want_text not in feng5:
+            fail(f"same_port: feng5.yaml lacks '{want_text}':\n{feng5}")
+    rows = [l.split("\t") for l in open(os.path.join(out, "multicast.tsv")).read().splitlines()
+            if not l.startswith("#")]
+    groups = [row[1] for row in rows]
+    if len(set(groups)) != len(groups):
+        fail(f"same_port: multicast.tsv repeats a group: {groups}")
+    print("ok: multicast.same_port: every group of a stream on its first port")
+
+
 def main():
     cbf_array, array_load, src = sys.argv[1:4]
     text = open(os.path.join(src, "good.yaml")).read()
     text = re.sub(r"budget: .*", f"budget: {BUDGET}", text)
     with tempfile.TemporaryDirectory() as tmp:
         n = good_plan(cbf_array, array_load, text, tmp)
+        same_port_plan(cbf_array, text, tmp)
         for what, old, new, token, msg in BAD:
             old = old.replace("BUDGET", BUDGET)
             if old not in text:

@@ -36,6 +36,11 @@ typedef struct array_host {
 typedef struct array_group {
     unsigned addr;                      /* IPv4, host order */
     int port;
+    /* Group i of the stream on port + i (0), or every group on `port` (1,
+     * multicast.same_port: katgpucbf's a.b.c.d+N:port, which its receivers
+     * join on the one port). Ports apart let a NIC spread the flows by port;
+     * cbf's receiver binds each group's address, so one port serves too. */
+    int same_port;
 } array_group;
 
 /* What cbf-bench measured on one kind of GPU host (docs/scaling.md,

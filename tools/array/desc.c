@@ -57,6 +57,8 @@ static const cbf_param_decl mcast_decls[] = {
     {"beam", CBF_PARAM_STRING, "", CBF_NORANGE, NULL, "first group:port, beam b at +b"},
     {"vis", CBF_PARAM_STRING, "", CBF_NORANGE, NULL,
      "first group:port of the visibilities, X-engine x at +x; empty: not sent"},
+    {"same_port", CBF_PARAM_BOOL, "false", CBF_NORANGE, NULL,
+     "every group of a stream on its first port (katgpucbf's a.b.c.d+N:port); false: group i on port + i"},
 };
 static const cbf_param_decl sim_decls[] = {
     {"digitisers", CBF_PARAM_INT, "1", CBF_RANGE(0, 4096), NULL, "dsim processes"},
@@ -265,6 +267,8 @@ static int read_multicast(array_yaml *L, const yaml_node_t *root, array_desc *d)
         rc = group(p, "vis", &d->vis, L->err);
         d->has_vis = !rc;
     }
+    if (!rc && cbf_params_bool(p, "same_port"))
+        d->dig.same_port = d->feng.same_port = d->beam.same_port = d->vis.same_port = 1;
     if (!rc && !d->record && !d->has_vis)
         rc = cbf_error_set(L->err, CBF_ECONFIG, "%s: array.record: false needs multicast.vis (the X-engines' "
                            "visibilities would go nowhere)", d->where_record);

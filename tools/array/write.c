@@ -13,7 +13,8 @@
 void array_group_text(array_group g, int offset, char *buf, size_t n)
 {
     unsigned a = g.addr + (unsigned)offset;
-    snprintf(buf, n, "%u.%u.%u.%u:%d", a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255, g.port + offset);
+    snprintf(buf, n, "%u.%u.%u.%u:%d", a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255,
+             g.port + (g.same_port ? 0 : offset));
 }
 
 /* count groups from first, comma-separated */
@@ -210,7 +211,7 @@ static void binds(const array_desc *d, const array_proc *q, char *buf, size_t n)
     for (int i = 0; i < count; i++) {
         size_t l = strlen(buf);
         int k = q->kind == PROC_FENG ? d->input_streams[2 * q->index + i] : first + i;
-        snprintf(buf + l, n - l, "%s%d", i ? "," : "", g.port + k);
+        snprintf(buf + l, n - l, "%s%d", i ? "," : "", g.port + (g.same_port ? 0 : k));
     }
     if (!count)
         snprintf(buf, n, "-");

@@ -166,14 +166,19 @@ static int map_digitisers(const cbf_product *p, const found *f, array_desc *d, i
     return 0;
 }
 
-/* The groups and ports of the product's streams, one block each. */
+/* The groups of the product's streams, one block each, and one UDP port
+ * for each kind of stream (digitisers, F-engines, beams, visibilities):
+ * katsdpcontroller's destinations (a.b.c.d+N:port) put every group of a
+ * stream on one port, and katgpucbf's receivers join them so. */
+#define PLAN_UDP_PORTS 4
+
 static int take(cbf_product_plan *pl, const array_desc *d, int n_procs, cbf_error *err)
 {
     int n = 2 * d->dig_antennas + d->xengines + d->beams + d->xengines;
     int rc = cbf_resources_take(pl->res, CBF_RES_GROUPS, n, &pl->group0, err);
     if (!rc) {
         pl->n_groups = n;
-        rc = cbf_resources_take(pl->res, CBF_RES_UDP_PORTS, n, &pl->udp0, err);
+        rc = cbf_resources_take(pl->res, CBF_RES_UDP_PORTS, PLAN_UDP_PORTS, &pl->udp0, err);
         if (rc) {
             cbf_resources_give(pl->res, CBF_RES_GROUPS, pl->group0, n);
             pl->n_groups = 0;
@@ -189,9 +194,9 @@ static void set_groups(array_desc *d, unsigned g, unsigned port)
     array_group *streams[] = {&d->dig, &d->feng, &d->beam, &d->vis};
     int counts[] = {2 * d->dig_antennas, d->xengines, d->beams, d->xengines};
     for (int i = 0; i < 4; i++) {
-        *streams[i] = (array_group){g, (int)port};
+        *streams[i] = (array_group){g, (int)port, 1};
         g += (unsigned)counts[i];
-        port += (unsigned)counts[i];
+        port++;
     }
     d->has_vis = 1;
 }
@@ -323,7 +328,7 @@ void cbf_product_plan_free(cbf_product_plan *pl)
         return;
     if (pl->res) {
         cbf_resources_give(pl->res, CBF_RES_GROUPS, pl->group0, pl->n_groups);
-        cbf_resources_give(pl->res, CBF_RES_UDP_PORTS, pl->udp0, pl->n_groups);
+        cbf_resources_give(pl->res, CBF_RES_UDP_PORTS, pl->udp0, pl->n_groups ? PLAN_UDP_PORTS : 0);
         cbf_resources_give(pl->res, CBF_RES_ENGINE_KATCP, pl->katcp0, pl->n_katcp);
     }
     for (int i = 0; i < pl->n_engines; i++)

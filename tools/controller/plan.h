@@ -40,7 +40,7 @@ typedef struct cbf_plan_engine {
 } cbf_plan_engine;
 
 /* Where one of the product's streams is sent: count groups from first,
- * group first.addr + i on port first.port + i. */
+ * group first.addr + i on port first.port (+ i unless first.same_port). */
 typedef struct cbf_plan_stream {
     const cbf_product_stream *stream;
     array_group first;

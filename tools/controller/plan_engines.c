@@ -92,7 +92,7 @@ static int streams(cbf_product_plan *pl, const cbf_product_stream *const *beams,
         t->stream = s;
         int k = pl->dig_stream[i];
         if (k >= 0) {
-            t->first = (array_group){d->dig.addr + (unsigned)k, d->dig.port + k};
+            t->first = (array_group){d->dig.addr + (unsigned)k, d->dig.port, 1};
             t->count = 1;
         } else if (s == pl->acv) {
             t->first = d->feng;
@@ -103,7 +103,7 @@ static int streams(cbf_product_plan *pl, const cbf_product_stream *const *beams,
         } else {
             for (int b = 0; b < n_beams; b++)
                 if (beams[b] == s) {
-                    t->first = (array_group){d->beam.addr + (unsigned)b, d->beam.port + b};
+                    t->first = (array_group){d->beam.addr + (unsigned)b, d->beam.port, 1};
                     t->count = 1;
                 }
         }

@@ -12,8 +12,9 @@
  * `beam0`, `beam1`, ... in the order of the product's beam streams, its
  * visibilities' capture its `vsend` node's and the beams' its `bsend`
  * node's (one sender for all beams: starting or stopping one beam's
- * capture does so for every beam of the engine). cbf's senders start a
- * capture from their next buffer, so capture-start's timestamp is not sent. */
+ * capture does so for every beam of the engine). capture-start's
+ * timestamp goes on as katsdpcontroller sends it: the engine's sender sends
+ * nothing that starts before it (docs/control.md, "katcp"). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,10 +193,8 @@ static void product_request(cbf_katcp_call *call, void *user)
         }
         int m = 0;
         const char *node = node_for(pc->rp->product, ec, nodes[c], sizeof nodes[c]);
-        int capture = !strncmp(ec->args[0], "capture-", 8);
         for (int a = 1; a < ec->n_args; a++)
-            if (!(capture && a > 1))   /* no start timestamp for cbf's senders */
-                argv[c][m++] = a == 1 && node ? node : ec->args[a];
+            argv[c][m++] = a == 1 && node ? node : ec->args[a];
         for (int k = 0; k < pl->n_engines; k++)
             if (targets(pl, ec, k))
                 jobs[j++] = (job){.pc = pc, .engine = &pl->engines[k], .name = ec->args[0], .args = argv[c],
