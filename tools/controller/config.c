@@ -71,14 +71,22 @@ const array_host *cbf_controller_host(const cbf_controller_config *c, const char
 
 /* s into dst, relative to the configuration file's folder when it is a
  * relative path (and, for a program, names a path: one with a '/'). */
+/* A path of the configuration, in full: relative ones from the
+ * configuration's folder, or without one from the working folder (engines
+ * run in their product's folder, where a relative path means another place). */
 static void path_of(const cbf_controller_config *c, const char *s, int program, char *dst, size_t n)
 {
-    if (s[0] == '/' || !c->path[0] || (program && !strchr(s, '/'))) {
+    if (s[0] == '/' || (program && !strchr(s, '/'))) {
         snprintf(dst, n, "%s", s);
         return;
     }
     char dir[512];
-    snprintf(dir, sizeof dir, "%s", c->path);
+    if (c->path[0])
+        snprintf(dir, sizeof dir, "%s", c->path);
+    else if (!getcwd(dir, sizeof dir - 2))
+        snprintf(dir, sizeof dir, ".");
+    else
+        strcat(dir, "/.");   /* dirname() below keeps the working folder */
     snprintf(dst, n, "%s/%s", dirname(dir), s);
 }
 
