@@ -191,6 +191,7 @@ static int engine_renames(cbf_product_ctl *pc, int k, int child, int n_xb, cbf_e
             }
             if (st->kind == CBF_STREAM_BCP && st != pl->bcp)
                 continue;   /* the engines carry the plan's one correlator */
+            part[0] = '\0';
             if (st->kind == CBF_STREAM_TACV)
                 pc_beam_name(p, st, part, sizeof part);
             expand(from, sizeof from, ru->from, part);
