@@ -6,7 +6,9 @@ Starts cbf-controller (port 0, a scratch state folder, the local launcher),
 configures the suite-style 4-antenna wideband product with beams
 (data/suite-4ant-wide-beams.json, clock_ratio 0.001 for a 2-core CPU),
 reads the product controller's sensors through aiokatcp's SensorWatcher,
-sends the product requests, runs a second product beside it, kills an
+sends the product requests and reads their effect in the engines' sensors
+under the product's stream names (ACV.LABEL.eq, BCP.N.chan-range, the
+summed clip counts), runs a second product beside it, kills an
 F-engine and watches its state and input-data-suspect bits, and checks that
 deconfigure and the controller's own stop leave no engine or port behind.
 Every wait polls a condition with a deadline. docs/controller.md, "Running
@@ -116,6 +118,52 @@ async def main():
     print("ok: cbf-controller stopped, nothing left")
 
 
+def value(watcher, name):
+    """A sensor's value as katcp writes it, None while it is not there."""
+    sensor = watcher.sensors.get(name)
+    return text(sensor.value) if sensor is not None else None
+
+
+async def per_engine_sensors(product, watcher):
+    """The engines' sensors under the product's stream names, as
+    katsdpcontroller's generator renames them: feng1 carries m801h and m801v
+    (its input0 and input1), xeng0 the first quarter of the channels."""
+    s = watcher.sensors
+    await product.request("gain", ACV, "m801v", "0.25-0.5j")
+    await until(lambda: value(watcher, f"{ACV}.m801v.eq") == "[0.25-0.5j]", f"{ACV}.m801v.eq shows the gain")
+    check(value(watcher, f"f.{ACV}.1.post.input1.eq") == "[0.25-0.5j]", "feng1's own input1.eq the same")
+    check(s[f"{ACV}.m801v.feng-clip-cnt"].stype is int and s[f"{ACV}.m800h.dig-rms-dbfs"].stype is float,
+          "the engines' types")
+    models = ["0,0:0,0"] * 8
+    models[3] = "2e-09,0:0.5,0"
+    # the engines' clock runs at clock_ratio (0.001) of the wall's: load the
+    # model a little after the data feng1 has received
+    start = s[f"f.{ACV}.1.rx.unixtime"].value + 0.002
+    await product.request("delays", ACV, repr(start), *models)
+    await until(lambda: ", 2e-09, 0.0, 0.5, 0.0)" in (value(watcher, f"{ACV}.m801v.delay") or ""),
+                f"{ACV}.m801v.delay shows the model in force")
+    check(value(watcher, f"{ACV}.m801h.delay").endswith(", 0.0, 0.0, 0.0, 0.0)"), "m801h's delay stays zero")
+    check(value(watcher, f"{BCP}.0.chan-range") == "(0,255)" and value(watcher, f"{BCP}.3.chan-range") == "(768,1023)",
+          f"{BCP}.N.chan-range: {value(watcher, f'{BCP}.0.chan-range')}")
+    check(value(watcher, f"{BEAM0}.1.chan-range") == value(watcher, f"xb.{BCP}.1.beam0.chan-range"),
+          f"{BEAM0}.1.chan-range is the engine's beam0.chan-range")
+    check(s[f"{BEAM0}.2.tx.next-timestamp"].stype is int and s[f"{BCP}.2.rx.timestamp"].stype is int,
+          "the engines' senders and receivers")
+
+    def summed(agg, each):
+        engines = [s.get(f"xb.{BCP}.{i}.{each}") for i in range(4)]
+        return (agg in s and all(e is not None and e.status.valid_value() for e in engines) and
+                s[agg].status == aiokatcp.Sensor.Status.NOMINAL and s[agg].value == sum(e.value for e in engines))
+    await until(lambda: summed(f"{BCP}.xeng-clip-cnt", "reduce.xeng-clip-cnt"),
+                f"{BCP}.xeng-clip-cnt the sum of the engines' reduce.xeng-clip-cnt")
+    await until(lambda: summed(f"{BEAM0}.beng-clip-cnt", "beam0.beng-clip-cnt"),
+                f"{BEAM0}.beng-clip-cnt the sum of the engines' beam0.beng-clip-cnt")
+    check(s[f"{BCP}.rx.synchronised"].stype is bool and s[f"{BEAM0}.quantiser-gain"].stype is float,
+          "the aggregates' types")
+    print(f"ok: per-engine sensors under the stream names ({ACV}.m801v.eq, .delay, {BCP}.0.chan-range, "
+          f"{BCP}.xeng-clip-cnt summed)")
+
+
 async def session(master_port, config, state):
     # ---- the master controller ----
     master = await aiokatcp.Client.connect("127.0.0.1", master_port)
@@ -165,12 +213,14 @@ async def session(master_port, config, state):
                 f"{eq} shows the new gain once it is in force")
     reply, _ = await product.request("gain", ACV, "m800h")
     check(reply == [b"0.5+0.25j"], f"gain read back {reply}")
+    await per_engine_sensors(product, watcher)
     await product.request("gain-all", ACV, "default")
-    await product.request("delays", ACV, str(time.time()), *["0,0:0,0"] * 8)
     await product.request("beam-weights", BEAM0, "0.5", "0.25", "0.125", "1")
     weight = f"xb.{BCP}.0.corr.beam0.weight"
     await until(lambda: weight in watcher.sensors and text(watcher.sensors[weight].value) == "[0.5, 0.25, 0.125, 1.0]",
                 f"{weight} shows the new weights")
+    await until(lambda: value(watcher, f"{BEAM0}.weight") == "[0.5, 0.25, 0.125, 1.0]",
+                f"{BEAM0}.weight, the latest of the engines' beam0.weight, shows them")
     await product.request("capture-start", BCP)
     await until(lambda: text(watcher.sensors["product-state"].value) == "capturing", "capturing")
     await product.request("capture-stop", BCP)
@@ -178,13 +228,13 @@ async def session(master_port, config, state):
     dsim = "sim.dsim000.1712000000.0"
     reply, _ = await product.request("dsim-signals", dsim, "common=wgn(0.1); common; common;")
     check(len(reply) == 1 and int(reply[0]) > 0, f"?dsim-signals: the first timestamp of the signal {reply}")
-    # The dsim's clock: its samples' time, which runs at the clock ratio
-    # from the sync time on (so it lags the wall clock here).
-    sync = watcher.sensors[f"{ACV}.sync-time"].value
+    # the dsim's clock runs at clock_ratio of the wall's, from the wall's time
+    # at its start: behind the wall, ahead of what feng0 had received
+    received = watcher.sensors[f"f.{ACV}.0.rx.unixtime"].value
+    before = time.time()
     reply, _ = await product.request("dsim-time", dsim)
-    after = time.time()
-    check(len(reply) == 1 and sync <= float(reply[0]) <= after,
-          f"?dsim-time: the dsim's clock {reply} between the sync time {sync} and now {after}")
+    check(len(reply) == 1 and received <= float(reply[0]) <= before,
+          f"?dsim-time: the dsim's clock {reply}, not between feng0's rx.unixtime {received} and the wall's {before}")
     await refused(product, "dsim-signals", dsim, "cw(1, foo);cw(1, 2);", want="column 7")
     print("ok: gain, gain-all, delays, beam-weights (mirrored weight sensor), capture-start/stop, dsim-signals")
     await refused(product, "gain", ACV, "m900h", "1", want="argument 2: Unknown input 'm900h'")
@@ -207,6 +257,8 @@ async def session(master_port, config, state):
     watcher.sensors[f"{ACV}.input-data-suspect"].attach(lambda _s, r: history["suspect"].append(text(r.value)))
     watcher.sensors[f"f.{ACV}.1.pfb.steady-state-timestamp"].attach(
         lambda _s, r: history["mirrored"].append(r.status))
+    history["renamed"] = []
+    watcher.sensors[f"{ACV}.m801v.eq"].attach(lambda _s, r: history["renamed"].append(r.status))
     pid = engine_pid(state, "p", "feng1")
     check(pid, "feng1's process")
     os.kill(pid, signal.SIGKILL)
@@ -214,6 +266,7 @@ async def session(master_port, config, state):
                 history["state"][-1] == "up" and "down" in history["state"], "feng1 down and up again")
     check(set(history["suspect"]) == {"00110000", "00000000"}, f"suspect masks {history['suspect']}")
     check(aiokatcp.Sensor.Status.UNREACHABLE in history["mirrored"], "mirrored sensors unreachable while down")
+    check(aiokatcp.Sensor.Status.UNREACHABLE in history["renamed"], f"{ACV}.m801v.eq unreachable while down")
     print(f"ok: feng1 killed: states {history['state']}, input-data-suspect {history['suspect']}")
     second.close()
     product.close()

@@ -238,6 +238,8 @@ static int serve(cbf_product_ctl *pc, cbf_error *err)
     if (!rc)
         rc = add_plan_sensors(pc, err);
     if (!rc)
+        rc = pc_renames_make(pc, err);
+    if (!rc)
         rc = pc_fanout_register(pc, err);
     if (!rc) {
         snprintf(pc->address, sizeof pc->address, "%s", cbf_katcp_server_address(pc->srv));
@@ -316,6 +318,7 @@ int cbf_product_ctl_stop(cbf_product_ctl *pc, cbf_error *err)
     pthread_mutex_unlock(&pc->mu);
     cbf_katcp_server_close(srv);
     int rc = cbf_product_deconfigure(pc->rp, err);
+    pc_renames_free(pc);
     for (int i = 0; i < pc->n_eng; i++)
         pc_mirror_free(&pc->eng[i]);
     free(pc->eng);

@@ -67,18 +67,15 @@ static const char *node_for(const cbf_product *p, const cbf_engine_call *c, char
 {
     const char *req = c->args[0];
     if (c->task == CBF_TASK_F)
-        return !strcmp(req, "delays") ? "pfb" : "post";
+        return !strcmp(req, "delays") ? PC_NODE_DELAY : PC_NODE_EQ;
     if (c->task != CBF_TASK_XB || c->n_args < 2)
         return NULL;
     const cbf_product_stream *s = cbf_product_find(p, c->args[1]);
     if (!s)
         return NULL;
     if (!strncmp(req, "capture-", 8))
-        return s->kind == CBF_STREAM_BCP ? "vsend" : "bsend";
-    int b = 0;   /* beam-*: its place among the beams */
-    for (int i = 0; i < s->index; i++)
-        b += p->streams[i].kind == CBF_STREAM_TACV;
-    snprintf(buf, n, "beam%d", b);
+        return s->kind == CBF_STREAM_BCP ? PC_NODE_VSEND : PC_NODE_BSEND;
+    pc_beam_name(p, s, buf, n);   /* beam-* */
     return buf;
 }
 

@@ -1,5 +1,6 @@
 /* product_mirror.c: every engine's own sensors shown by the product
- * controller as TASK.NAME, as katsdpcontroller mirrors its tasks' sensors:
+ * controller as TASK.NAME, as katsdpcontroller mirrors its tasks' sensors,
+ * and under the product's stream names (product_renames.c):
  * a thread asks each engine that is up for `?sensor-value` about once a
  * second (one connection per engine, kept), adds a sensor the first time
  * it appears (its type from the engine's `?sensor-list`), and leaves an
@@ -37,6 +38,7 @@ void pc_mirror_unreachable(cbf_product_ctl *pc, int engine)
         if (e->last[i])
             cbf_katcp_sensor_set(pc->srv, e->mirrored[i], CBF_KATCP_UNREACHABLE, e->last[i], 0, NULL);
     }
+    pc_renames_unreachable(pc, engine);
 }
 
 /* The index of the mirrored sensor so named, -1: none yet (under mu). */
@@ -62,7 +64,35 @@ static cbf_katcp_type type_of(const char *t)
     return CBF_KATCP_STRING;
 }
 
-/* Adds the engine's sensors named in a ?sensor-list reply as TASK.NAME. */
+/* Adds one sensor to the server and to the engine's mirrored ones, unless
+ * it is there already. */
+static void add_mirrored(cbf_product_ctl *pc, pc_engine *e, const cbf_katcp_sensor_info *in)
+{
+    pthread_mutex_lock(&pc->mu);
+    int have = known(e, in->name);
+    pthread_mutex_unlock(&pc->mu);
+    cbf_error err = {0};
+    if (have >= 0 || cbf_katcp_sensor_add(pc->srv, in, &err))
+        return;
+    pthread_mutex_lock(&pc->mu);
+    if (e->n_mirrored == e->cap_mirrored) {
+        int cap = e->cap_mirrored ? 2 * e->cap_mirrored : 64;
+        char **v = realloc(e->mirrored, (size_t)cap * sizeof *v);
+        if (v)
+            e->mirrored = v;
+        char **l = v ? realloc(e->last, (size_t)cap * sizeof *l) : NULL;
+        if (l) {
+            e->last = l;
+            e->cap_mirrored = cap;
+        }
+    }
+    if (e->n_mirrored < e->cap_mirrored && (e->mirrored[e->n_mirrored] = strdup(in->name)))
+        e->last[e->n_mirrored++] = NULL;
+    pthread_mutex_unlock(&pc->mu);
+}
+
+/* Adds the engine's sensors named in a ?sensor-list reply as TASK.NAME,
+ * and under each product name it is renamed to (product_renames.c). */
 static void add_listed(cbf_product_ctl *pc, int engine, const cbf_katcp_result *r)
 {
     const cbf_plan_engine *pe = &pc->rp->plan->engines[engine];
@@ -73,33 +103,29 @@ static void add_listed(cbf_product_ctl *pc, int engine, const cbf_katcp_result *
             continue;
         char full[512];
         snprintf(full, sizeof full, "%s.%s", pe->task, m->args[0]);
-        pthread_mutex_lock(&pc->mu);
-        int have = known(e, full);
-        pthread_mutex_unlock(&pc->mu);
-        if (have >= 0)
-            continue;
         cbf_katcp_sensor_info in = {full, m->args[1], m->args[2], type_of(m->args[3]),
                                     (const char *const *)m->args + 4, m->n_args - 4};
         if (in.type != CBF_KATCP_DISCRETE)
             in.n_values = 0;
-        cbf_error err = {0};
-        if (cbf_katcp_sensor_add(pc->srv, &in, &err))
-            continue;
-        pthread_mutex_lock(&pc->mu);
-        if (e->n_mirrored == e->cap_mirrored) {
-            int cap = e->cap_mirrored ? 2 * e->cap_mirrored : 64;
-            char **v = realloc(e->mirrored, (size_t)cap * sizeof *v);
-            if (v)
-                e->mirrored = v;
-            char **l = v ? realloc(e->last, (size_t)cap * sizeof *l) : NULL;
-            if (l) {
-                e->last = l;
-                e->cap_mirrored = cap;
-            }
-        }
-        if (e->n_mirrored < e->cap_mirrored && (e->mirrored[e->n_mirrored] = strdup(full)))
-            e->last[e->n_mirrored++] = NULL;
-        pthread_mutex_unlock(&pc->mu);
+        add_mirrored(pc, e, &in);
+        int at = 0;
+        while ((in.name = pc_renames_next(e, m->args[0], &at)))
+            add_mirrored(pc, e, &in);
+    }
+}
+
+/* A mirrored sensor set, and its value kept for while it is unreachable
+ * (under mu). */
+static void show(cbf_product_ctl *pc, pc_engine *e, const char *name, cbf_katcp_status st, const char *value,
+                 double timestamp)
+{
+    int at = known(e, name);
+    if (at < 0 || cbf_katcp_sensor_set(pc->srv, name, st, value, timestamp, NULL))
+        return;
+    char *v = strdup(value);
+    if (v) {
+        free(e->last[at]);
+        e->last[at] = v;
     }
 }
 
@@ -173,15 +199,14 @@ static void poll_engine(cbf_product_ctl *pc, int i)
         if (status < 0)
             status = CBF_KATCP_UNKNOWN;
         pthread_mutex_lock(&pc->mu);
-        int at = known(e, full);
         /* not over the unreachable of an engine just gone */
-        if (at >= 0 && e->state == CBF_ENGINE_UP && pc->srv &&
-            !cbf_katcp_sensor_set(pc->srv, full, (cbf_katcp_status)status, m->args[4], atof(m->args[0]), NULL)) {
-            char *v = strdup(m->args[4]);
-            if (v) {
-                free(e->last[at]);
-                e->last[at] = v;
-            }
+        if (e->state == CBF_ENGINE_UP && pc->srv) {
+            double ts = atof(m->args[0]);
+            show(pc, e, full, (cbf_katcp_status)status, m->args[4], ts);
+            int at = 0;
+            for (const char *to; (to = pc_renames_next(e, m->args[2], &at));)
+                show(pc, e, to, (cbf_katcp_status)status, m->args[4], ts);
+            pc_renames_reading(pc, i, m->args[2], (cbf_katcp_status)status, m->args[4], ts);
         }
         pthread_mutex_unlock(&pc->mu);
         if (ends_with(m->args[2], "steady-state-timestamp") && status == CBF_KATCP_NOMINAL) {
