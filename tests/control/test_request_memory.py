@@ -18,8 +18,8 @@ Before each, the engine's peak resident size is reset (/proc/PID/clear_refs
 5) and its resident size read; after the reply, the peak (VmHWM) may be at
 most PEAK_FACTOR times the request's size above that, and the resident size
 (VmRSS) back within KEPT of it; after two rounds of all four the engine is
-within KEPT of its size before the first (glibc keeps one message-sized
-block for ZeroMQ's thread; nothing grows per request). RSS is a measurement of the engine, not a
+within KEPT of its size before the first (glibc may keep a message-sized
+block per thread that held one; nothing grows per request). RSS is a measurement of the engine, not a
 timing: the bounds have a wide margin and the unfixed engine is far
 outside them (GB, not MB). The engine answers every request (an error
 naming the reason for the three hostile ones) and is still running."""
@@ -38,7 +38,13 @@ if not (os.access(CBF_RUN, os.X_OK) and os.access(CBF_CTL, os.X_OK)):
 
 MAX_REQUEST = 8 << 20             # CBF_CONTROL_MAX_REQUEST
 PEAK_FACTOR = 16                  # the issue's bound: peak at most 16 times the request
-KEPT = 16 << 20                   # resident afterwards: back within 16 MiB of before
+# Resident afterwards: back within 24 MiB of before. glibc may keep a
+# message-sized block (up to the 8 MiB cap) in the arena of each thread that
+# held one: ZeroMQ's I/O thread and the thread that parsed it, so two caps,
+# plus room for the rest; 16 MiB was exceeded by 1 MiB now and then on a
+# loaded machine (17.0 MiB, here and on the GPU machine). The unfixed
+# engine kept 1.3 GB: this bound still tells the two apart by 50 times.
+KEPT = 24 << 20
 ROUNDS = 2                        # the second round may not grow the engine further
 
 HEAD = '{"request": "hold", "node": "hold"'
