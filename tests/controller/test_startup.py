@@ -68,10 +68,13 @@ async def data_leaves(address, n_beams):
         while time.monotonic() < deadline:
             b = await heaps(product, r"/^xb\..*\.bsend\.heaps$/")
             v = await heaps(product, r"/^xb\..*\.vsend\.heaps$/")
-            if first is None and b and v:
+            # The mirror adds an engine's sensors once it has read them: the
+            # first look is the one that has all four engines' of each.
+            if first is None and len(b) == 4 and len(v) == 4:
                 first = (b, v)
-            if first and all(b[k] > first[0][k] for k in b) and all(v[k] > first[1][k] for k in v):
-                check(len(b) == 4 and len(v) == 4, f"4 X/B-engines send beams and visibilities: {b} {v}")
+            if first and all(b[k] > first[0][k] for k in first[0]) and all(v[k] > first[1][k] for k in first[1]):
+                check(set(b) == set(first[0]) and set(v) == set(first[1]),
+                      f"4 X/B-engines send beams and visibilities: {b} {v}")
                 return
             await asyncio.sleep(0.5)
         fail(f"heaps did not climb on every engine: first {first}, last {b} {v}")
