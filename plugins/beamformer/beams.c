@@ -55,7 +55,8 @@ static int beams_params(cbf_beams *b, cbf_node *node, const cbf_params *p,
     for (size_t k = 0; k < B; k++) {
         char name[CBF_BEAM_NAME_MAX + 16];
         snprintf(name, sizeof name, "%s.chan-range", b->ctl.names[k]);
-        cbf_stage_chan_range(node, name, CBF_SENSOR_ENGINE, in, (int64_t)ch);
+        /* the engine's own channels, not the band's (ch) */
+        cbf_stage_chan_range(node, name, CBF_SENSOR_ENGINE, in, (int64_t)b->shape.channels);
     }
     rc = cbf_beamctl_coef(&b->ctl, b->coef, err);
     return rc < 0 ? rc : 0;

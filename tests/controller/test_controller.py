@@ -145,8 +145,9 @@ async def per_engine_sensors(product, watcher):
     check(value(watcher, f"{ACV}.m801h.delay").endswith(", 0.0, 0.0, 0.0, 0.0)"), "m801h's delay stays zero")
     check(value(watcher, f"{BCP}.0.chan-range") == "(0,255)" and value(watcher, f"{BCP}.3.chan-range") == "(768,1023)",
           f"{BCP}.N.chan-range: {value(watcher, f'{BCP}.0.chan-range')}")
-    check(value(watcher, f"{BEAM0}.1.chan-range") == value(watcher, f"xb.{BCP}.1.beam0.chan-range"),
-          f"{BEAM0}.1.chan-range is the engine's beam0.chan-range")
+    check(value(watcher, f"{BEAM0}.1.chan-range") == value(watcher, f"xb.{BCP}.1.beam0.chan-range") == "(256,511)",
+          f"{BEAM0}.1.chan-range is the engine's beam0.chan-range, its own channels: "
+          f"{value(watcher, f'{BEAM0}.1.chan-range')}")
     check(s[f"{BEAM0}.2.tx.next-timestamp"].stype is int and s[f"{BCP}.2.rx.timestamp"].stype is int,
           "the engines' senders and receivers")
 
