@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cbf/control.h"
 #include "ctl_test.h"
-#include "pyfmt.h"
 #include "stream_sensors.h"
 
 static const char *data_dir;
@@ -203,24 +203,24 @@ static void test_float_text(void **state)
 {
     (void)state;
     char b[40];
-    cbf_python_float(0.5, b, sizeof b);
+    cbf_format_repr(0.5, b, sizeof b);
     assert_string_equal(b, "0.5");
-    cbf_python_float(1712e6, b, sizeof b);
+    cbf_format_repr(1712e6, b, sizeof b);
     assert_string_equal(b, "1712000000.0");
-    cbf_python_float(0.1, b, sizeof b);
+    cbf_format_repr(0.1, b, sizeof b);
     assert_string_equal(b, "0.1");
-    cbf_python_float(-4194363.5, b, sizeof b);
+    cbf_format_repr(-4194363.5, b, sizeof b);
     assert_string_equal(b, "-4194363.5");
-    cbf_python_float(1e-7, b, sizeof b);
+    cbf_format_repr(1e-7, b, sizeof b);
     assert_string_equal(b, "1e-07");
-    cbf_python_float(1e16, b, sizeof b);
+    cbf_format_repr(1e16, b, sizeof b);
     assert_string_equal(b, "1e+16");
-    cbf_python_float(123456.789e3, b, sizeof b);
+    cbf_format_repr(123456.789e3, b, sizeof b);
     assert_string_equal(b, "123456789.0");
-    cbf_python_float(0.0001, b, sizeof b);
+    cbf_format_repr(0.0001, b, sizeof b);
     assert_string_equal(b, "0.0001");
     double third = 1.0 / 3;
-    cbf_python_float(third, b, sizeof b);
+    cbf_format_repr(third, b, sizeof b);
     assert_true(strtod(b, NULL) == third);
 }
 

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cbf/control.h"
 #include "plan_priv.h"
-#include "pyfmt.h"
 
 static const char *kind_name(int kind)
 {
@@ -75,7 +75,7 @@ static void task_name(const cbf_product_plan *pl, const array_proc *q, char *buf
             if (pl->dig_stream[i] == 2 * q->first)
                 ant = p->streams[i].u.dig.antenna_name;
         char rate[64];
-        cbf_python_float(pl->desc->adc_sample_rate, rate, sizeof rate);
+        cbf_format_repr(pl->desc->adc_sample_rate, rate, sizeof rate);
         snprintf(buf, n, "sim.%s.%s", ant, rate);
     }
 }

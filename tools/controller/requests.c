@@ -6,8 +6,6 @@
  * gain-all, beam and capture requests to every engine of the stream. */
 #include "requests.h"
 
-#include "pyfmt.h"
-
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -15,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "cbf/control.h"
 
 static const char *skip_space(const char *s)
 {
@@ -367,7 +367,7 @@ static int dsim_known(const cbf_product *p, const char *name)
         if (s->kind != CBF_STREAM_DIG || !s->u.dig.simulated)
             continue;
         char task[256], rate[40];
-        cbf_python_float(s->u.dig.adc_sample_rate, rate, sizeof rate);
+        cbf_format_repr(s->u.dig.adc_sample_rate, rate, sizeof rate);
         snprintf(task, sizeof task, "sim.%s.%s", s->u.dig.antenna_name, rate);
         if (!strcmp(task, name))
             return 1;

@@ -4,12 +4,12 @@
  * it would see from katsdpcontroller. */
 #include "stream_sensors.h"
 
-#include "pyfmt.h"
-
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "cbf/control.h"
 
 /* katgpucbf's packets carry 8192 bytes of data (katsdpcontroller's
  * GPUCBF_PACKET_PAYLOAD_BYTES); cbf's sender writes the same. */
@@ -74,7 +74,7 @@ static void put_int(ss_ctx *c, const char *name, const char *desc, long long v)
 static void put_float(ss_ctx *c, const char *name, const char *units, const char *desc, double v)
 {
     char b[40];
-    cbf_python_float(v, b, sizeof b);
+    cbf_format_repr(v, b, sizeof b);
     put(c, name, "float", units, desc, strdup(b));
 }
 
