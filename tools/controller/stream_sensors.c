@@ -21,6 +21,7 @@ typedef struct ss_ctx {
     int oom;
 } ss_ctx;
 
+static char *textf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Adds STREAM.name; value NULL (out of memory while making it) marks the set
  * incomplete. */
@@ -43,18 +44,15 @@ static void put(ss_ctx *c, const char *name, const char *type, const char *units
         ss->s = s;
         ss->cap = cap;
     }
-    size_t len = strlen(c->stream) + 1 + strlen(name) + 1;
-    char *full = malloc(len);
+    char *full = textf("%s.%s", c->stream, name);
     if (!full) {
         free(value);
         c->oom = 1;
         return;
     }
-    snprintf(full, len, "%s.%s", c->stream, name);
     ss->s[ss->n++] = (cbf_stream_sensor){full, type, units, desc, NULL, value};
 }
 
-static char *textf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *textf(const char *fmt, ...)
 {
     va_list ap;
@@ -89,63 +87,43 @@ static char *zeros(size_t n)
     return s;
 }
 
-/* A growing text, for the Python-list values. */
+/* The Python-list values are written to a memory stream; text_take gives
+ * the text, or NULL when any write (or the stream itself) failed. */
 typedef struct ss_text {
+    FILE *f;
     char *p;
-    size_t len, cap;
-    int oom;
+    size_t len;
 } ss_text;
 
-static void text_put(ss_text *t, const char *s)
+static int text_open(ss_text *t)
 {
-    size_t n = strlen(s);
-    if (t->oom)
-        return;
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 256;
-        while (cap < t->len + n + 1)
-            cap *= 2;
-        char *p = realloc(t->p, cap);
-        if (!p) {
-            t->oom = 1;
-            return;
-        }
-        t->p = p;
-        t->cap = cap;
-    }
-    memcpy(t->p + t->len, s, n + 1);
-    t->len += n;
-}
-
-/* s as Python's repr writes a str: in single quotes, unless it holds one
- * and no double quote; backslashes and the quote escaped. */
-static void text_py_str(ss_text *t, const char *s)
-{
-    char q = strchr(s, '\'') && !strchr(s, '"') ? '"' : '\'';
-    char one[3] = {q, 0, 0};
-    text_put(t, one);
-    for (const char *p = s; *p; p++) {
-        if (*p == '\\' || *p == q) {
-            one[0] = '\\';
-            one[1] = *p;
-        } else {
-            one[0] = *p;
-            one[1] = 0;
-        }
-        text_put(t, one);
-    }
-    one[0] = q;
-    one[1] = 0;
-    text_put(t, one);
+    t->p = NULL;
+    t->f = open_memstream(&t->p, &t->len);
+    return t->f ? 0 : -1;
 }
 
 static char *text_take(ss_text *t)
 {
-    if (t->oom) {
+    int bad = ferror(t->f);
+    if (fclose(t->f) || bad) {
         free(t->p);
         return NULL;
     }
-    return t->p ? t->p : strdup("");
+    return t->p;
+}
+
+/* s as Python's repr writes a str: in single quotes, unless it holds one
+ * and no double quote; backslashes and the quote escaped. */
+static void text_py_str(FILE *f, const char *s)
+{
+    char q = strchr(s, '\'') && !strchr(s, '"') ? '"' : '\'';
+    fputc(q, f);
+    for (const char *p = s; *p; p++) {
+        if (*p == '\\' || *p == q)
+            fputc('\\', f);
+        fputc(*p, f);
+    }
+    fputc(q, f);
 }
 
 /* Every X/B stream repeats these from its channeliser. */
@@ -223,14 +201,17 @@ static void acv_sensors(ss_ctx *c, const cbf_product_stream *st)
     /* Not one of katsdpcontroller's sensors (it keeps the labels in telstate),
      * but what a client needs to turn an input label into an input index
      * without telstate. */
-    ss_text t = {0};
-    text_put(&t, "[");
-    for (int i = 0; i < a->n_inputs; i++) {
-        if (i)
-            text_put(&t, ", ");
-        text_py_str(&t, a->input_labels[i]);
+    ss_text t;
+    if (text_open(&t)) {
+        c->oom = 1;
+        return;
     }
-    text_put(&t, "]");
+    fputc('[', t.f);
+    for (int i = 0; i < a->n_inputs; i++) {
+        fputs(i ? ", " : "", t.f);
+        text_py_str(t.f, a->input_labels[i]);
+    }
+    fputc(']', t.f);
     put(c, "input-labels", "string", "", "The input labels, in input order (a Python list)", text_take(&t));
 }
 
@@ -252,19 +233,23 @@ static void bcp_sensors(ss_ctx *c, const cbf_product_stream *st)
      * products at 4 x that + p1 + 2 p2, each the pair (a1's pol p1, a2's
      * pol p2) by label. */
     int n_ants = a->n_inputs / 2;
-    ss_text t = {0};
-    text_put(&t, "[");
+    ss_text t;
+    if (text_open(&t)) {
+        c->oom = 1;
+        return;
+    }
+    fputc('[', t.f);
     for (int idx = 0, a2 = 0; a2 < n_ants; a2++)
         for (int a1 = 0; a1 <= a2; a1++)
             for (int k = 0; k < 4; k++, idx++) {
                 int p1 = k & 1, p2 = k >> 1;
-                text_put(&t, idx ? ", (" : "(");
-                text_py_str(&t, a->input_labels[2 * a1 + p1]);
-                text_put(&t, ", ");
-                text_py_str(&t, a->input_labels[2 * a2 + p2]);
-                text_put(&t, ")");
+                fputs(idx ? ", (" : "(", t.f);
+                text_py_str(t.f, a->input_labels[2 * a1 + p1]);
+                fputs(", ", t.f);
+                text_py_str(t.f, a->input_labels[2 * a2 + p2]);
+                fputc(')', t.f);
             }
-    text_put(&t, "]");
+    fputc(']', t.f);
     put(c, "bls-ordering", "string", "",
         "A string showing the output ordering of baseline data produced by the X-engines in this "
         "instrument, as a list of correlation pairs given by input label.", text_take(&t));
@@ -286,14 +271,15 @@ static void tacv_sensors(ss_ctx *c, const cbf_product_stream *st)
             "B-engine output bits per sample. Per number, not complex pair- Real and imaginary parts "
             "are both this wide", b->bits_per_sample);
     put_int(c, "spectra-per-heap", "Number of spectra per heap of beamformer output", b->spectra_per_heap);
-    ss_text t = {0};
-    text_put(&t, "[");
-    for (int i = b->src_pol; i < a->n_inputs; i += 2) {
-        char n[16];
-        snprintf(n, sizeof n, i == b->src_pol ? "%d" : ", %d", i);
-        text_put(&t, n);
+    ss_text t;
+    if (text_open(&t)) {
+        c->oom = 1;
+        return;
     }
-    text_put(&t, "]");
+    fputc('[', t.f);
+    for (int i = b->src_pol; i < a->n_inputs; i += 2)
+        fprintf(t.f, i == b->src_pol ? "%d" : ", %d", i);
+    fputc(']', t.f);
     put(c, "source-indices", "string", "", "The global input indices of the sources summed in this beam",
         text_take(&t));
     put_int(c, "payload-len", "The payload size, in bytes, of the B-engine data stream packets",
