@@ -126,7 +126,8 @@ static void text_py_str(FILE *f, const char *s)
     fputc(q, f);
 }
 
-/* Every X/B stream repeats these from its channeliser. */
+/* Every X/B stream repeats these from its channeliser, and has a
+ * channel-data-suspect mask (katsdpcontroller's common stream sensors). */
 static void common_xb(ss_ctx *c, const cbf_product_acv *a, int n_chans_per_substream)
 {
     put_float(c, "scale-factor-timestamp", "Hz",
@@ -140,6 +141,9 @@ static void common_xb(ss_ctx *c, const cbf_product_acv *a, int n_chans_per_subst
     put_int(c, "n-chans", "The number of frequency channels in this stream's overall output", a->n_chans);
     put_int(c, "n-chans-per-substream", "Number of channels in each substream for this data stream",
             n_chans_per_substream);
+    put(c, "channel-data-suspect", "string", "",
+        "A bitmask of flags indicating whether each channel should be considered to be garbage.",
+        zeros((size_t)a->n_chans));
 }
 
 static void acv_sensors(ss_ctx *c, const cbf_product_stream *st)
@@ -220,9 +224,6 @@ static void bcp_sensors(ss_ctx *c, const cbf_product_stream *st)
     const cbf_product_bcp *b = &st->u.bcp;
     const cbf_product_acv *a = &b->acv->u.acv;
     common_xb(c, a, b->n_chans_per_substream);
-    put(c, "channel-data-suspect", "string", "",
-        "A bitmask of flags indicating whether each channel should be considered to be garbage.",
-        zeros((size_t)a->n_chans));
     put_int(c, "n-xengs", "The number of X-engines in the instrument", b->n_xengs);
     put_int(c, "n-accs", "The number of spectra that are accumulated per X-engine output", b->n_accs);
     put_float(c, "int-time", "s", "The time, in seconds, for which the X-engines accumulate.", b->int_time);
@@ -263,9 +264,6 @@ static void tacv_sensors(ss_ctx *c, const cbf_product_stream *st)
     const cbf_product_tacv *b = &st->u.tacv;
     const cbf_product_acv *a = &b->acv->u.acv;
     common_xb(c, a, b->n_chans_per_substream);
-    put(c, "channel-data-suspect", "string", "",
-        "A bitmask of flags indicating whether each channel should be considered to be garbage.",
-        zeros((size_t)a->n_chans));
     put_int(c, "n-bengs", "The number of B-engines in the instrument", b->n_bengs);
     put_int(c, "beng-out-bits-per-sample",
             "B-engine output bits per sample. Per number, not complex pair- Real and imaginary parts "
