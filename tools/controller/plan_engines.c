@@ -70,13 +70,12 @@ static void task_name(const cbf_product_plan *pl, const array_proc *q, char *buf
         snprintf(buf, n, "xb.%s.%d", pl->bcp->name, q->index);
     } else {
         const cbf_product *p = pl->product;
-        const char *ant = "?";
+        char rate[40];   /* a digitiser no stream names (none is planned so) */
+        cbf_format_repr(pl->desc->adc_sample_rate, rate, sizeof rate);
+        snprintf(buf, n, "sim.?.%s", rate);
         for (int i = 0; i < p->n_streams; i++)
             if (pl->dig_stream[i] == 2 * q->first)
-                ant = p->streams[i].u.dig.antenna_name;
-        char rate[64];
-        cbf_format_repr(pl->desc->adc_sample_rate, rate, sizeof rate);
-        snprintf(buf, n, "sim.%s.%s", ant, rate);
+                cbf_product_dsim_task(&p->streams[i].u.dig, buf, n);
     }
 }
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cbf/control.h"
 #include "graph/params_priv.h"   /* cbf_closest_name, as the pipeline loader's hints */
 #include "product_priv.h"
 
@@ -490,6 +491,13 @@ const char *cbf_product_kind_name(cbf_stream_kind k, int is_input)
         if (pc_types[i].supported && pc_types[i].kind == k && pc_types[i].input == is_input)
             return pc_types[i].name;
     return "?";
+}
+
+void cbf_product_dsim_task(const cbf_product_dig *d, char *buf, size_t n)
+{
+    char rate[40];
+    cbf_format_repr(d->adc_sample_rate, rate, sizeof rate);
+    snprintf(buf, n, "sim.%s.%s", d->antenna_name, rate);
 }
 
 static int parse_type(pc_ctx *c, const json_t *obj, int input, cbf_product_stream *s)

@@ -160,5 +160,9 @@ void cbf_product_free(cbf_product *p);
 const cbf_product_stream *cbf_product_find(const cbf_product *p, const char *name);
 /* The stream kind's katsdpcontroller type name. */
 const char *cbf_product_kind_name(cbf_stream_kind k, int is_input);
+/* The task name katsdpcontroller gives the dsim making digitiser stream d:
+ * sim.ANTENNA.RATE, the rate as Python's repr writes it
+ * (sim.dsim000.1712000000.0), the form katgpucbf's suite finds dsims by. */
+void cbf_product_dsim_task(const cbf_product_dig *d, char *buf, size_t n);
 
 #endif

@@ -14,8 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cbf/control.h"
-
 static const char *skip_space(const char *s)
 {
     while (isspace((unsigned char)*s))
@@ -358,17 +356,15 @@ static int plan_capture(const cbf_product *p, const cbf_product_request *r, long
     return 0;
 }
 
-/* The dsim tasks' names: sim.ANTENNA.RATE, the rate as Python prints a
- * float (katsdpcontroller's generator), one per antenna and rate. */
+/* Whether a simulated digitiser stream's dsim task has this name. */
 static int dsim_known(const cbf_product *p, const char *name)
 {
     for (int i = 0; i < p->n_streams; i++) {
         const cbf_product_stream *s = &p->streams[i];
         if (s->kind != CBF_STREAM_DIG || !s->u.dig.simulated)
             continue;
-        char task[256], rate[40];
-        cbf_format_repr(s->u.dig.adc_sample_rate, rate, sizeof rate);
-        snprintf(task, sizeof task, "sim.%s.%s", s->u.dig.antenna_name, rate);
+        char task[256];
+        cbf_product_dsim_task(&s->u.dig, task, sizeof task);
         if (!strcmp(task, name))
             return 1;
     }
