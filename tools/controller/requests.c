@@ -95,6 +95,15 @@ static int py_float(const char *text, double *v)
     return *skip_space(e) ? -1 : 0;
 }
 
+/* A whole number of at least min, the whole text; 0, or -1. */
+static int whole(const char *text, long long min, long long *v)
+{
+    char *e;
+    errno = 0;
+    *v = strtoll(text, &e, 10);
+    return e == text || *e || errno || *v < min ? -1 : 0;
+}
+
 /* "a,b" (two floats, for a delay or phase and its rate) or, with one_term,
  * "a". */
 static int coeff_part(const char *s, size_t len, int terms)
@@ -339,14 +348,9 @@ static int plan_capture(const cbf_product *p, const cbf_product_request *r, long
     if (r->n_args > 1 + start)
         return cbf_error_set(err, CBF_EINVAL, start ? "%s: takes STREAM [TIMESTAMP], got %d arguments"
                              : "%s: takes the stream alone, got %d arguments", r->name, r->n_args);
-    if (r->n_args == 2) {
-        char *e;
-        errno = 0;
-        start_ts = strtoll(r->args[1], &e, 10);
-        if (e == r->args[1] || *e || errno || start_ts < 0)
-            return cbf_error_set(err, CBF_EINVAL, "%s: argument 2: '%s' is not a timestamp (ADC samples, an "
-                                 "integer >= 0)", r->name, r->args[1]);
-    }
+    if (r->n_args == 2 && whole(r->args[1], 0, &start_ts))
+        return cbf_error_set(err, CBF_EINVAL, "%s: argument 2: '%s' is not a timestamp (ADC samples, an "
+                             "integer >= 0)", r->name, r->args[1]);
     const cbf_product_stream *acv = s->kind == CBF_STREAM_BCP ? s->u.bcp.acv : s->u.tacv.acv;
     cbf_engine_call *c = add_call(f, CBF_TASK_XB, acv, -1);
     if (!c || add_arg(c, "%s", r->name) || add_arg(c, "%s", s->name))
@@ -383,14 +387,10 @@ static int plan_dsim(const cbf_product *p, const cbf_product_request *r, cbf_fan
                              r->n_args);
     if (!signals && r->n_args != 1)
         return cbf_error_set(err, CBF_EINVAL, "%s: takes DSIM alone, got %d arguments", r->name, r->n_args);
-    if (signals && r->n_args == 3) {
-        char *e;
-        errno = 0;
-        long long period = strtoll(r->args[2], &e, 10);
-        if (e == r->args[2] || *e || errno || period <= 0)
-            return cbf_error_set(err, CBF_EINVAL, "%s: argument 3: '%s' is not a period (a positive integer)",
-                                 r->name, r->args[2]);
-    }
+    long long period;
+    if (signals && r->n_args == 3 && whole(r->args[2], 1, &period))
+        return cbf_error_set(err, CBF_EINVAL, "%s: argument 3: '%s' is not a period (a positive integer)",
+                             r->name, r->args[2]);
     cbf_engine_call *c = add_call(f, CBF_TASK_SIM, NULL, -1);
     if (!c)
         return NOMEM();
