@@ -27,10 +27,8 @@ static char *slurp(const char *path, size_t *len, cbf_error *err)
         n += k;
         if (n + 1 == cap) {
             char *nb = realloc(b, cap *= 2);
-            if (!nb) {
+            if (!nb)
                 free(b);
-                b = NULL;
-            }
             b = nb;
         }
     }
