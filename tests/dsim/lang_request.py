@@ -57,24 +57,26 @@ RATE = 1671875          # L-band's 1712 MHz / 1024: the suite's 400 MHz is not a
 SPC, BITS, PERIOD = 65536, 10, 65536
 FULL = 2 ** (BITS - 1) - 1
 
-YAML = """
+# An engine of one real-time dsim recorded by filesink: %(dsim)s its params.
+ENGINE = """
 engine:
   gpu: none
   control: tcp://127.0.0.1:*
   katcp: 127.0.0.1:0
-  sync_time: %d
-  adc_sample_rate: %d
+  sync_time: %%d
+  adc_sample_rate: %%d
 nodes:
   dsim:
     plugin: dsim
-    params: {antennas: 1, bits: %d, samples_per_chunk: %d, length: 0, realtime: true,
-             mode: %s, period: %d, signals: "0;0;", dither_seed: 12345}
+    params: {%(dsim)s}
   sink:
     plugin: filesink
-    params: {path: %s}
+    params: {path: %%s}
 edges:
   - dsim.out -> sink.in
 """
+YAML = ENGINE % {"dsim": "antennas: 1, bits: %d, samples_per_chunk: %d, length: 0, realtime: true,\n"
+                         "             mode: %s, period: %d, signals: \"0;0;\", dither_seed: 12345"}
 
 # (signals, period argument, what dsim.signals reads once in force: a
 # regular expression, `(\\d+)` an entropy drawn for a wgn given none)
@@ -257,24 +259,8 @@ def check_segments(path, ats):
     check(np.all(s == 0), f"0;0; again: {s.shape[1]} samples of 0")
 
 
-ANTENNAS_YAML = """
-engine:
-  gpu: none
-  control: tcp://127.0.0.1:*
-  katcp: 127.0.0.1:0
-  sync_time: %d
-  adc_sample_rate: %d
-nodes:
-  dsim:
-    plugin: dsim
-    params: {antennas: 2, bits: %d, samples_per_chunk: %d, length: 0, realtime: true, noise: 0,
-             tones: [{frequency: 1.0e+5, amplitude: 0.2}], period: %d}
-  sink:
-    plugin: filesink
-    params: {path: %s}
-edges:
-  - dsim.out -> sink.in
-"""
+ANTENNAS_YAML = ENGINE % {"dsim": "antennas: 2, bits: %d, samples_per_chunk: %d, length: 0, realtime: true, "
+                                  "noise: 0,\n             tones: [{frequency: 1.0e+5, amplitude: 0.2}], period: %d"}
 
 # Two antennas: (arguments, what dsim.signals reads once in force, the
 # period: 0 while an input plays cbf's form in compute mode, which never
