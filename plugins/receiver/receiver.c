@@ -106,6 +106,10 @@ static const cbf_param_decl rx_params[] = {
      .doc = "feng, beam: batches (heap times) per chunk"},
     {.name = "chunks_in_flight", .type = CBF_PARAM_INT, .def = "2", .has_range = 1, .min = 1,
      .max = 64, .doc = "chunks open at once: the reordering window in time"},
+    {.name = "release_complete", .type = CBF_PARAM_BOOL, .def = "true",
+     .doc = "a chunk at the window's tail with every heap in leaves at once, not when the window "
+            "moves past it (latency of one chunk rather than chunks_in_flight); a packet again for "
+            "a chunk gone is then late, not duplicate; false: only the window moves chunks on"},
     {.name = "max_ahead", .type = CBF_PARAM_FLOAT, .def = "0.1", .has_range = 1, .min = 0, .max = 3600,
      .doc = "seconds of stream time a packet may be ahead of the newest open chunk; further ahead is "
             "counted in packets_ahead and dropped (a spoofed or corrupt timestamp)"},
@@ -846,6 +850,7 @@ static int receiver_init(cbf_node *node, cbf_error *err)
     r->win.max_ahead = (int64_t)(ahead / (double)r->chunk_step) + 1;
     r->win.resync_ns = (uint64_t)(cbf_params_float(p, "resync_after") * 1e9);
     r->win.jump_packets = (uint32_t)cbf_params_int(p, "jump_packets");
+    r->win.release_complete = cbf_params_bool(p, "release_complete");
     r->win.hold_bytes = RECV_BUF;   /* one datagram's payload at most */
     r->win.piece_notes = !r->feng;   /* clip counts; beam_ants */
     if ((rc = cbf_stage_out_open(node, r->out, &r->d, count, &r->win.pool, err)) ||

@@ -95,6 +95,7 @@ static int rx_window_open_chunk(rx_window *w, rx_chunk *c, int64_t idx)
     c->buf->n_present = w->n_flags;
     memset(c->got, 0, w->n_flags * w->per_flag * sizeof *c->got);
     memset(c->done, 0, w->n_flags * sizeof *c->done);
+    c->flags_done = 0;
     if (w->piece_notes)
         memset(c->buf->aux, 0, c->buf->aux_size);
     return 0;
@@ -283,8 +284,11 @@ static bool rx_window_claim(rx_window *w, rx_place *h)
     if (*got == w->piece_bytes) {
         cbf_counter_add(w->c_heaps, 1);
         size_t f = h->piece / w->per_flag;
-        if (++c->done[f] == w->per_flag)
+        if (++c->done[f] == w->per_flag) {
             c->buf->present[f] = 1;   /* seen downstream only once the copies are done */
+            if (++c->flags_done == w->n_flags)
+                w->complete_pending = true;
+        }
     }
     if (h->idx > w->last_index)
         w->last_index = h->idx;
@@ -292,6 +296,24 @@ static bool rx_window_claim(rx_window *w, rx_place *h)
     atomic_fetch_add_explicit(&c->writers, 1, memory_order_relaxed);
     h->claimed = c;
     return true;
+}
+
+/* Sends on the complete chunks at the window's tail, in order (lock held;
+ * this thread's copies done, others' waited for by emit). */
+static void rx_window_release(rx_window *w)
+{
+    w->complete_pending = false;
+    while (w->started && !atomic_load(&w->send_rc)) {
+        rx_chunk *c = &w->ring[w->base % w->n_ring];
+        if (!c->buf || c->flags_done != w->n_flags)
+            break;
+        int rc = rx_window_emit(w, c);
+        if (rc) {
+            atomic_store(&w->send_rc, rc);
+            break;
+        }
+        w->base++;
+    }
 }
 
 void rx_window_place(rx_window *w, rx_place *places, int n, uint64_t now_ns)
@@ -317,8 +339,14 @@ void rx_window_place(rx_window *w, rx_place *places, int n, uint64_t now_ns)
     }
     cbf_counter_add(w->c_accepted, w->accepted);
     w->accepted = 0;
+    const bool release = w->release_complete && w->complete_pending;
     pthread_mutex_unlock(&w->lock);
     rx_window_copy(w, places + done, n - done);
+    if (release) {
+        pthread_mutex_lock(&w->lock);
+        rx_window_release(w);
+        pthread_mutex_unlock(&w->lock);
+    }
 }
 
 int rx_window_drain(rx_window *w)

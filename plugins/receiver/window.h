@@ -44,6 +44,7 @@ typedef struct rx_chunk {
     cbf_buffer *buf;
     uint32_t *got;      /* per piece: payload bytes counted in */
     uint16_t *done;     /* per flag: pieces complete */
+    size_t flags_done;  /* flags whose pieces are all complete */
     atomic_int writers; /* threads with bytes claimed here still to copy */
 } rx_chunk;
 
@@ -88,6 +89,12 @@ typedef struct rx_window {
     uint64_t resync_ns;
     uint64_t now_ns, last_fit_ns;  /* this batch's time; the last packet that fitted */
     bool started;
+    /* A chunk at the window's tail whose every flag is complete leaves at
+     * once, not only when the window moves past it: the latency is then the
+     * stream's own, not chunks_in_flight chunks of it (seconds at a slow
+     * rate). A packet again for a chunk gone so is late, not duplicate. */
+    bool release_complete;
+    bool complete_pending;         /* a chunk became complete in this batch */
     uint64_t seq;
     atomic_int send_rc;            /* first failure to get or send a buffer; read by any thread */
     /* Per packet (each packet placed lands in exactly one of accepted,
@@ -104,7 +111,8 @@ typedef struct rx_window {
 } rx_window;
 
 /* The counters and out, pool, n_flags, per_flag, piece_bytes, chunk_step,
- * max_ahead, jump_packets, hold_bytes and resync_ns must be set before. */
+ * max_ahead, jump_packets, hold_bytes, resync_ns and release_complete must
+ * be set before. */
 int rx_window_init(rx_window *w, int n_ring, cbf_error *err);
 void rx_window_free(rx_window *w);
 /* Claims each place (counts its bytes into its piece) and copies the bytes;

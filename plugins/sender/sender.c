@@ -660,10 +660,12 @@ static int lane_send_one(lane *l, const cbf_buffer *b, const uint8_t *data, size
     return lane_send_heap(l, items, 3, (int)(r % (size_t)s->n_dest), true, s->cur_rate, err);
 }
 
-/* The lane's heaps of the current buffer. Several lanes (or interfaces)
- * flush at the end of a buffer: queues filling at different speeds would
- * otherwise reorder heaps by more than a buffer, which receivers' windows
- * need not cover. */
+/* The lane's heaps of the current buffer, flushed at its end. Several
+ * lanes (or interfaces): queues filling at different speeds would otherwise
+ * reorder heaps by more than a buffer, which receivers' windows need not
+ * cover. One lane too: a buffer's last packets would otherwise wait in the
+ * queue for `batch` more, a visibility dump of one packet for 31 dumps
+ * (seconds, where dumps are small or the band is slow). */
 static void lane_run(lane *l)
 {
     sender *s = l->s;
@@ -674,7 +676,7 @@ static void lane_run(lane *l)
         else
             l->rc = lane_send_one(l, s->cur, s->cur_data, k, &l->err);
     }
-    if (!l->rc && (s->n_if > 1 || s->n_lanes > 1))
+    if (!l->rc)
         l->rc = lane_flush(l, &l->err);
     lane_publish(l);
 }

@@ -162,7 +162,19 @@ async def katcp_checks(e, sync, gains_at):
         check(steady(e, "pfb") == td2, "refused requests leave steady-state-timestamp as it was")
         _, informs = await client.request("sensor-value", "pfb.steady-state-timestamp")
         check(int(informs[0].arguments[4]) == td2, "katcp's pfb.steady-state-timestamp says so too")
-        return td, td2
+        # A start time already past (katgpucbf's suite sends the sync time
+        # itself): valid from the spectrum after the pending ones were
+        # processed, the polynomial still about the sync time.
+        while True:   # until td2's models are in force (the test's deadline bounds it)
+            _, informs = await client.request("sensor-value", "pfb.input1.delay")
+            if informs[0].arguments[4].decode().endswith(", -0.5, 2.0)"):
+                break
+            await asyncio.sleep(0.05)
+        await client.request("delays", "pfb", sync, "0,0:0.75,0", "0,0:0.75,0")
+        td3 = steady(e, "pfb")
+        check(td3 > td2 and td3 % STEP == 0, f"?delays at the sync time: valid from spectrum {td3 // STEP}, "
+              f"after td2 ({td2})")
+        return td, td2, td3
     finally:
         client.close()
         await client.wait_closed()
@@ -202,8 +214,8 @@ def feng(tmp):
             rc, reply, err = e.request({"request": "gain", "node": "post", "values": [1.0], **req})
             check(rc == 1 and want in err, f"gain {req}: refused ({err.strip()})")
 
-        td, td2 = asyncio.run(asyncio.wait_for(katcp_checks(e, sync, gains_at), 60))
-        written(e, 4 * ((td2 + 4 * BUF) // SPC - (base // SPC)))
+        td, td2, td3 = asyncio.run(asyncio.wait_for(katcp_checks(e, sync, gains_at), 60))
+        written(e, 4 * ((td3 + 4 * BUF) // SPC - (base // SPC)))
         check(e.shutdown() == 0, "engine drained and exited 0")
         t_c = time.time()
     finally:
@@ -237,7 +249,9 @@ def feng(tmp):
               f"each gain change took effect at the spectrum its UNIX time names: {list(gts[1:])} == {want}")
         dl = f["pfb"]
         dts, model = dl["timestamp"][()], dl["data"][()]   # [n][pol][t0, d, rate, phase, phase_rate]
-        check(list(dts[1:]) == [td, td2], f"delay models recorded at {list(dts[1:])} == {[td, td2]}")
+        check(list(dts[1:]) == [td, td2, td3], f"delay models recorded at {list(dts[1:])} == {[td, td2, td3]}")
+        check(np.all(model[3, :, 0] == 0) and np.all(model[3, :, 3] == 0.75),
+              f"the late model keeps the sync time (timestamp 0) as its reference: {model[3].tolist()}")
         check(np.all(model[1, :, 3] == 1.25) and list(model[2, :, 3]) == [0.5, -0.5] and
               model[2, 1, 1] == 1e-9 and model[2, 1, 4] == 2 and model[2, 0, 4] == 0,
               f"?delays models as given, one per pol: {model[1:].tolist()}")

@@ -169,7 +169,11 @@ def feng_mix():
                     mix.add(spead(mix.next_cnt(), PIECE, lo, payload[lo:lo + 512], feng_items(STEP, 0)),
                             "packets_late")
     params = {"stream": "feng", "antennas": ANTS, "channels": CH, "spectra_per_heap": SPECTRA,
-              "batches": BATCHES, "chunks_in_flight": 2, "buffers": 4}
+              "batches": BATCHES, "chunks_in_flight": 2, "buffers": 4,
+              # only the window moves chunks on, so a packet again for a
+              # complete heap is a duplicate wherever it falls (release.py
+              # has complete chunks leave at once)
+              "release_complete": False}
     return mix, params, "recv.batches -> sink.in"
 
 
@@ -195,7 +199,7 @@ def dig_mix():
                 dig_packet(mix, c * SPC, 4 + k, "packets_bad")              # antenna 2 of 2
             dig_packet(mix, (c + 1 + 1000) * SPC, 0, "packets_outlier")
     params = {"antennas": 2, "samples_per_chunk": SPC, "chunks_in_flight": 2, "buffers": 4,
-              "drop_rate": 0.05, "drop_seed": 7}
+              "drop_rate": 0.05, "drop_seed": 7, "release_complete": False}
     return mix, params, "recv.out -> sink.in"
 
 

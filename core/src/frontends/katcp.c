@@ -63,6 +63,10 @@ static int katcp_open(cbf_engine *e, void **out, cbf_error *err)
         .exposes = "change gains and delays, stop captures and halt the engine",
         .idle_timeout = g->engine.katcp_idle_timeout,
         .idle_setting = "engine.katcp_idle_timeout",
+        /* katgpucbf's suite reads the build from katcp-device's third
+         * argument (qualification/cbf.py, _get_git_version_conn) */
+        .device = "cbf-engine",
+        .device_build = CBF_VERSION,
         .slow_threads = 1,
         .slow_waiting = 0,
         .fallback = cbf_katcp_engine_request,

@@ -254,18 +254,21 @@ static void kc_delays(cbf_katcp_call *r, cbf_engine *e)
     static const char *const keys[] = {"delay", "delay_rate", "phase", "phase_rate"};
     for (int q = 0; q < (same ? 1 : 2); q++) {
         char num[4][32];
-        cbf_text_kv tv[6];
+        cbf_text_kv tv[7];
         for (int i = 0; i < 4; i++) {
             snprintf(num[i], sizeof num[i], "%.17g", v[q][i]);
             tv[i] = (cbf_text_kv){keys[i], num[i], NULL};
         }
         tv[4] = (cbf_text_kv){"pol", same ? "-1" : q ? "1" : "0", NULL};
         tv[5] = (cbf_text_kv){"at_unix", m->args[1], NULL};
+        /* a start already past applies from the next spectrum, about the
+         * start, as in katgpucbf (the suite sends the sync time) */
+        tv[6] = (cbf_text_kv){"late", "true", NULL};
         cbf_error err;
         cbf_error_clear(&err);
         cbf_reply *reply = NULL;
         size_t at;
-        int rc = cbf_rt_request_call(e, "delays", m->args[0], tv, 6, &at, &reply, &err);
+        int rc = cbf_rt_request_call(e, "delays", m->args[0], tv, 7, &at, &reply, &err);
         cbf_rt_reply_free(reply);
         if (rc) {
             cbf_katcp_reply_fmt(r, "fail", "%s%s", err.msg, q ? " (the model of input 0 was loaded)" : "");
