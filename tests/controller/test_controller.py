@@ -208,7 +208,18 @@ async def session(master_port, config, state):
     await until(lambda: steady in watcher.sensors, "the engines' sensors mirrored")
 
     # ---- product requests ----
+    # What took effect and when is there as the reply comes (the suite reads
+    # steady-state-timestamp right after a request), not a mirror period later.
+    post_steady = f"f.{ACV}.0.post.steady-state-timestamp"
+    await until(lambda: post_steady in watcher.sensors, "post's steady-state-timestamp mirrored")
+
+    async def read_steady():
+        _, informs = await product.request("sensor-value", post_steady)
+        return int(informs[0].arguments[4])
+    before = await read_steady()
     await product.request("gain", ACV, "m800h", "0.5+0.25j")
+    after = await read_steady()
+    check(after > before, f"{post_steady} read right after ?gain: {after}, was {before}")
     eq = f"f.{ACV}.0.post.input0.eq"
     await until(lambda: eq in watcher.sensors and text(watcher.sensors[eq].value) == "[0.5+0.25j]",
                 f"{eq} shows the new gain once it is in force")

@@ -38,6 +38,9 @@ typedef struct pc_engine {
     int n_mirrored, cap_mirrored;
     long long steady;             /* its largest nominal *.steady-state-timestamp, -1: none */
     cbf_katcp_client *cl;         /* the mirror thread's connection */
+    /* Bumped by each fresh reading a product request takes (under mu): a
+     * poll that began before one is older than it and is dropped. */
+    unsigned long refreshed;
     pc_rename *renames;           /* made once served, fixed from then on */
     int n_renames, cap_renames;
 } pc_engine;
@@ -74,6 +77,11 @@ void pc_set(cbf_product_ctl *pc, const char *name, cbf_katcp_status st, const ch
 void *pc_mirror_main(void *arg);
 /* An engine's mirrored sensors all made unreachable (under mu). */
 void pc_mirror_unreachable(cbf_product_ctl *pc, int engine);
+/* A ?sensor-value reply read from engine `engine` outside the mirror
+ * thread (the fan-out's, right after a request took effect) set on the
+ * mirrored sensors at once; sensors not mirrored yet are left to the
+ * mirror thread. */
+void pc_mirror_reading(cbf_product_ctl *pc, int engine, const cbf_katcp_result *r);
 void pc_mirror_free(pc_engine *e);
 /* product_renames.c: the renames of every engine's sensors and the
  * aggregates' sensors, added once the server is open (CBF_ENOMEM). */

@@ -29,6 +29,7 @@
 typedef struct job {
     cbf_product_ctl *pc;
     const cbf_plan_engine *engine;
+    int index;                  /* of engine in the plan */
     const char *name;
     const char **args;
     int n_args;
@@ -36,6 +37,8 @@ typedef struct job {
     char text[1024];            /* the reply's arguments, or why it failed */
     cbf_katcp_result result;
     int have_result;
+    cbf_katcp_result steady;    /* the engine's steady-state-timestamps once it said ok */
+    int have_steady;
 } job;
 
 static void *run_job(void *arg)
@@ -51,9 +54,17 @@ static void *run_job(void *arg)
         cbf_katcp_client_close(cl);
         return NULL;
     }
-    cbf_katcp_client_close(cl);
     j->have_result = 1;
     j->ok = !strcmp(cbf_katcp_result_status(&j->result), "ok");
+    /* What took effect and when, read before the product's reply: a client
+     * (katgpucbf's suite) reads the steady-state-timestamp sensors right
+     * after it, and the mirror's once-a-second reading would be older. */
+    static const char *const pattern[] = {"/steady-state-timestamp$/"};
+    if (j->ok && !cbf_katcp_client_call(cl, "sensor-value", 1, pattern, ENGINE_CALL_S, &j->steady, &err))
+        j->have_steady = !strcmp(cbf_katcp_result_status(&j->steady), "ok");
+    else
+        cbf_error_clear(&err);
+    cbf_katcp_client_close(cl);
     size_t l = 0;
     j->text[0] = '\0';
     for (size_t i = j->ok ? 1 : 0; i < j->result.reply.n_args && l < sizeof j->text; i++)
@@ -194,8 +205,8 @@ static void product_request(cbf_katcp_call *call, void *user)
             argv[c][m++] = a == 1 && node ? node : ec->args[a];
         for (int k = 0; k < pl->n_engines; k++)
             if (targets(pl, ec, k))
-                jobs[j++] = (job){.pc = pc, .engine = &pl->engines[k], .name = ec->args[0], .args = argv[c],
-                                  .n_args = m};
+                jobs[j++] = (job){.pc = pc, .engine = &pl->engines[k], .index = k, .name = ec->args[0],
+                                  .args = argv[c], .n_args = m};
     }
     if (!n) {
         cbf_katcp_reply_fmt(call, "fail", "%s: no engine of this product takes it", req.name);
@@ -209,6 +220,9 @@ static void product_request(cbf_katcp_call *call, void *user)
         else
             run_job(&jobs[i]);
     }
+    for (int i = 0; i < n; i++)
+        if (jobs[i].have_steady)
+            pc_mirror_reading(pc, jobs[i].index, &jobs[i].steady);
     reply_jobs(call, jobs, n, f.reply_from_first);
     int all_ok = 1;
     for (int i = 0; i < n; i++)
@@ -219,6 +233,8 @@ done:
     for (int i = 0; jobs && i < n; i++)
         if (jobs[i].have_result)
             cbf_katcp_result_free(&jobs[i].result);
+    for (int i = 0; jobs && i < n; i++)
+        cbf_katcp_result_free(&jobs[i].steady);   /* zeroed when never asked */
     for (int c = 0; argv && c < f.n; c++)
         free(argv[c]);
     free(argv);

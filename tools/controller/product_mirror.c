@@ -148,6 +148,69 @@ static int ends_with(const char *s, const char *tail)
     return a >= b && !strcmp(s + a - b, tail);
 }
 
+/* Sets engine i's sensors from a ?sensor-value reply; a sensor not
+ * mirrored yet is listed first through cl (NULL: skipped). The largest
+ * nominal steady-state-timestamp read, -1: none. gen: the engine's
+ * `refreshed` when the reply was asked for (a newer reading has been set
+ * since: nothing is set from this one); -1: set whatever. */
+static long long apply_reading(cbf_product_ctl *pc, int i, const cbf_katcp_result *r, cbf_katcp_client *cl,
+                               long gen)
+{
+    const cbf_plan_engine *pe = &pc->rp->plan->engines[i];
+    pc_engine *e = &pc->eng[i];
+    long long steady = -1;
+    for (size_t k = 0; k < r->n_informs; k++) {
+        const cbf_katcp_msg *m = &r->informs[k];   /* timestamp 1 NAME STATUS VALUE */
+        if (m->n_args < 5)
+            continue;
+        char full[512];
+        snprintf(full, sizeof full, "%s.%s", pe->task, m->args[2]);
+        pthread_mutex_lock(&pc->mu);
+        int have = known(e, full);
+        pthread_mutex_unlock(&pc->mu);
+        if (have < 0) {   /* a sensor that appeared since: its type first */
+            cbf_katcp_result l = {0};
+            if (!cl || call(cl, "sensor-list", m->args[2], &l))
+                continue;
+            add_listed(pc, i, &l);
+            cbf_katcp_result_free(&l);
+        }
+        int status = cbf_katcp_status_parse(m->args[3]);
+        if (status < 0)
+            status = CBF_KATCP_UNKNOWN;
+        pthread_mutex_lock(&pc->mu);
+        /* not over the unreachable of an engine just gone, nor over a
+         * fresher reading */
+        if (e->state == CBF_ENGINE_UP && pc->srv && (gen < 0 || (unsigned long)gen == e->refreshed)) {
+            double ts = atof(m->args[0]);
+            show(pc, e, full, (cbf_katcp_status)status, m->args[4], ts);
+            int at = 0;
+            for (const char *to; (to = pc_renames_next(e, m->args[2], &at));)
+                show(pc, e, to, (cbf_katcp_status)status, m->args[4], ts);
+            pc_renames_reading(pc, i, m->args[2], (cbf_katcp_status)status, m->args[4], ts);
+        }
+        pthread_mutex_unlock(&pc->mu);
+        if (ends_with(m->args[2], "steady-state-timestamp") && status == CBF_KATCP_NOMINAL) {
+            long long v = atoll(m->args[4]);
+            steady = v > steady ? v : steady;
+        }
+    }
+    return steady;
+}
+
+void pc_mirror_reading(cbf_product_ctl *pc, int engine, const cbf_katcp_result *r)
+{
+    pthread_mutex_lock(&pc->mu);
+    pc->eng[engine].refreshed++;
+    pthread_mutex_unlock(&pc->mu);
+    long long steady = apply_reading(pc, engine, r, NULL, -1);
+    pthread_mutex_lock(&pc->mu);
+    pc_engine *e = &pc->eng[engine];
+    if (e->state == CBF_ENGINE_UP && steady > e->steady)
+        e->steady = steady;
+    pthread_mutex_unlock(&pc->mu);
+}
+
 /* One reading of one engine's sensors. */
 static void poll_engine(cbf_product_ctl *pc, int i)
 {
@@ -155,6 +218,7 @@ static void poll_engine(cbf_product_ctl *pc, int i)
     pthread_mutex_lock(&pc->mu);
     pc_engine *e = &pc->eng[i];
     cbf_engine_state st = e->state;
+    const unsigned long gen = e->refreshed;
     pthread_mutex_unlock(&pc->mu);
     if (st != CBF_ENGINE_UP) {
         cbf_katcp_client_close(e->cl);
@@ -178,45 +242,10 @@ static void poll_engine(cbf_product_ctl *pc, int i)
         e->cl = NULL;
         return;
     }
-    long long steady = -1;
-    for (size_t k = 0; k < r.n_informs; k++) {
-        const cbf_katcp_msg *m = &r.informs[k];   /* timestamp 1 NAME STATUS VALUE */
-        if (m->n_args < 5)
-            continue;
-        char full[512];
-        snprintf(full, sizeof full, "%s.%s", pe->task, m->args[2]);
-        pthread_mutex_lock(&pc->mu);
-        int have = known(e, full);
-        pthread_mutex_unlock(&pc->mu);
-        if (have < 0) {   /* a sensor that appeared since: its type first */
-            cbf_katcp_result l = {0};
-            if (call(e->cl, "sensor-list", m->args[2], &l))
-                continue;
-            add_listed(pc, i, &l);
-            cbf_katcp_result_free(&l);
-        }
-        int status = cbf_katcp_status_parse(m->args[3]);
-        if (status < 0)
-            status = CBF_KATCP_UNKNOWN;
-        pthread_mutex_lock(&pc->mu);
-        /* not over the unreachable of an engine just gone */
-        if (e->state == CBF_ENGINE_UP && pc->srv) {
-            double ts = atof(m->args[0]);
-            show(pc, e, full, (cbf_katcp_status)status, m->args[4], ts);
-            int at = 0;
-            for (const char *to; (to = pc_renames_next(e, m->args[2], &at));)
-                show(pc, e, to, (cbf_katcp_status)status, m->args[4], ts);
-            pc_renames_reading(pc, i, m->args[2], (cbf_katcp_status)status, m->args[4], ts);
-        }
-        pthread_mutex_unlock(&pc->mu);
-        if (ends_with(m->args[2], "steady-state-timestamp") && status == CBF_KATCP_NOMINAL) {
-            long long v = atoll(m->args[4]);
-            steady = v > steady ? v : steady;
-        }
-    }
+    long long steady = apply_reading(pc, i, &r, e->cl, (long)gen);
     cbf_katcp_result_free(&r);
     pthread_mutex_lock(&pc->mu);
-    if (e->state == CBF_ENGINE_UP)
+    if (e->state == CBF_ENGINE_UP && gen == e->refreshed)
         e->steady = steady;
     pthread_mutex_unlock(&pc->mu);
 }
