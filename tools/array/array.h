@@ -64,6 +64,17 @@ typedef struct array_desc {
     int samples_per_chunk;
     double adc_sample_rate, gain, fill;
     int beam_pols[ARRAY_MAX_BEAMS];     /* beam b's pol (default b mod 2) */
+    /* Narrowband (katgpucbf's narrowband channeliser): decimation > 1 puts a
+     * ddc (centre ddc_centre_hz, that decimation) before each F-engine's
+     * pfb; the channels then span adc_sample_rate / 2 / decimation about the
+     * centre, and spectra are 2 x channels x decimation digitiser samples
+     * apart. 1: wideband. */
+    int decimation;
+    double ddc_centre_hz;
+    /* Put before every process name (NAME.yaml, NAME.log, engine.name) and
+     * the plan's tables (PREFIXprocesses.tsv, PREFIXmulticast.tsv), so that
+     * several plans (a product's channelisers) share one folder; "": none. */
+    char prefix[16];
     /* F-engines' PFB and quantiser */
     int taps, dither;
     char window[8];

@@ -216,6 +216,7 @@ static int read_array(array_yaml *L, const yaml_node_t *m, array_desc *d)
     d->samples_per_chunk = (int)cbf_params_int(p, "samples_per_chunk");
     d->gain = cbf_params_float(p, "gain");
     d->taps = (int)cbf_params_int(p, "taps");
+    d->decimation = 1;   /* wideband, until the description says otherwise */
     snprintf(d->window, sizeof d->window, "%s", cbf_params_string(p, "window"));
     d->w_cutoff = cbf_params_float(p, "w_cutoff");
     d->dither = cbf_params_bool(p, "dither");

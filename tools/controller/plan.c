@@ -221,6 +221,7 @@ static void fill(const cbf_product *p, const found *f, const char *name, const c
     d->samples_per_chunk = 1 << 20;
     d->gain = 1;
     d->taps = a->taps;
+    d->decimation = 1;
     snprintf(d->window, sizeof d->window, "%s", a->window == CBF_WINDOW_RECT ? "rect" : "hann");
     d->w_cutoff = a->w_cutoff;
     d->dither = a->dither != CBF_DITHER_NONE;
