@@ -335,24 +335,32 @@ static void dsim_show_signal(dsim *s)
     cbf_text_set(s->t_orig, s->sig.spec.lang_text ? s->sig.spec.lang_text : "", CBF_STATUS_NOMINAL);
 }
 
-/* katgpucbf's dsim sensors (katcp dsim.max-period, dsim.signals, ...):
+/* katgpucbf's dsim sensors, at the engine's level as its dsim has them
+ * (max-period, sample-bits, dither-seed, signals, signals-orig, period:
+ * the qualification suite reads SIM_TASK.max-period) and as dsim.NAME:
  * what requests may ask, fixed at init, and the signal. */
 static void dsim_describe_signal(cbf_node *node, dsim *s)
 {
     cbf_counter *c = cbf_node_counter(node, "max_period");
     cbf_counter_set(c, (uint64_t)s->lang.max_period);
     cbf_counter_describe(c, "samples", "longest period a signals request may ask (max-period)");
+    cbf_counter_katcp(c, "max-period", CBF_SENSOR_ENGINE);
     c = cbf_node_counter(node, "sample_bits");
     cbf_counter_set(c, (uint64_t)s->bits);
     cbf_counter_describe(c, "", "bits in each output sample");
+    cbf_counter_katcp(c, "sample-bits", CBF_SENSOR_ENGINE);
     /* katgpucbf's sync-time and adc-sample-rate (floats) would be gauges,
      * and every gauge needs its Prometheus help in the core's table
      * (metrics_names.c): left to it; the engine's sync_time is the same. */
     char seed[24];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)s->fixed.dither_seed);
-    cbf_text_set(cbf_node_text(node, "dither_seed"), seed, CBF_STATUS_NOMINAL);
+    cbf_text *t = cbf_node_text(node, "dither_seed");
+    cbf_text_set(t, seed, CBF_STATUS_NOMINAL);
+    cbf_text_katcp(t, "dither-seed", CBF_SENSOR_ENGINE | CBF_SENSOR_INTEGER);
     s->t_signals = cbf_node_text(node, "signals");
     s->t_orig = cbf_node_text(node, "signals_orig");
+    cbf_text_katcp(s->t_signals, "signals", CBF_SENSOR_ENGINE);
+    cbf_text_katcp(s->t_orig, "signals-orig", CBF_SENSOR_ENGINE);
     dsim_show_signal(s);
 }
 
@@ -426,6 +434,7 @@ static int dsim_init(cbf_node *node, cbf_error *err)
     /* Samples after which the signal in force repeats; 0: never (compute). */
     s->g_period = cbf_node_gauge(node, "period");
     cbf_gauge_describe(s->g_period, "samples", "samples after which the signal in force repeats (0: never)");
+    cbf_gauge_katcp(s->g_period, "period", CBF_SENSOR_ENGINE | CBF_SENSOR_INTEGER);   /* katgpucbf's int */
     dsim_describe_signal(node, s);
     cbf_counter_describe(s->c_samples, "", "samples generated, per input");
     cbf_counter_describe(s->c_saturated, "", "samples clipped to the digitiser's range");

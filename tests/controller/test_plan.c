@@ -213,6 +213,88 @@ static void test_suite_product(void **state)
     teardown(&f);
 }
 
+/* The suite's narrowband product: a narrowband channeliser (32768
+ * channels at 1/8) with its correlator and 8 beams, and the wideband copy
+ * (8192 channels) with its own: two sets, set 0 the narrowband one (first
+ * in the document) with the dsims, set 1's engines prefixed c1-, each set
+ * on its own groups and ports, requests and flags going to its own. */
+static void test_narrowband_product(void **state)
+{
+    (void)state;
+    fixture f;
+    setup(&f, CONFIG);
+    cbf_error err = {0};
+    const char *edits[] = {"simulation", "{\"clock_ratio\": 0.0001}", NULL};
+    cbf_product *p = ct_product(data_dir, "suite-4ant-nb-beams.json", edits, &err);
+    if (!p)
+        fail_msg("%s", err.msg);
+    cbf_product_plan *pl = plan(&f, p, "nb");
+    assert_int_equal(pl->n_sets, 2);
+    const cbf_plan_set *nb = &pl->sets[0], *wb = &pl->sets[1];
+    assert_string_equal(nb->acv->name, "antenna-channelised-voltage");
+    assert_string_equal(nb->bcp->name, "baseline-correlation-products");
+    assert_int_equal(nb->n_tacv, 8);
+    assert_string_equal(wb->acv->name, "wideband-antenna-channelised-voltage");
+    assert_string_equal(wb->bcp->name, "wideband-baseline-correlation-products");
+    assert_int_equal(wb->n_tacv, 0);
+    assert_int_equal(nb->desc->decimation, 8);
+    assert_true(fabs(nb->desc->ddc_centre_hz - 1712e6 * 3456789 / 16777216.0) < 1e-3);
+    assert_int_equal(wb->desc->decimation, 1);
+    assert_int_equal(nb->desc->digitisers, 4);
+    assert_int_equal(wb->desc->digitisers, 0);   /* its F-engines join the same digitiser groups */
+    assert_int_equal(nb->desc->dig.addr, wb->desc->dig.addr);
+    /* 4 dsims, 4 + 4 F-engines, 4 + 4 X-engines */
+    assert_int_equal(pl->n_engines, 20);
+    int names = 0;
+    for (int i = 0; i < pl->n_engines; i++) {
+        const cbf_plan_engine *e = &pl->engines[i];
+        for (int j = 0; j < i; j++) {
+            if (!strcmp(e->name, pl->engines[j].name) || !strcmp(e->task, pl->engines[j].task) ||
+                e->katcp_port == pl->engines[j].katcp_port)
+                fail_msg("engines %s (%s) and %s (%s) share a name, task or port", e->name, e->task,
+                         pl->engines[j].name, pl->engines[j].task);
+        }
+        if (e->kind == PROC_FENG && e->set == 1) {
+            char want[64];
+            snprintf(want, sizeof want, "f.wideband-antenna-channelised-voltage.%d", e->index);
+            assert_string_equal(e->task, want);
+            snprintf(want, sizeof want, "c1-feng%d", e->index);
+            assert_string_equal(e->name, want);
+            names++;
+        }
+        if (e->kind == PROC_XENG)
+            assert_ptr_equal(e->bcp, pl->sets[e->set].bcp);
+        if (i)   /* every X-engine, then every F-engine, then the dsims */
+            assert_true(e->stage >= pl->engines[i - 1].stage);
+    }
+    assert_int_equal(names, 4);
+    assert_int_equal(pl->engines[pl->n_engines - 1].kind, PROC_DIGITISER);
+    assert_int_equal(pl->n_stages, 3);
+    /* no group of one stream inside another's */
+    for (int i = 0; i < pl->n_streams; i++)
+        for (int j = 0; j < i; j++) {
+            const cbf_plan_stream *a = &pl->streams[i], *b = &pl->streams[j];
+            if (a->count && b->count && a->first.addr < b->first.addr + (unsigned)b->count &&
+                b->first.addr < a->first.addr + (unsigned)a->count)
+                fail_msg("%s and %s share groups", a->stream->name, b->stream->name);
+        }
+    if (cbf_product_plan_write(pl, &err))
+        fail_msg("%s", err.msg);
+    char *t = pipeline(pl, "feng0");
+    has(t, "plugin: ddc", "feng0.yaml");
+    free(t);
+    t = pipeline(pl, "c1-feng0");
+    if (strstr(t, "plugin: ddc"))
+        fail_msg("the wideband F-engine has a ddc:\n%s", t);
+    has(t, "channels: 8192", "c1-feng0.yaml");
+    free(t);
+    cbf_product_plan_free(pl);
+    for (int k = 0; k < CBF_RES_KINDS; k++)   /* all given back */
+        assert_int_equal(cbf_resources_used(f.res, (cbf_res_kind)k), 0);
+    cbf_product_free(p);
+    teardown(&f);
+}
+
 #define DSIM(a) "{\"type\": \"sim.dig.baseband_voltage\", \"band\": \"l\", \"adc_sample_rate\": 1712e6, " \
                 "\"centre_frequency\": 1284e6, \"antenna\": \"dsim00" a ", 0:0:0, 0:0:0, 0, 0\"}"
 
@@ -342,15 +424,18 @@ static void test_refusals(void **state)
 {
     (void)state;
     static const refusal bad[] = {
-        {"suite-4ant-nb-beams.json", {NULL}, "outputs.antenna-channelised-voltage.narrowband: narrowband "
+        {"suite-4ant-vlbi.json", {NULL}, "outputs.antenna-channelised-voltage.narrowband.vlbi: VLBI "
          "channelisers are not planned yet", NULL},
-        {"suite-4ant-vlbi.json", {NULL}, "outputs.antenna-channelised-voltage.narrowband: VLBI channelisers "
-         "are not planned yet", NULL},
         {WIDE, {"outputs/baseline-correlation-products", NULL, NULL}, "outputs: no "
-         "gpucbf.baseline_correlation_products: cbf's X-engines always correlate", NULL},
+         "gpucbf.baseline_correlation_products of \"antenna-channelised-voltage\": cbf's X-engines always "
+         "correlate", NULL},
         {WIDE, {"outputs/acv2", "{\"type\": \"gpucbf.antenna_channelised_voltage\", \"n_chans\": 1024, "
                 "\"src_streams\": [\"dsim000h\", \"dsim000v\"]}", NULL},
-         "outputs.acv2: a second channeliser (after \"antenna-channelised-voltage\")", NULL},
+         "outputs: no gpucbf.baseline_correlation_products of \"acv2\"", NULL},
+        {WIDE, {"outputs/bcp2", "{\"type\": \"gpucbf.baseline_correlation_products\", \"src_streams\": "
+                "[\"antenna-channelised-voltage\"], \"int_time\": 0.5}", NULL},
+         "outputs.bcp2: a second correlator of \"antenna-channelised-voltage\" (after "
+         "\"baseline-correlation-products\")", NULL},
         {WIDE, {"outputs/antenna-channelised-voltage/taps", "32", NULL},
          "outputs.antenna-channelised-voltage.taps: 32: cbf's pfb takes 1 to 16 taps", NULL},
         {WIDE, {"outputs/antenna-channelised-voltage/n_chans", "32", NULL},
@@ -465,6 +550,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_suite_product),
         cmocka_unit_test(test_digitiser_streams),
         cmocka_unit_test(test_side_by_side),
+        cmocka_unit_test(test_narrowband_product),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_config),
     };

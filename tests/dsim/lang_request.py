@@ -147,6 +147,13 @@ async def session(e, sync):
         check(text(informs[0].arguments[3]) == "integer", "dsim.max-period is an integer sensor")
         check(await sensor(client, "dsim.dither-seed") == "12345", "dsim.dither-seed is the YAML's")
         check(await sensor(client, "dsim.signals-orig") == "0;0;", "dsim.signals-orig: the YAML's")
+        # katgpucbf's dsim has them at the engine's level (its suite reads
+        # SIM_TASK.max-period)
+        for name in ("max-period", "sample-bits", "dither-seed", "signals", "signals-orig", "period"):
+            a, b = await sensor(client, name), await sensor(client, "dsim." + name)
+            check(a == b, f"{name} at the engine's level ({a!r}), as dsim.{name} ({b!r})")
+        _, informs = await client.request("sensor-list", "max-period")
+        check(text(informs[0].arguments[3]) == "integer", "max-period is an integer sensor")
         before, t, after, ts = await dsim_time(client)
         check(before <= t <= after and abs(ts - (t - sync) * RATE) <= 1,
               f"?time: {t:.6f} between the local clock's {before:.6f} and {after:.6f}, "

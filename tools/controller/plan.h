@@ -36,6 +36,12 @@ typedef struct cbf_plan_engine {
     int *inputs;
     int n_inputs;
     int first_channel, n_channels;   /* an X-engine's channels; 0 0 otherwise */
+    /* Its channeliser set (cbf_plan_set): the channeliser and correlator it
+     * serves (NULL for a dsim, which serves every set); a dsim's digitiser
+     * antennas. */
+    int set;
+    const cbf_product_stream *acv, *bcp;
+    int dig_first, dig_count;
     char carries[512];        /* the same in words, for messages */
 } cbf_plan_engine;
 
@@ -47,13 +53,27 @@ typedef struct cbf_plan_stream {
     int count;
 } cbf_plan_stream;
 
+/* One channeliser (gpucbf.antenna_channelised_voltage) and what is planned
+ * from it, one array description: its F-engines (one per antenna, joining
+ * the digitisers' groups), its correlator's X-engines and the beams they
+ * form. The simulated digitisers are set 0's; a second channeliser's
+ * F-engines read the same groups (katgpucbf runs one F-engine per antenna
+ * for all its channelisers; cbf one per antenna per channeliser). */
+#define CBF_PLAN_MAX_SETS 4
+typedef struct cbf_plan_set {
+    const cbf_product_stream *acv, *bcp;
+    const cbf_product_stream *tacv[ARRAY_MAX_BEAMS];   /* its beams, in beam order */
+    int n_tacv;
+    array_desc *desc;
+    array_plan plan;
+} cbf_plan_set;
+
 typedef struct cbf_product_plan {
     char name[64];
     char dir[1100];                      /* state_dir/NAME */
     const cbf_product *product;          /* not owned: outlives the plan */
-    const cbf_product_stream *acv, *bcp;
-    array_desc *desc;
-    array_plan plan;
+    cbf_plan_set sets[CBF_PLAN_MAX_SETS];
+    int n_sets;
     cbf_plan_engine *engines;            /* in start order */
     int n_engines, n_stages;
     cbf_plan_stream *streams;            /* every digitiser, the channeliser, correlator and beams */
@@ -64,8 +84,12 @@ typedef struct cbf_product_plan {
     /* what was taken from the controller's ranges, given back by _free */
     cbf_resources *res;
     unsigned group0, udp0, katcp0;
-    int n_groups, n_katcp;
+    int n_groups, n_katcp, n_udp;
 } cbf_product_plan;
+
+/* The set whose channeliser, correlator or beam stream s is; NULL: none
+ * (a digitiser's). */
+const cbf_plan_set *cbf_product_plan_set_of(const cbf_product_plan *plan, const cbf_product_stream *s);
 
 /* Plans product p as `name` (katsdpcontroller's product name) on the
  * controller's hosts, taking groups and ports from res. CBF_ECONFIG "PATH:

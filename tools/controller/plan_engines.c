@@ -22,11 +22,14 @@ static void append(char *buf, size_t n, const char *fmt, const char *s)
     snprintf(buf + l, n > l ? n - l : 0, fmt, s);
 }
 
-/* The inputs engine e carries, and the same in words. */
-static int carried(cbf_product_plan *pl, cbf_plan_engine *e, const array_proc *q, cbf_error *err)
+/* The inputs engine e (of set t) carries, and the same in words. A dsim's
+ * are set 0's channeliser's inputs that read its streams (the product
+ * controller flags every channeliser's from its digitiser antennas). */
+static int carried(cbf_product_plan *pl, const cbf_plan_set *t, cbf_plan_engine *e, const array_proc *q,
+                   cbf_error *err)
 {
-    const array_desc *d = pl->desc;
-    const cbf_product_acv *a = &pl->acv->u.acv;
+    const array_desc *d = t->desc;
+    const cbf_product_acv *a = &t->acv->u.acv;
     if (!(e->inputs = calloc((size_t)a->n_inputs, sizeof *e->inputs)))
         return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     for (int i = 0; i < a->n_inputs; i++) {
@@ -41,10 +44,12 @@ static int carried(cbf_product_plan *pl, cbf_plan_engine *e, const array_proc *q
         e->first_channel = q->first;
         e->n_channels = q->count;
         snprintf(e->carries, sizeof e->carries, "channels %d to %d of %s", q->first, q->first + q->count - 1,
-                 pl->acv->name);
+                 t->acv->name);
         return 0;
     }
     if (q->kind == PROC_DIGITISER) {   /* its streams: digitiser streams 2k, 2k + 1 of its antennas */
+        e->dig_first = q->first;
+        e->dig_count = q->count;
         snprintf(e->carries, sizeof e->carries, "digitiser streams");
         const cbf_product *p = pl->product;
         for (int i = 0; i < p->n_streams; i++)
@@ -57,21 +62,24 @@ static int carried(cbf_product_plan *pl, cbf_plan_engine *e, const array_proc *q
         append(e->carries, sizeof e->carries, i ? ", %s" : " %s", a->input_labels[e->inputs[i]]);
     if (!e->n_inputs)
         append(e->carries, sizeof e->carries, "%s", " (none)");
+    if (q->kind == PROC_FENG && pl->n_sets > 1)
+        append(e->carries, sizeof e->carries, " of %s", t->acv->name);
     return 0;
 }
 
 /* katsdpcontroller's names: sim.ANTENNA.RATE (RATE as Python prints a
  * float), f.CHANNELISER.i, xb.CORRELATOR.i. */
-static void task_name(const cbf_product_plan *pl, const array_proc *q, char *buf, size_t n)
+static void task_name(const cbf_product_plan *pl, const cbf_plan_set *t, const array_proc *q, char *buf,
+                      size_t n)
 {
     if (q->kind == PROC_FENG) {
-        snprintf(buf, n, "f.%s.%d", pl->acv->name, q->index);
+        snprintf(buf, n, "f.%s.%d", t->acv->name, q->index);
     } else if (q->kind == PROC_XENG) {
-        snprintf(buf, n, "xb.%s.%d", pl->bcp->name, q->index);
+        snprintf(buf, n, "xb.%s.%d", t->bcp->name, q->index);
     } else {
         const cbf_product *p = pl->product;
         char rate[40];   /* a digitiser no stream names (none is planned so) */
-        cbf_format_repr(pl->desc->adc_sample_rate, rate, sizeof rate);
+        cbf_format_repr(t->desc->adc_sample_rate, rate, sizeof rate);
         snprintf(buf, n, "sim.?.%s", rate);
         for (int i = 0; i < p->n_streams; i++)
             if (pl->dig_stream[i] == 2 * q->first)
@@ -79,66 +87,83 @@ static void task_name(const cbf_product_plan *pl, const array_proc *q, char *buf
     }
 }
 
-static int streams(cbf_product_plan *pl, const cbf_product_stream *const *beams, int n_beams, cbf_error *err)
+static int streams(cbf_product_plan *pl, cbf_error *err)
 {
     const cbf_product *p = pl->product;
-    const array_desc *d = pl->desc;
+    const array_group dig = pl->sets[0].desc->dig;
     if (!(pl->streams = calloc((size_t)p->n_streams, sizeof *pl->streams)))
         return cbf_error_set(err, CBF_ENOMEM, "out of memory");
     for (int i = 0; i < p->n_streams; i++) {
         const cbf_product_stream *s = &p->streams[i];
-        cbf_plan_stream *t = &pl->streams[pl->n_streams];
-        t->stream = s;
+        cbf_plan_stream *ps = &pl->streams[pl->n_streams++];
+        ps->stream = s;
         int k = pl->dig_stream[i];
+        const cbf_plan_set *t = cbf_product_plan_set_of(pl, s);
         if (k >= 0) {
-            t->first = (array_group){d->dig.addr + (unsigned)k, d->dig.port, 1};
-            t->count = 1;
-        } else if (s == pl->acv) {
-            t->first = d->feng;
-            t->count = d->xengines;
-        } else if (s == pl->bcp) {
-            t->first = d->vis;
-            t->count = d->xengines;
-        } else {
-            for (int b = 0; b < n_beams; b++)
-                if (beams[b] == s) {
-                    t->first = (array_group){d->beam.addr + (unsigned)b, d->beam.port, 1};
-                    t->count = 1;
+            ps->first = (array_group){dig.addr + (unsigned)k, dig.port, 1};
+            ps->count = 1;
+        } else if (t && s == t->acv) {
+            ps->first = t->desc->feng;
+            ps->count = t->desc->xengines;
+        } else if (t && s == t->bcp) {
+            ps->first = t->desc->vis;
+            ps->count = t->desc->xengines;
+        } else if (t) {
+            for (int b = 0; b < t->n_tacv; b++)
+                if (t->tacv[b] == s) {
+                    ps->first = (array_group){t->desc->beam.addr + (unsigned)b, t->desc->beam.port, 1};
+                    ps->count = 1;
                 }
         }
-        pl->n_streams++;
     }
     return 0;
 }
 
-int cbf_plan_engines(cbf_product_plan *pl, const cbf_product_stream *const *beams, int n_beams, cbf_error *err)
+int cbf_plan_engines(cbf_product_plan *pl, cbf_error *err)
 {
-    const array_plan *ap = &pl->plan;
-    if (!(pl->engines = calloc((size_t)ap->n_procs, sizeof *pl->engines)))
+    int n = 0;
+    for (int k = 0; k < pl->n_sets; k++)
+        n += pl->sets[k].plan.n_procs;
+    if (!(pl->engines = calloc((size_t)n + 1, sizeof *pl->engines)))
         return cbf_error_set(err, CBF_ENOMEM, "out of memory");
-    for (int i = 0; i < ap->n_procs; i++) {
-        const array_proc *q = &ap->procs[i];
-        const array_host *h = &pl->desc->hosts[q->host];
-        cbf_plan_engine *e = &pl->engines[pl->n_engines++];
-        snprintf(e->name, sizeof e->name, "%s", q->name);
-        e->kind = q->kind;
-        e->kind_name = kind_name(q->kind);
-        e->index = q->index;
-        /* procs are in start order: a new kind is a new stage */
-        e->stage = i ? e[-1].stage + (q->kind != ap->procs[i - 1].kind) : 0;
-        snprintf(e->host, sizeof e->host, "%s", h->name);
-        snprintf(e->address, sizeof e->address, "%s", h->control[0] ? h->control : "127.0.0.1");
-        e->katcp_port = q->katcp_port;
-        e->gpu = q->gpu;
-        snprintf(e->pipeline, sizeof e->pipeline, "%s/%s.yaml", pl->dir, q->name);
-        snprintf(e->log, sizeof e->log, "%s/%s.log", pl->dir, q->name);
-        task_name(pl, q, e->task, sizeof e->task);
-        int rc = carried(pl, e, q, err);
-        if (rc)
-            return rc;
+    /* In start order, kind by kind across the sets (every X-engine, then
+     * every F-engine, then the dsims): a new kind is a new stage. */
+    static const int order[] = {PROC_BEAMS, PROC_XENG, PROC_FENG, PROC_DIGITISER};
+    for (int o = 0; o < 4; o++) {
+        int first = 1;
+        for (int k = 0; k < pl->n_sets; k++) {
+            const cbf_plan_set *t = &pl->sets[k];
+            for (int i = 0; i < t->plan.n_procs; i++) {
+                const array_proc *q = &t->plan.procs[i];
+                if (q->kind != order[o])
+                    continue;
+                const array_host *h = &t->desc->hosts[q->host];
+                cbf_plan_engine *e = &pl->engines[pl->n_engines];
+                snprintf(e->name, sizeof e->name, "%s", q->name);
+                e->kind = q->kind;
+                e->kind_name = kind_name(q->kind);
+                e->index = q->index;
+                e->stage = pl->n_engines ? e[-1].stage + first : 0;
+                first = 0;
+                e->set = k;
+                e->acv = q->kind == PROC_DIGITISER ? NULL : t->acv;
+                e->bcp = q->kind == PROC_XENG ? t->bcp : NULL;
+                snprintf(e->host, sizeof e->host, "%s", h->name);
+                snprintf(e->address, sizeof e->address, "%s", h->control[0] ? h->control : "127.0.0.1");
+                e->katcp_port = q->katcp_port;
+                e->gpu = q->gpu;
+                snprintf(e->pipeline, sizeof e->pipeline, "%s/%s.yaml", pl->dir, q->name);
+                snprintf(e->log, sizeof e->log, "%s/%s.log", pl->dir, q->name);
+                task_name(pl, t, q, e->task, sizeof e->task);
+                pl->n_engines++;
+                int rc = carried(pl, t, e, q, err);
+                if (rc)
+                    return rc;
+            }
+        }
     }
     pl->n_stages = pl->n_engines ? pl->engines[pl->n_engines - 1].stage + 1 : 0;
-    return streams(pl, beams, n_beams, err);
+    return streams(pl, err);
 }
 
 const cbf_plan_stream *cbf_product_plan_stream(const cbf_product_plan *pl, const char *name)
@@ -169,5 +194,8 @@ static int make_dirs(const char *path, cbf_error *err)
 int cbf_product_plan_write(const cbf_product_plan *pl, cbf_error *err)
 {
     int rc = make_dirs(pl->dir, err);
-    return rc ? rc : array_write(pl->desc, &pl->plan, pl->dir, err);
+    /* the sets' prefixes keep their files apart in the one folder */
+    for (int k = 0; !rc && k < pl->n_sets; k++)
+        rc = array_write(pl->sets[k].desc, &pl->sets[k].plan, pl->dir, err);
+    return rc;
 }

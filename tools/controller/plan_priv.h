@@ -5,8 +5,7 @@
 
 #include "plan.h"
 
-/* pl->engines and pl->streams from pl->plan; beams: the product's beam
- * streams in beam order. */
-int cbf_plan_engines(cbf_product_plan *pl, const cbf_product_stream *const *beams, int n_beams, cbf_error *err);
+/* pl->engines and pl->streams from the sets' plans. */
+int cbf_plan_engines(cbf_product_plan *pl, cbf_error *err);
 
 #endif

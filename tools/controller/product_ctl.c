@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cbf/log.h"
 #include "product_ctl_priv.h"
 #include "stream_sensors.h"
 
@@ -32,39 +33,64 @@ static const char *status_locked(cbf_product_ctl *pc)
     return status_values[worst];
 }
 
-/* Bits of what the engines that are not up carry: the channeliser's
- * inputs, and each correlator's and beam's channels (under mu). */
+/* Whether engine e (not up) takes input i of set k's channeliser away:
+ * an F-engine of that set its pair, a dsim every input reading its
+ * digitiser antennas' streams. */
+static int takes_input(const cbf_product_plan *pl, const cbf_plan_engine *e, int k, int i)
+{
+    if (e->kind == PROC_DIGITISER) {
+        int ant = pl->sets[k].desc->input_streams[i] / 2;
+        return ant >= e->dig_first && ant < e->dig_first + e->dig_count;
+    }
+    if (e->set != k)
+        return 0;
+    for (int j = 0; j < e->n_inputs; j++)
+        if (e->inputs[j] == i)
+            return 1;
+    return 0;
+}
+
+/* Bits of what the engines that are not up carry, per channeliser set:
+ * its channeliser's inputs, and its correlator's and beams' channels
+ * (under mu). */
 static void masks_locked(cbf_product_ctl *pc)
 {
     const cbf_product_plan *pl = pc->rp->plan;
-    const cbf_product_acv *a = &pl->acv->u.acv;
-    memset(pc->input_suspect, '0', (size_t)a->n_inputs);
-    char *chans = malloc((size_t)a->n_chans + 1);
-    if (!chans)
-        return;
-    memset(chans, '0', (size_t)a->n_chans);
-    chans[a->n_chans] = '\0';
-    for (int i = 0; i < pl->n_engines && i < pc->n_eng; i++) {
-        if (pc->eng[i].state == CBF_ENGINE_UP)
-            continue;
-        const cbf_plan_engine *e = &pl->engines[i];
-        for (int k = 0; k < e->n_inputs; k++)
-            pc->input_suspect[e->inputs[k]] = '1';
-        for (int k = 0; k < e->n_channels && e->first_channel + k < a->n_chans; k++)
-            chans[e->first_channel + k] = '1';
-    }
-    char name[300];
-    snprintf(name, sizeof name, "%s.input-data-suspect", pl->acv->name);
-    pc_set(pc, name, CBF_KATCP_NOMINAL, pc->input_suspect);
-    const cbf_product *p = pc->rp->product;
-    for (int s = 0; s < p->n_streams; s++) {
-        const cbf_product_stream *st = &p->streams[s];
-        if (st->kind == CBF_STREAM_BCP || st->kind == CBF_STREAM_TACV) {
-            snprintf(name, sizeof name, "%s.channel-data-suspect", st->name);
+    for (int k = 0; k < pl->n_sets; k++) {
+        const cbf_plan_set *t = &pl->sets[k];
+        const cbf_product_acv *a = &t->acv->u.acv;
+        char *inputs = malloc((size_t)a->n_inputs + 1), *chans = malloc((size_t)a->n_chans + 1);
+        if (!inputs || !chans) {
+            free(inputs);
+            free(chans);
+            return;
+        }
+        memset(inputs, '0', (size_t)a->n_inputs);
+        inputs[a->n_inputs] = '\0';
+        memset(chans, '0', (size_t)a->n_chans);
+        chans[a->n_chans] = '\0';
+        for (int i = 0; i < pl->n_engines && i < pc->n_eng; i++) {
+            if (pc->eng[i].state == CBF_ENGINE_UP)
+                continue;
+            const cbf_plan_engine *e = &pl->engines[i];
+            for (int j = 0; j < a->n_inputs; j++)
+                if (takes_input(pl, e, k, j))
+                    inputs[j] = '1';
+            for (int c = 0; e->set == k && c < e->n_channels && e->first_channel + c < a->n_chans; c++)
+                chans[e->first_channel + c] = '1';
+        }
+        char name[300];
+        snprintf(name, sizeof name, "%s.input-data-suspect", t->acv->name);
+        pc_set(pc, name, CBF_KATCP_NOMINAL, inputs);
+        snprintf(name, sizeof name, "%s.channel-data-suspect", t->bcp->name);
+        pc_set(pc, name, CBF_KATCP_NOMINAL, chans);
+        for (int b = 0; b < t->n_tacv; b++) {
+            snprintf(name, sizeof name, "%s.channel-data-suspect", t->tacv[b]->name);
             pc_set(pc, name, CBF_KATCP_NOMINAL, chans);
         }
+        free(inputs);
+        free(chans);
     }
-    free(chans);
 }
 
 /* Every sensor that follows the engines' states (under mu). */
@@ -161,14 +187,16 @@ static void destination(const cbf_plan_stream *ps, char *buf, size_t n)
 }
 
 /* Whether engine e serves stream s: an F-engine its channeliser, an
- * X/B-engine the correlator and beams, a dsim the digitiser streams of its
+ * X/B-engine its set's correlator and beams, a dsim the digitiser streams of its
  * antenna. */
 static int serves(const cbf_plan_engine *e, const cbf_product_stream *s)
 {
     if (s->kind == CBF_STREAM_ACV)
-        return e->kind == PROC_FENG;
-    if (s->kind == CBF_STREAM_BCP || s->kind == CBF_STREAM_TACV)
-        return e->kind == PROC_XENG;
+        return e->kind == PROC_FENG && e->acv == s;
+    if (s->kind == CBF_STREAM_BCP)
+        return e->kind == PROC_XENG && e->bcp == s;
+    if (s->kind == CBF_STREAM_TACV)
+        return e->kind == PROC_XENG && e->acv == s->u.tacv.acv;
     if (s->kind != CBF_STREAM_DIG || e->kind != PROC_DIGITISER)
         return 0;
     /* sim.ANTENNA.RATE */
@@ -223,6 +251,8 @@ static int add_plan_sensors(cbf_product_ctl *pc, cbf_error *err)
     return rc;
 }
 
+#define MIRROR_FIRST_S 30.0
+
 static int serve(cbf_product_ctl *pc, cbf_error *err)
 {
     char addr[128], label[128];
@@ -253,6 +283,13 @@ static int serve(cbf_product_ctl *pc, cbf_error *err)
                  ? cbf_error_set(err, CBF_EIO, "cannot start the sensor mirror's thread")
                  : 0;
     pc->mirror_running = !rc;
+    /* katsdpcontroller answers product-configure with its tasks' sensors
+     * in place: the suite takes the sensors it syncs right after as the
+     * product's for good (its init_sensors). An engine that does not answer
+     * in time is left to later readings. */
+    if (!rc && pc_mirror_wait_first(pc, MIRROR_FIRST_S))
+        cbf_log_warn("product \"%s\": the engines' sensors were not all read within %g s of its start",
+                     pc->name, MIRROR_FIRST_S);
     return rc;
 }
 
@@ -284,10 +321,9 @@ int cbf_product_ctl_start(const char *name, const char *json, size_t len, const 
     if (!rc) {
         pthread_mutex_lock(&pc->mu);
         pc->rp = rp;
-        pc->input_suspect = calloc((size_t)rp->plan->acv->u.acv.n_inputs + 1, 1);
         pc->capturing_stream = calloc((size_t)rp->product->n_streams, 1);
         pthread_mutex_unlock(&pc->mu);
-        rc = pc->input_suspect && pc->capturing_stream ? serve(pc, err) : cbf_error_set(err, CBF_ENOMEM, "out of memory");
+        rc = pc->capturing_stream ? serve(pc, err) : cbf_error_set(err, CBF_ENOMEM, "out of memory");
         if (rc)
             cbf_error_prefix(err, "product \"%s\": its controller", name);
     }
@@ -322,7 +358,6 @@ int cbf_product_ctl_stop(cbf_product_ctl *pc, cbf_error *err)
     for (int i = 0; i < pc->n_eng; i++)
         pc_mirror_free(&pc->eng[i]);
     free(pc->eng);
-    free(pc->input_suspect);
     free(pc->capturing_stream);
     free(pc->json);
     pthread_mutex_destroy(&pc->mu);

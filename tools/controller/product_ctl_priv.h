@@ -61,7 +61,6 @@ struct cbf_product_ctl {
     pthread_cond_t cv;
     pc_engine *eng;               /* indexed as the plan's engines */
     int n_eng;
-    char *input_suspect;          /* the channeliser's input-data-suspect mask */
     int capturing;                /* streams between capture-start and capture-stop */
     char *capturing_stream;       /* per product stream: 1 while it captures */
     pc_aggregate *aggs;           /* the product-level sensors made from the engines' */
@@ -69,12 +68,17 @@ struct cbf_product_ctl {
     int stop;                     /* the mirror thread is to end */
     pthread_t mirror;
     int mirror_running;
+    int mirror_passes;            /* readings of every engine done (cv signalled after each) */
 };
 
 /* Sets a sensor of the product's server (a no-op before it serves). */
 void pc_set(cbf_product_ctl *pc, const char *name, cbf_katcp_status st, const char *value);
 /* The mirror thread: every engine's sensors as TASK.NAME, every second. */
 void *pc_mirror_main(void *arg);
+/* Waits until the mirror has read every engine once (0), or timeout_s
+ * went by (-1): a client that syncs its sensors once the product is
+ * configured (katgpucbf's suite) then finds the engines' among them. */
+int pc_mirror_wait_first(cbf_product_ctl *pc, double timeout_s);
 /* An engine's mirrored sensors all made unreachable (under mu). */
 void pc_mirror_unreachable(cbf_product_ctl *pc, int engine);
 /* A ?sensor-value reply read from engine `engine` outside the mirror

@@ -93,11 +93,12 @@ static const char *node_for(const cbf_product *p, const cbf_engine_call *c, char
 static int targets(const cbf_product_plan *pl, const cbf_engine_call *c, int k)
 {
     const cbf_plan_engine *e = &pl->engines[k];
+    /* c->acv: the channeliser the request's stream is, or comes from */
     switch (c->task) {
     case CBF_TASK_F:
-        return e->kind == PROC_FENG && e->index == c->index;
+        return e->kind == PROC_FENG && e->index == c->index && e->acv == c->acv;
     case CBF_TASK_XB:
-        return e->kind == PROC_XENG;
+        return e->kind == PROC_XENG && e->acv == c->acv;
     case CBF_TASK_SIM:
         return e->kind == PROC_DIGITISER && !strcmp(e->task, c->dsim);
     }

@@ -250,6 +250,20 @@ static void poll_engine(cbf_product_ctl *pc, int i)
     pthread_mutex_unlock(&pc->mu);
 }
 
+int pc_mirror_wait_first(cbf_product_ctl *pc, double timeout_s)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += (time_t)timeout_s;
+    pthread_mutex_lock(&pc->mu);
+    int rc = 0;
+    while (pc->mirror_passes < 1 && !pc->stop && rc == 0)
+        rc = pthread_cond_timedwait(&pc->cv, &pc->mu, &until);
+    int done = pc->mirror_passes >= 1;
+    pthread_mutex_unlock(&pc->mu);
+    return done ? 0 : -1;
+}
+
 void *pc_mirror_main(void *arg)
 {
     cbf_product_ctl *pc = arg;
@@ -263,6 +277,8 @@ void *pc_mirror_main(void *arg)
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_sec += (time_t)MIRROR_PERIOD_S;
         pthread_mutex_lock(&pc->mu);
+        pc->mirror_passes++;
+        pthread_cond_broadcast(&pc->cv);
         while (!pc->stop && pthread_cond_timedwait(&pc->cv, &pc->mu, &until) == 0) {
         }
     }

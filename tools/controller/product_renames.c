@@ -84,9 +84,9 @@ struct pc_aggregate {
 
 void pc_beam_name(const cbf_product *p, const cbf_product_stream *s, char *buf, size_t n)
 {
-    int b = 0;
+    int b = 0;   /* among its channeliser's beams: the X-engines of that set form them */
     for (int i = 0; i < s->index; i++)
-        b += p->streams[i].kind == CBF_STREAM_TACV;
+        b += p->streams[i].kind == CBF_STREAM_TACV && p->streams[i].u.tacv.acv == s->u.tacv.acv;
     snprintf(buf, n, "beam%d", b);
 }
 
@@ -178,7 +178,7 @@ static int engine_renames(cbf_product_ctl *pc, int k, int child, int n_xb, cbf_e
             if (st->is_input || !(ru->streams & (1u << st->kind)))
                 continue;
             if (ru->how == PER_INPUT) {
-                if (st != pl->acv)
+                if (st != pe->acv)
                     continue;
                 for (int j = 0; j < pe->n_inputs; j++) {
                     snprintf(part, sizeof part, "input%d", j);
@@ -189,8 +189,10 @@ static int engine_renames(cbf_product_ctl *pc, int k, int child, int n_xb, cbf_e
                 }
                 continue;
             }
-            if (st->kind == CBF_STREAM_BCP && st != pl->bcp)
-                continue;   /* the engines carry the plan's one correlator */
+            if (st->kind == CBF_STREAM_BCP && st != pe->bcp)
+                continue;   /* an X-engine carries its set's one correlator */
+            if (st->kind == CBF_STREAM_TACV && st->u.tacv.acv != pe->acv)
+                continue;   /* and its set's beams */
             part[0] = '\0';
             if (st->kind == CBF_STREAM_TACV)
                 pc_beam_name(p, st, part, sizeof part);
@@ -213,15 +215,12 @@ static int engine_renames(cbf_product_ctl *pc, int k, int child, int n_xb, cbf_e
 int pc_renames_make(cbf_product_ctl *pc, cbf_error *err)
 {
     const cbf_product_plan *pl = pc->rp->plan;
-    int n_xb = 0;
-    for (int k = 0; k < pl->n_engines; k++)
-        n_xb += pl->engines[k].kind == PROC_XENG;
     int rc = 0;
     pthread_mutex_lock(&pc->mu);
-    for (int k = 0, child = 0; !rc && k < pl->n_engines && k < pc->n_eng; k++) {
-        rc = engine_renames(pc, k, child, n_xb, err);
-        child += pl->engines[k].kind == PROC_XENG;
-    }
+    /* an X-engine is child `index` of its set's aggregates, of as many as
+     * the set has X-engines */
+    for (int k = 0; !rc && k < pl->n_engines && k < pc->n_eng; k++)
+        rc = engine_renames(pc, k, pl->engines[k].index, pl->sets[pl->engines[k].set].desc->xengines, err);
     pthread_mutex_unlock(&pc->mu);
     return rc;
 }

@@ -138,8 +138,9 @@ void cbf_text_describe(cbf_text *t, const char *units, const char *doc);
  * is published as NODE.name for each (with a warning at start): no node's
  * value hides another's. The other flags give katgpucbf's katcp type where
  * it is not the kind's own: a gauge as a boolean (0 false, else true) or a
- * timestamp (UNIX seconds; NaN reads -1 and unknown), a text as an
- * integer or a float (the text is its value, as katcp writes it). One
+ * timestamp (UNIX seconds; NaN reads -1 and unknown) or an integer (a
+ * whole-number gauge, rounded), a text as an integer or a float (the text
+ * is its value, as katcp writes it). One
  * name per sensor (a later call replaces it); call from init, after
  * making the sensor. Where the name equals NODE.NAME it is published once. */
 enum {

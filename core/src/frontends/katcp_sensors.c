@@ -6,6 +6,7 @@
  * steady-state-timestamp, time.* (katcp_clock.c). The server (cbf/katcp.h)
  * lists, reads and samples them. */
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,8 @@ static int kc_sensor_put(cbf_katcp_sensors *out, double now, const char *name, c
         text = type == CBF_KATCP_STRING || json_string_value(v)[0] ? json_string_value(v) : "0";
     else if (type == CBF_KATCP_BOOLEAN)
         snprintf(num, sizeof num, "%d", json_is_real(v) && json_real_value(v) != 0.0);
+    else if (type == CBF_KATCP_INTEGER && json_is_real(v))
+        snprintf(num, sizeof num, "%lld", (long long)llround(json_real_value(v)));   /* a whole-number gauge */
     else if (type == CBF_KATCP_TIMESTAMP && !json_is_real(v))
         snprintf(num, sizeof num, "-1");   /* katgpucbf's "none yet" */
     else if (json_is_real(v) && as)
