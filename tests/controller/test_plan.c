@@ -213,6 +213,38 @@ static void test_suite_product(void **state)
     teardown(&f);
 }
 
+/* controller.jones_per_batch (a band slowed for a small machine): heaps
+ * of 65536 values per input, 64 spectra at 1024 channels; the dumps and
+ * beams follow, and the digitiser chunks shrink to one heap's samples;
+ * more channels than values refused. */
+static void test_jones_per_batch(void **state)
+{
+    (void)state;
+    fixture f;
+    setup(&f, CONFIG);
+    cbf_error err = {0};
+    cbf_product *p = ct_product(data_dir, WIDE, NULL, &err);
+    assert_non_null(p);
+    assert_int_equal(cbf_product_set_jones_per_batch(p, 65536, &err), 0);
+    const cbf_product_stream *acv = cbf_product_find(p, "antenna-channelised-voltage");
+    const cbf_product_stream *bcp = cbf_product_find(p, "baseline-correlation-products");
+    const cbf_product_stream *beam = cbf_product_find(p, "tied-array-channelised-voltage-0x");
+    assert_int_equal(acv->u.acv.spectra_per_heap, 64);
+    assert_int_equal(beam->u.tacv.spectra_per_heap, 64);
+    /* 0.5 s of 64 x 2048-sample heaps at 1712 MHz: 6530.27 heaps, 6530 */
+    assert_int_equal(bcp->u.bcp.heaps_per_dump, 6530);
+    assert_int_equal(bcp->u.bcp.n_accs, 6530 * 64);
+    cbf_product_plan *pl = plan(&f, p, "j");
+    assert_int_equal(pl->sets[0].desc->spectra_per_heap, 64);
+    assert_int_equal(pl->sets[0].desc->samples_per_chunk, 131072);   /* 64 spectra of 2048 samples */
+    cbf_product_plan_free(pl);
+    assert_int_equal(cbf_product_set_jones_per_batch(p, 512, &err), CBF_ECONFIG);
+    has(err.msg, "controller.jones_per_batch 512: fewer than the 1024 channels of "
+        "outputs.antenna-channelised-voltage", "the error");
+    cbf_product_free(p);
+    teardown(&f);
+}
+
 /* The suite's narrowband product: a narrowband channeliser (32768
  * channels at 1/8) with its correlator and 8 beams, and the wideband copy
  * (8192 channels) with its own: two sets, set 0 the narrowband one (first
@@ -551,6 +583,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_digitiser_streams),
         cmocka_unit_test(test_side_by_side),
         cmocka_unit_test(test_narrowband_product),
+        cmocka_unit_test(test_jones_per_batch),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_config),
     };

@@ -30,6 +30,9 @@ static const cbf_param_decl controller_decls[] = {
      "seconds an engine has to open its katcp port"},
     {"stop_timeout", CBF_PARAM_FLOAT, "30", CBF_RANGE(0, 3600), NULL,
      "seconds from SIGTERM (cbf-run drains) to SIGKILL"},
+    {"jones_per_batch", CBF_PARAM_INT, "1048576", CBF_RANGE(1, 1 << 30), NULL,
+     "complex values per input in an F-engine heap (katgpucbf's --jones-per-batch): spectra per heap is this / "
+     "n_chans; lower it by the factor a simulated band is slowed by, so that heaps last as long as in real time"},
 };
 static const cbf_param_decl ranges_decls[] = {
     {"multicast", CBF_PARAM_STRING, "239.102.0.0-239.102.255.255", CBF_NORANGE, NULL,
@@ -171,6 +174,7 @@ static int read_controller(const cbf_params *p, cbf_controller_config *c, cbf_er
     snprintf(c->cbf_run_args, sizeof c->cbf_run_args, "%s", cbf_params_string(p, "cbf_run_args"));
     path_of(c, cbf_params_string(p, "state_dir"), 0, c->state_dir, sizeof c->state_dir);
     c->start_timeout = cbf_params_float(p, "start_timeout");
+    c->jones_per_batch = (int)cbf_params_int(p, "jones_per_batch");
     c->stop_timeout = cbf_params_float(p, "stop_timeout");
     return 0;
 }

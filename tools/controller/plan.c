@@ -239,7 +239,11 @@ static void fill(const cbf_product *p, const found *f, const cbf_plan_set *t, in
     d->beams = t->n_tacv;
     for (int b = 0; b < t->n_tacv; b++)
         d->beam_pols[b] = t->tacv[b]->u.tacv.src_pol;
-    d->samples_per_chunk = 1 << 20;
+    /* digitiser chunks of 2^20 samples, or of one F-engine heap's samples
+     * where that is less (controller.jones_per_batch lowered for a slow
+     * band): a chunk then lasts no longer than a heap */
+    long long heap = (long long)a->n_samples_between_spectra * a->spectra_per_heap;
+    d->samples_per_chunk = heap < (1 << 20) ? (int)(heap / 4096 > 0 ? heap / 4096 * 4096 : 4096) : 1 << 20;
     d->gain = 1;
     d->taps = a->taps;
     d->decimation = a->decimation_factor;

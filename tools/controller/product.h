@@ -155,6 +155,13 @@ typedef struct cbf_product {
  * simulated digitiser without one gets (katsdpcontroller takes the time of
  * the request, whole seconds). CBF_ECONFIG naming the JSON path, CBF_ENOMEM. */
 int cbf_product_parse(const char *text, size_t len, double now, cbf_product **out, cbf_error *err);
+/* Heaps of `jones` complex values per input (katgpucbf's fgpu
+ * --jones-per-batch; the parse takes its default, 2^20): every
+ * channeliser's spectra per heap becomes jones / n_chans, and the
+ * correlators' dumps and the beams' heaps follow. A band slower than the
+ * real one keeps real-time heap times so (dev/qualification). CBF_ECONFIG
+ * when a channeliser has more channels than that. */
+int cbf_product_set_jones_per_batch(cbf_product *p, int jones, cbf_error *err);
 int cbf_product_from_json(const json_t *root, double now, cbf_product **out, cbf_error *err);
 void cbf_product_free(cbf_product *p);
 const cbf_product_stream *cbf_product_find(const cbf_product *p, const char *name);

@@ -494,3 +494,25 @@ const char *pc_source_kinds(const cbf_product_stream *s)
     default: return "no sources";
     }
 }
+
+int cbf_product_set_jones_per_batch(cbf_product *p, int jones, cbf_error *err)
+{
+    for (int i = 0; i < p->n_streams; i++) {
+        const cbf_product_stream *s = &p->streams[i];
+        if (s->kind == CBF_STREAM_ACV && s->u.acv.n_chans > jones)
+            return cbf_error_set(err, CBF_ECONFIG, "controller.jones_per_batch %d: fewer than the %d channels of "
+                                 "outputs.%s (a heap holds at least one spectrum)", jones, s->u.acv.n_chans,
+                                 s->name);
+    }
+    /* the channelisers first: the correlators' and beams' figures follow theirs */
+    for (int i = 0; i < p->n_streams; i++)
+        if (p->streams[i].kind == CBF_STREAM_ACV)
+            p->streams[i].u.acv.spectra_per_heap = jones / p->streams[i].u.acv.n_chans;
+    for (int i = 0; i < p->n_streams; i++) {
+        if (p->streams[i].kind == CBF_STREAM_BCP)
+            bcp_figures(&p->streams[i]);
+        else if (p->streams[i].kind == CBF_STREAM_TACV)
+            tacv_figures(&p->streams[i]);
+    }
+    return 0;
+}

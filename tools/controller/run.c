@@ -37,6 +37,8 @@ int cbf_product_configure(const char *name, const char *json, size_t len, double
     snprintf(rp->name, sizeof rp->name, "%s", name);
     rp->res = res;
     int rc = cbf_product_parse(json, len, now, &rp->product, err);
+    if (!rc && c->jones_per_batch != (1 << 20))
+        rc = cbf_product_set_jones_per_batch(rp->product, c->jones_per_batch, err);
     if (!rc)
         rc = cbf_product_plan_make(rp->product, name, c, res, &rp->plan, err);
     if (!rc)
