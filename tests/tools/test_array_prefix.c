@@ -3,8 +3,8 @@
  * before every process name and so every file the plan writes: the
  * pipelines, the tables (PREFIXprocesses.tsv, PREFIXmulticast.tsv), the
  * names in them, engine.name and the X-engines' and beam receiver's HDF5
- * files; the longest prefix (15 characters) still fits beside the longest
- * name. Nothing unprefixed is written. Exit 0 when all holds, 1 naming
+ * files; the longest prefix (15 characters) fits, a digitiser's name
+ * whole beside it. Nothing unprefixed is written. Exit 0 when all holds, 1 naming
  * what does not.
  *
  * usage: test_array_prefix (a scratch folder under $TMPDIR or /tmp) */
@@ -114,8 +114,8 @@ int main(void)
         }
     }
     check(p.n_procs == 6, "beams, 2 X-engines, 2 F-engines and a digitiser", NULL);
-    check(p.n_procs == 6 && !strcmp(p.procs[5].name, PREFIX "digitiser0"), "the longest name whole",
-          p.procs[5].name);
+    check(p.n_procs == 6 && !strcmp(p.procs[5].name, PREFIX "digitiser0"),
+          "a digitiser's name whole beside the longest prefix", p.procs[5].name);
     const char *order = rc ? NULL : slurp(out, PREFIX "processes.tsv");
     check(order && strstr(order, "\t" PREFIX "xeng1\tlo\t-\t" PREFIX "xeng1.yaml\t"),
           PREFIX "processes.tsv lists the prefixed names and files", order);
