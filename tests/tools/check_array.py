@@ -6,6 +6,10 @@ thing broken at a time.
   X-engines, a beam receiver), processes.tsv in start order, multicast.tsv
   with every group once, and every pipeline loads as cbf-run loads it
   (array_load: cbf_graph_load with the real plugins).
+- The same at decimation 16 (narrowband): a ddc before each pfb with the
+  centre and decimation given, the X-engines' and beam receiver's
+  samples_between_spectra, pipelines that load, and the F-engine and beam
+  streams at a sixteenth of the wideband rates in multicast.tsv.
 - Each kind of bad description: exit 2 and one line naming the file, the
   line and column of the offending key or value (found in the broken copy,
   not written down here), and what is wrong; nothing written.
@@ -54,6 +58,20 @@ BAD = [
      "10.0.0.1:7148", r"multicast.vis: '10.0.0.1' is not an IPv4 multicast group"),
     ("bad control", "b0: {roles: beams, interfaces: 10.0.4.1,", "b0: {roles: beams, control: nowhere, "
      "interfaces: 10.0.4.1,", "nowhere", r"host 'b0': control: 'nowhere' is not an IPv4 address"),
+    ("decimation not a power of two", "  beams: 2\n", "  beams: 2\n  decimation: 12\n  ddc_centre_frequency: 600e6\n",
+     "12\n", r"array.decimation: 12 is not a power of two"),
+    ("decimation out of range", "  beams: 2\n", "  beams: 2\n  decimation: 128\n  ddc_centre_frequency: 600e6\n",
+     "128", r"parameter 'decimation'"),
+    ("narrowband without a centre", "  beams: 2\n", "  beams: 2\n  decimation: 16\n", "16\n",
+     r"array.decimation: 16 needs array.ddc_centre_frequency"),
+    ("centre of a wideband array", "  beams: 2\n", "  beams: 2\n  ddc_centre_frequency: 600e6\n", "600e6",
+     r"array.ddc_centre_frequency: given for a wideband array \(array.decimation 1\)"),
+    ("narrowband below the band", "  beams: 2\n", "  beams: 2\n  decimation: 8\n  ddc_centre_frequency: 40e6\n",
+     "40e6", r"array.ddc_centre_frequency: 40 MHz puts the 107 MHz narrowband \(array.decimation 8\) at "
+     r"-13.5 \.\. 93.5 MHz, outside the digitiser's 0 \.\. 856 MHz \(the centre must lie in 53.5 \.\. 802.5 MHz\)"),
+    ("narrowband above the band", "  beams: 2\n", "  beams: 2\n  decimation: 8\n  ddc_centre_frequency: 810e6\n",
+     "810e6", r"array.ddc_centre_frequency: 810 MHz puts the 107 MHz narrowband \(array.decimation 8\) at "
+     r"756.5 \.\. 863.5 MHz, outside"),
 ]
 
 
@@ -130,6 +148,50 @@ def same_port_plan(cbf_array, text, tmp):
     print("ok: multicast.same_port: every group of a stream on its first port")
 
 
+def tsv_rates(path):
+    """{stream: Gb/s} of a multicast.tsv."""
+    rows = [l.split("\t") for l in open(path).read().splitlines() if not l.startswith("#")]
+    return {row[0]: float(row[4]) for row in rows}
+
+
+def narrowband_plan(cbf_array, array_load, text, tmp):
+    """The good description at decimation 16 about 600 MHz: each F-engine
+    gets a ddc before its pfb (centre and decimation as given, the pfb
+    channelising its complex output), the X-engines' and the beam
+    receiver's receivers take spectra 2 x 4096 x 16 samples apart, every
+    pipeline loads, and multicast.tsv gives the F-engine and beam streams a
+    sixteenth of the wideband plan's rates, the digitisers' unchanged."""
+    old = "  beams: 2\n"
+    desc = os.path.join(tmp, "narrow.yaml")
+    open(desc, "w").write(text.replace(old, old + "  decimation: 16\n  ddc_centre_frequency: 600e6\n", 1))
+    out = os.path.join(tmp, "narrow")
+    r = run(cbf_array, desc, out)
+    if r.returncode:
+        fail(f"narrowband: exit {r.returncode}: {r.stdout}{r.stderr}")
+    feng5 = open(os.path.join(out, "feng5.yaml")).read()
+    for want_text in ("  ddc: {plugin: ddc, params: {centre_frequency: 600000000, decimation: 16}}\n",
+                      "  pfb: {plugin: pfb, params: {channels: 4096, spectra_per_buffer: 256,",
+                      "edges:\n  - recv.out -> ddc.in\n  - ddc.out -> pfb.in\n  - pfb.out -> post.in\n"):
+        if want_text not in feng5:
+            fail(f"narrowband: feng5.yaml lacks '{want_text}':\n{feng5}")
+    for name in ("xeng2", "beams"):
+        got = open(os.path.join(out, name + ".yaml")).read()
+        if "      samples_between_spectra: 131072\n" not in got:
+            fail(f"narrowband: {name}.yaml's receiver lacks samples_between_spectra: 131072:\n{got}")
+    files = sorted(os.path.join(out, n) for n in os.listdir(out) if n.endswith(".yaml"))
+    r = subprocess.run([array_load] + files, capture_output=True, text=True)
+    if r.returncode:
+        fail(f"narrowband: the pipelines do not load: {r.stdout}{r.stderr}")
+    wide, narrow = tsv_rates(os.path.join(tmp, "good", "multicast.tsv")), tsv_rates(os.path.join(out, "multicast.tsv"))
+    for stream, rate in wide.items():
+        want = rate if stream.startswith("digitiser") else rate / 16
+        if stream not in narrow or abs(narrow[stream] - want) > 0.006:
+            fail(f"narrowband: multicast.tsv gives {stream} {narrow.get(stream)} Gb/s, want {want:.3f} "
+                 f"(wideband {rate})")
+    print(f"ok: narrowband: a ddc (600 MHz, 16) before each pfb, spectra 131072 samples apart at the X-engines "
+          f"and the beam receiver, {len(files)} pipelines load, F-engine and beam rates / 16")
+
+
 def main():
     cbf_array, array_load, src = sys.argv[1:4]
     text = open(os.path.join(src, "good.yaml")).read()
@@ -137,6 +199,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         n = good_plan(cbf_array, array_load, text, tmp)
         same_port_plan(cbf_array, text, tmp)
+        narrowband_plan(cbf_array, array_load, text, tmp)
         for what, old, new, token, msg in BAD:
             old = old.replace("BUDGET", BUDGET)
             if old not in text:

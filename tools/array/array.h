@@ -118,6 +118,13 @@ int array_desc_load(const char *path, array_desc *d, cbf_error *err);
 int array_group_parse(const char *text, const char *what, const char *where, array_group *g, cbf_error *err);
 
 /* ---- rates (plan.c) ---- */
+/* d->decimation, 1 for a description filled in by hand that left it 0. */
+int array_decimation(const array_desc *d);
+/* The digitiser rate the channels stand for, per pol: adc_sample_rate
+ * wideband, adc_sample_rate / decimation narrowband (a band of half that).
+ * The F-engines' output, the X-engines' input and the beams scale with it;
+ * what the digitisers send does not. */
+double array_band_sps(const array_desc *d);
 /* Gb/s on the wire (UDP payload + SPEAD, UDP, IP and Ethernet headers). */
 double array_dig_gbps_per_pol(const array_desc *d);
 double array_feng_gbps_per_antenna(const array_desc *d);

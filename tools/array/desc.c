@@ -50,6 +50,15 @@ static const cbf_param_decl array_decls[] = {
      "largest fraction of a NIC, PCIe or GPU budget a plan may use"},
     {"budget", CBF_PARAM_STRING, "", CBF_NORANGE, NULL,
      "budget file (cbf-bench's figures), relative to this file"},
+    /* plugins/ddc takes a decimation that divides its 4096-sample heap (so
+     * a power of two, 2 to 1024) and the narrowband pfb one up to 512; the
+     * planner offers 2 to 64 (katgpucbf's qualification runs 8 and 16) */
+    {"decimation", CBF_PARAM_INT, "1", CBF_RANGE(1, 64), NULL,
+     "1: wideband; 2, 4, ... 64: narrowband, a ddc before each F-engine's pfb and the channels over "
+     "adc_sample_rate / 2 / decimation (plugins/ddc: a power of two dividing its 4096-sample heap)"},
+    {"ddc_centre_frequency", CBF_PARAM_FLOAT, "0", CBF_RANGE(0, 1e12), NULL,
+     "Hz, narrowband only (and then required): the centre of the channels, the whole band inside "
+     "0 .. adc_sample_rate / 2"},
 };
 static const cbf_param_decl mcast_decls[] = {
     {"digitiser", CBF_PARAM_STRING, NULL, CBF_NORANGE, NULL, "first group:port, input i at +i"},
@@ -198,6 +207,36 @@ static int read_lists(array_yaml *L, const cbf_params *p, array_desc *d)
     return 0;
 }
 
+/* array.decimation and array.ddc_centre_frequency: a narrowband of
+ * adc_sample_rate / 2 / decimation about the centre, all of it inside the
+ * digitiser's band 0 .. adc_sample_rate / 2 (katgpucbf's narrowband); the
+ * centre is given exactly when the decimation is above 1. */
+static int read_narrowband(array_yaml *L, const cbf_params *p, array_desc *d)
+{
+    d->decimation = (int)cbf_params_int(p, "decimation");
+    d->ddc_centre_hz = cbf_params_float(p, "ddc_centre_frequency");
+    const char *at_dec = cbf_params_where(p, "decimation"), *at_c = cbf_params_where(p, "ddc_centre_frequency");
+    int given = cbf_params_given(p, "ddc_centre_frequency");
+    if (d->decimation & (d->decimation - 1))
+        return cbf_error_set(L->err, CBF_ECONFIG, "%s: array.decimation: %d is not a power of two (1: wideband; "
+                             "2, 4, 8, 16, 32 or 64: narrowband)", at_dec, d->decimation);
+    if (d->decimation == 1)
+        return given ? cbf_error_set(L->err, CBF_ECONFIG, "%s: array.ddc_centre_frequency: given for a wideband "
+                                     "array (array.decimation 1); a narrowband one sets array.decimation 2 to 64",
+                                     at_c) : 0;
+    if (!given)
+        return cbf_error_set(L->err, CBF_ECONFIG, "%s: array.decimation: %d needs array.ddc_centre_frequency "
+                             "(Hz, the narrowband's centre)", at_dec, d->decimation);
+    double nyquist = d->adc_sample_rate / 2, half = nyquist / d->decimation / 2;
+    if (d->ddc_centre_hz - half < 0 || d->ddc_centre_hz + half > nyquist)
+        return cbf_error_set(L->err, CBF_ECONFIG, "%s: array.ddc_centre_frequency: %.9g MHz puts the %.9g MHz "
+                             "narrowband (array.decimation %d) at %.9g .. %.9g MHz, outside the digitiser's "
+                             "0 .. %.9g MHz (the centre must lie in %.9g .. %.9g MHz)", at_c,
+                             d->ddc_centre_hz / 1e6, 2 * half / 1e6, d->decimation, (d->ddc_centre_hz - half) / 1e6,
+                             (d->ddc_centre_hz + half) / 1e6, nyquist / 1e6, half / 1e6, (nyquist - half) / 1e6);
+    return 0;
+}
+
 static int read_array(array_yaml *L, const yaml_node_t *m, array_desc *d)
 {
     cbf_params *p;
@@ -216,7 +255,6 @@ static int read_array(array_yaml *L, const yaml_node_t *m, array_desc *d)
     d->samples_per_chunk = (int)cbf_params_int(p, "samples_per_chunk");
     d->gain = cbf_params_float(p, "gain");
     d->taps = (int)cbf_params_int(p, "taps");
-    d->decimation = 1;   /* wideband, until the description says otherwise */
     snprintf(d->window, sizeof d->window, "%s", cbf_params_string(p, "window"));
     d->w_cutoff = cbf_params_float(p, "w_cutoff");
     d->dither = cbf_params_bool(p, "dither");
@@ -233,6 +271,8 @@ static int read_array(array_yaml *L, const yaml_node_t *m, array_desc *d)
     if (d->samples_per_chunk % 4096)
         rc = cbf_error_set(L->err, CBF_ECONFIG, "%s: array.samples_per_chunk: not a multiple of 4096",
                            cbf_params_where(p, "samples_per_chunk"));
+    if (!rc)
+        rc = read_narrowband(L, p, d);
     if (!rc)
         rc = read_lists(L, p, d);
     if (!rc && b[0]) {

@@ -52,13 +52,14 @@ int array_size_make(const array_desc *d, array_size *s, cbf_error *err)
                              "cbf-bench's figures the sizing divides by)", d->where_array);
     const array_budget *b = &d->budget;
     double fill = d->fill, A = d->antennas, sps = 2 * d->adc_sample_rate;   /* both pols */
+    double band = 2 * array_band_sps(d);   /* both pols: what the channels carry (narrowband: 1 / decimation) */
     double nic = nic_per_gpu(d);
     double dig = 2 * array_dig_gbps_per_pol(d), fout = array_feng_gbps_per_antenna(d);
     double *fa = s->f_limits, *xg = s->x_limits;
     fa[0] = nic / dig;
     fa[1] = nic / fout;
     fa[2] = b->pcie_h2d_gbs * fill / (sps * d->bits / 8 / 1e9);
-    fa[3] = b->pcie_d2h_gbs * fill / (sps / 1e9);
+    fa[3] = b->pcie_d2h_gbs * fill / (band / 1e9);
     fa[4] = b->feng_gsps * fill / (sps / 1e9);
     s->f_binds = argbest(fa, 0);
     s->per_gpu = (int)floor(fa[s->f_binds]);
@@ -70,8 +71,8 @@ int array_size_make(const array_desc *d, array_size *s, cbf_error *err)
     double corr = array_corr_tops_needed(d, d->channels), bf = array_beam_tflops_needed(d, d->channels);
     xg[0] = A * fout / nic;
     xg[1] = d->beams * array_beam_gbps(d) / nic;
-    xg[2] = A * sps / 1e9 / (b->pcie_h2d_gbs * fill);
-    xg[3] = d->beams * d->adc_sample_rate / 1e9 / (b->pcie_d2h_gbs * fill);
+    xg[2] = A * band / 1e9 / (b->pcie_h2d_gbs * fill);
+    xg[3] = d->beams * array_band_sps(d) / 1e9 / (b->pcie_d2h_gbs * fill);
     xg[4] = (corr / array_corr_tops(b, A) + bf / b->beam_tflops) / fill;
     s->x_binds = argbest(xg, 1);
     s->x_needed = (int)ceil(xg[s->x_binds]);
@@ -100,8 +101,12 @@ int array_figures(const array_desc *d, FILE *f, cbf_error *err)
             d->size_nics_per_host, d->size_nic_gbps, bname, b->gpu, fill);
     fprintf(f, "per GPU at fill: NIC %.1f Gb/s each way; PCIe %.2f GB/s in, %.2f GB/s out\n", nic_per_gpu(d),
             b->pcie_h2d_gbs * fill, b->pcie_d2h_gbs * fill);
+    if (array_decimation(d) > 1)
+        fprintf(f, "narrowband: 1/%d, %.9g MHz about %.9g MHz\n", array_decimation(d),
+                array_band_sps(d) / 2 / 1e6, d->ddc_centre_hz / 1e6);
     fprintf(f, "per antenna: digitiser %.2f Gb/s in, F-engine %.2f Gb/s out; %.3f Gsample/s;\n"
-               "  PCIe %.3f GB/s in, %.3f GB/s out\n", dig, fout, sps / 1e9, sps * d->bits / 8 / 1e9, sps / 1e9);
+               "  PCIe %.3f GB/s in, %.3f GB/s out\n", dig, fout, sps / 1e9, sps * d->bits / 8 / 1e9,
+            2 * array_band_sps(d) / 1e9);
     limits_line(f, "F-engine antennas per GPU", f_names, s.f_limits);
     fprintf(f, "  -> %d antennas per GPU (%s binds): %d GPUs in %d hosts\n", s.per_gpu, f_names[s.f_binds],
             s.f_gpus, s.f_hosts);

@@ -15,9 +15,19 @@
 #define SPEAD_FX 72.0         /* F-engine and beam packets: header and 8 items */
 #define PACKET 8872.0         /* the sender's packet_size (UDP payload), jumbo frames */
 
+int array_decimation(const array_desc *d)
+{
+    return d->decimation > 1 ? d->decimation : 1;
+}
+
+double array_band_sps(const array_desc *d)
+{
+    return d->adc_sample_rate / array_decimation(d);
+}
+
 static double spectra_rate(const array_desc *d)   /* spectra per second of each channel */
 {
-    return d->adc_sample_rate / (2.0 * d->channels);
+    return array_band_sps(d) / (2.0 * d->channels);
 }
 
 double array_dig_gbps_per_pol(const array_desc *d)
@@ -35,12 +45,12 @@ static double wire_gbps(double data_bytes)
 
 double array_feng_gbps_per_antenna(const array_desc *d)
 {
-    return wire_gbps(2.0 * d->adc_sample_rate);    /* 2 pols x 2 bytes x channels x spectra/s */
+    return wire_gbps(2.0 * array_band_sps(d));     /* 2 pols x 2 bytes x channels x spectra/s */
 }
 
 double array_beam_gbps(const array_desc *d)
 {
-    return wire_gbps(d->adc_sample_rate);          /* 2 bytes x channels x spectra/s */
+    return wire_gbps(array_band_sps(d));           /* 2 bytes x channels x spectra/s */
 }
 
 double array_vis_gbps(const array_desc *d)
@@ -92,13 +102,16 @@ static int slots_of(const array_desc *d, unsigned role, slot *s)
     return n;
 }
 
-static array_proc *add(array_plan *p, int kind, int index, const char *fmt)
+static array_proc *add(array_plan *p, const char *prefix, int kind, int index, const char *fmt)
 {
     array_proc *q = &p->procs[p->n_procs++];
     memset(q, 0, sizeof *q);
     q->kind = kind;
     q->index = index;
-    snprintf(q->name, sizeof q->name, fmt, index);
+    /* prefix (15 bytes at most) and digitiser4095 or xeng65535 fit the 31 */
+    char base[sizeof q->name];
+    snprintf(base, sizeof base, fmt, index);
+    snprintf(q->name, sizeof q->name, "%s%s", prefix, base);
     return q;
 }
 
@@ -143,7 +156,7 @@ int array_plan_make(const array_desc *d, array_plan *p, cbf_error *err)
     if (d->beams && d->record) {   /* the beam receiver records them; unrecorded they are only sent */
         n = slots_of(d, ROLE_BEAMS, s);
         if (!(rc = need_role(n, d->where_beams, "beams", "array.beams is not 0", err))) {
-            array_proc *q = add(p, PROC_BEAMS, 0, "beams");
+            array_proc *q = add(p, d->prefix, PROC_BEAMS, 0, "beams");
             q->host = s[0].host;
             q->gpu = -1;
             q->nic = 0;
@@ -153,11 +166,11 @@ int array_plan_make(const array_desc *d, array_plan *p, cbf_error *err)
     n = slots_of(d, ROLE_XENG, s);
     rc = rc ? rc : need_role(n, d->where_hosts, "xeng", "the X-engines", err);
     for (int x = 0; !rc && x < d->xengines; x++)
-        place(add(p, PROC_XENG, x, "xeng%d"), s[(long)x * n / d->xengines], x * cx, cx);
+        place(add(p, d->prefix, PROC_XENG, x, "xeng%d"), s[(long)x * n / d->xengines], x * cx, cx);
     n = slots_of(d, ROLE_FENG, s);
     rc = rc ? rc : need_role(n, d->where_hosts, "feng", "the F-engines", err);
     for (int a = 0; !rc && a < d->antennas; a++)
-        place(add(p, PROC_FENG, a, "feng%d"), s[(long)a * n / d->antennas], a, 1);
+        place(add(p, d->prefix, PROC_FENG, a, "feng%d"), s[(long)a * n / d->antennas], a, 1);
     if (d->digitisers) {
         n = 0;
         for (int h = 0; h < d->n_hosts; h++)
@@ -165,7 +178,7 @@ int array_plan_make(const array_desc *d, array_plan *p, cbf_error *err)
                 s[n++] = (slot){h, -1, -1};
         rc = rc ? rc : need_role(n, d->where_digitisers, "digitiser", "simulate.digitisers is not 0", err);
         for (int k = 0; !rc && k < d->digitisers; k++) {
-            array_proc *q = add(p, PROC_DIGITISER, k, "digitiser%d");
+            array_proc *q = add(p, d->prefix, PROC_DIGITISER, k, "digitiser%d");
             q->host = s[(long)k * n / d->digitisers].host;
             q->gpu = -1;
             q->nic = -1;
@@ -219,22 +232,24 @@ static void proc_traffic(const array_desc *d, const array_proc *q, double *rx, d
 static void proc_gpu(const array_desc *d, const array_proc *q, gload *g)
 {
     if (q->kind == PROC_FENG) {
+        /* every digitiser sample in, wideband or narrowband (the budget's
+         * feng_gsps is the wideband engine's); a 1 / decimation share out */
         double sps = 2 * d->adc_sample_rate;
         g->feng_gsps += sps / 1e9;
         g->h2d += sps * d->bits / 8 / 1e9;
-        g->d2h += sps / 1e9;
+        g->d2h += 2 * array_band_sps(d) / 1e9;
     } else if (q->kind == PROC_XENG) {
         double frac = (double)q->count / d->channels;
         g->corr_tops += array_corr_tops_needed(d, q->count);
         g->beam_tflops += array_beam_tflops_needed(d, q->count);
         g->corr_ants = d->antennas;
-        g->h2d += d->antennas * 2 * d->adc_sample_rate * frac / 1e9;
+        g->h2d += d->antennas * 2 * array_band_sps(d) * frac / 1e9;
         double vis = 0;
         if (d->heaps_per_dump) {
             double dump_s = (double)d->heaps_per_dump * d->spectra_per_heap / spectra_rate(d);
             vis = (double)d->antennas * (d->antennas + 1) / 2 * 4 * 8 * q->count / dump_s;
         }
-        g->d2h += (d->beams * d->adc_sample_rate * frac + vis) / 1e9;
+        g->d2h += (d->beams * array_band_sps(d) * frac + vis) / 1e9;
     }
 }
 

@@ -79,6 +79,22 @@ static double sim_share_gbps(const array_desc *d)
     return d->digitisers > 0 && d->sim_rate_gbps > 0 ? d->sim_rate_gbps * d->digitisers / d->dig_antennas : 0.0;
 }
 
+/* A narrowband engine sends a 1 / decimation share of what the wideband
+ * one would: its pace is cut as much, so that it stays PACE times its data. */
+static double paced_gbps(const array_desc *d, double wideband_gbps)
+{
+    return wideband_gbps / array_decimation(d);
+}
+
+/* Narrowband spectra are 2 x channels x decimation digitiser samples apart:
+ * the receivers of F-engine and beam heaps are told so (wideband: their
+ * default, 2 x channels). */
+static void spectra_step(FILE *f, const array_desc *d)
+{
+    if (array_decimation(d) > 1)
+        fprintf(f, "      samples_between_spectra: %d\n", 2 * d->channels * array_decimation(d));
+}
+
 static void write_digitiser(FILE *f, const array_desc *d, const array_proc *q, const char *ifs)
 {
     char dst[16384], n1[32], n2[32];
@@ -117,16 +133,24 @@ static void write_feng(FILE *f, const array_desc *d, const array_proc *q, const 
     fprintf(f, "  recv:\n    plugin: receiver\n    params:\n      address: %s\n      interface: %s\n"
                "      antennas: 1\n      bits: %d\n      samples_per_chunk: %d\n      stops: %d\n",
             src, ifs, d->bits, d->samples_per_chunk, stops(d, 2));
-    fprintf(f, "  pfb: {plugin: pfb, params: {channels: %d, antenna: 0, spectra_per_buffer: %d, taps: %d, "
-               "window: %s, w_cutoff: %s}}\n", d->channels, d->spectra_per_heap, d->taps, d->window,
-            num(d->w_cutoff, w));
+    int nb = array_decimation(d) > 1;
+    /* Narrowband: the ddc picks the antenna and mixes the centre to DC; the
+     * pfb channelises its complex output (plugins/ddc, "Channelising the
+     * output"), channel 0 the lowest frequency. */
+    if (nb)
+        fprintf(f, "  ddc: {plugin: ddc, params: {centre_frequency: %s, decimation: %d}}\n",
+                num(d->ddc_centre_hz, n), array_decimation(d));
+    fprintf(f, "  pfb: {plugin: pfb, params: {channels: %d, %sspectra_per_buffer: %d, taps: %d, "
+               "window: %s, w_cutoff: %s}}\n", d->channels, nb ? "" : "antenna: 0, ", d->spectra_per_heap,
+            d->taps, d->window, num(d->w_cutoff, w));
     fprintf(f, "  post: {plugin: fft_post, params: {spectra_per_heap: %d, gain: [%s, 0.0], feng_id: %d, "
                "dither: %s}}\n", d->spectra_per_heap, num(d->gain, n), q->index, d->dither ? "true" : "false");
     fprintf(f, "  send:\n    plugin: sender\n    params:\n      destinations: \"%s\"\n      interface: %s\n"
                "      feng_id: %d\n", dst, ifs, q->index);
     if (sim_share_gbps(d) > 0)
-        fprintf(f, "      rate_gbps: %s\n", num(PACE * sim_share_gbps(d), n));
-    fprintf(f, "edges:\n  - recv.out -> pfb.in\n  - pfb.out -> post.in\n  - post.out -> send.in\n");
+        fprintf(f, "      rate_gbps: %s\n", num(paced_gbps(d, PACE * sim_share_gbps(d)), n));
+    fprintf(f, "edges:\n%s  - pfb.out -> post.in\n  - post.out -> send.in\n",
+            nb ? "  - recv.out -> ddc.in\n  - ddc.out -> pfb.in\n" : "  - recv.out -> pfb.in\n");
 }
 
 static void write_xeng(FILE *f, const array_desc *d, const array_proc *q, const char *ifs)
@@ -139,6 +163,7 @@ static void write_xeng(FILE *f, const array_desc *d, const array_proc *q, const 
                "      total_channels: %d\n      spectra_per_heap: %d\n      batches: 1\n      stops: %d\n"
                "      chunks_in_flight: 8\n      buffers: 10\n",
             src, ifs, d->antennas, q->count, q->first, d->channels, d->spectra_per_heap, stops(d, d->antennas));
+    spectra_step(f, d);
     /* With beams, one xbengine node (correlation and beams from one
      * upload, one kernel where it pays: plugins/xbengine), named corr so
      * that corr.* settings reach it either way. */
@@ -168,7 +193,8 @@ static void write_xeng(FILE *f, const array_desc *d, const array_proc *q, const 
          * share of the channels */
         if (sim_share_gbps(d) > 0)
             fprintf(f, "      rate_gbps: %s\n",
-                    num(PACE * sim_share_gbps(d) * 4.0 * d->beams / (d->bits * (double)d->xengines), n));
+                    num(paced_gbps(d, PACE * sim_share_gbps(d) * 4.0 * d->beams / (d->bits * (double)d->xengines)),
+                        n));
     }
     if (d->has_vis) {
         groups(d->vis, q->index, 1, dst, sizeof dst);
@@ -197,7 +223,8 @@ static void write_beams(FILE *f, const array_desc *d, const array_proc *q, const
                "      chunks_in_flight: 16\n      buffers: 18\n",
             src, ifs, d->antennas, d->channels, d->channels / d->xengines, d->channels, d->spectra_per_heap,
             stops(d, d->xengines * d->beams));
-    fprintf(f, "  sink: {plugin: filesink, params: {path: beams.h5, overwrite: true}}\n");
+    spectra_step(f, d);
+    fprintf(f, "  sink: {plugin: filesink, params: {path: %s.h5, overwrite: true}}\n", q->name);
     fprintf(f, "edges:\n  - recv.beams -> sink.in\n");
 }
 
@@ -303,7 +330,9 @@ int array_write(const array_desc *d, const array_plan *p, const char *dir, cbf_e
 {
     if (mkdir(dir, 0777) && errno != EEXIST)
         return cbf_error_set(err, CBF_EIO, "%s: cannot make the folder: %s", dir, strerror(errno));
-    FILE *order = open_in(dir, "processes.tsv", err);
+    char table[64];
+    snprintf(table, sizeof table, "%sprocesses.tsv", d->prefix);
+    FILE *order = open_in(dir, table, err);
     if (!order)
         return err->code;
     fprintf(order, "# start in this order, each once the ports of the ones before are bound\n"
@@ -347,7 +376,8 @@ int array_write(const array_desc *d, const array_plan *p, const char *dir, cbf_e
         }
     }
     int bad = ferror(order) | fclose(order);
-    FILE *m = open_in(dir, "multicast.tsv", err);
+    snprintf(table, sizeof table, "%smulticast.tsv", d->prefix);
+    FILE *m = open_in(dir, table, err);
     if (!m)
         return err->code;
     write_multicast(m, d, p);
