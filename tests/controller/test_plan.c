@@ -231,9 +231,9 @@ static void test_jones_per_batch(void **state)
     const cbf_product_stream *beam = cbf_product_find(p, "tied-array-channelised-voltage-0x");
     assert_int_equal(acv->u.acv.spectra_per_heap, 64);
     assert_int_equal(beam->u.tacv.spectra_per_heap, 64);
-    /* 0.5 s of 64 x 2048-sample heaps at 1712 MHz: 6530.27 heaps, 6530 */
-    assert_int_equal(bcp->u.bcp.heaps_per_dump, 6530);
-    assert_int_equal(bcp->u.bcp.n_accs, 6530 * 64);
+    /* 0.5 s of 64 x 2048-sample heaps at 1712 MHz: 6530.76 heaps, 6531 */
+    assert_int_equal(bcp->u.bcp.heaps_per_dump, 6531);
+    assert_int_equal(bcp->u.bcp.n_accs, 6531 * 64);
     cbf_product_plan *pl = plan(&f, p, "j");
     assert_int_equal(pl->sets[0].desc->spectra_per_heap, 64);
     assert_int_equal(pl->sets[0].desc->samples_per_chunk, 131072);   /* 64 spectra of 2048 samples */
