@@ -238,6 +238,11 @@ static void test_jones_per_batch(void **state)
     assert_int_equal(pl->sets[0].desc->spectra_per_heap, 64);
     assert_int_equal(pl->sets[0].desc->samples_per_chunk, 131072);   /* 64 spectra of 2048 samples */
     cbf_product_plan_free(pl);
+    /* 16 spectra: too few for the beams */
+    assert_int_equal(cbf_product_set_jones_per_batch(p, 16384, &err), 0);
+    assert_int_equal(cbf_product_plan_make(p, "j", f.c, f.res, &pl, &err), CBF_ECONFIG);
+    has(err.msg, "outputs.tied-array-channelised-voltage-0x: 16 spectra per heap (controller.jones_per_batch / "
+        "n_chans of \"antenna-channelised-voltage\"): cbf's beamformer takes a multiple of 32", "the error");
     assert_int_equal(cbf_product_set_jones_per_batch(p, 512, &err), CBF_ECONFIG);
     has(err.msg, "controller.jones_per_batch 512: fewer than the 1024 channels of "
         "outputs.antenna-channelised-voltage", "the error");

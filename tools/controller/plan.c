@@ -19,6 +19,7 @@
 
 #define PFB_MAX_TAPS 16      /* plugins/pfb's range */
 #define PFB_MIN_CHANNELS 64
+#define BEAM_SPECTRA_STEP 32 /* plugins/xbengine's spectra_per_heap with beams */
 
 /* The product's streams the planner runs, found and checked: the sets
  * (plan.h) in the order of their channelisers in the document. */
@@ -348,8 +349,14 @@ int cbf_product_plan_make(const cbf_product *p, const char *name, const cbf_cont
     int rc = find_streams(p, &f, err);
     if (!rc)
         rc = check_digitisers(p, &f, err);
-    for (int k = 0; !rc && k < f.n_sets; k++)
+    for (int k = 0; !rc && k < f.n_sets; k++) {
         rc = check_channeliser(f.sets[k].acv, err);
+        const int sph = f.sets[k].acv->u.acv.spectra_per_heap;
+        if (!rc && f.sets[k].n_tacv && sph % BEAM_SPECTRA_STEP)
+            rc = refuse(err, "outputs", f.sets[k].tacv[0], NULL, "%d spectra per heap (controller.jones_per_batch / "
+                        "n_chans of \"%s\"): cbf's beamformer takes a multiple of %d", sph,
+                        f.sets[k].acv->name, BEAM_SPECTRA_STEP);
+    }
     if (rc)
         return rc;
     cbf_product_plan *pl = calloc(1, sizeof *pl);

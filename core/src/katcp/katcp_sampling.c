@@ -211,7 +211,7 @@ void cbf_katcp_sensor_sampling(cbf_katcp_call *c)
         cbf_katcp_event_samplers(s, delta);
     struct cbf_katcp_sensors ss = {0};
     const kc_sensor *x = NULL;
-    int rc = cbf_katcp_sensors_read(s, &ss, NULL);
+    int rc = cbf_katcp_sensor_read_one(s, name, &ss);
     if (rc || !(x = cbf_katcp_sensor_find(&ss, name))) {
         if (delta > 0)
             cbf_katcp_event_samplers(s, -delta);

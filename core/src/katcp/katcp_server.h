@@ -181,6 +181,10 @@ typedef struct kc_taken {
  * change taken is older than what ss holds, and every later one is queued
  * for the next take. */
 CBF_KATCP_HIDDEN int cbf_katcp_sensors_read(cbf_katcp_server *s, struct cbf_katcp_sensors *ss, kc_taken *t);
+/* The sensor so named into ss: the table's alone when it is there (one
+ * ?sensor-sampling per sensor, as aiokatcp's SensorWatcher sends them,
+ * must not copy thousands each time), else the snapshot callback's. */
+CBF_KATCP_HIDDEN int cbf_katcp_sensor_read_one(cbf_katcp_server *s, const char *name, struct cbf_katcp_sensors *ss);
 CBF_KATCP_HIDDEN void cbf_katcp_changes_take(cbf_katcp_server *s, kc_taken *t);
 CBF_KATCP_HIDDEN void cbf_katcp_changes_free(kc_change *ch, size_t n);
 CBF_KATCP_HIDDEN const kc_sensor *cbf_katcp_sensor_find(const struct cbf_katcp_sensors *ss, const char *name);

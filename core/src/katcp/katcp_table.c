@@ -136,6 +136,23 @@ int cbf_katcp_sensors_read(cbf_katcp_server *s, struct cbf_katcp_sensors *ss, kc
     return s->snapshot ? s->snapshot(ss, s->snapshot_user) : CBF_OK;
 }
 
+int cbf_katcp_sensor_read_one(cbf_katcp_server *s, const char *name, struct cbf_katcp_sensors *ss)
+{
+    cbf_katcp_sensors_clear(ss);
+    bool ok = true, found = false;
+    pthread_mutex_lock(&s->tab_mu);
+    for (size_t i = 0; i < s->tab.n && !found; i++) {
+        const kc_sensor *x = &s->tab.s[i];
+        if ((found = !strcmp(x->name, name)))
+            ok = kc_append(ss, x->name, x->desc, x->units, x->type, (const char *const *)x->values, x->n_values,
+                           x->value, x->status, x->updated, x->seq);
+    }
+    pthread_mutex_unlock(&s->tab_mu);
+    if (!ok)
+        return CBF_ENOMEM;
+    return !found && s->snapshot ? s->snapshot(ss, s->snapshot_user) : CBF_OK;
+}
+
 /* ---- the table ---- */
 
 static bool kc_sensor_name_ok(const char *n)
