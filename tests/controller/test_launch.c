@@ -438,6 +438,48 @@ static void test_slurm_commands(void **state)
     free(dir);
 }
 
+/* A host that is a network namespace (hosts.NAME.netns): the local
+ * launcher runs its engines there through ip netns exec, and its
+ * addresses, the namespace's, are not checked against this machine's. */
+static void test_netns_commands(void **state)
+{
+    (void)state;
+    char *dir = ct_tmpdir("netns");
+    cbf_error err = {0};
+    cbf_controller_config *c = ct_config(dir, "controller:\n  cbf_run: /opt/cbf/bin/cbf-run\nhosts:\n"
+                                              "  f0: {roles: feng, interfaces: 10.201.0.3, nic_gbps: 10, "
+                                              "control: 10.201.0.3, netns: cbfnet1-f0}\n", &err);
+    if (!c)
+        fail_msg("%s", err.msg);
+    assert_string_equal(c->hosts[0].netns, "cbfnet1-f0");
+    fake f = {.n = 0};
+    cbf_launch_exec ex = {fake_run, fake_spawn, &f};
+    cbf_launcher L;
+    cbf_launcher_init(&L, c, "p", &ex);
+    cbf_plan_engine e = engine_at(dir, "feng0", "f0", "10.201.0.3", -1);
+    snprintf(e.netns, sizeof e.netns, "cbfnet1-f0");
+    cbf_launch_handle h;
+    assert_int_equal(cbf_launch_start(&L, &e, 1, &h, &err), 0);
+    char want[2048];
+    snprintf(want, sizeof want, "ip netns exec cbfnet1-f0 /opt/cbf/bin/cbf-run %s/feng0.yaml", dir);
+    assert_int_equal(f.n, 1);
+    assert_string_equal(f.calls[0], want);
+    assert_int_equal(cbf_launch_stop(&L, &e, &h, 1, &err), 0);
+    no_children();
+    cbf_controller_config_free(c);
+    /* without the namespace the same host is refused: not this machine's address */
+    assert_null(ct_config(dir, "hosts:\n  f0: {roles: feng, interfaces: 10.201.0.3, nic_gbps: 10, "
+                               "control: 10.201.0.3}\n", &err));
+    if (!strstr(err.msg, "10.201.0.3 is not an address of this machine"))
+        fail_msg("%s", err.msg);
+    assert_null(ct_config(dir, "hosts:\n  f0: {roles: feng, interfaces: 10.201.0.3, nic_gbps: 10, "
+                               "netns: \"a b\"}\n", &err));
+    if (!strstr(err.msg, "netns: 'a b' is not a namespace's name"))
+        fail_msg("%s", err.msg);
+    ct_rm_rf(dir);
+    free(dir);
+}
+
 static void test_systemd_commands(void **state)
 {
     (void)state;
@@ -613,6 +655,7 @@ int main(int argc, char **argv)
     cbf_run = realpath(argv[2], run_path) ? run_path : argv[2];
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_slurm_commands),
+        cmocka_unit_test(test_netns_commands),
         cmocka_unit_test(test_systemd_commands),
         cmocka_unit_test(test_systemd_supervised),
         cmocka_unit_test(test_refused_no_cbf_run),

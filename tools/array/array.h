@@ -30,6 +30,10 @@ typedef struct array_host {
     int n_ifs;
     double nic_gbps;                    /* each NIC's line rate */
     char control[64];                   /* where its engines' katcp ports bind ("": 127.0.0.1) */
+    /* A Linux network namespace that is this host (a test's hosts on one
+     * machine, scripts/cbf_netns.py): cbf-controller's local launcher runs
+     * its engines there (ip netns exec); "": the launcher's own. */
+    char netns[64];
     char where[ARRAY_WHERE];            /* of the host's mapping */
 } array_host;
 

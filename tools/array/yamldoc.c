@@ -20,6 +20,9 @@ static const cbf_param_decl host_decls[] = {
     {"nic_gbps", CBF_PARAM_FLOAT, NULL, CBF_RANGE(0.001, 1e5), NULL, "each NIC's rate"},
     {"control", CBF_PARAM_STRING, "", CBF_NORANGE, NULL,
      "address the engines' katcp ports bind on this host (array.katcp); default 127.0.0.1"},
+    {"netns", CBF_PARAM_STRING, "", CBF_NORANGE, NULL,
+     "a network namespace standing for this host on one machine: cbf-controller's local launcher runs its "
+     "engines in it (ip netns exec); \"\": none"},
 };
 
 void array_yaml_where(const array_yaml *L, const yaml_node_t *n, char *buf)
@@ -201,6 +204,11 @@ static int host(array_yaml *L, const yaml_node_pair_t *pr, array_host *h)
         rc = cbf_error_set(L->err, CBF_ECONFIG, "%s: host '%s': control: '%s' is not an IPv4 address",
                            cbf_params_where(p, "control"), name, control);
     snprintf(h->control, sizeof h->control, "%s", rc || !control[0] ? "127.0.0.1" : control);
+    const char *netns = cbf_params_string(p, "netns");
+    if (!rc && (strlen(netns) >= sizeof h->netns || strpbrk(netns, " /\t")))
+        rc = cbf_error_set(L->err, CBF_ECONFIG, "%s: host '%s': netns: '%s' is not a namespace's name",
+                           cbf_params_where(p, "netns"), name, netns);
+    snprintf(h->netns, sizeof h->netns, "%s", rc ? "" : netns);
     if (!rc && !h->roles)
         rc = cbf_error_set(L->err, CBF_ECONFIG, "%s: host '%s': no roles", cbf_params_where(p, "roles"), name);
     if (!rc && !h->n_ifs)

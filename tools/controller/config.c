@@ -280,11 +280,15 @@ static void default_host(cbf_controller_config *c)
     c->n_hosts = 1;
 }
 
-/* The local launcher starts every engine as a child of this process. */
+/* The local launcher starts every engine as a child of this process: a
+ * host's addresses must be here, or in the network namespace it names
+ * (whose addresses this process cannot see, and does not check). */
 static int check_local(const cbf_controller_config *c, cbf_error *err)
 {
     for (int i = 0; i < c->n_hosts; i++) {
         const array_host *h = &c->hosts[i];
+        if (h->netns[0])
+            continue;
         const char *bad = cbf_address_is_local(h->control) ? NULL : h->control;
         for (int k = 0; !bad && k < h->n_ifs; k++)
             bad = cbf_address_is_local(h->ifs[k]) ? NULL : h->ifs[k];

@@ -40,6 +40,12 @@ int cbf_launch_command(const cbf_launcher *L, const cbf_plan_engine *e, cbf_argv
     } else {
         if (L->c->launcher == CBF_LAUNCHER_SLURM)
             cbf_slurm_command(L, e, a);
+        else if (e->netns[0]) {   /* ip execs the engine: its pid is the child's */
+            cbf_argv_add(a, "ip");
+            cbf_argv_add(a, "netns");
+            cbf_argv_add(a, "exec");
+            cbf_argv_add(a, "%s", e->netns);
+        }
         cbf_argv_add(a, "%s", L->c->cbf_run);
         cbf_argv_add(a, "%s", e->pipeline);
         cbf_argv_words(a, L->c->cbf_run_args);

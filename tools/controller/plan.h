@@ -28,6 +28,7 @@ typedef struct cbf_plan_engine {
     int stage;                /* start order: every engine of stage s once those of s - 1 are up */
     char host[64];            /* its host in the controller's configuration */
     char address[64];         /* its katcp address: the host's control address */
+    char netns[64];           /* the host's network namespace ("": none), where the local launcher runs it */
     int katcp_port;
     int gpu;                  /* -1: none given (gpu: auto) */
     char pipeline[1100], log[1100];

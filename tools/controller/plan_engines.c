@@ -150,6 +150,7 @@ int cbf_plan_engines(cbf_product_plan *pl, cbf_error *err)
                 e->bcp = q->kind == PROC_XENG ? t->bcp : NULL;
                 snprintf(e->host, sizeof e->host, "%s", h->name);
                 snprintf(e->address, sizeof e->address, "%s", h->control[0] ? h->control : "127.0.0.1");
+                snprintf(e->netns, sizeof e->netns, "%s", h->netns);
                 e->katcp_port = q->katcp_port;
                 e->gpu = q->gpu;
                 snprintf(e->pipeline, sizeof e->pipeline, "%s/%s.yaml", pl->dir, q->name);
