@@ -117,7 +117,8 @@ async def session(e):
         # NODE as the YAML names it, then the sensor's name: no queue named
         # twice, no brackets turned into hyphens.
         # katgpucbf's engine-level names aside (test_katcp_names.py)
-        engine_level = r"device-status|steady-state-timestamp|time\.[a-z]+|input[01]\.dig-rms-dbfs"
+        engine_level = (r"device-status|steady-state-timestamp|time\.[a-z]+|input[01]\.dig-rms-dbfs|"
+                        r"max-period|sample-bits|dither-seed|signals|signals-orig|period")   # the dsim's
         check(all(re.fullmatch(engine_level, n) or re.fullmatch(r"(dsim|pfb|post|sink)\.[a-z0-9][a-z0-9.-]*", n)
                   for n in sensors) and not any("queue." in n or "-." in n for n in sensors),
               "sensor names are NODE.NAME, NAME in letters, digits, dots and hyphens")
