@@ -215,6 +215,9 @@ async def session(master_port, config, state):
     # steady-state-timestamp right after a request), not a mirror period later.
     post_steady = f"f.{ACV}.0.post.steady-state-timestamp"
     await until(lambda: post_steady in watcher.sensors, "post's steady-state-timestamp mirrored")
+    # a change "at the next spectrum" has a timestamp once feng0's post has
+    # processed data (before, the next one to process is 0)
+    await until(lambda: int(value(watcher, f"f.{ACV}.0.post.buffers-in") or 0) > 0, "feng0's post has data")
 
     async def read_steady():
         _, informs = await product.request("sensor-value", post_steady)

@@ -152,9 +152,9 @@ static int ends_with(const char *s, const char *tail)
  * mirrored yet is listed first through cl (NULL: skipped). The largest
  * nominal steady-state-timestamp read, -1: none. gen: the engine's
  * `refreshed` when the reply was asked for (a newer reading has been set
- * since: nothing is set from this one); -1: set whatever. */
+ * since: nothing is set from this one); NULL: set whatever. */
 static long long apply_reading(cbf_product_ctl *pc, int i, const cbf_katcp_result *r, cbf_katcp_client *cl,
-                               long gen)
+                               const unsigned long *gen)
 {
     const cbf_plan_engine *pe = &pc->rp->plan->engines[i];
     pc_engine *e = &pc->eng[i];
@@ -181,7 +181,7 @@ static long long apply_reading(cbf_product_ctl *pc, int i, const cbf_katcp_resul
         pthread_mutex_lock(&pc->mu);
         /* not over the unreachable of an engine just gone, nor over a
          * fresher reading */
-        if (e->state == CBF_ENGINE_UP && pc->srv && (gen < 0 || (unsigned long)gen == e->refreshed)) {
+        if (e->state == CBF_ENGINE_UP && pc->srv && (!gen || *gen == e->refreshed)) {
             double ts = atof(m->args[0]);
             show(pc, e, full, (cbf_katcp_status)status, m->args[4], ts);
             int at = 0;
@@ -203,7 +203,7 @@ void pc_mirror_reading(cbf_product_ctl *pc, int engine, const cbf_katcp_result *
     pthread_mutex_lock(&pc->mu);
     pc->eng[engine].refreshed++;
     pthread_mutex_unlock(&pc->mu);
-    long long steady = apply_reading(pc, engine, r, NULL, -1);
+    long long steady = apply_reading(pc, engine, r, NULL, NULL);
     pthread_mutex_lock(&pc->mu);
     pc_engine *e = &pc->eng[engine];
     if (e->state == CBF_ENGINE_UP && steady > e->steady)
@@ -242,7 +242,7 @@ static void poll_engine(cbf_product_ctl *pc, int i)
         e->cl = NULL;
         return;
     }
-    long long steady = apply_reading(pc, i, &r, e->cl, (long)gen);
+    long long steady = apply_reading(pc, i, &r, e->cl, &gen);
     cbf_katcp_result_free(&r);
     pthread_mutex_lock(&pc->mu);
     if (e->state == CBF_ENGINE_UP && gen == e->refreshed)
