@@ -19,6 +19,19 @@ laptop, a CI machine or a GPU machine without the site around it lacks:
   loopback `prometheus_url`, this plugin answers Prometheus's query API
   there (`/api/v1/query`) with no series: the report then has no host
   details, which is true of a machine with no node exporter.
+
+In a slow band the beam receiver's window is kept to the same span of
+time as in the band it slows. The suite's receiver (qualification/recv.py)
+holds about 1 GiB of beam chunks "for resynchronising the B-engines", a
+window of data sized for L-band's rate; LOSSY eviction hands a chunk over
+only when the window has moved past it, so at 1/R the rate the same 1 GiB
+would take R times as long to pass (160 s at R = 1024, 4 beams), past
+every test's 10 s timeout. The plugin passes the receiver's own window
+divisor (the narrowband decimation factor, the one figure it divides the
+window by) times R for a slow band: the window is then the L-band
+window's time, so B-engines as far out of step as the suite allows at
+L-band are still put together, and a chunk is handed over as soon after
+it ends as at L-band.
 """
 
 import json
@@ -60,6 +73,22 @@ class _EmptyPrometheus(BaseHTTPRequestHandler):
         pass
 
 
+# The slow-band factor of the band whose CBF is being set up (None: not a
+# slow band), set before each test; the suite makes its beam receiver when
+# the first test of a CBF configuration sets that CBF up.
+_window_factor = [None]
+
+
+def _slow_window(create):
+    def create_slow(*args, decimation_factor, **kwargs):
+        factor = _window_factor[0]
+        if factor is not None:
+            decimation_factor = decimation_factor * factor
+        return create(*args, decimation_factor=decimation_factor, **kwargs)
+
+    return create_slow
+
+
 def _add_slow_bands(factor):
     from katgpucbf.meerkat import BANDS, Band
 
@@ -78,6 +107,13 @@ def pytest_configure(config):  # noqa: D103
     # The suite's conftest imported the same dict; adding to it is seen
     # when its pytest_generate_tests reads BANDS[band].
     _add_slow_bands(factor)
+    from qualification import recv
+
+    # TiedArrayChannelisedVoltageReceiver calls this module-level name, with
+    # decimation_factor as a keyword; it only divides max_chunks there.
+    recv.create_tied_array_channelised_voltage_receive_stream_group = _slow_window(
+        recv.create_tied_array_channelised_voltage_receive_stream_group)
+    config._cbf_slow_factor = factor
     if config.getini("cbf_prometheus_standin"):
         url = urllib.parse.urlparse(config.getini("prometheus_url"))
         if url.hostname not in ("127.0.0.1", "localhost", "::1") or url.port is None:
@@ -87,6 +123,13 @@ def pytest_configure(config):  # noqa: D103
         thread = threading.Thread(target=server.serve_forever, name="prometheus-standin", daemon=True)
         thread.start()
         config._cbf_prometheus = (server, thread)
+
+
+def pytest_runtest_setup(item):  # noqa: D103
+    callspec = getattr(item, "callspec", None)
+    band = callspec.params.get("band") if callspec is not None else None
+    slow = isinstance(band, str) and band.endswith("_slow")
+    _window_factor[0] = item.config._cbf_slow_factor if slow else None
 
 
 def pytest_unconfigure(config):  # noqa: D103

@@ -86,7 +86,7 @@ static void test_delays(void **state)
     (void)state;
     cbf_fanout f;
     cbf_error err;
-    assert_int_equal(plan("delays antenna-channelised-voltage 1700000010.5 0,0:0,0 1e-9,0:0,0 2e-9,0:0,0 "
+    assert_int_equal(plan("delays antenna-channelised-voltage 1700000210.5 0,0:0,0 1e-9,0:0,0 2e-9,0:0,0 "
                           "3e-9,0:0,0 4e-9,0:0.5,0 5e-9,0:0,0 6e-9,0:0,0 7e-9,1e-12:0,0.1", 0, &f, &err), 0);
     assert_int_equal(f.n, 4);
     for (int e = 0; e < 4; e++) {
@@ -95,10 +95,25 @@ static void test_delays(void **state)
         assert_string_equal(f.calls[e].acv->name, "antenna-channelised-voltage");
     }
     assert_string_equal(joined(&f.calls[2]),
-                        "delays antenna-channelised-voltage 1700000010.5 4e-9,0:0.5,0 5e-9,0:0,0");
+                        "delays antenna-channelised-voltage 1700000210.5 4e-9,0:0.5,0 5e-9,0:0,0");
     assert_string_equal(joined(&f.calls[3]),
-                        "delays antenna-channelised-voltage 1700000010.5 6e-9,0:0,0 7e-9,1e-12:0,0.1");
+                        "delays antenna-channelised-voltage 1700000210.5 6e-9,0:0,0 7e-9,1e-12:0,0.1");
     assert_false(f.reply_from_first);
+    cbf_fanout_free(&f);
+
+    /* A start before the sync time: the models moved to the sync time,
+     * each value taken there on its own line (dt = 5 s here). */
+    const double sync = cbf_product_find(prod, "antenna-channelised-voltage")->u.acv.sync_time;
+    char line[1024], want[512];
+    snprintf(line, sizeof line, "delays antenna-channelised-voltage %.17g 0,0:0,0 1e-9,0:0,0 2e-9,0:0,0 "
+             "3e-9,0:0,0 4e-9,0:0.5,0 5e-9,0:0,0 6e-9,2e-12:1,-0.25 7e-9,1e-12:0,0.1", sync - 5);
+    assert_int_equal(plan(line, 0, &f, &err), 0);
+    assert_int_equal(f.n, 4);
+    snprintf(want, sizeof want, "delays antenna-channelised-voltage %.0f 4e-09,0:0.5,0 5e-09,0:0,0", sync);
+    assert_string_equal(joined(&f.calls[2]), want);
+    snprintf(want, sizeof want, "delays antenna-channelised-voltage %.0f 6.01e-09,2e-12:-0.25,-0.25 "
+             "7.005e-09,1e-12:0.5,0.1", sync);
+    assert_string_equal(joined(&f.calls[3]), want);
     cbf_fanout_free(&f);
     refused("delays antenna-channelised-voltage 0 0,0:0,0", "Wrong number of coefficient sets (1, expected 8)");
     refused("delays antenna-channelised-voltage 0 0,0:0,0 0,0:0,0 0,0:0,0 0,0:0,0 0,0:0,0 0,0:0 0,0:0,0 0,0:0,0",

@@ -227,6 +227,56 @@ static int acv_request(const cbf_product *p, const cbf_product_request *r, int w
     return rc;
 }
 
+/* The four numbers of a model "delay,delay_rate:phase,phase_rate" that
+ * coefficient_set has passed, parsed as it parses them. */
+static int model_terms(const char *model, double v[4])
+{
+    char buf[256];
+    if (strlen(model) >= sizeof buf)
+        return -1;
+    strcpy(buf, model);
+    char *colon = strchr(buf, ':'), *c1 = strchr(buf, ','), *c2 = colon ? strchr(colon + 1, ',') : NULL;
+    if (!colon || !c1 || c1 > colon || !c2)
+        return -1;
+    *colon = *c1 = *c2 = '\0';
+    return py_float(buf, &v[0]) || py_float(c1 + 1, &v[1]) || py_float(colon + 1, &v[2]) ||
+                   py_float(c2 + 1, &v[3])
+               ? -1
+               : 0;
+}
+
+/* v in the fewest digits that read back as v (as Python's repr). */
+static const char *exact(double v, char buf[32])
+{
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, 32, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    return buf;
+}
+
+/* The model moved from its reference time by dt seconds: the same straight
+ * lines, each value taken dt later. */
+static int rereference(cbf_engine_call *c, const char *model, double dt)
+{
+    double v[4];
+    char b[4][32];
+    if (dt == 0)
+        return add_arg(c, "%s", model);
+    if (model_terms(model, v))
+        return -1;
+    return add_arg(c, "%s,%s:%s,%s", exact(v[0] + v[1] * dt, b[0]), exact(v[1], b[1]),
+                   exact(v[2] + v[3] * dt, b[2]), exact(v[3], b[3]));
+}
+
+/* A START before the product's sync time is taken as the models' reference
+ * time, in force from the first sample: the engines (as katgpucbf's) take
+ * no time before their sync time, so each model goes to them moved to the
+ * sync time, exactly (linear). katgpucbf's qualification suite loads its
+ * delays 5 s before the dsim's time (tied_array_channelised_voltage/
+ * test_delay.py), which is before the sync time of a product configured
+ * less than 5 s earlier. */
 static int plan_delays(const cbf_product *p, const cbf_product_request *r, cbf_fanout *f, cbf_error *err)
 {
     const cbf_product_stream *s;
@@ -247,10 +297,13 @@ static int plan_delays(const cbf_product *p, const cbf_product_request *r, cbf_f
             return cbf_error_set(err, CBF_EINVAL, "delays: argument %d (input %s): Invalid coefficient-set "
                                  "'%s' (delay,delay_rate:phase,phase_rate)", i + 3, a->input_labels[i],
                                  r->args[2 + i]);
+    const double dt = t < a->sync_time ? a->sync_time - t : 0;
+    char tb[32];
     for (int e = 0; e < a->n_fengs; e++) {
         cbf_engine_call *c = add_call(f, CBF_TASK_F, s, e);
-        if (!c || add_arg(c, "delays") || add_arg(c, "%s", s->name) || add_arg(c, "%s", r->args[1]) ||
-            add_arg(c, "%s", r->args[2 + 2 * e]) || add_arg(c, "%s", r->args[3 + 2 * e]))
+        if (!c || add_arg(c, "delays") || add_arg(c, "%s", s->name) ||
+            (dt > 0 ? add_arg(c, "%s", exact(a->sync_time, tb)) : add_arg(c, "%s", r->args[1])) ||
+            rereference(c, r->args[2 + 2 * e], dt) || rereference(c, r->args[3 + 2 * e], dt))
             return NOMEM();
     }
     return 0;
