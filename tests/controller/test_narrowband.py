@@ -13,7 +13,11 @@ with its own correlator), run by cbf-controller over loopback:
   input (its post.input0.eq), not on the narrowband one;
 - killing a wideband F-engine flags that input pair in the wideband
   channeliser's input-data-suspect only;
-- deconfigure leaves no engine.
+- deconfigure leaves no engine;
+- then a product of the VLBI form (narrowband.vlbi, no channel
+  discarded) and its correlator: its stream sensors say the band and the
+  pass band, its F-engines' ddcs subsample by 16 over that pass band, and
+  its visibilities leave.
 
 usage: test_narrowband.py CBF_CONTROLLER CBF_RUN"""
 import asyncio
@@ -33,6 +37,15 @@ import aiokatcp  # noqa: E402
 NB, WB = "antenna-channelised-voltage", "wideband-antenna-channelised-voltage"
 NBCP, WBCP = "baseline-correlation-products", "wideband-baseline-correlation-products"
 RATE = 1712e6
+
+
+def vlbi_product():
+    p = product()
+    out = p["outputs"]
+    for name in [WB, WBCP, "tied-array-channelised-voltage-0x", "tied-array-channelised-voltage-0y"]:
+        del out[name]
+    out[NB]["narrowband"]["vlbi"] = {"pass_bandwidth": 64e6}
+    return p
 
 
 def product():
@@ -129,6 +142,24 @@ async def session(master_port, state):
     await master.request("product-deconfigure", "nb")
     check(not processes_in(state), f"engines left: {processes_in(state)}")
     print("ok: deconfigured, no engine left")
+
+    reply, _ = await master.request("product-configure", "vlbi", json.dumps(vlbi_product()))
+    pc = await aiokatcp.Client.connect(reply[1].decode(), int(reply[2]))
+    watcher = aiokatcp.SensorWatcher(pc)
+    pc.add_sensor_watcher(watcher)
+    await asyncio.wait_for(watcher.synced.wait(), DEADLINE)
+    s = watcher.sensors
+    check(s[f"{NB}.n-chans"].value == 1024 and s[f"{NB}.bandwidth"].value == RATE / 16 and
+          s[f"{NB}.pass-bandwidth"].value == 64e6 and s[f"{NB}.n-samples-between-spectra"].value == 16384,
+          "the VLBI channeliser's figures")
+    feng = (state / "vlbi" / "feng0.yaml").read_text()
+    check("decimation: 16, pass_bandwidth: 64000000}" in feng, f"feng0.yaml's ddc keeps the whole band:\n{feng}")
+    await pc.request("capture-start", NBCP)
+    await climbing(pc, rf"/^xb\.{NBCP}\.[0-9]\.vsend\.heaps$/", 4, "VLBI visibilities from 4 X-engines")
+    print("ok: a VLBI channeliser configured and its visibilities leave")
+    pc.close()
+    await master.request("product-deconfigure", "vlbi")
+    check(not processes_in(state), f"engines left: {processes_in(state)}")
     master.close()
 
 

@@ -250,6 +250,44 @@ static void test_jones_per_batch(void **state)
     teardown(&f);
 }
 
+/* The suite's VLBI product less its resampled beams (the V-engine, not
+ * planned): the VLBI channeliser (32768 channels, decimation_factor 4,
+ * pass_bandwidth 128 MHz) plans as a narrowband set whose F-engines keep
+ * the whole band: the ddc subsamples by 8 with the pass band given, the
+ * pfb one tap rectangular (katgpucbf's VLBI defaults); spectra and
+ * bandwidth those of decimation 4. */
+static void test_vlbi_product(void **state)
+{
+    (void)state;
+    fixture f;
+    setup(&f, CONFIG);
+    cbf_error err = {0};
+    const char *edits[] = {"outputs/tied-array-resampled-voltage", NULL, "simulation", "{\"clock_ratio\": 0.0001}",
+                           NULL};
+    cbf_product *p = ct_product(data_dir, "suite-4ant-vlbi.json", edits, &err);
+    if (!p)
+        fail_msg("%s", err.msg);
+    cbf_product_plan *pl = plan(&f, p, "vlbi");
+    const cbf_plan_set *v = &pl->sets[0];
+    assert_string_equal(v->acv->name, "antenna-channelised-voltage");
+    assert_int_equal(v->desc->decimation, 4);
+    assert_true(v->desc->pass_bandwidth == 128e6);
+    assert_true(pl->sets[1].desc->pass_bandwidth == 0);   /* the wideband copy */
+    if (cbf_product_plan_write(pl, &err))
+        fail_msg("%s", err.msg);
+    char *t = pipeline(pl, "feng0");
+    has(t, "decimation: 8, pass_bandwidth: 128000000}", "feng0.yaml's ddc");
+    has(t, "channels: 32768, spectra_per_buffer", "feng0.yaml's pfb");
+    has(t, "taps: 1, window: rect, w_cutoff: 0}", "feng0.yaml's pfb");
+    free(t);
+    t = pipeline(pl, "xeng0");
+    has(t, "samples_between_spectra: 262144", "xeng0.yaml (2 x 32768 x 4)");
+    free(t);
+    cbf_product_plan_free(pl);
+    cbf_product_free(p);
+    teardown(&f);
+}
+
 /* The suite's narrowband product: a narrowband channeliser (32768
  * channels at 1/8) with its correlator and 8 beams, and the wideband copy
  * (8192 channels) with its own: two sets, set 0 the narrowband one (first
@@ -461,8 +499,8 @@ static void test_refusals(void **state)
 {
     (void)state;
     static const refusal bad[] = {
-        {"suite-4ant-vlbi.json", {NULL}, "outputs.antenna-channelised-voltage.narrowband.vlbi: VLBI "
-         "channelisers are not planned yet", NULL},
+        {"suite-4ant-vlbi.json", {NULL}, "outputs.tied-array-resampled-voltage.type: "
+         "gpucbf.tied_array_resampled_voltage (VLBI's resampled beams) has no cbf engine yet", NULL},
         {WIDE, {"outputs/baseline-correlation-products", NULL, NULL}, "outputs: no "
          "gpucbf.baseline_correlation_products of \"antenna-channelised-voltage\": cbf's X-engines always "
          "correlate", NULL},
@@ -588,6 +626,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_digitiser_streams),
         cmocka_unit_test(test_side_by_side),
         cmocka_unit_test(test_narrowband_product),
+        cmocka_unit_test(test_vlbi_product),
         cmocka_unit_test(test_jones_per_batch),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_config),

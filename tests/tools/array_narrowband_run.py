@@ -15,7 +15,13 @@ channel, nothing flagged or saturated; the recorded beams the same. The
 X-engine's receiver takes spectra 2 x 256 x 8 = 4096 digitiser samples
 apart (its samples_between_spectra), so its dumps say 107 MHz of band.
 
-usage: array_narrowband_run.py CBF_ARRAY CBF_RUN
+With --vlbi the description adds array.pass_bandwidth (80.25 MHz, 3/4 of
+the band: katgpucbf's VLBI form): each F-engine's ddc subsamples by 16
+with that pass band and keeps all 256 channels (none discarded), and the
+tone, inside the pass band, must come out in the same channel with the
+same band, spectra and beams.
+
+usage: array_narrowband_run.py CBF_ARRAY CBF_RUN [--vlbi]
 """
 import os
 import subprocess
@@ -41,7 +47,7 @@ array:
   xengines: 1
   decimation: {decimation}
   ddc_centre_frequency: {centre!r}
-  beams: 2
+{vlbi}  beams: 2
   heaps_per_dump: 2
   gain: 0.02                 # the tone at about 67 counts, inside the 8-bit range
 multicast:
@@ -77,16 +83,25 @@ def tone_alone(power, what):
 
 def main():
     cbf_array, cbf_run = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    vlbi = sys.argv[3:] == ["--vlbi"]
+    pass_bw = 0.75 * BANDWIDTH
     base = 30000 + (os.getpid() % 1000) * 24
     with tempfile.TemporaryDirectory() as tmp:
         desc = os.path.join(tmp, "narrow2.yaml")
         with open(desc, "w") as f:
             f.write(DESCRIPTION.format(channels=CHANNELS, decimation=DECIMATION, centre=CENTRE, tone=TONE,
+                                       vlbi=f"  pass_bandwidth: {pass_bw!r}\n" if vlbi else "",
                                        net=100 + os.getpid() % 100, port=base, port2=base + 16, port3=base + 20))
         plan = os.path.join(tmp, "plan")
         r = subprocess.run([cbf_array, desc, "--out", plan], capture_output=True, text=True)
         if r.returncode:
             fail(f"cbf-array exit {r.returncode}: {r.stdout}{r.stderr}")
+        with open(os.path.join(plan, "feng0.yaml")) as f:
+            feng = f.read()
+        ddc = (f"decimation: {2 * DECIMATION}, pass_bandwidth: {pass_bw:.15g}}}" if vlbi
+               else f"decimation: {DECIMATION}}}")
+        if ddc not in feng:
+            fail(f"feng0.yaml lacks the ddc's {ddc!r}:\n{feng}")
         names = run_plan(cbf_run, plan)
         if names != ["beams", "xeng0", "feng0", "feng1", "digitiser0"]:
             fail(f"processes.tsv lists {names}")
@@ -105,7 +120,7 @@ def main():
             fail(f"beams: flagged {np.argwhere(beams['present'][()] == 0).tolist()}")
         b = beams["data"][()].astype(np.float64)               # [chunk][batch][beam][channel][spectrum][re_im]
         b = tone_alone((b ** 2).sum(axis=-1).sum(axis=-1), "beams")
-        print(f"ok: the narrowband plan ran as written; the tone at {TONE / 1e6} MHz is channel {TONE_CHANNEL} "
+        print(f"ok: the {'VLBI (whole-band) ' if vlbi else ''}narrowband plan ran as written; the tone at {TONE / 1e6} MHz is channel {TONE_CHANNEL} "
               f"of {CHANNELS} about {CENTRE / 1e6} MHz in all {power.shape[1]} products of {len(data)} dumps "
               f"(at least {v:.3g} times any other channel) and in both beams (at least {b:.3g} times)")
     return 0

@@ -72,6 +72,11 @@ BAD = [
     ("narrowband above the band", "  beams: 2\n", "  beams: 2\n  decimation: 8\n  ddc_centre_frequency: 810e6\n",
      "810e6", r"array.ddc_centre_frequency: 810 MHz puts the 107 MHz narrowband \(array.decimation 8\) at "
      r"756.5 \.\. 863.5 MHz, outside"),
+    ("VLBI pass band of a wideband array", "  beams: 2\n", "  beams: 2\n  pass_bandwidth: 64e6\n", "64e6",
+     r"array.pass_bandwidth: given for a wideband array \(array.decimation 1\); VLBI's form is a narrowband one"),
+    ("VLBI pass band as wide as the band", "  beams: 2\n",
+     "  beams: 2\n  decimation: 8\n  ddc_centre_frequency: 600e6\n  pass_bandwidth: 107e6\n", "107e6",
+     r"array.pass_bandwidth: 107 MHz is not under the narrowband's 107 MHz \(array.decimation 8\)"),
 ]
 
 

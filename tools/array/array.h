@@ -75,6 +75,11 @@ typedef struct array_desc {
      * apart. 1: wideband. */
     int decimation;
     double ddc_centre_hz;
+    /* VLBI (katgpucbf's narrowband.vlbi): > 0 keeps the whole band the ddc
+     * makes (no channel discarded; the ddc subsamples by 2 x decimation,
+     * its filter flat over this many Hz about the centre), the same
+     * channels, bandwidth and spectra as the discarding form. 0: discard. */
+    double pass_bandwidth;
     /* Put before every process name (NAME.yaml, NAME.log, engine.name) and
      * the plan's tables (PREFIXprocesses.tsv, PREFIXmulticast.tsv), so that
      * several plans (a product's channelisers) share one folder; "": none. */

@@ -59,6 +59,10 @@ static const cbf_param_decl array_decls[] = {
     {"ddc_centre_frequency", CBF_PARAM_FLOAT, "0", CBF_RANGE(0, 1e12), NULL,
      "Hz, narrowband only (and then required): the centre of the channels, the whole band inside "
      "0 .. adc_sample_rate / 2"},
+    {"pass_bandwidth", CBF_PARAM_FLOAT, "0", CBF_RANGE(0, 1e12), NULL,
+     "Hz, narrowband only: > 0 is VLBI's form, the whole band kept (no channel discarded) and the ddc's "
+     "filter flat over this width about the centre, under adc_sample_rate / 2 / decimation; 0: the "
+     "discarding form"},
 };
 static const cbf_param_decl mcast_decls[] = {
     {"digitiser", CBF_PARAM_STRING, NULL, CBF_NORANGE, NULL, "first group:port, input i at +i"},
@@ -220,6 +224,10 @@ static int read_narrowband(array_yaml *L, const cbf_params *p, array_desc *d)
     if (d->decimation & (d->decimation - 1))
         return cbf_error_set(L->err, CBF_ECONFIG, "%s: array.decimation: %d is not a power of two (1: wideband; "
                              "2, 4, 8, 16, 32 or 64: narrowband)", at_dec, d->decimation);
+    if (d->decimation == 1 && cbf_params_given(p, "pass_bandwidth"))
+        return cbf_error_set(L->err, CBF_ECONFIG, "%s: array.pass_bandwidth: given for a wideband array "
+                             "(array.decimation 1); VLBI's form is a narrowband one",
+                             cbf_params_where(p, "pass_bandwidth"));
     if (d->decimation == 1)
         return given ? cbf_error_set(L->err, CBF_ECONFIG, "%s: array.ddc_centre_frequency: given for a wideband "
                                      "array (array.decimation 1); a narrowband one sets array.decimation 2 to 64",
@@ -234,6 +242,11 @@ static int read_narrowband(array_yaml *L, const cbf_params *p, array_desc *d)
                              "0 .. %.9g MHz (the centre must lie in %.9g .. %.9g MHz)", at_c,
                              d->ddc_centre_hz / 1e6, 2 * half / 1e6, d->decimation, (d->ddc_centre_hz - half) / 1e6,
                              (d->ddc_centre_hz + half) / 1e6, nyquist / 1e6, half / 1e6, (nyquist - half) / 1e6);
+    d->pass_bandwidth = cbf_params_float(p, "pass_bandwidth");
+    if (d->pass_bandwidth > 0 && !(d->pass_bandwidth < 2 * half))
+        return cbf_error_set(L->err, CBF_ECONFIG, "%s: array.pass_bandwidth: %.9g MHz is not under the "
+                             "narrowband's %.9g MHz (array.decimation %d)", cbf_params_where(p, "pass_bandwidth"),
+                             d->pass_bandwidth / 1e6, 2 * half / 1e6, d->decimation);
     return 0;
 }
 

@@ -102,8 +102,13 @@ int array_figures(const array_desc *d, FILE *f, cbf_error *err)
     fprintf(f, "per GPU at fill: NIC %.1f Gb/s each way; PCIe %.2f GB/s in, %.2f GB/s out\n", nic_per_gpu(d),
             b->pcie_h2d_gbs * fill, b->pcie_d2h_gbs * fill);
     if (array_decimation(d) > 1)
-        fprintf(f, "narrowband: 1/%d, %.9g MHz about %.9g MHz\n", array_decimation(d),
-                array_band_sps(d) / 2 / 1e6, d->ddc_centre_hz / 1e6);
+    {
+        fprintf(f, "narrowband: 1/%d, %.9g MHz about %.9g MHz", array_decimation(d), array_band_sps(d) / 2 / 1e6,
+                d->ddc_centre_hz / 1e6);
+        if (d->pass_bandwidth > 0)
+            fprintf(f, " (VLBI: the whole band kept, flat over %.9g MHz)", d->pass_bandwidth / 1e6);
+        fputc('\n', f);
+    }
     fprintf(f, "per antenna: digitiser %.2f Gb/s in, F-engine %.2f Gb/s out; %.3f Gsample/s;\n"
                "  PCIe %.3f GB/s in, %.3f GB/s out\n", dig, fout, sps / 1e9, sps * d->bits / 8 / 1e9,
             2 * array_band_sps(d) / 1e9);

@@ -136,8 +136,14 @@ static void write_feng(FILE *f, const array_desc *d, const array_proc *q, const 
     int nb = array_decimation(d) > 1;
     /* Narrowband: the ddc picks the antenna and mixes the centre to DC; the
      * pfb channelises its complex output (plugins/ddc, "Channelising the
-     * output"), channel 0 the lowest frequency. */
-    if (nb)
+     * output"), channel 0 the lowest frequency. VLBI's whole-band form
+     * subsamples twice as much and keeps every channel (docs/narrowband.md,
+     * "Keeping the whole band"): the pfb and fft_post take it from the
+     * ddc's pass_bandwidth attribute. */
+    if (nb && d->pass_bandwidth > 0)
+        fprintf(f, "  ddc: {plugin: ddc, params: {centre_frequency: %s, decimation: %d, pass_bandwidth: %s}}\n",
+                num(d->ddc_centre_hz, n), 2 * array_decimation(d), num(d->pass_bandwidth, w));
+    else if (nb)
         fprintf(f, "  ddc: {plugin: ddc, params: {centre_frequency: %s, decimation: %d}}\n",
                 num(d->ddc_centre_hz, n), array_decimation(d));
     fprintf(f, "  pfb: {plugin: pfb, params: {channels: %d, %sspectra_per_buffer: %d, taps: %d, "

@@ -1,10 +1,10 @@
 /* plan.c: a product configuration as array descriptions (plan.h), one
  * per channeliser set: a gpucbf.antenna_channelised_voltage (wideband or
- * narrowband), its correlator and its beams.
+ * narrowband, or VLBI's whole-band narrowband), its correlator and its beams.
  *
  * What katsdpcontroller would run and cbf's planner cannot yet is refused
- * here, at the JSON path of the stream: real digitiser inputs, VLBI
- * channelisers and their resampled beams, a channeliser without a
+ * here, at the JSON path of the stream: real digitiser inputs, VLBI's
+ * resampled beams (the V-engine), a channeliser without a
  * correlator or with two, and an antenna whose simulated digitiser does not
  * have exactly two pols. The rest maps onto array_desc field by field
  * (docs/notes/controller-research.md, section 3); plan_engines.c then
@@ -65,9 +65,6 @@ static int find_streams(const cbf_product *p, found *f, cbf_error *err)
                               "cbf-controller runs simulated ones (sim.dig.baseband_voltage)");
             f->dig0 = f->dig0 ? f->dig0 : s;
         } else if (s->kind == CBF_STREAM_ACV) {
-            if (s->u.acv.vlbi)
-                return refuse(err, sec, s, "narrowband.vlbi", "VLBI channelisers are not planned yet (cbf-array "
-                              "plans wideband and narrowband ones)");
             if (f->n_sets == CBF_PLAN_MAX_SETS)
                 return refuse(err, sec, s, NULL, "more than %d channelisers in one product", CBF_PLAN_MAX_SETS);
             f->sets[f->n_sets++].acv = s;
@@ -249,6 +246,7 @@ static void fill(const cbf_product *p, const found *f, const cbf_plan_set *t, in
     d->taps = a->taps;
     d->decimation = a->decimation_factor;
     d->ddc_centre_hz = a->narrowband ? a->nb_centre_frequency : 0;
+    d->pass_bandwidth = a->vlbi ? a->pass_bandwidth : 0;
     snprintf(d->window, sizeof d->window, "%s", a->window == CBF_WINDOW_RECT ? "rect" : "hann");
     d->w_cutoff = a->w_cutoff;
     d->dither = a->dither != CBF_DITHER_NONE;
