@@ -105,7 +105,7 @@ static const cbf_param_decl rx_params[] = {
     {.name = "batches", .type = CBF_PARAM_INT, .def = "4", .has_range = 1, .min = 1, .max = 4096,
      .doc = "feng, beam: batches (heap times) per chunk"},
     {.name = "chunks_in_flight", .type = CBF_PARAM_INT, .def = "2", .has_range = 1, .min = 1,
-     .max = 64, .doc = "chunks open at once: the reordering window in time"},
+     .max = 4096, .doc = "chunks open at once: the reordering window in time"},
     {.name = "release_complete", .type = CBF_PARAM_BOOL, .def = "true",
      .doc = "a chunk at the window's tail with every heap in leaves at once, not when the window "
             "moves past it (latency of one chunk rather than chunks_in_flight); a packet again for "
@@ -124,7 +124,7 @@ static const cbf_param_decl rx_params[] = {
             "coming, after which the window restarts where the stream now is"},
     {.name = "heap_window", .type = CBF_PARAM_INT, .def = "64", .has_range = 1, .min = 1,
      .max = 4096, .doc = "heaps assembled at once per socket (packet reordering window)"},
-    {.name = "buffers", .type = CBF_PARAM_INT, .def = "4", .has_range = 1, .min = 2, .max = 64,
+    {.name = "buffers", .type = CBF_PARAM_INT, .def = "4", .has_range = 1, .min = 2, .max = 4098,
      .doc = "output buffers in the pool"},
     {.name = "stops", .type = CBF_PARAM_INT, .def = "1", .has_range = 1, .min = 0, .max = 4096,
      .doc = "stream stops (one per sender) that end the stream; 0 = run until stopped"},

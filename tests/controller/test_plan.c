@@ -159,6 +159,9 @@ static void check_pipelines(const cbf_product_plan *pl)
     has(t, "      address: 239.50.0.9:9001\n", "xeng1.yaml");
     has(t, "      first_channel: 256\n", "xeng1.yaml");
     has(t, "      heap_accumulation_threshold: 408\n", "xeng1.yaml");   /* 0.5 s of 1.225 ms heaps */
+    /* rx_reorder_tol's 0.3136 s would be 256 heaps; 256 MiB of 4 MiB chunks
+     * (4 antennas x 256 channels x 1024 spectra x 4 bytes) hold it to 64 */
+    has(t, "      chunks_in_flight: 64\n      buffers: 66\n", "xeng1.yaml");
     /* each beam's pol from its src_pol (the document lists both x beams first) */
     has(t, "      beams: [{pol: 0}, {pol: 0}, {pol: 1}, {pol: 1}]\n", "xeng1.yaml");
     has(t, "239.50.0.12:9002,239.50.0.13:9002,239.50.0.14:9002,239.50.0.15:9002", "xeng1.yaml");
@@ -246,6 +249,35 @@ static void test_jones_per_batch(void **state)
     assert_int_equal(cbf_product_set_jones_per_batch(p, 512, &err), CBF_ECONFIG);
     has(err.msg, "controller.jones_per_batch 512: fewer than the 1024 channels of "
         "outputs.antenna-channelised-voltage", "the error");
+    cbf_product_free(p);
+    teardown(&f);
+}
+
+/* controller.rx_reorder_tol and dsim_threads reach the pipelines: 0.02 s
+ * of 1.225 ms heaps is 16.3, so 17 heaps in each X-engine's window; each
+ * dsim computes with 3 threads. */
+static void test_window_threads(void **state)
+{
+    (void)state;
+    char cfg[2048];
+    const char *head = "controller:\n";
+    assert_int_equal(strncmp(CONFIG, head, strlen(head)), 0);
+    snprintf(cfg, sizeof cfg, "%s  rx_reorder_tol: 0.02\n  dsim_threads: 3\n%s", head, CONFIG + strlen(head));
+    fixture f;
+    setup(&f, cfg);
+    cbf_error err = {0};
+    cbf_product *p = ct_product(data_dir, WIDE, NULL, &err);
+    assert_non_null(p);
+    cbf_product_plan *pl = plan(&f, p, "p1");
+    if (cbf_product_plan_write(pl, &err))
+        fail_msg("%s", err.msg);
+    char *t = pipeline(pl, "xeng2");
+    has(t, "      chunks_in_flight: 17\n      buffers: 19\n", "xeng2.yaml");
+    free(t);
+    t = pipeline(pl, "digitiser0");
+    has(t, "      threads: 3\n", "digitiser0.yaml");
+    free(t);
+    cbf_product_plan_free(pl);
     cbf_product_free(p);
     teardown(&f);
 }
@@ -630,6 +662,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_jones_per_batch),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_config),
+        cmocka_unit_test(test_window_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,9 @@ thing broken at a time.
   centre and decimation given, the X-engines' and beam receiver's
   samples_between_spectra, pipelines that load, and the F-engine and beam
   streams at a sixteenth of the wideband rates in multicast.tsv.
+- The X-engines' receive window (array.rx_reorder_tol): the time given in
+  heaps, at least 8, and held to 256 MiB of chunks, by default and at two
+  other tolerances.
 - Each kind of bad description: exit 2 and one line naming the file, the
   line and column of the offending key or value (found in the broken copy,
   not written down here), and what is wrong; nothing written.
@@ -18,8 +21,10 @@ thing broken at a time.
   exit 1 naming the host, the NIC or GPU and the figure; nothing written.
 
 usage: check_array.py CBF_ARRAY ARRAY_LOAD DIR (DIR holds good.yaml)"""
+import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -99,13 +104,19 @@ def run(cbf_array, desc, out):
     return subprocess.run([cbf_array, desc, "--out", out], capture_output=True, text=True)
 
 
-def good_plan(cbf_array, array_load, text, tmp):
-    desc = os.path.join(tmp, "good.yaml")
+def plan_ok(cbf_array, text, tmp, name):
+    """Plans text saved as tmp/NAME.yaml into tmp/NAME; fails unless it plans."""
+    desc = os.path.join(tmp, name + ".yaml")
     open(desc, "w").write(text)
-    out = os.path.join(tmp, "good")
+    out = os.path.join(tmp, name)
     r = run(cbf_array, desc, out)
     if r.returncode:
-        fail(f"good.yaml: exit {r.returncode}: {r.stdout}{r.stderr}")
+        fail(f"{name}.yaml: exit {r.returncode}: {r.stdout}{r.stderr}")
+    return out
+
+
+def good_plan(cbf_array, array_load, text, tmp):
+    out = plan_ok(cbf_array, text, tmp, "good")
     rows = [l.split("\t") for l in open(os.path.join(out, "processes.tsv")).read().splitlines()
             if not l.startswith("#")]
     names = [r[1] for r in rows]
@@ -129,6 +140,40 @@ def good_plan(cbf_array, array_load, text, tmp):
         if want_text not in feng5:
             fail(f"feng5.yaml lacks '{want_text}':\n{feng5}")
     return len(names)
+
+
+def xeng_window(text, tol):
+    """The window xeng0.yaml should carry: tol seconds in heaps of good.yaml's
+    array, at least 8, at most 256 MiB of chunks (each antennas x the
+    X-engine's channels x spectra per heap x 4 bytes)."""
+    ants = int(re.search(r"antennas: (\d+)", text).group(1))
+    chans = int(re.search(r"channels: (\d+)", text).group(1))
+    xengs = int(re.search(r"xengines: (\d+)", text).group(1))
+    m = re.search(r"spectra_per_heap: (\d+)", text)
+    spectra, rate = int(m.group(1)) if m else 256, 1712e6   # cbf-array's defaults
+    heap_s = spectra * 2 * chans / rate
+    cap = (256 << 20) // (ants * chans // xengs * spectra * 4)
+    return max(8, min(math.ceil(tol / heap_s - 1e-9), cap))
+
+
+def window_plans(cbf_array, array_load, text, tmp):
+    """array.rx_reorder_tol sets each X-engine receiver's chunks_in_flight,
+    and the receiver takes it (a window of 4096 heaps, the most, loads)."""
+    for tol in (None, 0.02, 0.001, 5.0):
+        t = text if tol is None else text.replace("  xengines: 4\n", f"  xengines: 4\n  rx_reorder_tol: {tol}\n", 1)
+        if tol == 5.0:   # small chunks, so that the time and not the 256 MiB sets the window
+            t = t.replace("  channels: 4096\n", "  channels: 256\n  spectra_per_heap: 32\n", 1)
+        out = plan_ok(cbf_array, t, tmp, "window")
+        want = xeng_window(t, 0.3136 if tol is None else tol)
+        x0 = open(os.path.join(out, "xeng0.yaml")).read()
+        got = re.search(r"chunks_in_flight: (\d+)\n\s+buffers: (\d+)", x0)
+        if not got or (int(got.group(1)), int(got.group(2))) != (want, want + 2):
+            fail(f"rx_reorder_tol {tol}: xeng0.yaml's window {got and got.groups()}, want {want} chunks, {want + 2} buffers")
+        r = subprocess.run([array_load, os.path.join(out, "xeng0.yaml")], capture_output=True, text=True)
+        if r.returncode:
+            fail(f"rx_reorder_tol {tol}: xeng0.yaml does not load: {r.stdout}{r.stderr}")
+        print(f"ok: rx_reorder_tol {tol}: {want} chunks in flight, and xeng0.yaml loads")
+        shutil.rmtree(out)
 
 
 def same_port_plan(cbf_array, text, tmp):
@@ -204,6 +249,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         n = good_plan(cbf_array, array_load, text, tmp)
         same_port_plan(cbf_array, text, tmp)
+        window_plans(cbf_array, array_load, text, tmp)
         narrowband_plan(cbf_array, array_load, text, tmp)
         for what, old, new, token, msg in BAD:
             old = old.replace("BUDGET", BUDGET)

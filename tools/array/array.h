@@ -80,6 +80,10 @@ typedef struct array_desc {
      * its filter flat over this many Hz about the centre), the same
      * channels, bandwidth and spectra as the discarding form. 0: discard. */
     double pass_bandwidth;
+    /* Seconds an F-engine heap may arrive behind the newest one and still be
+     * placed: the X-engines' receive window (katgpucbf's --rx-reorder-tol,
+     * 2^29 ADC samples, as time; write.c holds it to 256 MiB). 0: 8 heaps. */
+    double rx_reorder_tol;
     /* Put before every process name (NAME.yaml, NAME.log, engine.name) and
      * the plan's tables (PREFIXprocesses.tsv, PREFIXmulticast.tsv), so that
      * several plans (a product's channelisers) share one folder; "": none. */
@@ -103,6 +107,7 @@ typedef struct array_desc {
     int digitisers;
     long long length;
     double noise, tone_hz, tone_amplitude, delay_step, sim_rate_gbps;
+    int sim_threads;                    /* each dsim's threads (plugins/dsim threads); 0: 1 */
     /* sizing (--figures): a host as the array would buy it */
     int size_gpus_per_host, size_nics_per_host;
     double size_nic_gbps;

@@ -63,6 +63,9 @@ static const cbf_param_decl array_decls[] = {
      "Hz, narrowband only: > 0 is VLBI's form, the whole band kept (no channel discarded) and the ddc's "
      "filter flat over this width about the centre, under adc_sample_rate / 2 / decimation; 0: the "
      "discarding form"},
+    {"rx_reorder_tol", CBF_PARAM_FLOAT, "0.3136", CBF_RANGE(0, 60), NULL,
+     "seconds an F-engine heap may arrive behind the newest and still be placed: the X-engines' receive "
+     "window (katgpucbf's --rx-reorder-tol, 2^29 samples at L-band), at least 8 heaps, at most 256 MiB"},
 };
 static const cbf_param_decl mcast_decls[] = {
     {"digitiser", CBF_PARAM_STRING, NULL, CBF_NORANGE, NULL, "first group:port, input i at +i"},
@@ -81,6 +84,8 @@ static const cbf_param_decl sim_decls[] = {
     {"tone_amplitude", CBF_PARAM_FLOAT, "0.1", CBF_RANGE(0, 1), NULL, "its amplitude"},
     {"delay_step", CBF_PARAM_FLOAT, "0", CBF_RANGE(-1e6, 1e6), NULL, "antenna a delayed a x this, samples"},
     {"rate_gbps", CBF_PARAM_FLOAT, "0", CBF_RANGE(0, 1e4), NULL, "sender rate limit; 0: none"},
+    {"threads", CBF_PARAM_INT, "1", CBF_RANGE(1, 64), NULL,
+     "threads each dsim computes its samples with (one was 83-90 % busy at 26.75 Msample/s per pol)"},
 };
 static const cbf_param_decl sizing_decls[] = {
     {"gpus_per_host", CBF_PARAM_INT, NULL, CBF_RANGE(1, 64), NULL, "GPUs in one host"},
@@ -265,6 +270,7 @@ static int read_array(array_yaml *L, const yaml_node_t *m, array_desc *d)
     d->xengines = (int)cbf_params_int(p, "xengines");
     d->beams = (int)cbf_params_int(p, "beams");
     d->heaps_per_dump = (int)cbf_params_int(p, "heaps_per_dump");
+    d->rx_reorder_tol = cbf_params_float(p, "rx_reorder_tol");
     d->samples_per_chunk = (int)cbf_params_int(p, "samples_per_chunk");
     d->gain = cbf_params_float(p, "gain");
     d->taps = (int)cbf_params_int(p, "taps");
@@ -345,6 +351,7 @@ static int read_rest(array_yaml *L, const yaml_node_t *root, array_desc *d)
             d->tone_amplitude = cbf_params_float(p, "tone_amplitude");
             d->delay_step = cbf_params_float(p, "delay_step");
             d->sim_rate_gbps = cbf_params_float(p, "rate_gbps");
+            d->sim_threads = (int)cbf_params_int(p, "threads");
             snprintf(d->where_digitisers, ARRAY_WHERE, "%s", cbf_params_where(p, "digitisers"));
             if (d->digitisers > d->dig_antennas)
                 rc = cbf_error_set(L->err, CBF_ECONFIG, "%s: simulate.digitisers: %d is more than the %d "

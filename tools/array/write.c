@@ -3,6 +3,7 @@
  * written out rather than given by --set), the start order, and the
  * multicast plan. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,8 @@ static void write_digitiser(FILE *f, const array_desc *d, const array_proc *q, c
         fprintf(f, "%s%s", a ? ", " : "", num((q->first + a) * d->delay_step, n1));
     fprintf(f, "]\n      tones: [{frequency: %s, amplitude: %s}]\n", num(d->tone_hz, n1),
             num(d->tone_amplitude, n2));
+    if (d->sim_threads > 1)
+        fprintf(f, "      threads: %d\n", d->sim_threads);
     groups(d->dig, 2 * q->first, 2 * q->count, dst, sizeof dst);
     fprintf(f, "  send:\n    plugin: sender\n    params:\n      destinations: \"%s\"\n      interface: %s\n",
             dst, ifs);
@@ -159,6 +162,21 @@ static void write_feng(FILE *f, const array_desc *d, const array_proc *q, const 
             nb ? "  - recv.out -> ddc.in\n  - ddc.out -> pfb.in\n" : "  - recv.out -> pfb.in\n");
 }
 
+/* The X-engine receiver's window in heaps: array.rx_reorder_tol's time (F-engines
+ * whose latencies differ, one restarted, a host busier than the others all
+ * land their heaps this far behind the newest), at least 8 heaps, at most
+ * 256 MiB of chunks (each buffer is held while its heap is open). */
+static int xeng_window(const array_desc *d, const array_proc *q)
+{
+    const double heap_s = (double)d->spectra_per_heap * 2.0 * d->channels * array_decimation(d) / d->adc_sample_rate;
+    const double chunk = (double)d->antennas * q->count * d->spectra_per_heap * 4.0;
+    /* less a hair: a tolerance of exactly k heaps is k, not k + 1 from rounding */
+    double n = d->rx_reorder_tol > 0 ? ceil(d->rx_reorder_tol / heap_s - 1e-9) : 8;
+    if (n > floor(256.0 * 1024 * 1024 / chunk))
+        n = floor(256.0 * 1024 * 1024 / chunk);
+    return n < 8 ? 8 : n > 4096 ? 4096 : (int)n;
+}
+
 static void write_xeng(FILE *f, const array_desc *d, const array_proc *q, const char *ifs)
 {
     char src[64], dst[4096], n[32];
@@ -167,8 +185,9 @@ static void write_xeng(FILE *f, const array_desc *d, const array_proc *q, const 
     fprintf(f, "  recv:\n    plugin: receiver\n    params:\n      address: %s\n      interface: %s\n"
                "      stream: feng\n      antennas: %d\n      channels: %d\n      first_channel: %d\n"
                "      total_channels: %d\n      spectra_per_heap: %d\n      batches: 1\n      stops: %d\n"
-               "      chunks_in_flight: 8\n      buffers: 10\n",
-            src, ifs, d->antennas, q->count, q->first, d->channels, d->spectra_per_heap, stops(d, d->antennas));
+               "      chunks_in_flight: %d\n      buffers: %d\n",
+            src, ifs, d->antennas, q->count, q->first, d->channels, d->spectra_per_heap, stops(d, d->antennas),
+            xeng_window(d, q), xeng_window(d, q) + 2);
     spectra_step(f, d);
     /* With beams, one xbengine node (correlation and beams from one
      * upload, one kernel where it pays: plugins/xbengine), named corr so

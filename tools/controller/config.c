@@ -33,6 +33,12 @@ static const cbf_param_decl controller_decls[] = {
     {"jones_per_batch", CBF_PARAM_INT, "1048576", CBF_RANGE(1, 1 << 30), NULL,
      "complex values per input in an F-engine heap (katgpucbf's --jones-per-batch): spectra per heap is this / "
      "n_chans; lower it by the factor a simulated band is slowed by, so that heaps last as long as in real time"},
+    {"dsim_threads", CBF_PARAM_INT, "1", CBF_RANGE(1, 64), NULL,
+     "threads each simulated digitiser computes its samples with (cbf-array's simulate.threads): one was "
+     "83-90 % busy at 26.75 Msample/s per pol (1/64 of L-band) with the qualification suite's signals"},
+    {"rx_reorder_tol", CBF_PARAM_FLOAT, "0.3136", CBF_RANGE(0, 60), NULL,
+     "seconds an F-engine heap may arrive behind the newest and still be placed by the X-engines "
+     "(katgpucbf's --rx-reorder-tol, 2^29 samples at L-band; cbf-array's array.rx_reorder_tol)"},
 };
 static const cbf_param_decl ranges_decls[] = {
     {"multicast", CBF_PARAM_STRING, "239.102.0.0-239.102.255.255", CBF_NORANGE, NULL,
@@ -175,6 +181,8 @@ static int read_controller(const cbf_params *p, cbf_controller_config *c, cbf_er
     path_of(c, cbf_params_string(p, "state_dir"), 0, c->state_dir, sizeof c->state_dir);
     c->start_timeout = cbf_params_float(p, "start_timeout");
     c->jones_per_batch = (int)cbf_params_int(p, "jones_per_batch");
+    c->rx_reorder_tol = cbf_params_float(p, "rx_reorder_tol");
+    c->dsim_threads = (int)cbf_params_int(p, "dsim_threads");
     c->stop_timeout = cbf_params_float(p, "stop_timeout");
     return 0;
 }

@@ -254,6 +254,8 @@ static void fill(const cbf_product *p, const found *f, const cbf_plan_set *t, in
     d->record = 0;   /* the streams go to their subscribers; nothing is written to disk */
     d->endless = 1;  /* engines run until deconfigure, whatever their senders do */
     d->fill = 0.9;
+    d->rx_reorder_tol = c->rx_reorder_tol;
+    d->sim_threads = c->dsim_threads;
     /* one dsim per antenna, as katsdpcontroller's sim.ANT.RATE tasks, in set
      * 0; the other sets' F-engines join the same digitiser groups */
     d->digitisers = k ? 0 : dig_antennas;
