@@ -84,6 +84,7 @@ typedef struct array_desc {
      * placed: the X-engines' receive window (katgpucbf's --rx-reorder-tol,
      * 2^29 ADC samples, as time; write.c holds it to 256 MiB). 0: 8 heaps. */
     double rx_reorder_tol;
+#define ARRAY_RX_REORDER_TOL "0.3136"   /* its default, 2^29 / 1712e6 s (the controller's too) */
     /* Put before every process name (NAME.yaml, NAME.log, engine.name) and
      * the plan's tables (PREFIXprocesses.tsv, PREFIXmulticast.tsv), so that
      * several plans (a product's channelisers) share one folder; "": none. */

@@ -63,7 +63,7 @@ static const cbf_param_decl array_decls[] = {
      "Hz, narrowband only: > 0 is VLBI's form, the whole band kept (no channel discarded) and the ddc's "
      "filter flat over this width about the centre, under adc_sample_rate / 2 / decimation; 0: the "
      "discarding form"},
-    {"rx_reorder_tol", CBF_PARAM_FLOAT, "0.3136", CBF_RANGE(0, 60), NULL,
+    {"rx_reorder_tol", CBF_PARAM_FLOAT, ARRAY_RX_REORDER_TOL, CBF_RANGE(0, 60), NULL,
      "seconds an F-engine heap may arrive behind the newest and still be placed: the X-engines' receive "
      "window (katgpucbf's --rx-reorder-tol, 2^29 samples at L-band), at least 8 heaps, at most 256 MiB"},
 };

@@ -168,7 +168,7 @@ static void write_feng(FILE *f, const array_desc *d, const array_proc *q, const 
  * 256 MiB of chunks (each buffer is held while its heap is open). */
 static int xeng_window(const array_desc *d, const array_proc *q)
 {
-    const double heap_s = (double)d->spectra_per_heap * 2.0 * d->channels * array_decimation(d) / d->adc_sample_rate;
+    const double heap_s = d->spectra_per_heap * 2.0 * d->channels / array_band_sps(d);
     const double chunk = (double)d->antennas * q->count * d->spectra_per_heap * 4.0;
     /* less a hair: a tolerance of exactly k heaps is k, not k + 1 from rounding */
     double n = d->rx_reorder_tol > 0 ? ceil(d->rx_reorder_tol / heap_s - 1e-9) : 8;
@@ -180,6 +180,7 @@ static int xeng_window(const array_desc *d, const array_proc *q)
 static void write_xeng(FILE *f, const array_desc *d, const array_proc *q, const char *ifs)
 {
     char src[64], dst[4096], n[32];
+    const int window = xeng_window(d, q);
     engine(f, d, q, "auto");
     groups(d->feng, q->index, 1, src, sizeof src);
     fprintf(f, "  recv:\n    plugin: receiver\n    params:\n      address: %s\n      interface: %s\n"
@@ -187,7 +188,7 @@ static void write_xeng(FILE *f, const array_desc *d, const array_proc *q, const 
                "      total_channels: %d\n      spectra_per_heap: %d\n      batches: 1\n      stops: %d\n"
                "      chunks_in_flight: %d\n      buffers: %d\n",
             src, ifs, d->antennas, q->count, q->first, d->channels, d->spectra_per_heap, stops(d, d->antennas),
-            xeng_window(d, q), xeng_window(d, q) + 2);
+            window, window + 2);
     spectra_step(f, d);
     /* With beams, one xbengine node (correlation and beams from one
      * upload, one kernel where it pays: plugins/xbengine), named corr so

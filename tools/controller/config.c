@@ -36,7 +36,7 @@ static const cbf_param_decl controller_decls[] = {
     {"dsim_threads", CBF_PARAM_INT, "1", CBF_RANGE(1, 64), NULL,
      "threads each simulated digitiser computes its samples with (cbf-array's simulate.threads): one was "
      "83-90 % busy at 26.75 Msample/s per pol (1/64 of L-band) with the qualification suite's signals"},
-    {"rx_reorder_tol", CBF_PARAM_FLOAT, "0.3136", CBF_RANGE(0, 60), NULL,
+    {"rx_reorder_tol", CBF_PARAM_FLOAT, ARRAY_RX_REORDER_TOL, CBF_RANGE(0, 60), NULL,
      "seconds an F-engine heap may arrive behind the newest and still be placed by the X-engines "
      "(katgpucbf's --rx-reorder-tol, 2^29 samples at L-band; cbf-array's array.rx_reorder_tol)"},
 };

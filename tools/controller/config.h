@@ -31,8 +31,8 @@ typedef struct cbf_controller_config {
     double start_timeout;             /* seconds for an engine's katcp port to open */
     double stop_timeout;              /* seconds from SIGTERM to SIGKILL */
     int jones_per_batch;              /* F-engine heap: complex values per input (2^20 default) */
-    double rx_reorder_tol;
-    int dsim_threads;                 /* each simulated digitiser's threads (simulate.threads) */            /* seconds: the X-engines' receive window (array.rx_reorder_tol) */
+    double rx_reorder_tol;            /* seconds: the X-engines' receive window (array.rx_reorder_tol) */
+    int dsim_threads;                 /* each simulated digitiser's threads (simulate.threads) */
     double restart_initial, restart_max, restart_reset;  /* back-off; reset once up this long */
     cbf_range groups, udp_ports, engine_katcp, product_katcp;
     /* systemd: cbf@INSTANCE units with the pipeline at CONFDIR/INSTANCE.yaml */
