@@ -15,14 +15,13 @@
  * which is SplitMix64's output number `counter` from the state `key`
  * (Steele, Lea and Flood 2014; it passes BigCrush), addressable at random.
  *
- * A 32-bit half h of u becomes a dither value in (-1/2, 1/2) as katgpucbf's
- * uniform dither does: x = (int32) h, plus 1 when negative (zero mean;
- * x in [-(2^31 - 1), 2^31 - 1]), times 2^-32 (1 - 2^-16). That scale keeps
- * every value at most 1/2 - 2^-17 in size, so an integer plus dither in
- * float32 still rounds back to the integer for every integer up to 127:
- * dither never changes a value that is exact already. Both steps (int to
- * float, one multiply) are single IEEE roundings to nearest, written so
- * the CUDA compiler cannot fuse them into a neighbouring add.
+ * 16 random bits h of u become a dither value in (-1/2, 1/2), mean 0:
+ * x = h as a signed 16-bit integer, plus 1 when negative, times 2^-16
+ * (cbf_dither_float16): exact in float32, at most 1/2 - 2^-16 in size, so
+ * an integer up to 2^7 plus dither still rounds back to the integer:
+ * dither never changes a value that is exact already. One draw gives four
+ * such values. (Until 2026-12-04 fft_post took 32 bits per value, scaled
+ * by 2^-32 (1 - 2^-16), as katgpucbf's uniform dither.)
  *
  * Usable from C (static inline) and from CUDA device code (compiled by
  * nvcc, the functions become __host__ __device__). */
@@ -36,9 +35,6 @@
 #else
 #define CBF_DITHER_FN static inline
 #endif
-
-/* 2^-32 (1 - 2^-16), exact in float32. */
-#define CBF_DITHER_SCALE 0x1.fffep-33f
 
 /* SplitMix64's state step (the golden ratio x 2^64, odd). */
 #define CBF_DITHER_GAMMA 0x9e3779b97f4a7c15ull
@@ -65,24 +61,13 @@ CBF_DITHER_FN uint64_t cbf_dither_u64(uint64_t key, uint64_t counter)
     return cbf_dither_mix(cbf_dither_state(key, counter));
 }
 
-/* 32 random bits to a value in (-1/2, 1/2), mean 0. */
-CBF_DITHER_FN float cbf_dither_float(uint32_t h)
-{
-    int32_t x = (int32_t)h;
-    x += (int32_t)(h >> 31);
-#ifdef __CUDA_ARCH__
-    return __fmul_rn(__int2float_rn(x), CBF_DITHER_SCALE);
-#else
-    return (float)x * CBF_DITHER_SCALE;
-#endif
-}
-
 /* 16 random bits (the low 16 of h) to a value in (-1/2, 1/2), mean 0:
  * x = the bits as a signed 16-bit integer, plus 1 when negative (x in
  * [-(2^15 - 1), 2^15 - 1]), times 2^-16. Exact in float32 (no rounding,
  * so a compiler fusing the multiply into a following add changes
  * nothing), at most 1/2 - 2^-16 in size: an integer up to 2^7 plus dither
- * rounds back to itself. The beamformer's dither (four values per draw). */
+ * rounds back to itself. The beamformer's and fft_post's dither (four
+ * values per draw). */
 CBF_DITHER_FN float cbf_dither_float16(uint32_t h)
 {
     int32_t x = (int32_t)(int16_t)(uint16_t)(h & 0xffffu);

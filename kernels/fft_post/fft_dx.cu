@@ -294,18 +294,23 @@ __device__ __forceinline__ void dxp_pol(typename FFT::value_type (&r)[FFT::stora
         float2 zs = make_float2(r[i].x, r[i].y), xk, xnk;
         float2 zc = conj2(s > 0 ? z[M / 2 - s] : zs);
         combine<1>(&zs, &zc, 0, hk[i], &xk, &xnk);
-        unsigned w0 = finish(xk, __ldg(eff + s), s, pol, c.bits, sat, ROT, dp, c.inv_n_ch, M / 2,
-                             DITHER, c.dr, g, M),
+        /* s < M / 2: channels s and M - s are the pair s, one draw (its
+         * high half for s, the low half for M - s). */
+        const unsigned long long u = DITHER ? dither_draw(c.dr, g, M, s, pol) : 0;
+        unsigned w0 = finish(xk, __ldg(eff + s), s, c.bits, sat, ROT, dp, c.inv_n_ch, M / 2,
+                             DITHER, (unsigned)(u >> 32)),
                  w1;
         if (s > 0) {
-            w1 = finish(xnk, __ldg(eff + M - s), M - s, pol, c.bits, sat, ROT, dp, c.inv_n_ch,
-                        M / 2, DITHER, c.dr, g, M);
+            w1 = finish(xnk, __ldg(eff + M - s), M - s, c.bits, sat, ROT, dp, c.inv_n_ch, M / 2,
+                        DITHER, (unsigned)u);
         } else {
             zs = make_float2(r[H].x, r[H].y);
             zc = conj2(zs);
             combine<1>(&zs, &zc, 0, expi_pi(-(float)(M / 2) * c.inv_n_ch), &xk, &xnk);
-            w1 = finish(xk, __ldg(eff + M / 2), M / 2, pol, c.bits, sat, ROT, dp, c.inv_n_ch,
-                        M / 2, DITHER, c.dr, g, M);
+            /* The middle channel is a pair of one: its own draw. */
+            const unsigned long long um = DITHER ? dither_draw(c.dr, g, M, M / 2, pol) : 0;
+            w1 = finish(xk, __ldg(eff + M / 2), M / 2, c.bits, sat, ROT, dp, c.inv_n_ch, M / 2,
+                        DITHER, (unsigned)(um >> 32));
         }
         unsigned *d = tile + (i * G + j) * S + t, *mi = tile + ((H + i) * G + j) * S + t;
         if constexpr (HOLD) {

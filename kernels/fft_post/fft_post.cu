@@ -162,13 +162,18 @@ __global__ void __launch_bounds__(TILE *ROWS_OF(N_UNZIP), BLOCKS_OF(N_UNZIP)) po
                     float2 xk, xnk;
                     int k = p * m + s;
                     combine<N_UNZIP>(zs, zc, p, hk[p], &xk, &xnk);
-                    packed[p] |= finish(xk, __ldg(eff + 2 * k + pol), k, pol, bits, &sat, rot, dp,
-                                        inv_n_ch, kc, DITHER, dr, g, channels)
+                    /* k and channels - k: one pair, one draw. */
+                    const unsigned long long u =
+                        DITHER ? dither_draw(dr, g, channels, k <= kc ? k : channels - k, pol) : 0;
+                    packed[p] |= finish(xk, __ldg(eff + 2 * k + pol), k, bits, &sat, rot, dp,
+                                        inv_n_ch, kc, DITHER,
+                                        cbf_fft_post_dither_bits(u, channels, k))
                                  << shift;
                     if (s > 0)
                         packed[N_UNZIP + p] |=
-                            finish(xnk, __ldg(eff + 2 * (channels - k) + pol), channels - k, pol,
-                                   bits, &sat, rot, dp, inv_n_ch, kc, DITHER, dr, g, channels)
+                            finish(xnk, __ldg(eff + 2 * (channels - k) + pol), channels - k, bits,
+                                   &sat, rot, dp, inv_n_ch, kc, DITHER,
+                                   cbf_fft_post_dither_bits(u, channels, channels - k))
                             << shift;
                 }
                 if (s == 0) {
@@ -180,9 +185,12 @@ __global__ void __launch_bounds__(TILE *ROWS_OF(N_UNZIP), BLOCKS_OF(N_UNZIP)) po
                         float2 xk, xnk;
                         int k = p * m + half;
                         combine<N_UNZIP>(zs, zc, p, expi_pi(-(float)k * inv_n_ch), &xk, &xnk);
+                        const unsigned long long u =
+                            DITHER ? dither_draw(dr, g, channels, k <= kc ? k : channels - k, pol)
+                                   : 0;
                         packed[2 * N_UNZIP - 1 - p] |=
-                            finish(xk, __ldg(eff + 2 * k + pol), k, pol, bits, &sat, rot, dp,
-                                   inv_n_ch, kc, DITHER, dr, g, channels)
+                            finish(xk, __ldg(eff + 2 * k + pol), k, bits, &sat, rot, dp,
+                                   inv_n_ch, kc, DITHER, cbf_fft_post_dither_bits(u, channels, k))
                             << shift;
                     }
                 }
@@ -273,8 +281,12 @@ __global__ void __launch_bounds__(TILE * CROWS) post_complex_kernel(
 #pragma unroll
         for (int pol = 0; pol < 2; pol++) {
             const float2 dp = sd ? __ldg(sd + pol * spectra + g) : make_float2(0.f, 0.f);
-            packed |= finish(x[i][pol], __ldg(eff + 2 * c + pol), c, pol, bits, &sat[pol],
-                             sd != nullptr, dp, inv_n_ch, N / 2, dr.on, dr, g, N)
+            /* c's partner N - c is another thread's: a draw per value. */
+            const unsigned long long u =
+                dr.on ? dither_draw(dr, g, N, c <= N / 2 ? c : N - c, pol) : 0;
+            packed |= finish(x[i][pol], __ldg(eff + 2 * c + pol), c, bits, &sat[pol],
+                             sd != nullptr, dp, inv_n_ch, N / 2, dr.on,
+                             cbf_fft_post_dither_bits(u, N, c))
                       << (pol * (bits == 8 ? 16 : 8));
         }
         tile[threadIdx.x][ty] = packed;

@@ -122,12 +122,15 @@ static void emit(const cbf_fft_post_cpu *p, const cbf_fft_post_args *a, int pol,
     }
     x *= p->gains[a->switch_gains && sp >= a->gain_switch][2 * k + pol];
     float xr = crealf(x), xi = cimagf(x);
-    if (p->cfg.dither)
-        cbf_fft_post_dither_add(p->cfg.dither_key,
-                                cbf_fft_post_dither_counter(a->first_spectrum + sp, (uint64_t)N,
-                                                            (uint64_t)k, pol,
-                                                            (uint64_t)p->cfg.dither_antenna),
-                                &xr, &xi);
+    if (p->cfg.dither) {
+        /* The draw of k's pair {k, N - k}, recomputed per value: the CPU
+         * path is not where the hashing costs. */
+        const uint64_t u = cbf_fft_post_dither_draw(
+            p->cfg.dither_key, a->first_spectrum + sp, (uint64_t)N,
+            cbf_fft_post_dither_pair((uint64_t)N, (uint64_t)k), pol,
+            (uint64_t)p->cfg.dither_antenna);
+        cbf_fft_post_dither_add(cbf_fft_post_dither_bits(u, (uint64_t)N, (uint64_t)k), &xr, &xi);
+    }
     int re, im, lim = p->cfg.out_bits == 8 ? 127 : 7;
     int clipped = quant(xr, lim, &re);
     clipped |= quant(xi, lim, &im);

@@ -51,26 +51,31 @@ struct dither_run {
     unsigned long long key, first;
 };
 
-/* Gain (with delay and phase), dither, quantise one value (channel k, pol)
- * of spectrum g of the run; returns its packed bits. gain: the value's
- * entry of this spectrum's table (eff_gain_kernel's, read by the caller,
- * whose table layout it is); dp: this spectrum's delay model (fine delay,
- * phase), applied when rot is set, referenced to channel kc (channels / 2)
- * as eff_gain_kernel's. */
-static __device__ __forceinline__ unsigned finish(float2 x, float2 gain, int k, int pol, int bits,
+/* The draw that dithers channels q and channels - q of pol in spectrum g
+ * of the run (fft_post_dither.h): one hash for four values. */
+static __device__ __forceinline__ unsigned long long dither_draw(const dither_run &dr, long long g,
+                                                                int channels, int q, int pol)
+{
+    return cbf_fft_post_dither_draw(dr.key, dr.first + (unsigned long long)g, (uint64_t)channels,
+                                    (uint64_t)q, pol, (uint64_t)dr.antenna);
+}
+
+/* Gain (with delay and phase), dither, quantise one value (channel k, pol);
+ * returns its packed bits. gain: the value's entry of this spectrum's table
+ * (eff_gain_kernel's, read by the caller, whose table layout it is); dp:
+ * this spectrum's delay model (fine delay, phase), applied when rot is set,
+ * referenced to channel kc (channels / 2) as eff_gain_kernel's; h: the
+ * value's 32 bits of its pair's draw (dither_draw, cbf_fft_post_dither_bits),
+ * added when dither is set. */
+static __device__ __forceinline__ unsigned finish(float2 x, float2 gain, int k, int bits,
                                                  unsigned *sat, bool rot, float2 dp,
-                                                 float inv_n_ch, int kc, bool dither,
-                                                 const dither_run &dr, long long g, int channels)
+                                                 float inv_n_ch, int kc, bool dither, unsigned h)
 {
     if (rot)
         x = cmul(x, expi_pi(fmaf(-dp.x * inv_n_ch, (float)(k - kc), dp.y * (float)M_1_PI)));
     x = cmul(x, gain);
     if (dither)
-        cbf_fft_post_dither_add(dr.key,
-                                cbf_fft_post_dither_counter(dr.first + (unsigned long long)g,
-                                                            (uint64_t)channels, (uint64_t)k, pol,
-                                                            (uint64_t)dr.antenna),
-                                &x.x, &x.y);
+        cbf_fft_post_dither_add(h, &x.x, &x.y);
     int clipped = 0, lim = bits == 8 ? 127 : 7;
     int re = quant(x.x, lim, &clipped), im = quant(x.y, lim, &clipped);
     *sat += clipped;

@@ -34,6 +34,7 @@
 
 #include "dither.h"
 #include "fft_post.h"
+#include "fft_post_dither.h"
 #include "feng_ref.h"
 #include "feng_run.h"
 #include "pfb.h"
@@ -68,27 +69,30 @@ static double complex *ref_gains(const feng_case *c, const float *gains, int pol
     return g;
 }
 
-/* The dither value of a 32-bit half h, in float64, from its definition
- * (docs/formats.md "Dither"): h as int32, plus 1 when negative, times
- * 2^-32 (1 - 2^-16). The kernels' float32 conversion differs by < 2e-8. */
+/* The dither value of 16 bits h, in float64, from its definition
+ * (docs/formats.md "Dither"): h as int16, plus 1 when negative, times
+ * 2^-16 (exact in float32 too). */
 static double ref_dither_value(uint32_t h)
 {
-    int64_t x = (int32_t)h;
+    int64_t x = (int16_t)(uint16_t)(h & 0xffffu);
     if (x < 0)
         x += 1;
-    return (double)x * 0x1p-32 * (1.0 - 0x1p-16);
+    return (double)x * 0x1p-16;
 }
 
 /* fft_post's dither of (pol, spectrum sp of the run, channel k), written
- * from docs/formats.md: counter ((s N + k) 2 + pol) 65536 + antenna for
- * the absolute spectrum s; the draw's high half dithers re, the low im. */
+ * from docs/formats.md: one draw per pair {k, N - k}, q = min(k, N - k),
+ * counter ((s N + q) 2 + pol) 65536 + antenna for the absolute spectrum s;
+ * k <= N/2 takes the draw's high 32 bits, the channel above the low 32,
+ * whose high 16 dither re and low 16 im. */
 static double complex ref_dither(const feng_case *c, int pol, size_t sp, int k)
 {
-    const uint64_t s = c->first_spectrum + sp;
-    const uint64_t ctr = ((s * (uint64_t)c->channels + (uint64_t)k) * 2 + (uint64_t)pol) * 65536 +
-                         (uint64_t)c->dither_antenna;
+    const uint64_t s = c->first_spectrum + sp, N = (uint64_t)c->channels;
+    const uint64_t q = (uint64_t)k <= N / 2 ? (uint64_t)k : N - (uint64_t)k;
+    const uint64_t ctr = ((s * N + q) * 2 + (uint64_t)pol) * 65536 + (uint64_t)c->dither_antenna;
     const uint64_t u = cbf_dither_u64(c->dither_key, ctr);
-    return ref_dither_value((uint32_t)(u >> 32)) + I * ref_dither_value((uint32_t)u);
+    const uint32_t h = (uint64_t)k <= N / 2 ? (uint32_t)(u >> 32) : (uint32_t)u;
+    return ref_dither_value(h >> 16) + I * ref_dither_value(h);
 }
 
 static void compare(const feng_case *c, const feng_result *r, cmp_stats *st)
@@ -721,6 +725,49 @@ static float *impulse_rows(const cbf_fft_post_config *cfg, double (*value)(int, 
     return fir;
 }
 
+/* The dither's statistics, four values per draw (docs/formats.md
+ * "Dither"): over 2^20 draws (consecutive pairs of both pols, spectrum
+ * after spectrum, a random key), each of a draw's four values (re and im
+ * of channels q and N - q) lies in (-1/2, 1/2) and has mean 0 and variance
+ * 1/12 within 5 standard errors (2.8e-4 and 7.3e-5: the variance of x^2 is
+ * 1/180), and no two of them correlate (|r| < 5 / sqrt(2^20) = 4.9e-3):
+ * four values from one hash stay independent. */
+static void test_dither_statistics(void **state)
+{
+    (void)state;
+    const uint64_t key = feng_rand(), N = 4096;
+    const int draws = 1 << 20;
+    double sum[4] = {0}, sq[4] = {0}, cross[4][4] = {{0}};
+    for (int d = 0; d < draws; d++) {
+        const uint64_t pair = (uint64_t)d >> 1, s = pair / (N / 2 - 1), q = 1 + pair % (N / 2 - 1);
+        const int pol = d & 1;
+        const uint64_t u = cbf_fft_post_dither_draw(key, s, N, q, pol, 7);
+        float v[4] = {0, 0, 0, 0};
+        cbf_fft_post_dither_add(cbf_fft_post_dither_bits(u, N, q), &v[0], &v[1]);
+        cbf_fft_post_dither_add(cbf_fft_post_dither_bits(u, N, N - q), &v[2], &v[3]);
+        for (int i = 0; i < 4; i++) {
+            if (!(v[i] > -0.5f && v[i] < 0.5f))
+                fail_msg("draw %d value %d: %g outside (-1/2, 1/2)", d, i, (double)v[i]);
+            sum[i] += v[i];
+            sq[i] += (double)v[i] * v[i];
+            for (int j = 0; j < i; j++)
+                cross[i][j] += (double)v[i] * v[j];
+        }
+    }
+    const double n = draws, se_mean = sqrt(1.0 / 12 / n), se_var = sqrt(1.0 / 180 / n);
+    for (int i = 0; i < 4; i++) {
+        const double mean = sum[i] / n, var = sq[i] / n - mean * mean;
+        if (fabs(mean) > 5 * se_mean || fabs(var - 1.0 / 12) > 5 * se_var)
+            fail_msg("value %d of a draw: mean %.5f, variance %.5f (want 0, %.5f)", i, mean, var,
+                     1.0 / 12);
+        for (int j = 0; j < i; j++) {
+            const double r = (cross[i][j] / n - mean * (sum[j] / n)) / (1.0 / 12);
+            if (fabs(r) > 5 / sqrt(n))
+                fail_msg("values %d and %d of a draw correlate: r = %.5f", i, j, r);
+        }
+    }
+}
+
 static double unit_value(int p, size_t t)
 {
     (void)p;
@@ -729,7 +776,7 @@ static double unit_value(int p, size_t t)
 }
 
 /* Dither never moves a value that is an integer already (its largest
- * size, 1/2 - 2^-17, still rounds back, up to 127): unit impulses times
+ * size, 1/2 - 2^-16, still rounds back, up to 127): unit impulses times
  * integer gains give exactly the gains, dither on, every mode. */
 static void test_dither_keeps_integers(void **state)
 {
@@ -1154,6 +1201,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_dither_reference),
         cmocka_unit_test(test_dither_runs),
         cmocka_unit_test(test_dither_keeps_integers),
+        cmocka_unit_test(test_dither_statistics),
         cmocka_unit_test(test_dither_tone),
         cmocka_unit_test(test_dither_cpu_gpu),
     };

@@ -505,9 +505,12 @@ static void test_dft_corner(void **state)
  * each clean FFTW up when their own last plan goes.) */
 static int dither_sign(uint64_t key, uint64_t s, int k, int p, int antenna, int im)
 {
-    const uint64_t ctr = ((s * CH + (uint64_t)k) * 2 + (uint64_t)p) * 65536 + (uint64_t)antenna;
+    /* One draw per pair {k, CH - k}; k <= CH/2 takes its high 32 bits. */
+    const int q = k <= CH / 2 ? k : CH - k;
+    const uint64_t ctr = ((s * CH + (uint64_t)q) * 2 + (uint64_t)p) * 65536 + (uint64_t)antenna;
     const uint64_t u = cbf_dither_u64(key, ctr);
-    int64_t x = (int32_t)(uint32_t)(im ? u : u >> 32);
+    const uint32_t h = k <= CH / 2 ? (uint32_t)(u >> 32) : (uint32_t)u;
+    int64_t x = (int16_t)(uint16_t)(im ? h : h >> 16);
     x += x < 0;
     return (x > 0) - (x < 0);
 }
