@@ -21,4 +21,10 @@ export LIBRARY_PATH="$_lib:$_miss${LIBRARY_PATH:+:$LIBRARY_PATH}"
 # Headers of libraries found without pkg-config (libzmq: meson.build).
 export CPATH="$_root/.devdeps/usr/include${CPATH:+:$CPATH}"
 export PATH="/usr/local/cuda/bin:$PATH"
+# cuFFTDx's headers, which scripts/setup.sh fetches wherever nvcc is: the
+# lent machine has no network, so they come packed in .devdeps
+# (scripts/fetch-mathdx.sh) and go where meson looks by default.
+if [ ! -f "$_root/.mathdx/nvidia/mathdx/include/cufftdx.hpp" ] && [ -f "$_root/.devdeps/mathdx.tar.xz" ]; then
+    mkdir -p "$_root/.mathdx" && tar -xJf "$_root/.devdeps/mathdx.tar.xz" -C "$_root/.mathdx"
+fi
 unset _root _lib _miss _have _f _n

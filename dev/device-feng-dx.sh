@@ -9,7 +9,7 @@
 #   bench         cbf-bench feng at DX_CHANNELS (4096,8192): four-pass chain,
 #                 fused chain, four-pass bound of the same run (DX_BENCH_ARGS:
 #                 --dx-variants adds the measured layouts)
-#   bench_dither  the same at 4096 channels with dither (fft_post's default)
+#   bench_dither  the same with dither (fft_post's default) at DX_DITHER_CHANNELS (4096)
 #   memcheck      compute-sanitizer memcheck on test_feng --gpu --dx
 #   racecheck     compute-sanitizer racecheck on a small cbf-bench run
 #   test_gpu      test_feng --gpu: the four-pass path and the pfb
@@ -58,7 +58,7 @@ step_bench() {
     cat "$OUT/bench.md"
 }
 step_bench_dither() {
-    run bench-dither.md 40 $bench feng --channels 4096 --dither
+    run bench-dither.md 90 $bench feng --channels "${DX_DITHER_CHANNELS:-4096}" --dither
     tail -n +6 "$OUT/bench-dither.md"
 }
 step_memcheck() {

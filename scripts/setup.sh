@@ -54,6 +54,22 @@ for d in /usr/local/cuda/bin /usr/lib/cuda/bin; do
 done
 export PATH
 
+# With nvcc, the F-engine's fused FFT + post kernel (fft_post `fft: auto`)
+# needs NVIDIA's cuFFTDx headers: PyPI's nvidia-mathdx wheel, header-only,
+# unpacked into .mathdx/ where meson looks (scripts/fetch-mathdx.sh). The
+# build works without them (the four-pass path), so a failed fetch warns
+# rather than stops the set-up.
+mathdx_new=0
+if command -v nvcc >/dev/null && [ ! -f .mathdx/nvidia/mathdx/include/cufftdx.hpp ]; then
+    phase "fetching NVIDIA's cuFFTDx headers (PyPI wheel nvidia-mathdx, for the fused F-engine kernel)"
+    if [ -x build-venv/bin/pip ]; then pip=build-venv/bin/pip; else pip=pip3; fi
+    if bash scripts/fetch-mathdx.sh "$pip" >mathdx-fetch.log 2>&1; then
+        mathdx_new=1
+    else
+        echo "setup: WARNING: cuFFTDx could not be fetched (log: mathdx-fetch.log): the build leaves out the fused F-engine kernel and fft_post runs its four-pass path" >&2
+    fi
+fi
+
 # Test peers (spead2, numpy, h5py, PyYAML, prometheus_client, aiokatcp, matplotlib) live in a virtual environment of their own,
 # never in the system Python. Only the tests use them.
 if [ "${CBF_SETUP_PYTHON:-0}" = 1 ]; then
@@ -71,6 +87,8 @@ else
     pyopt=""
 fi
 
+# A build configured before the headers came has cached their absence.
+[ "$mathdx_new" = 1 ] && [ -f build/build.ninja ] && rm -rf build
 if [ ! -f build/build.ninja ]; then
     phase "configuring ./build (meson; nvcc $(command -v nvcc >/dev/null && echo found: CUDA kernels too || echo absent: CPU path only))"
     meson setup build $pyopt >build-setup.log 2>&1 || { cat build-setup.log; fail_setup "meson setup (log: build-setup.log)"; }

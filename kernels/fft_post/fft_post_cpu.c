@@ -93,20 +93,15 @@ int cbf_fft_post_cpu_set_gains(cbf_fft_post_cpu *plan, const float *gains)
     return 0;
 }
 
-/* Round half to even and saturate symmetrically; returns 1 when clipped. */
+/* Round half to even and saturate symmetrically; returns 1 when clipped
+ * (|v| at lim + 1/2 or above rounds past lim, lim being odd). NaN counts
+ * as clipped and gives -lim, as the GPU's clamp-then-round does
+ * (fft_post_dev.cuh). */
 static int quant(float v, int lim, int *q)
 {
-    float r = rintf(v);
-    if (r > (float)lim) {
-        *q = lim;
-        return 1;
-    }
-    if (r < (float)-lim) {
-        *q = -lim;
-        return 1;
-    }
-    *q = (int)r;
-    return 0;
+    const float l = (float)lim;
+    *q = (int)rintf(fminf(fmaxf(v, -l), l));
+    return !(fabsf(v) < l + 0.5f);
 }
 
 static void emit(const cbf_fft_post_cpu *p, const cbf_fft_post_args *a, int pol, size_t sp,

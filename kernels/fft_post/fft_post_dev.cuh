@@ -11,14 +11,19 @@
 
 static __device__ __forceinline__ float2 conj2(float2 a) { return make_float2(a.x, -a.y); }
 
-static __device__ __forceinline__ int quant(float v, int lim, int *clipped)
+/* Rounds v to the nearest integer, ties to even, clipped to [-lim, lim]
+ * (lim odd: 127 or 7), and sets *clipped when it was clipped (|v| >= lim +
+ * 1/2; NaN too, giving -lim, as the CPU's quant). Returns the bits of
+ * 1.5 x 2^23 + q as a float, whose low byte is q's two's complement: the
+ * clamp keeps q small, where the float's last mantissa bit is worth 1, so
+ * the add rounds as rint does, and no float-to-int conversion (the SM's
+ * conversion unit, an eighth of the FMA rate) is needed. */
+static __device__ __forceinline__ unsigned quant_bits(float v, int lim, int *clipped)
 {
-    int q = __float2int_rn(v);
-    if (q > lim || q < -lim) {
+    const float l = (float)lim;
+    if (!(fabsf(v) < l + 0.5f))
         *clipped = 1;
-        q = q > 0 ? lim : -lim;
-    }
-    return q;
+    return __float_as_uint(__fadd_rn(fminf(fmaxf(v, -l), l), 12582912.0f));
 }
 
 /* X_k and X_(N-k) for k = p m + s, from the bins s and m - s of the n
@@ -52,12 +57,20 @@ struct dither_run {
 };
 
 /* The draw that dithers channels q and channels - q of pol in spectrum g
- * of the run (fft_post_dither.h): one hash for four values. */
+ * of the run (fft_post_dither.h): one hash for four values. Its state
+ * key + (counter + 1) GAMMA is written as the sum of a part per pol, one
+ * per spectrum and one per pair (the counter is linear in each), so that
+ * a thread's loops share the first two and each pair costs a 32 x 64-bit
+ * multiply-add: cbf_dither_state's value, mod 2^64. */
 static __device__ __forceinline__ unsigned long long dither_draw(const dither_run &dr, long long g,
                                                                 int channels, int q, int pol)
 {
-    return cbf_fft_post_dither_draw(dr.key, dr.first + (unsigned long long)g, (uint64_t)channels,
-                                    (uint64_t)q, pol, (uint64_t)dr.antenna);
+    constexpr unsigned long long G = CBF_DITHER_GAMMA, D = CBF_DITHER_GAMMA << 17;
+    const unsigned long long z =
+        dr.key + ((unsigned long long)pol * CBF_FFT_POST_DITHER_ANTENNAS + dr.antenna + 1) * G +
+        (dr.first + (unsigned long long)g) * (unsigned long long)channels * D +
+        (unsigned long long)(unsigned)q * D;
+    return cbf_dither_mix(z);
 }
 
 /* Gain (with delay and phase), dither, quantise one value (channel k, pol);
@@ -77,11 +90,11 @@ static __device__ __forceinline__ unsigned finish(float2 x, float2 gain, int k, 
     if (dither)
         cbf_fft_post_dither_add(h, &x.x, &x.y);
     int clipped = 0, lim = bits == 8 ? 127 : 7;
-    int re = quant(x.x, lim, &clipped), im = quant(x.y, lim, &clipped);
+    const unsigned re = quant_bits(x.x, lim, &clipped), im = quant_bits(x.y, lim, &clipped);
     *sat += clipped;
     if (bits == 8)
-        return ((unsigned)re & 0xffu) | ((unsigned)im & 0xffu) << 8;
-    return ((unsigned)re & 15u) << 4 | ((unsigned)im & 15u);
+        return (re & 0xffu) | (im & 0xffu) << 8;
+    return (re & 15u) << 4 | (im & 15u);
 }
 
 #endif

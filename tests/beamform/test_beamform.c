@@ -108,15 +108,11 @@ static void bcase_free(bcase *k)
     free(k->fringe); free(k->qgain); free(k->coef); free(k->out); free(k->raw); free(k->sat);
 }
 
-/* The documented dither value, in double (the kernels' float32 value is
- * within 2^-25 of it). */
-/* A dither value from 16 bits (docs/formats.md): signed, plus 1 when
- * negative, times 2^-16. */
+/* A dither value from 16 bits j (docs/formats.md): (j + 1/2) 2^-16 - 1/2
+ * (the kernels' float32 value is exactly this). */
 static double ref_dither(unsigned h16)
 {
-    int x = (int)(h16 & 0xffffu) - (h16 & 0x8000u ? 65536 : 0);
-    x += x < 0;
-    return ldexp((double)x, -16);
+    return ldexp((double)(h16 & 0xffffu) + 0.5, -16) - 0.5;
 }
 
 /* Spectrum spec's 32 bits of its draw (number spec / 2, as a counter
@@ -223,10 +219,13 @@ static void test_dither_generator(void **st)
     double mean = 0;
     /* the 16-bit values (the beams' and fft_post's): extremes stay inside
      * (-1/2, 1/2) and keep 127 at 127 in float32, exact, the reference's */
-    const float hi16 = cbf_dither_float16(0x7fffu), lo16 = cbf_dither_float16(0x8000u);
-    assert_true(hi16 < 0.5f && lo16 > -0.5f && hi16 == -lo16);
+    const float hi16 = cbf_dither_float16(0xffffu), lo16 = cbf_dither_float16(0x10000u);
+    assert_true(hi16 < 0.5f && lo16 > -0.5f && hi16 == -lo16 && hi16 == 0.5f - 0x1p-17f);
     assert_true(rintf(127.0f + hi16) == 127.0f && rintf(-127.0f + lo16) == -127.0f);
-    assert_true(cbf_dither_float16(0) == 0.0f && cbf_dither_float16(0xffffu) == 0.0f);
+    /* symmetric: j and 2^16 - 1 - j give values of opposite sign, none zero */
+    for (unsigned j = 0; j < 65536; j += 97)
+        assert_true(cbf_dither_float16(j) == -cbf_dither_float16(0xffffu - j) &&
+                    cbf_dither_float16(j) != 0.0f);
     for (unsigned h = 0; h < 65536; h += 257)
         assert_true((double)cbf_dither_float16(h) == ref_dither(h));
     for (uint64_t i = 0; i < 100000; i++)

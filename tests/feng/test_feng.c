@@ -69,15 +69,11 @@ static double complex *ref_gains(const feng_case *c, const float *gains, int pol
     return g;
 }
 
-/* The dither value of 16 bits h, in float64, from its definition
- * (docs/formats.md "Dither"): h as int16, plus 1 when negative, times
- * 2^-16 (exact in float32 too). */
+/* The dither value of 16 bits j, in float64, from its definition
+ * (docs/formats.md "Dither"): (j + 1/2) 2^-16 - 1/2 (exact in float32 too). */
 static double ref_dither_value(uint32_t h)
 {
-    int64_t x = (int16_t)(uint16_t)(h & 0xffffu);
-    if (x < 0)
-        x += 1;
-    return (double)x * 0x1p-16;
+    return ((double)(h & 0xffffu) + 0.5) * 0x1p-16 - 0.5;
 }
 
 /* fft_post's dither of (pol, spectrum sp of the run, channel k), written
@@ -776,7 +772,7 @@ static double unit_value(int p, size_t t)
 }
 
 /* Dither never moves a value that is an integer already (its largest
- * size, 1/2 - 2^-16, still rounds back, up to 127): unit impulses times
+ * size, 1/2 - 2^-17, still rounds back, up to 127): unit impulses times
  * integer gains give exactly the gains, dither on, every mode. */
 static void test_dither_keeps_integers(void **state)
 {

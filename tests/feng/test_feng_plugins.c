@@ -510,9 +510,8 @@ static int dither_sign(uint64_t key, uint64_t s, int k, int p, int antenna, int 
     const uint64_t ctr = ((s * CH + (uint64_t)q) * 2 + (uint64_t)p) * 65536 + (uint64_t)antenna;
     const uint64_t u = cbf_dither_u64(key, ctr);
     const uint32_t h = k <= CH / 2 ? (uint32_t)(u >> 32) : (uint32_t)u;
-    int64_t x = (int16_t)(uint16_t)(im ? h : h >> 16);
-    x += x < 0;
-    return (x > 0) - (x < 0);
+    /* (j + 1/2) 2^-16 - 1/2 for the 16 bits j: never 0, positive from 2^15. */
+    return ((im ? h : h >> 16) & 0xffffu) >= 0x8000u ? 1 : -1;
 }
 
 static void check_post_dither(const chain *on, const chain *off, uint64_t key, int antenna)
