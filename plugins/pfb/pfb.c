@@ -37,6 +37,12 @@
 #include "stage/timed.h"
 
 #define PFB_MAX_PENDING 16
+/* GPU output buffers in flight before the host waits for the oldest: with
+ * one, the host queued a buffer only once the GPU had finished the one
+ * before, and at 4096 channels (256 spectra a buffer, 5500 buffers a
+ * second) the chain ran at the pace of that round trip (the pfb thread
+ * 100% busy at 0.64 of the PCIe bound, H200, cbf-bench engine --case a). */
+#define PFB_DEPTH 3
 
 /* A delay model per pol, in digitiser samples: delay d0 at output
  * timestamp t0 (digitiser samples, narrowband too) changing at `rate`
@@ -78,10 +84,13 @@ typedef struct pfb_state {
     float *weights;
     cbf_pfb_cuda *plan;
     void *stream;
-    cbf_gpu_timer *timer;   /* a buffer's kernels: the gpu_ms_per_buffer gauge */
+    /* GPU, wideband: the last outputs still in flight, oldest at
+     * last[last_head], whose power sums (copied to their aux
+     * asynchronously) and timers give the gauges once they land. */
+    cbf_gpu_timer *timer[PFB_DEPTH]; /* a buffer's kernels: the gpu_ms_per_buffer gauge */
     cbf_gauge *g_gpu_ms;
-    cbf_buffer *last;       /* GPU, wideband: the previous output, whose power sums (copied
-                               to its aux asynchronously) and timer give the gauges */
+    cbf_buffer *last[PFB_DEPTH];
+    int last_head, last_n;
     cbf_staging st;
     int64_t next_g;       /* first spectrum of the next output buffer */
     uint32_t *scratch;
@@ -222,8 +231,11 @@ static int pfb_setup_gpu(cbf_node *node, pfb_state *s, cbf_error *err)
     char msg[CBF_STAGE_MSG];
     int rc;
 #ifdef CBF_HAVE_CUDA
-    if ((rc = cbf_stage_stream_create(&s->stream, err)) || (rc = cbf_gpu_timer_create(&s->timer, err)))
+    if ((rc = cbf_stage_stream_create(&s->stream, err)))
         return rc;
+    for (int i = 0; i < PFB_DEPTH; i++)
+        if ((rc = cbf_gpu_timer_create(&s->timer[i], err)))
+            return rc;
     s->g_gpu_ms = cbf_node_gauge(node, "gpu_ms_per_buffer");
     cbf_gauge_describe(s->g_gpu_ms, "ms", "GPU time of the last buffer's filter bank");
     rc = cbf_pfb_cuda_create(s->fir_channels, s->taps, s->weights, &s->plan, msg, sizeof msg);
@@ -345,7 +357,10 @@ static int pfb_set_output(cbf_node *node, pfb_state *s, const cbf_port_desc *in,
     int rc = cbf_port_set_desc(cbf_node_port(node, "out", 0), &d, err);
     if (rc)
         return rc;
-    cbf_pool_config pc = {"out", d.mem, 4, cbf_port_desc_bytes(&d), d.n_present, d.aux_size};
+    /* Four for the downstream, and on the GPU the ones pfb_settle's ring
+     * may still hold when the next is taken. */
+    const size_t n_pool = 4 + (s->gpu && !s->cplx ? PFB_DEPTH - 1 : 0);
+    cbf_pool_config pc = {"out", d.mem, n_pool, cbf_port_desc_bytes(&d), d.n_present, d.aux_size};
     if ((rc = cbf_node_pool_create(node, &pc, &s->pool, err)))
         return rc;
     /* The delays output, when wired: the FIR output's attributes on a
@@ -596,21 +611,26 @@ static void pfb_set_power_gauges(pfb_state *s, const uint64_t power[2])
 
 /* GPU, wideband: once the previous output is complete (normally long
  * since), its power sums and kernel time become the gauges. */
-static int pfb_settle(pfb_state *s, cbf_error *err)
+static int pfb_settle(pfb_state *s, int keep, cbf_error *err)
 {
-    if (!s->last)
-        return 0;
-    int rc = cbf_buffer_sync_host(s->last, err);
-    if (!rc) {
-        uint64_t power[2];
-        memcpy(power, s->last->aux, sizeof power);
-        pfb_set_power_gauges(s, power);
+    int rc = 0;
+    while (s->last_n > keep) {
+        cbf_buffer *b = s->last[s->last_head];
+        if (!rc)
+            rc = cbf_buffer_sync_host(b, err);
+        if (!rc) {
+            uint64_t power[2];
+            memcpy(power, b->aux, sizeof power);
+            pfb_set_power_gauges(s, power);
 #ifdef CBF_HAVE_CUDA
-        cbf_gauge_set(s->g_gpu_ms, cbf_gpu_timer_ms(s->timer));
+            cbf_gauge_set(s->g_gpu_ms, cbf_gpu_timer_ms(s->timer[s->last_head]));
 #endif
+        }
+        cbf_buffer_unref(b);
+        s->last[s->last_head] = NULL;
+        s->last_head = (s->last_head + 1) % PFB_DEPTH;
+        s->last_n--;
     }
-    cbf_buffer_unref(s->last);
-    s->last = NULL;
     return rc;
 }
 
@@ -647,8 +667,9 @@ static int pfb_produce(cbf_node *node, pfb_state *s, cbf_error *err)
 {
     char msg[CBF_STAGE_MSG];
     cbf_buffer *out;
-    int rc = cbf_pool_get(s->pool, &out);
-    if (rc)
+    /* Before taking a buffer from the pool: the ring holds pool buffers. */
+    int rc = s->gpu && !s->cplx ? pfb_settle(s, PFB_DEPTH - 1, err) : 0;
+    if (rc || (rc = cbf_pool_get(s->pool, &out)))
         return rc;
     cbf_feng_fir_aux *aux = out->aux;
     float *sd = aux->delay_phase;
@@ -675,11 +696,11 @@ static int pfb_produce(cbf_node *node, pfb_state *s, cbf_error *err)
     memcpy(s->flags, st->present, heaps);
     memcpy(s->flags + heaps, st->present + cap_heaps, heaps);
     uint64_t power[2] = {0, 0};
+    /* The ring's free slot: this buffer's timer, and its place once queued. */
+    const int slot = (s->last_head + s->last_n) % PFB_DEPTH;
 #ifdef CBF_HAVE_CUDA
-    if (s->gpu && !s->cplx)
-        rc = pfb_settle(s, err);
     if (!rc && s->gpu)
-        rc = cbf_gpu_timer_start(s->timer, s->stream, err);
+        rc = cbf_gpu_timer_start(s->timer[slot], s->stream, err);
 #endif
     for (size_t v = 0, e; v < s->spectra && !rc; v = e) {
         const int64_t *c0 = &s->coarse[v], *c1 = &s->coarse[s->spectra + v];
@@ -697,7 +718,7 @@ static int pfb_produce(cbf_node *node, pfb_state *s, cbf_error *err)
     }
 #ifdef CBF_HAVE_CUDA
     if (!rc && s->gpu)
-        rc = cbf_gpu_timer_stop(s->timer, s->stream, err);
+        rc = cbf_gpu_timer_stop(s->timer[slot], s->stream, err);
     /* Wideband: the sums go straight to aux (both layouts begin with
      * them), without waiting; the gauges follow one buffer later. */
     if (!rc && s->gpu && !s->cplx)
@@ -725,7 +746,8 @@ static int pfb_produce(cbf_node *node, pfb_state *s, cbf_error *err)
     aux->rotate = rotate;
     if (sums_queued) {
         cbf_buffer_ref(out);
-        s->last = out;
+        s->last[slot] = out;
+        s->last_n++;
     } else if (!s->cplx) {
         pfb_set_power_gauges(s, power);
     }
@@ -814,7 +836,7 @@ static int pfb_run(cbf_node *node, cbf_error *err)
 {
     pfb_state *s = cbf_node_state(node);
     int rc = cbf_stage_input_loop(node, "in", pfb_take, s, err);
-    return rc ? rc : pfb_settle(s, err);
+    return rc ? rc : pfb_settle(s, 0, err);
 }
 
 static void pfb_fini(cbf_node *node)
@@ -822,11 +844,13 @@ static void pfb_fini(cbf_node *node)
     pfb_state *s = cbf_node_state(node);
     if (!s)
         return;
-    cbf_buffer_unref(s->last);
+    for (int i = 0; i < s->last_n; i++)
+        cbf_buffer_unref(s->last[(s->last_head + i) % PFB_DEPTH]);
     cbf_staging_fini(&s->st);
 #ifdef CBF_HAVE_CUDA
     cbf_pfb_cuda_destroy(s->plan);
-    cbf_gpu_timer_destroy(s->timer);
+    for (int i = 0; i < PFB_DEPTH; i++)
+        cbf_gpu_timer_destroy(s->timer[i]);
 #endif
     cbf_stage_stream_destroy(s->stream);
     cbf_timed_destroy(s->dpend);

@@ -118,7 +118,7 @@ static eng_result eng_feng_once(eng_bench *b, bool gpu, int ants, int channels)
     FILE *f = open_memstream(&yaml, &len);
     fprintf(f, "engine: {name: bench-feng, gpu: %s}\nnodes:\n", cbf_bench_eng_gpu(b, gpu ? "required" : "none"));
     cbf_bench_eng_dsim(b, f, ants, false, 1.0);
-    cbf_bench_eng_chains(f, ants, channels);
+    cbf_bench_eng_chains(b, f, ants, channels);
     fprintf(f, "  sink: {plugin: discard}\n");
     cbf_bench_eng_chain_edges(f, "dsim.out", ants);
     for (int k = 0; k < ants; k++)
@@ -206,6 +206,7 @@ static const char eng_usage[] =
             "                        [--gpu auto|required|none] [--scale F]\n"
             "                        [--rx-threads T] [--tx-threads T] [--xeng-channels C]\n"
             "                        [--fractions 0.25,0.5,...] [--plugin-path DIR]\n"
+            "                        [--spectra N] [--chunk N]\n"
             "                        [--verbose]\n"
             "  a  F-engine from host memory on the GPU\n"
             "     (dsim -> upload -> K x pfb/fft_post -> discard)\n"
@@ -214,6 +215,8 @@ static const char eng_usage[] =
             "  c  X-engine of 64 antennas' heaps against the loopback UDP ceiling\n"
             "     (--fractions of it)\n"
             "  d  (a) on the CPU path, antennas per core\n"
+            "  --spectra N: pfb's spectra_per_buffer (default: the plugin's)\n"
+            "  --chunk N: dsim's samples_per_chunk in a and d (default: the plugin's)\n"
             "  --verbose prints every node's counters over each run's window\n"
             "     (what limits it)\n"
             "defaults: --case all --seconds 3 --warmup 1 --ants 1,2,4,8,16\n"
@@ -265,6 +268,8 @@ static int eng_parse(int argc, char **argv, eng_opts *o)
         {"--rx-threads", CBF_BOPT_INT, &o->rx_threads, .lo = 1, .hi = 1024},
         {"--tx-threads", CBF_BOPT_INT, &o->tx_threads, .lo = 1, .hi = 1024},
         {"--xeng-channels", CBF_BOPT_INT, &o->xeng_channels, .lo = 1, .hi = 1 << 20},
+        {"--spectra", CBF_BOPT_INT, &o->spectra, .lo = 1, .hi = 1 << 20},
+        {"--chunk", CBF_BOPT_INT, &o->chunk, .lo = 4096, .hi = 1 << 30},
         {"--fractions", CBF_BOPT_REALS, o->fractions, &o->n_fractions, MAX_LIST, 1e-6, 1e6},
         {"--gpu", CBF_BOPT_TEXT, &o->gpu, .check = eng_gpu},
         {"--plugin-path", CBF_BOPT_TEXT, o, .check = eng_dir},

@@ -24,6 +24,8 @@ typedef struct eng_opts {
     int ants[MAX_LIST], n_ants;
     int channels[8], n_channels;
     int xeng_channels, rx_threads, tx_threads;
+    int spectra; /* pfb spectra_per_buffer, 0: the plugin's default */
+    int chunk;   /* dsim samples_per_chunk (not real time), 0: the plugin's default */
     int verbose;
     double fractions[MAX_LIST];
     int n_fractions;
@@ -79,7 +81,7 @@ char *cbf_bench_eng_text(FILE *f, char **buf);
 const char *cbf_bench_eng_gpu(const eng_bench *b, const char *def);
 int cbf_bench_eng_threads(const eng_bench *b);
 void cbf_bench_eng_dsim(eng_bench *b, FILE *f, int ants, bool realtime, double rate_scale);
-void cbf_bench_eng_chains(FILE *f, int ants, int channels);
+void cbf_bench_eng_chains(const eng_bench *b, FILE *f, int ants, int channels);
 void cbf_bench_eng_chain_edges(FILE *f, const char *from, int ants);
 void cbf_bench_eng_header(const eng_bench *b, const char *title);
 void cbf_bench_eng_notes(eng_bench *b);

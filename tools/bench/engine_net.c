@@ -190,7 +190,7 @@ static eng_net_row eng_net_once(eng_bench *b, int ants, int channels)
             cbf_bench_eng_gpu(b, "auto"), p1, ants);
     eng_rx_threads(b, f, false);
     fprintf(f, "}}\n");
-    cbf_bench_eng_chains(f, ants, channels);
+    cbf_bench_eng_chains(b, f, ants, channels);
     for (int k = 0; k < ants; k++) {
         fprintf(f, "  send%d: {plugin: sender, params: {destinations: 127.0.0.1:%d, channels_per_heap: %d", k, p2,
                 heap_ch);
@@ -328,7 +328,7 @@ static eng_x_row eng_x_once(eng_bench *b, double offered)
     f = open_memstream(&y[0], &len[0]);
     fprintf(f, "engine: {name: bench-xeng-feed, gpu: %s}\nnodes:\n", cbf_bench_eng_gpu(b, "auto"));
     cbf_bench_eng_dsim(b, f, 1, false, 1.0);
-    cbf_bench_eng_chains(f, 1, ch);
+    cbf_bench_eng_chains(b, f, 1, ch);
     for (int k = 0; k < XENG_ANTS; k++)
         fprintf(f, "  send%d: {plugin: sender, params: {destinations: 127.0.0.1:%d, feng_id: %d, rate_gbps: %.6g}}\n",
                 k, px, k, offered * 8 / XENG_ANTS / 1e9);

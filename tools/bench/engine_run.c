@@ -220,17 +220,22 @@ void cbf_bench_eng_dsim(eng_bench *b, FILE *f, int ants, bool realtime, double r
         fprintf(f, ", samples_per_chunk: 4194304");
         if (rate_scale != 1.0)
             fprintf(f, ", adc_sample_rate: %.9g", 1712e6 * rate_scale);
+    } else if (b->o->chunk) {
+        fprintf(f, ", samples_per_chunk: %d", b->o->chunk);
     }
     fprintf(f, "}}\n");
 }
 
 /* K F-engine chains after `up`, ending at `end(k)`. */
-void cbf_bench_eng_chains(FILE *f, int ants, int channels)
+void cbf_bench_eng_chains(const eng_bench *b, FILE *f, int ants, int channels)
 {
     fprintf(f, "  up: {plugin: upload}\n");
-    for (int k = 0; k < ants; k++)
-        fprintf(f, "  pfb%d: {plugin: pfb, params: {channels: %d, antenna: %d}}\n  post%d: {plugin: fft_post}\n", k,
-                channels, k, k);
+    for (int k = 0; k < ants; k++) {
+        fprintf(f, "  pfb%d: {plugin: pfb, params: {channels: %d, antenna: %d", k, channels, k);
+        if (b->o->spectra)
+            fprintf(f, ", spectra_per_buffer: %d", b->o->spectra);
+        fprintf(f, "}}\n  post%d: {plugin: fft_post}\n", k);
+    }
 }
 
 void cbf_bench_eng_chain_edges(FILE *f, const char *from, int ants)
