@@ -512,10 +512,10 @@ static void test_exact_gains(void **st)
                             h = ref_bits(k.job.dither_key, k.job.first_spectrum + n * (uint64_t)T + (uint64_t)t,
                                          (uint64_t)k.first + (uint64_t)c, 4096, (uint64_t)B, (uint64_t)b);
                         for (int part = 0; part < 2; part++) {
-                            /* p S / (4 q) + dither, the dither x / 2^16 exactly */
+                            /* p S / (4 q) + dither, the dither an odd multiple of 2^-17 */
                             const double dv = dither ? ref_dither(part ? h : h >> 16) : 0.0;
-                            const int64_t D = 4 * q * 65536;
-                            const int64_t N = p * S[part] * 65536 + (int64_t)ldexp(dv, 16) * 4 * q;
+                            const int64_t D = 4 * q * 131072;
+                            const int64_t N = p * S[part] * 131072 + (int64_t)ldexp(dv, 17) * 4 * q;
                             int64_t want = round_half_even(N, D);
                             want = want > 127 ? 127 : want < -127 ? -127 : want;
                             const int tie = (2 * N) % (2 * D) == D || (2 * N) % (2 * D) == -D;
