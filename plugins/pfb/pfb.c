@@ -115,8 +115,10 @@ static const cbf_param_decl pfb_params[] = {
     {.name = "unzip", .type = CBF_PARAM_INT, .def = "0", .has_range = 1, .min = 0, .max = 4,
      .doc = "FFT unzipping factor 1, 2 or 4; 0 chooses (complex transforms <= 8192 points; "
             "narrowband: of the 2 x channels-point transform, 1 up to 4096 channels)"},
-    {.name = "spectra_per_buffer", .type = CBF_PARAM_INT, .def = "256", .has_range = 1, .min = 1,
-     .max = 1 << 20, .doc = "spectra per output buffer (a multiple of fft_post's spectra_per_heap)"},
+    {.name = "spectra_per_buffer", .type = CBF_PARAM_INT, .def = "0", .has_range = 1, .min = 0,
+     .max = 1 << 20,
+     .doc = "spectra per output buffer (a multiple of fft_post's spectra_per_heap); 0: 256 on the "
+            "CPU, on the GPU 256 or 2^23 input samples' worth per pol, whichever is more"},
     {.name = "coarse_delay", .type = CBF_PARAM_INT_LIST, .def = "[0, 0]", .has_range = 1,
      .min = -(1 << 24), .max = 1 << 24,
      .doc = "whole-sample delay per polarisation: spectrum g reads from sample g x step - delay "
@@ -373,6 +375,23 @@ static int pfb_set_output(cbf_node *node, pfb_state *s, const cbf_port_desc *in,
     return cbf_stage_record_open(node, "delays", &r, &d, &s->delays_rec, err);
 }
 
+/* spectra_per_buffer 0. A GPU buffer costs the host about the same
+ * whatever its size (launches, events, the staging's copies), so at 4096
+ * channels 256 spectra a buffer (2^21 samples per pol) held one chain to
+ * 0.67 of the PCIe bound with its thread 99% busy, and 1024 reached 0.94
+ * (H200, cbf-bench engine --case a --chunk 8388608; docs/performance.md);
+ * 2^23 samples is what 256 spectra already were at 16384 channels. The
+ * CPU keeps 256: its cost is per sample, and memory and latency grow with
+ * the buffer. Powers of two times 256, so fft_post's default
+ * spectra_per_heap (256) divides them. */
+static size_t pfb_auto_spectra(int gpu, size_t step)
+{
+    size_t n = 256;
+    while (gpu && n * step < ((size_t)1 << 23))
+        n *= 2;
+    return n;
+}
+
 static int pfb_init(cbf_node *node, cbf_error *err)
 {
     const cbf_params *p = cbf_node_params(node);
@@ -423,6 +442,8 @@ static int pfb_init(cbf_node *node, cbf_error *err)
         return cbf_error_set(err, CBF_ECONFIG, "%s: %s", cbf_params_where(p, "channels"), msg);
 
     s->gpu = cbf_node_use_gpu(node);
+    if (s->spectra == 0)
+        s->spectra = pfb_auto_spectra(s->gpu, s->step);
     if ((s->gpu && (rc = pfb_setup_gpu(node, s, err))) || (rc = pfb_setup_staging(node, s, p, err)) ||
         (rc = pfb_set_output(node, s, in, rate, err)))
         return rc;

@@ -220,7 +220,7 @@ def narrowband_plan(cbf_array, array_load, text, tmp):
         fail(f"narrowband: exit {r.returncode}: {r.stdout}{r.stderr}")
     feng5 = open(os.path.join(out, "feng5.yaml")).read()
     for want_text in ("  ddc: {plugin: ddc, params: {centre_frequency: 600000000, decimation: 16}}\n",
-                      "  pfb: {plugin: pfb, params: {channels: 4096, spectra_per_buffer: 256,",
+                      "  pfb: {plugin: pfb, params: {channels: 4096, taps: ",
                       "edges:\n  - recv.out -> ddc.in\n  - ddc.out -> pfb.in\n  - pfb.out -> post.in\n"):
         if want_text not in feng5:
             fail(f"narrowband: feng5.yaml lacks '{want_text}':\n{feng5}")

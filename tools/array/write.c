@@ -149,8 +149,14 @@ static void write_feng(FILE *f, const array_desc *d, const array_proc *q, const 
     else if (nb)
         fprintf(f, "  ddc: {plugin: ddc, params: {centre_frequency: %s, decimation: %d}}\n",
                 num(d->ddc_centre_hz, n), array_decimation(d));
-    fprintf(f, "  pfb: {plugin: pfb, params: {channels: %d, %sspectra_per_buffer: %d, taps: %d, "
-               "window: %s, w_cutoff: %s}}\n", d->channels, nb ? "" : "antenna: 0, ", d->spectra_per_heap,
+    /* pfb's buffers: one heap's spectra, or with the default 256 pfb's
+     * own choice (256 on the CPU, larger on the GPU, whose host cost is
+     * per buffer: plugins/pfb/README.md), which 256 divides. */
+    char spb[48] = "";
+    if (d->spectra_per_heap != 256)
+        snprintf(spb, sizeof spb, "spectra_per_buffer: %d, ", d->spectra_per_heap);
+    fprintf(f, "  pfb: {plugin: pfb, params: {channels: %d, %s%staps: %d, "
+               "window: %s, w_cutoff: %s}}\n", d->channels, nb ? "" : "antenna: 0, ", spb,
             d->taps, d->window, num(d->w_cutoff, w));
     fprintf(f, "  post: {plugin: fft_post, params: {spectra_per_heap: %d, gain: [%s, 0.0], feng_id: %d, "
                "dither: %s}}\n", d->spectra_per_heap, num(d->gain, n), q->index, d->dither ? "true" : "false");
