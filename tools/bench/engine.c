@@ -216,7 +216,8 @@ static const char eng_usage[] =
             "     (--fractions of it)\n"
             "  d  (a) on the CPU path, antennas per core\n"
             "  --spectra N: pfb's spectra_per_buffer (default: the plugin's)\n"
-            "  --chunk N: dsim's samples_per_chunk in a and d (default: the plugin's)\n"
+            "  --chunk N: dsim's samples_per_chunk in a and d (default 8388608, as\n"
+            "     pipelines/feng-4ant-gpu.yaml; 0: the plugin's own, 1048576)\n"
             "  --verbose prints every node's counters over each run's window\n"
             "     (what limits it)\n"
             "defaults: --case all --seconds 3 --warmup 1 --ants 1,2,4,8,16\n"
@@ -257,6 +258,7 @@ static int eng_parse(int argc, char **argv, eng_opts *o)
 {
     *o = (eng_opts){.cases = "abcd", .seconds = 3, .warmup = 1, .scale = 1, .ants = {1, 2, 4, 8, 16}, .n_ants = 5,
                     .channels = {32768, 4096}, .n_channels = 2, .xeng_channels = 64, .rx_threads = 4, .tx_threads = 2,
+                    .chunk = 8388608,
                     .fractions = {0.1, 0.25, 0.5, 0.7, 0.8, 0.9, 1.0}, .n_fractions = 7};
     const cbf_bench_opt table[] = {
         {"--case", CBF_BOPT_TEXT, o, .check = eng_cases},
@@ -269,7 +271,7 @@ static int eng_parse(int argc, char **argv, eng_opts *o)
         {"--tx-threads", CBF_BOPT_INT, &o->tx_threads, .lo = 1, .hi = 1024},
         {"--xeng-channels", CBF_BOPT_INT, &o->xeng_channels, .lo = 1, .hi = 1 << 20},
         {"--spectra", CBF_BOPT_INT, &o->spectra, .lo = 1, .hi = 1 << 20},
-        {"--chunk", CBF_BOPT_INT, &o->chunk, .lo = 4096, .hi = 1 << 30},
+        {"--chunk", CBF_BOPT_INT, &o->chunk, .lo = 0, .hi = 1 << 30},
         {"--fractions", CBF_BOPT_REALS, o->fractions, &o->n_fractions, MAX_LIST, 1e-6, 1e6},
         {"--gpu", CBF_BOPT_TEXT, &o->gpu, .check = eng_gpu},
         {"--plugin-path", CBF_BOPT_TEXT, o, .check = eng_dir},
