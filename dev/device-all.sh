@@ -5,7 +5,8 @@
 # then the benchmarks, and a short table last. Logs go to $OUT (./out by hand).
 #
 # ALL_BENCH: the cbf-bench areas to run, with their arguments, separated by
-# ';' (default below; empty: none). ALL_TESTS: extra `meson test` arguments.
+# ';' (default below; empty: none; `all` runs cbf-bench all), each within
+# ALL_BENCH_TIMEOUT seconds (240). ALL_TESTS: extra `meson test` arguments.
 #
 # The features the build linked in (pcap, ibverbs, HDF5, CUDA...) and the test
 # peers found are printed after the build and again at the end: a library
@@ -46,7 +47,7 @@ for run in "${runs[@]}"; do
     run=$(echo "$run" | xargs)
     [ -n "$run" ] || continue
     echo "## cbf-bench $run" >>"$OUT/bench.md"
-    timeout 240 "$B/tools/bench/cbf-bench" $run >>"$OUT/bench.md" 2>&1
+    timeout "${ALL_BENCH_TIMEOUT:-240}" "$B/tools/bench/cbf-bench" $run >>"$OUT/bench.md" 2>&1
     echo "== cbf-bench $run: exit $?"
     echo >>"$OUT/bench.md"
 done
