@@ -133,11 +133,14 @@ def xeng(work):
 
 def feng(work):
     """pipelines/feng-wideband.yaml, 8- and 4-bit: the tone at 208984375 Hz
-    must be the strongest channel, and that channel's frequency the tone's."""
+    must be the strongest channel, and that channel's frequency the tone's.
+    At 4 bits the gain is 1/16 of the pipeline's, so that neither tone
+    clips at 7 (both at 7 would leave the order to dither and noise)."""
     for bits in (8, 4):
         path = os.path.join(work, f"wide{bits}.h5")
-        run("feng-wideband.yaml", [f"sink.path={path}", "dsim.length=4194304",
-                                   f"fft_post.out_bits={bits}"], work)
+        gain = "[0.02, 0]" if bits == 8 else "[0.00125, 0]"
+        sets = [f"sink.path={path}", "dsim.length=4194304", f"fft_post.out_bits={bits}"]
+        run("feng-wideband.yaml", sets + ([] if bits == 8 else [f"fft_post.gain={gain}"]), work)
         with h5py.File(path) as f:
             g = f["fft_post"]
             what = f"feng {bits}-bit"
@@ -149,10 +152,10 @@ def feng(work):
             check("bls_ordering" not in g, f"{what}: bls_ordering on a voltage stream")
             up = upstream(g)
             check(up["pfb"][2]["window"] == "hann" and up["pfb"][2]["taps"] == "16" and
-                  up["fft_post"][2]["gain"] == "[0.02, 0]", f"{what}: upstream {up}")
+                  up["fft_post"][2]["gain"] == gain, f"{what}: upstream {up}")
             check(attr(g, "adc_bits") is None or attr(g, "adc_bits") == 10, f"{what}: adc_bits")
         describe(path, ["F-engine channelised voltages", f"{bits} bits per component",
-                        "window hann", "gain [0.02, 0]", "0.000000 MHz .. 855.791016 MHz"])
+                        "window hann", f"gain {gain}", "0.000000 MHz .. 855.791016 MHz"])
 
 
 def narrow(work):
