@@ -78,6 +78,8 @@ typedef struct cbf_net_rx_config {
     int timeout_ms;          /* longest wait in cbf_net_rx_recv */
     int batch;               /* most packets one recv returns (at most 64) */
     size_t max_packet;       /* largest UDP payload taken */
+    bool gro;                /* socket: ask the kernel to coalesce datagrams (UDP_GRO);
+                                each comes back split, as if it had been read alone */
     uint32_t ring_slots;     /* ibverbs: receive ring (0 = 4096) */
     cbf_net_choice choice;
 } cbf_net_rx_config;
@@ -87,6 +89,8 @@ typedef struct cbf_net_rx_stats {
     uint64_t bad_frames;     /* ibverbs: frames steered here that were not valid UDP */
     uint64_t truncated;      /* socket: datagrams longer than max_packet (MSG_TRUNC), dropped */
     size_t rcvbuf;           /* socket: SO_RCVBUF as getsockopt reports it (Linux: 2 x granted) */
+    bool gro;                /* socket: UDP_GRO on (asked for and the kernel took it) */
+    uint64_t coalesced;      /* socket: datagrams that arrived coalesced with others */
 } cbf_net_rx_stats;
 
 int cbf_net_rx_open(const cbf_net_rx_config *cfg, cbf_net_rx **out, cbf_error *err);
@@ -114,6 +118,8 @@ typedef struct cbf_net_tx_config {
     size_t sndbuf;           /* socket: SO_SNDBUF asked for */
     size_t max_packet;       /* largest UDP payload */
     int batch;               /* packets per sendmmsg / per posted list */
+    bool gso;                /* socket: runs of packets of one size to one destination go
+                                as one UDP_SEGMENT send each (the kernel cuts them) */
     uint32_t ring_slots;     /* ibverbs: send ring (0 = max(4096, 2 x batch)) */
     cbf_net_choice choice;
 } cbf_net_tx_config;
@@ -132,6 +138,14 @@ int cbf_net_tx_check_destination(cbf_net_tx *tx, const cbf_udp_endpoint *dest, c
  * only) are added to *refused and are not an error. */
 int cbf_net_tx_flush(cbf_net_tx *tx, uint64_t *refused, cbf_error *err);
 cbf_net_transport cbf_net_tx_transport(const cbf_net_tx *tx);
+
+typedef struct cbf_net_tx_stats {
+    bool gso;                /* socket: UDP_SEGMENT sends in use (asked for, not refused) */
+    uint64_t gso_sends;      /* socket: UDP_SEGMENT sends made (each several packets) */
+    uint64_t gso_fallbacks;  /* socket: times the kernel refused one, after which this
+                                queue sends packet by packet (sendmmsg) */
+} cbf_net_tx_stats;
+void cbf_net_tx_stats_get(const cbf_net_tx *tx, cbf_net_tx_stats *s);
 /* Sends what is committed and waits until it has left (ibverbs), then closes. */
 int cbf_net_tx_close(cbf_net_tx *tx, cbf_error *err);
 

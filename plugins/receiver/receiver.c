@@ -70,6 +70,10 @@ static const cbf_param_decl rx_params[] = {
      .min = 65536, .max = 1 << 30,
      .doc = "bytes of socket receive buffer asked for per socket (SO_RCVBUF; the kernel caps it "
             "at net.core.rmem_max)"},
+    {.name = "gro", .type = CBF_PARAM_BOOL, .def = "true",
+     .doc = "sockets: let the kernel hand over datagrams coalesced (UDP_GRO; a sender's "
+            "UDP_SEGMENT runs arrive whole), each split again here, so the packets are the "
+            "same; ignored where the kernel refuses it (the gro gauge says)"},
     {.name = "memory", .type = CBF_PARAM_CHOICE, .def = "auto", .choices = "auto|host|pinned",
      .doc = "chunk memory: pinned (page-locked, for fast uploads) or host; auto = pinned when "
             "the engine uses the GPU"},
@@ -239,6 +243,8 @@ struct receiver {
     /* Packets, one reason each (docs/network.md "Counting packets"); the
      * window's own are in win. */
     cbf_counter *c_bad_packets, *c_control, *c_incomplete_packets, *c_other_dest;
+    cbf_counter *c_coalesced;   /* datagrams that came coalesced (UDP_GRO) */
+    cbf_gauge *g_gro;
 #ifdef CBF_HAVE_PCAP
     cbf_udp_endpoint eps[MAX_SOCKETS];   /* source pcap: the destinations taken */
     int n_eps;
@@ -429,6 +435,7 @@ static void rx_publish(worker *w)
         cbf_counter_add(r->c_kernel_drops, t.kernel_drops - w->net_seen.kernel_drops);
         cbf_counter_add(r->c_malformed[G_FOREIGN], t.bad_frames - w->net_seen.bad_frames);
         cbf_counter_add(r->c_truncated, t.truncated - w->net_seen.truncated);
+        cbf_counter_add(r->c_coalesced, t.coalesced - w->net_seen.coalesced);
         /* Taken from the queue, never handed on: packets too, each under its reason. */
         cbf_counter_add(r->c_packets, t.bad_frames - w->net_seen.bad_frames + t.truncated - w->net_seen.truncated);
         w->net_seen = t;
@@ -764,7 +771,7 @@ static int rx_open_workers(receiver *r, const cbf_params *p, const cbf_net_choic
                 cbf_net_rx_config nc = {
                     .ep = eps[e], .iface = cbf_params_string(p, "interface"), .rcvbuf = r->rcvbuf,
                     .reuseport = per > 1, .timeout_ms = 100,   /* wake to see stop requests */
-                    .batch = RECV_BATCH, .max_packet = RECV_BUF,
+                    .batch = RECV_BATCH, .max_packet = RECV_BUF, .gro = cbf_params_bool(p, "gro"),
                     .ring_slots = (uint32_t)cbf_params_int(p, "ring_slots"), .choice = *choice};
                 rc = cbf_net_rx_open(&nc, &w->rx, err);
                 if (rc)
@@ -894,6 +901,11 @@ static int receiver_init(cbf_node *node, cbf_error *err)
     cbf_gauge_describe(r->win.g_rx_unix, "s", "The timestamp (in UNIX time) of the last chunk of data received");
     cbf_gauge_describe(r->win.g_missing_unix, "s",
                        "The timestamp (in UNIX time) when missing data was last detected");
+    r->c_coalesced = cbf_node_counter(node, "packets_coalesced");
+    cbf_counter_describe(r->c_coalesced, "", "datagrams the kernel handed over coalesced with others "
+                         "(UDP_GRO), split here: informational, each is counted under its reason too");
+    r->g_gro = cbf_node_gauge(node, "gro");
+    cbf_gauge_describe(r->g_gro, "", "1 when the socket queues take coalesced datagrams (UDP_GRO)");
     const cbf_net_choice choice = cbf_stage_net_choice(p);
     if ((rc = rx_open_workers(r, p, &choice, err)))
         return rc;
@@ -904,6 +916,7 @@ static int receiver_init(cbf_node *node, cbf_error *err)
         cbf_log_info("%d %s queue(s)", r->n_workers, ibv ? "ibverbs" : "socket");
         cbf_net_rx_stats t;
         cbf_net_rx_stats_get(r->workers[0].rx, &t);
+        cbf_gauge_set(r->g_gro, t.gro ? 1 : 0);
         /* Linux reports twice what it grants (the rest is its bookkeeping). */
         if (!ibv && t.rcvbuf / 2 < r->rcvbuf)
             cbf_log_warn("%s: socket_buffer %zu asked for, the kernel gave %zu: raise "

@@ -66,6 +66,10 @@ static const cbf_param_decl sender_params[] = {
      .doc = "seconds between descriptor heaps (also sent at start); 0 = at start only"},
     {.name = "batch", .type = CBF_PARAM_INT, .def = "32", .has_range = 1, .min = 1,
      .max = MAX_BATCH, .doc = "packets per sendmmsg call (ibverbs: ring_slots at least 2 x batch)"},
+    {.name = "gso", .type = CBF_PARAM_BOOL, .def = "true",
+     .doc = "sockets: send each run of a batch's packets to one destination as one UDP_SEGMENT "
+            "message the kernel cuts into the same datagrams (fewer trips through the stack); "
+            "where the kernel refuses it, packet by packet, counted in gso_fallbacks"},
     {.name = "threads", .type = CBF_PARAM_INT, .def = "1", .has_range = 1, .min = 1,
      .max = MAX_LANES,
      .doc = "sending threads, each with its own socket per interface; a buffer's heaps are split "
@@ -155,6 +159,8 @@ struct sender {
     double last_desc;
     cbf_counter *c_packets, *c_bytes, *c_heaps, *c_skipped, *c_errors, *c_held, *c_next_ts;
     cbf_counter *c_dumps_skipped;   /* xeng only */
+    cbf_counter *c_gso_fallbacks;   /* socket queues that fell back from UDP_SEGMENT */
+    cbf_gauge *g_gso;               /* 1 while every socket queue sends with UDP_SEGMENT */
     bool capturing;              /* `capture` requests; read and set on the node's thread */
     int64_t capture_from;        /* while capturing: buffers starting before it are held back */
 };
@@ -169,8 +175,15 @@ static double sender_now_s(void)
 static int sender_flush_q(sender *s, cbf_net_tx *q, cbf_error *err)
 {
     uint64_t refused = 0;
+    cbf_net_tx_stats a, b;
+    cbf_net_tx_stats_get(q, &a);
     int rc = cbf_net_tx_flush(q, &refused, err);
+    cbf_net_tx_stats_get(q, &b);
     cbf_counter_add(s->c_errors, refused);
+    if (b.gso_fallbacks != a.gso_fallbacks) {
+        cbf_counter_add(s->c_gso_fallbacks, b.gso_fallbacks - a.gso_fallbacks);
+        cbf_gauge_set(s->g_gso, 0);
+    }
     return rc;
 }
 
@@ -457,6 +470,7 @@ static int sender_open_interfaces(sender *s, const cbf_params *p, cbf_error *err
     const char *list = cbf_params_string(p, "interface");
     cbf_net_tx_config tc = {.ttl = (int)cbf_params_int(p, "ttl"), .sndbuf = 8 << 20,
                             .max_packet = s->packet_size, .batch = s->batch,
+                            .gso = cbf_params_bool(p, "gso"),
                             .ring_slots = (uint32_t)cbf_params_int(p, "ring_slots"),
                             .choice = cbf_stage_net_choice(p)};
     while (*list) {
@@ -544,6 +558,17 @@ static int sender_init(cbf_node *node, cbf_error *err)
     s->c_heaps = cbf_node_counter(node, "heaps");
     s->c_skipped = cbf_node_counter(node, "heaps_not_sent_missing");
     s->c_errors = cbf_node_counter(node, "packets_refused");
+    s->c_gso_fallbacks = cbf_node_counter(node, "gso_fallbacks");
+    cbf_counter_describe(s->c_gso_fallbacks, "", "socket queues whose UDP_SEGMENT send the kernel "
+                         "refused, sending packet by packet since");
+    s->g_gso = cbf_node_gauge(node, "gso");
+    cbf_gauge_describe(s->g_gso, "", "1 while every socket queue sends runs of packets as UDP_SEGMENT "
+                       "messages, 0 when asked not to, on ibverbs, or after a fallback");
+    {
+        cbf_net_tx_stats t;
+        cbf_net_tx_stats_get(s->lanes[0].q[0], &t);
+        cbf_gauge_set(s->g_gso, t.gso ? 1 : 0);
+    }
     s->c_held = cbf_node_counter(node, "buffers_not_captured");
     s->c_next_ts = cbf_node_counter(node, "tx.next_timestamp");
     if (s->kind == S_XENG)

@@ -116,6 +116,7 @@ static int bench_all(int argc, char **argv)
                 fprintf(f, " %s", runs[r][k]);
             fprintf(f, "\n");
         }
+        fprintf(f, "areas this build lacks say so; the first failing status is the exit status\n");
         return help ? 0 : 2;
     }
     int first = 0;
