@@ -49,7 +49,7 @@ static const stream_shape shapes[] = {
 };
 
 typedef struct options {
-    const char *iface, *transport, *feed;
+    const char *iface, *transport, *feed, *offload;
     double gbps;
     uint32_t group;              /* host order; 0 = unicast to the interface */
     double seconds;
@@ -65,6 +65,13 @@ typedef struct shared {
     atomic_uint_fast64_t tx_packets, tx_bytes, rx_packets, rx_bytes, rx_heaps;
 } shared;
 
+static double thread_cpu_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 static double now_s(void)
 {
     struct timespec t;
@@ -75,6 +82,7 @@ static double now_s(void)
 typedef struct thread_arg {
     shared *sh;
     int index;
+    double cpu;                  /* CPU seconds the thread used */
     cbf_net_rx *rx;
     cbf_net_tx *tx;
     cbf_udp_endpoint to;
@@ -91,6 +99,7 @@ static void *send_loop(void *arg)
     for (size_t i = 0; i < s->heap_bytes; i++)
         payload[i] = (uint8_t)(i * 131 + 7);
     uint64_t n = 0, packets = 0, bytes = 0;
+    const double cpu0 = thread_cpu_s();
     while (sh->raw && !atomic_load(&sh->stop) && !t->rc) {
         /* The same batches of packet-sized datagrams with no encoding. */
         uint8_t *p;
@@ -137,6 +146,7 @@ static void *send_loop(void *arg)
         }
     }
     free(payload);
+    t->cpu = thread_cpu_s() - cpu0;
     return NULL;
 }
 
@@ -158,6 +168,7 @@ static void *recv_loop(void *arg)
         return NULL;
     const uint8_t *pkt[BATCH];
     size_t len[BATCH];
+    const double cpu0 = thread_cpu_s();
     while (!atomic_load(&sh->stop)) {
         int n = cbf_net_rx_recv(t->rx, pkt, len, &t->err);
         if (n < 0) {
@@ -175,6 +186,7 @@ static void *recv_loop(void *arg)
     }
     atomic_fetch_add(&sh->rx_heaps, heaps);
     cbf_spead_assembler_destroy(a);
+    t->cpu = thread_cpu_s() - cpu0;
     return NULL;
 }
 
@@ -193,10 +205,13 @@ static int endpoint(const options *o, int i, int port, cbf_udp_endpoint *ep, cbf
 
 typedef struct result {
     double tx_pps, tx_gbps, rx_pps, rx_gbps, heaps_ps, lost;
+    double tx_core, rx_core;     /* Gbit/s per CPU second the threads used */
 } result;
 
-/* One measurement of send and receive together. */
-static int one_run(const stream_shape *s, int threads, bool raw, const options *o, result *out)
+/* One measurement of send and receive together; offload: the sender's
+ * UDP_SEGMENT sends and the receiver's UDP_GRO (net/udp). */
+static int one_run(const stream_shape *s, int threads, bool raw, bool offload, const options *o,
+                   result *out)
 {
     shared sh = {.s = s, .o = o, .raw = raw};
     thread_arg rx[MAX_THREADS] = {0}, tx[MAX_THREADS] = {0};
@@ -226,9 +241,10 @@ static int one_run(const stream_shape *s, int threads, bool raw, const options *
         rx[i] = (thread_arg){.sh = &sh, .index = i};
         tx[i] = (thread_arg){.sh = &sh, .index = i};
         cbf_net_rx_config rcfg = {.iface = o->iface, .rcvbuf = 64 << 20, .reuseport = !o->group,
-                                  .timeout_ms = 100, .batch = BATCH, .max_packet = 9216, .choice = choice};
+                                  .timeout_ms = 100, .batch = BATCH, .max_packet = 9216, .gro = offload,
+                                  .choice = choice};
         cbf_net_tx_config tcfg = {.iface = o->iface, .ttl = 1, .sndbuf = 8 << 20, .max_packet = s->packet,
-                                  .batch = BATCH, .choice = choice};
+                                  .batch = BATCH, .gso = offload, .choice = choice};
         if (!(rc = endpoint(o, i, port, &rcfg.ep, &err)) && !(rc = cbf_net_rx_open(&rcfg, &rx[i].rx, &err)))
             rc = cbf_net_tx_open(&tcfg, &tx[i].tx, &err);
         tx[i].to = rcfg.ep;
@@ -259,11 +275,15 @@ static int one_run(const stream_shape *s, int threads, bool raw, const options *
         cbf_net_tx_close(tx[i].tx, NULL);
         cbf_net_rx_close(rx[i].rx);
     }
-    double dt = now_s() - t0;
+    double dt = now_s() - t0, tx_cpu = 0, rx_cpu = 0;
+    for (int i = 0; i < threads; i++)
+        tx_cpu += tx[i].cpu, rx_cpu += rx[i].cpu;
     double txp = (double)sh.tx_packets, rxp = (double)sh.rx_packets;
     *out = (result){.tx_pps = txp / dt, .tx_gbps = (double)sh.tx_bytes * 8 / dt / 1e9, .rx_pps = rxp / dt,
                     .rx_gbps = (double)sh.rx_bytes * 8 / dt / 1e9, .heaps_ps = (double)sh.rx_heaps / dt,
-                    .lost = txp > 0 ? 100.0 * (1 - rxp / txp) : 0.0};
+                    .lost = txp > 0 ? 100.0 * (1 - rxp / txp) : 0.0,
+                    .tx_core = tx_cpu > 0 ? (double)sh.tx_bytes * 8 / tx_cpu / 1e9 : 0,
+                    .rx_core = rx_cpu > 0 ? (double)sh.rx_bytes * 8 / rx_cpu / 1e9 : 0};
     return rc;
 }
 
@@ -377,6 +397,12 @@ static int net_transport(const char *v, void *value)
     return strcmp(v, "socket") && strcmp(v, "ibverbs");
 }
 
+static int net_offload(const char *v, void *value)
+{
+    *(const char **)value = v;
+    return strcmp(v, "off") && strcmp(v, "on") && strcmp(v, "both");
+}
+
 static int net_group(const char *v, void *value)
 {
     struct in_addr g;
@@ -388,7 +414,8 @@ static int net_group(const char *v, void *value)
 
 int cbf_bench_net(int argc, char **argv)
 {
-    options o = {.iface = "127.0.0.1", .transport = "socket", .seconds = 2, .max_threads = 4};
+    options o = {.iface = "127.0.0.1", .transport = "socket", .offload = "both", .seconds = 2,
+                 .max_threads = 4};
     const cbf_bench_opt table[] = {
         {"--seconds", CBF_BOPT_REAL, &o.seconds, .lo = 1e-3, .hi = 1e6},
         {"--threads", CBF_BOPT_INT, &o.max_threads, .lo = 1, .hi = MAX_THREADS},
@@ -397,18 +424,21 @@ int cbf_bench_net(int argc, char **argv)
         {"--interface", CBF_BOPT_TEXT, &o.iface},
         {"--transport", CBF_BOPT_TEXT, &o.transport, .check = net_transport},
         {"--group", CBF_BOPT_TEXT, &o.group, .check = net_group},
+        {"--offload", CBF_BOPT_TEXT, &o.offload, .check = net_offload},
         {0},
     };
     int rc = cbf_bench_parse("net",
                              "usage: cbf-bench net [--seconds S (2)] [--threads MAX (4)]\n"
                              "                     [--interface ADDR (127.0.0.1)]\n"
                              "                     [--transport socket|ibverbs (socket)] [--group A.B.C.D]\n"
+                             "                     [--offload off|on|both (both)]\n"
                              "       cbf-bench net --feed A.B.C.D:PORT --gbps R [--threads T (4)]\n"
                              "                     [--seconds S (2)]\n"
                              "SPEAD over UDP through cbf's transport interface: 1, 2, ... MAX sender\n"
                              "and receiver threads per stream, unicast to the interface's address\n"
                              "(SO_REUSEPORT), or thread i to multicast group + i with --group (needed\n"
-                             "by ibverbs for several threads).\n"
+                             "by ibverbs for several threads). --offload: the sockets' UDP_SEGMENT\n"
+                             "sends and UDP_GRO receives off, on, or each row both ways.\n"
                              "--feed: be a digitiser (one antenna's heaps, T threads, R Gb/s) for a\n"
                              "receiver pipeline.\n",
                              argc, argv, table);
@@ -424,20 +454,27 @@ int cbf_bench_net(int argc, char **argv)
     printf("# transport %s, interface %s, %s; rates of UDP payload\n", o.transport, o.iface,
            o.group ? "one multicast group per thread" : "unicast, receivers share the port");
     printf("# each stream row follows a udp-only row: datagrams of the same size and threads with no\n"
-           "# SPEAD encoding or assembly, the ceiling of the path; rx/ceil = rx pkt/s over the ceiling's\n");
-    printf("%-9s %7s %3s %12s %8s %12s %8s %10s %8s %9s\n", "stream", "packet", "thr", "tx pkt/s",
-           "tx Gb/s", "rx pkt/s", "rx Gb/s", "heaps/s", "lost", "rx/ceil");
+           "# SPEAD encoding or assembly, the ceiling of the path; rx/ceil = rx pkt/s over the ceiling's;\n"
+           "# off/on: the sockets' UDP_SEGMENT sends and UDP_GRO receives; /core: Gb/s per CPU second\n"
+           "# the sending or receiving threads used\n");
+    printf("%-9s %3s %7s %3s %12s %8s %12s %8s %10s %8s %9s %8s %8s\n", "stream", "off", "packet", "thr",
+           "tx pkt/s", "tx Gb/s", "rx pkt/s", "rx Gb/s", "heaps/s", "lost", "rx/ceil", "tx/core", "rx/core");
+    const int modes[2] = {strcmp(o.offload, "on") ? 0 : 1, strcmp(o.offload, "off") ? 1 : 0};
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
-        for (int t = 1; t <= o.max_threads; t *= 2) {
-            result ceil, r;
-            if (one_run(&shapes[k], t, true, &o, &ceil) || one_run(&shapes[k], t, false, &o, &r))
-                return 1;
-            printf("%-9s %7zu %3d %12.0f %8.2f %12.0f %8.2f %10s %7.2f%%\n", "udp-only", shapes[k].packet, t,
-                   ceil.tx_pps, ceil.tx_gbps, ceil.rx_pps, ceil.rx_gbps, "-", ceil.lost);
-            printf("%-9s %7zu %3d %12.0f %8.2f %12.0f %8.2f %10.0f %7.2f%% %8.2f\n", shapes[k].name,
-                   shapes[k].packet, t, r.tx_pps, r.tx_gbps, r.rx_pps, r.rx_gbps, r.heaps_ps, r.lost,
-                   ceil.rx_pps > 0 ? r.rx_pps / ceil.rx_pps : 0.0);
-            fflush(stdout);
-        }
+        for (int t = 1; t <= o.max_threads; t *= 2)
+            for (int m = modes[0]; m <= modes[1]; m++) {
+                result ceil, r;
+                const char *mode = m ? "on" : "off";
+                if (one_run(&shapes[k], t, true, m, &o, &ceil) || one_run(&shapes[k], t, false, m, &o, &r))
+                    return 1;
+                printf("%-9s %3s %7zu %3d %12.0f %8.2f %12.0f %8.2f %10s %7.2f%% %9s %8.2f %8.2f\n",
+                       "udp-only", mode, shapes[k].packet, t, ceil.tx_pps, ceil.tx_gbps, ceil.rx_pps,
+                       ceil.rx_gbps, "-", ceil.lost, "-", ceil.tx_core, ceil.rx_core);
+                printf("%-9s %3s %7zu %3d %12.0f %8.2f %12.0f %8.2f %10.0f %7.2f%% %9.2f %8.2f %8.2f\n",
+                       shapes[k].name, mode, shapes[k].packet, t, r.tx_pps, r.tx_gbps, r.rx_pps, r.rx_gbps,
+                       r.heaps_ps, r.lost, ceil.rx_pps > 0 ? r.rx_pps / ceil.rx_pps : 0.0, r.tx_core,
+                       r.rx_core);
+                fflush(stdout);
+            }
     return 0;
 }
