@@ -20,7 +20,9 @@
  * (packets, packets_dropped_kernel, flags_missing) say what arrived. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +52,11 @@ static const stream_shape shapes[] = {
 
 typedef struct options {
     const char *iface, *transport, *feed, *offload;
+    /* --netns: receivers in one network namespace, senders in another,
+     * joined by a veth pair; fds of the namespaces (-1: not used) and the
+     * senders' address. */
+    int netns, ns_rx, ns_tx, ns_home;
+    const char *tx_iface;
     double gbps;
     uint32_t group;              /* host order; 0 = unicast to the interface */
     double seconds;
@@ -203,6 +210,84 @@ static int endpoint(const options *o, int i, int port, cbf_udp_endpoint *ep, cbf
     return cbf_udp_parse_endpoint(text, "cbf-bench net", ep, err);
 }
 
+/* ---- --netns: two namespaces and a veth pair ---- */
+
+static char ns_name[2][32], veth_name[2][16];
+
+static int run_ip(const char *args)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "ip %s >/dev/null 2>&1", args);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void netns_down(options *o)
+{
+    char a[96];
+    for (int i = 0; i < 2; i++) {
+        snprintf(a, sizeof a, "netns del %s", ns_name[i]);
+        if (ns_name[i][0])
+            run_ip(a);
+    }
+    if (o->ns_rx >= 0)
+        close(o->ns_rx);
+    if (o->ns_tx >= 0)
+        close(o->ns_tx);
+    if (o->ns_home >= 0)
+        close(o->ns_home);
+    o->ns_rx = o->ns_tx = o->ns_home = -1;
+}
+
+/* Namespace 0 (receivers) holds 10.203.0.2, namespace 1 (senders)
+ * 10.203.0.1, on the two ends of a veth pair; names carry the pid. Needs
+ * root and iproute2. */
+static int netns_up(options *o)
+{
+    const int pid = (int)getpid();
+    static const char *const addr[2] = {"10.203.0.2/24", "10.203.0.1/24"};
+    char a[160];
+    for (int i = 0; i < 2; i++) {
+        snprintf(ns_name[i], sizeof ns_name[i], "cbfbench%d%c", pid, i ? 's' : 'r');
+        snprintf(veth_name[i], sizeof veth_name[i], "cbfv%d%c", pid % 10000000, i ? 's' : 'r');
+        snprintf(a, sizeof a, "netns add %s", ns_name[i]);
+        if (run_ip(a))
+            return fprintf(stderr, "cbf-bench net --netns: ip %s failed (root and iproute2 needed)\n", a), -1;
+    }
+    snprintf(a, sizeof a, "link add %s netns %s type veth peer name %s netns %s", veth_name[0], ns_name[0],
+             veth_name[1], ns_name[1]);
+    if (run_ip(a))
+        return fprintf(stderr, "cbf-bench net --netns: ip %s failed\n", a), -1;
+    for (int i = 0; i < 2; i++) {
+        snprintf(a, sizeof a, "-n %s addr add %s dev %s", ns_name[i], addr[i], veth_name[i]);
+        if (run_ip(a))
+            return fprintf(stderr, "cbf-bench net --netns: ip %s failed\n", a), -1;
+        snprintf(a, sizeof a, "-n %s link set dev %s up mtu 9000", ns_name[i], veth_name[i]);
+        if (run_ip(a))
+            return fprintf(stderr, "cbf-bench net --netns: ip %s failed\n", a), -1;
+        snprintf(a, sizeof a, "-n %s link set dev lo up", ns_name[i]);
+        run_ip(a);
+    }
+    char path[96];
+    o->ns_home = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+    snprintf(path, sizeof path, "/run/netns/%s", ns_name[0]);
+    o->ns_rx = open(path, O_RDONLY | O_CLOEXEC);
+    snprintf(path, sizeof path, "/run/netns/%s", ns_name[1]);
+    o->ns_tx = open(path, O_RDONLY | O_CLOEXEC);
+    if (o->ns_home < 0 || o->ns_rx < 0 || o->ns_tx < 0)
+        return fprintf(stderr, "cbf-bench net --netns: %s: %s\n", path, strerror(errno)), -1;
+    o->iface = "10.203.0.2";
+    o->tx_iface = "10.203.0.1";
+    return 0;
+}
+
+/* Into namespace fd (sockets opened now stay in it); fd < 0: none. */
+static int netns_enter(int fd, cbf_error *err)
+{
+    if (fd >= 0 && setns(fd, CLONE_NEWNET))
+        return cbf_error_set(err, CBF_EIO, "setns: %s", strerror(errno));
+    return 0;
+}
+
 typedef struct result {
     double tx_pps, tx_gbps, rx_pps, rx_gbps, heaps_ps, lost;
     double tx_core, rx_core;     /* Gbit/s per CPU second the threads used */
@@ -221,6 +306,10 @@ static int one_run(const stream_shape *s, int threads, bool raw, bool offload, c
     int rc = 0, opened = 0;
     /* A port free on the interface for this run: ask the kernel for one. */
     int port = 0;
+    if ((rc = netns_enter(o->ns_rx, &err))) {
+        fprintf(stderr, "cbf-bench net: %s\n", err.msg);
+        return 1;
+    }
     {
         cbf_udp_endpoint any;
         int fd;
@@ -243,12 +332,15 @@ static int one_run(const stream_shape *s, int threads, bool raw, bool offload, c
         cbf_net_rx_config rcfg = {.iface = o->iface, .rcvbuf = 64 << 20, .reuseport = !o->group,
                                   .timeout_ms = 100, .batch = BATCH, .max_packet = 9216, .gro = offload,
                                   .choice = choice};
-        cbf_net_tx_config tcfg = {.iface = o->iface, .ttl = 1, .sndbuf = 8 << 20, .max_packet = s->packet,
-                                  .batch = BATCH, .gso = offload, .choice = choice};
-        if (!(rc = endpoint(o, i, port, &rcfg.ep, &err)) && !(rc = cbf_net_rx_open(&rcfg, &rx[i].rx, &err)))
+        cbf_net_tx_config tcfg = {.iface = o->tx_iface ? o->tx_iface : o->iface, .ttl = 1, .sndbuf = 8 << 20,
+                                  .max_packet = s->packet, .batch = BATCH, .gso = offload, .choice = choice};
+        if (!(rc = netns_enter(o->ns_rx, &err)) && !(rc = endpoint(o, i, port, &rcfg.ep, &err)) &&
+            !(rc = cbf_net_rx_open(&rcfg, &rx[i].rx, &err)) && !(rc = netns_enter(o->ns_tx, &err)))
             rc = cbf_net_tx_open(&tcfg, &tx[i].tx, &err);
         tx[i].to = rcfg.ep;
     }
+    if (netns_enter(o->ns_home, &err) && !rc)
+        rc = 1;
     if (rc) {
         fprintf(stderr, "cbf-bench net: %s\n", err.msg);
         for (int i = 0; i < opened + 1 && i < MAX_THREADS; i++) {
@@ -412,10 +504,12 @@ static int net_group(const char *v, void *value)
     return 0;
 }
 
+static int net_table(const options *op);
+
 int cbf_bench_net(int argc, char **argv)
 {
     options o = {.iface = "127.0.0.1", .transport = "socket", .offload = "both", .seconds = 2,
-                 .max_threads = 4};
+                 .max_threads = 4, .ns_rx = -1, .ns_tx = -1, .ns_home = -1};
     const cbf_bench_opt table[] = {
         {"--seconds", CBF_BOPT_REAL, &o.seconds, .lo = 1e-3, .hi = 1e6},
         {"--threads", CBF_BOPT_INT, &o.max_threads, .lo = 1, .hi = MAX_THREADS},
@@ -425,20 +519,23 @@ int cbf_bench_net(int argc, char **argv)
         {"--transport", CBF_BOPT_TEXT, &o.transport, .check = net_transport},
         {"--group", CBF_BOPT_TEXT, &o.group, .check = net_group},
         {"--offload", CBF_BOPT_TEXT, &o.offload, .check = net_offload},
+        {"--netns", CBF_BOPT_FLAG, &o.netns, .set = 1},
         {0},
     };
     int rc = cbf_bench_parse("net",
                              "usage: cbf-bench net [--seconds S (2)] [--threads MAX (4)]\n"
                              "                     [--interface ADDR (127.0.0.1)]\n"
                              "                     [--transport socket|ibverbs (socket)] [--group A.B.C.D]\n"
-                             "                     [--offload off|on|both (both)]\n"
+                             "                     [--offload off|on|both (both)] [--netns]\n"
                              "       cbf-bench net --feed A.B.C.D:PORT --gbps R [--threads T (4)]\n"
                              "                     [--seconds S (2)]\n"
                              "SPEAD over UDP through cbf's transport interface: 1, 2, ... MAX sender\n"
                              "and receiver threads per stream, unicast to the interface's address\n"
                              "(SO_REUSEPORT), or thread i to multicast group + i with --group (needed\n"
                              "by ibverbs for several threads). --offload: the sockets' UDP_SEGMENT\n"
-                             "sends and UDP_GRO receives off, on, or each row both ways.\n"
+                             "sends and UDP_GRO receives off, on, or each row both ways. --netns:\n"
+                             "senders and receivers in two network namespaces joined by a veth pair\n"
+                             "(made and removed by the run; root), instead of loopback.\n"
                              "--feed: be a digitiser (one antenna's heaps, T threads, R Gb/s) for a\n"
                              "receiver pipeline.\n",
                              argc, argv, table);
@@ -451,7 +548,25 @@ int cbf_bench_net(int argc, char **argv)
         }
         return feed(&o);
     }
-    printf("# transport %s, interface %s, %s; rates of UDP payload\n", o.transport, o.iface,
+    if (o.netns && (o.group || strcmp(o.transport, "socket"))) {
+        fprintf(stderr, "cbf-bench net: --netns is for unicast sockets\n");
+        return 2;
+    }
+    if (o.netns && netns_up(&o)) {
+        netns_down(&o);
+        return 1;
+    }
+    int st = net_table(&o);
+    if (o.netns)
+        netns_down(&o);
+    return st;
+}
+
+static int net_table(const options *op)
+{
+    const options o = *op;
+    printf("# transport %s, interface %s%s, %s; rates of UDP payload\n", o.transport, o.iface,
+           o.netns ? " (a veth pair between two namespaces)" : "",
            o.group ? "one multicast group per thread" : "unicast, receivers share the port");
     printf("# each stream row follows a udp-only row: datagrams of the same size and threads with no\n"
            "# SPEAD encoding or assembly, the ceiling of the path; rx/ceil = rx pkt/s over the ceiling's;\n"
