@@ -84,6 +84,11 @@ static const cbf_metric_meaning meanings[] = {
      "digitiser power of polarisation 1 over the last buffer, dB relative to full scale (nominal -30 to -10)"},
     {NULL, "gpu_ms_per_buffer", false, false,
      "milliseconds the node's GPU kernels took on its last buffer (NaN until one has been timed)"},
+    {"receiver", "gro", false, false,
+     "1 when the receiver's sockets take datagrams coalesced by the kernel (UDP_GRO), 0 when off or refused"},
+    {"sender", "gso", false, false,
+     "1 while every socket queue of the sender sends runs of packets as UDP_SEGMENT messages, 0 when off, "
+     "on ibverbs or after the kernel refused one"},
     /* Configuration in force: labels of cbf_node_config_info. */
     {"fft_post", "dither", true, true, NULL},
     {"fft_post", "dither_key", true, false, NULL},
