@@ -21,8 +21,14 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+#include <net/if.h>
 #include <pthread.h>
+#include <dirent.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +62,7 @@ typedef struct options {
      * joined by a veth pair; fds of the namespaces (-1: not used) and the
      * senders' address. */
     int netns, ns_rx, ns_tx, ns_home;
+    bool veth_gro;               /* the receiving veth has GRO on */
     const char *tx_iface;
     double gbps;
     uint32_t group;              /* host order; 0 = unicast to the interface */
@@ -241,9 +248,31 @@ static void netns_down(options *o)
 /* Namespace 0 (receivers) holds 10.203.0.2, namespace 1 (senders)
  * 10.203.0.1, on the two ends of a veth pair; names carry the pid. Needs
  * root and iproute2. */
+static int veth_gro_on(const options *o);
+
+/* Namespaces an earlier run left (killed before it could remove them):
+ * cbfbench<pid>r/s whose process is gone. */
+static void netns_sweep(void)
+{
+    DIR *d = opendir("/run/netns");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        int pid;
+        char side, a[96];
+        if (sscanf(e->d_name, "cbfbench%d%c", &pid, &side) == 2 && (side == 'r' || side == 's') &&
+            kill(pid, 0) && errno == ESRCH) {
+            snprintf(a, sizeof a, "netns del %s", e->d_name);
+            run_ip(a);
+        }
+    }
+    if (d)
+        closedir(d);
+}
+
 static int netns_up(options *o)
 {
     const int pid = (int)getpid();
+    netns_sweep();
     static const char *const addr[2] = {"10.203.0.2/24", "10.203.0.1/24"};
     char a[160];
     for (int i = 0; i < 2; i++) {
@@ -277,7 +306,30 @@ static int netns_up(options *o)
         return fprintf(stderr, "cbf-bench net --netns: %s: %s\n", path, strerror(errno)), -1;
     o->iface = "10.203.0.2";
     o->tx_iface = "10.203.0.1";
+    o->veth_gro = veth_gro_on(o) == 0;
     return 0;
+}
+
+/* GRO on the receiving veth (ethtool's ETHTOOL_SGRO), as physical NICs
+ * have it by default: since Linux 5.13 it gives the veth NAPI, and so GRO,
+ * which coalesces plain datagrams for UDP_GRO sockets. 0, or -1 (said). */
+static int veth_gro_on(const options *o)
+{
+    int rc = -1, fd = -1;
+    if (o->ns_rx >= 0 && !setns(o->ns_rx, CLONE_NEWNET) && (fd = socket(AF_INET, SOCK_DGRAM, 0)) >= 0) {
+        struct ethtool_value v = {.cmd = ETHTOOL_SGRO, .data = 1};
+        struct ifreq ifr = {0};
+        snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "%s", veth_name[0]);
+        ifr.ifr_data = (char *)&v;
+        rc = ioctl(fd, SIOCETHTOOL, &ifr);
+    }
+    if (rc)
+        fprintf(stderr, "cbf-bench net --netns: GRO on %s: %s (left off)\n", veth_name[0], strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    if (o->ns_home >= 0)
+        setns(o->ns_home, CLONE_NEWNET);
+    return rc;
 }
 
 /* Into namespace fd (sockets opened now stay in it); fd < 0: none. */
@@ -293,9 +345,9 @@ typedef struct result {
     double tx_core, rx_core;     /* Gbit/s per CPU second the threads used */
 } result;
 
-/* One measurement of send and receive together; offload: the sender's
+/* One measurement of send and receive together; gso, gro: the sender's
  * UDP_SEGMENT sends and the receiver's UDP_GRO (net/udp). */
-static int one_run(const stream_shape *s, int threads, bool raw, bool offload, const options *o,
+static int one_run(const stream_shape *s, int threads, bool raw, bool gso, bool gro, const options *o,
                    result *out)
 {
     shared sh = {.s = s, .o = o, .raw = raw};
@@ -330,10 +382,10 @@ static int one_run(const stream_shape *s, int threads, bool raw, bool offload, c
         rx[i] = (thread_arg){.sh = &sh, .index = i};
         tx[i] = (thread_arg){.sh = &sh, .index = i};
         cbf_net_rx_config rcfg = {.iface = o->iface, .rcvbuf = 64 << 20, .reuseport = !o->group,
-                                  .timeout_ms = 100, .batch = BATCH, .max_packet = 9216, .gro = offload,
+                                  .timeout_ms = 100, .batch = BATCH, .max_packet = 9216, .gro = gro,
                                   .choice = choice};
         cbf_net_tx_config tcfg = {.iface = o->tx_iface ? o->tx_iface : o->iface, .ttl = 1, .sndbuf = 8 << 20,
-                                  .max_packet = s->packet, .batch = BATCH, .gso = offload, .choice = choice};
+                                  .max_packet = s->packet, .batch = BATCH, .gso = gso, .choice = choice};
         if (!(rc = netns_enter(o->ns_rx, &err)) && !(rc = endpoint(o, i, port, &rcfg.ep, &err)) &&
             !(rc = cbf_net_rx_open(&rcfg, &rx[i].rx, &err)) && !(rc = netns_enter(o->ns_tx, &err)))
             rc = cbf_net_tx_open(&tcfg, &tx[i].tx, &err);
@@ -492,7 +544,7 @@ static int net_transport(const char *v, void *value)
 static int net_offload(const char *v, void *value)
 {
     *(const char **)value = v;
-    return strcmp(v, "off") && strcmp(v, "on") && strcmp(v, "both");
+    return strcmp(v, "off") && strcmp(v, "on") && strcmp(v, "gro") && strcmp(v, "both") && strcmp(v, "all");
 }
 
 static int net_group(const char *v, void *value)
@@ -526,16 +578,17 @@ int cbf_bench_net(int argc, char **argv)
                              "usage: cbf-bench net [--seconds S (2)] [--threads MAX (4)]\n"
                              "                     [--interface ADDR (127.0.0.1)]\n"
                              "                     [--transport socket|ibverbs (socket)] [--group A.B.C.D]\n"
-                             "                     [--offload off|on|both (both)] [--netns]\n"
+                             "                     [--offload off|gro|on|both|all (both)] [--netns]\n"
                              "       cbf-bench net --feed A.B.C.D:PORT --gbps R [--threads T (4)]\n"
                              "                     [--seconds S (2)]\n"
                              "SPEAD over UDP through cbf's transport interface: 1, 2, ... MAX sender\n"
                              "and receiver threads per stream, unicast to the interface's address\n"
                              "(SO_REUSEPORT), or thread i to multicast group + i with --group (needed\n"
                              "by ibverbs for several threads). --offload: the sockets' UDP_SEGMENT\n"
-                             "sends and UDP_GRO receives off, on, or each row both ways. --netns:\n"
-                             "senders and receivers in two network namespaces joined by a veth pair\n"
-                             "(made and removed by the run; root), instead of loopback.\n"
+                             "sends and UDP_GRO receives off, the receiver's alone (gro), both (on),\n"
+                             "off and on (both) or all three. --netns: senders and receivers in two\n"
+                             "network namespaces joined by a veth pair with GRO on (made and removed\n"
+                             "by the run; root), instead of loopback.\n"
                              "--feed: be a digitiser (one antenna's heaps, T threads, R Gb/s) for a\n"
                              "receiver pipeline.\n",
                              argc, argv, table);
@@ -566,21 +619,32 @@ static int net_table(const options *op)
 {
     const options o = *op;
     printf("# transport %s, interface %s%s, %s; rates of UDP payload\n", o.transport, o.iface,
-           o.netns ? " (a veth pair between two namespaces)" : "",
+           !o.netns ? "" : o.veth_gro ? " (a veth pair between two namespaces, GRO on)"
+                                      : " (a veth pair between two namespaces, GRO off)",
            o.group ? "one multicast group per thread" : "unicast, receivers share the port");
     printf("# each stream row follows a udp-only row: datagrams of the same size and threads with no\n"
            "# SPEAD encoding or assembly, the ceiling of the path; rx/ceil = rx pkt/s over the ceiling's;\n"
-           "# off/on: the sockets' UDP_SEGMENT sends and UDP_GRO receives; /core: Gb/s per CPU second\n"
+           "# off/gro/on: the sockets' UDP_SEGMENT sends and UDP_GRO receives (gro: the receiver's\n"
+           "# alone); /core: Gb/s per CPU second\n"
            "# the sending or receiving threads used\n");
-    printf("%-9s %3s %7s %3s %12s %8s %12s %8s %10s %8s %9s %8s %8s\n", "stream", "off", "packet", "thr",
+    printf("%-9s %3s %7s %3s %12s %8s %12s %8s %10s %8s %9s %8s %8s\n", "stream", "ofl", "packet", "thr",
            "tx pkt/s", "tx Gb/s", "rx pkt/s", "rx Gb/s", "heaps/s", "lost", "rx/ceil", "tx/core", "rx/core");
-    const int modes[2] = {strcmp(o.offload, "on") ? 0 : 1, strcmp(o.offload, "off") ? 1 : 0};
+    /* Modes: off, gro (the receiver's alone), on (both). */
+    static const char *const names[3] = {"off", "gro", "on"};
+    bool use[3] = {false, false, false};
+    const char *v = o.offload;
+    use[0] = !strcmp(v, "off") || !strcmp(v, "both") || !strcmp(v, "all");
+    use[1] = !strcmp(v, "gro") || !strcmp(v, "all");
+    use[2] = !strcmp(v, "on") || !strcmp(v, "both") || !strcmp(v, "all");
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
         for (int t = 1; t <= o.max_threads; t *= 2)
-            for (int m = modes[0]; m <= modes[1]; m++) {
+            for (int m = 0; m < 3; m++) {
+                if (!use[m])
+                    continue;
                 result ceil, r;
-                const char *mode = m ? "on" : "off";
-                if (one_run(&shapes[k], t, true, m, &o, &ceil) || one_run(&shapes[k], t, false, m, &o, &r))
+                const char *mode = names[m];
+                if (one_run(&shapes[k], t, true, m == 2, m >= 1, &o, &ceil) ||
+                    one_run(&shapes[k], t, false, m == 2, m >= 1, &o, &r))
                     return 1;
                 printf("%-9s %3s %7zu %3d %12.0f %8.2f %12.0f %8.2f %10s %7.2f%% %9s %8.2f %8.2f\n",
                        "udp-only", mode, shapes[k].packet, t, ceil.tx_pps, ceil.tx_gbps, ceil.rx_pps,
