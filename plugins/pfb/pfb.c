@@ -378,8 +378,8 @@ static int pfb_set_output(cbf_node *node, pfb_state *s, const cbf_port_desc *in,
 /* spectra_per_buffer 0. A GPU buffer costs the host about the same
  * whatever its size (launches, events, the staging's copies), so at 4096
  * channels 256 spectra a buffer (2^21 samples per pol) held one chain to
- * 0.67 of the PCIe bound with its thread 99% busy, and 1024 reached 0.94
- * (H200, cbf-bench engine --case a --chunk 8388608; docs/performance.md);
+ * 0.77 of the PCIe bound, and 1024 reached 0.94 (H200, cbf-bench engine
+ * --case a --chunk 8388608; docs/notes/performance-history.md);
  * 2^23 samples is what 256 spectra already were at 16384 channels. The
  * CPU keeps 256: its cost is per sample, and memory and latency grow with
  * the buffer. Powers of two times 256, so fft_post's default
