@@ -164,7 +164,9 @@ __global__ void __launch_bounds__(TILE *ROWS_OF(N_UNZIP), BLOCKS_OF(N_UNZIP)) po
                     combine<N_UNZIP>(zs, zc, p, hk[p], &xk, &xnk);
                     /* k and channels - k: one pair, one draw. */
                     const unsigned long long u =
-                        DITHER ? dither_draw(dr, g, channels, k <= kc ? k : channels - k, pol) : 0;
+                        DITHER ? dither_draw(dr, g, channels, (int)cbf_fft_post_dither_pair(channels, k),
+                                             pol)
+                               : 0;
                     packed[p] |= finish(xk, __ldg(eff + 2 * k + pol), k, bits, &sat, rot, dp,
                                         inv_n_ch, kc, DITHER,
                                         cbf_fft_post_dither_bits(u, channels, k))
@@ -186,7 +188,8 @@ __global__ void __launch_bounds__(TILE *ROWS_OF(N_UNZIP), BLOCKS_OF(N_UNZIP)) po
                         int k = p * m + half;
                         combine<N_UNZIP>(zs, zc, p, expi_pi(-(float)k * inv_n_ch), &xk, &xnk);
                         const unsigned long long u =
-                            DITHER ? dither_draw(dr, g, channels, k <= kc ? k : channels - k, pol)
+                            DITHER ? dither_draw(dr, g, channels, (int)cbf_fft_post_dither_pair(channels, k),
+                                                 pol)
                                    : 0;
                         packed[2 * N_UNZIP - 1 - p] |=
                             finish(xk, __ldg(eff + 2 * k + pol), k, bits, &sat, rot, dp,
@@ -283,7 +286,7 @@ __global__ void __launch_bounds__(TILE * CROWS) post_complex_kernel(
             const float2 dp = sd ? __ldg(sd + pol * spectra + g) : make_float2(0.f, 0.f);
             /* c's partner N - c is another thread's: a draw per value. */
             const unsigned long long u =
-                dr.on ? dither_draw(dr, g, N, c <= N / 2 ? c : N - c, pol) : 0;
+                dr.on ? dither_draw(dr, g, N, (int)cbf_fft_post_dither_pair(N, c), pol) : 0;
             packed |= finish(x[i][pol], __ldg(eff + 2 * c + pol), c, bits, &sat[pol],
                              sd != nullptr, dp, inv_n_ch, N / 2, dr.on,
                              cbf_fft_post_dither_bits(u, N, c))

@@ -57,20 +57,12 @@ struct dither_run {
 };
 
 /* The draw that dithers channels q and channels - q of pol in spectrum g
- * of the run (fft_post_dither.h): one hash for four values. Its state
- * key + (counter + 1) GAMMA is written as the sum of a part per pol, one
- * per spectrum and one per pair (the counter is linear in each), so that
- * a thread's loops share the first two and each pair costs a 32 x 64-bit
- * multiply-add: cbf_dither_state's value, mod 2^64. */
+ * of the run (fft_post_dither.h): one hash for four values. */
 static __device__ __forceinline__ unsigned long long dither_draw(const dither_run &dr, long long g,
                                                                 int channels, int q, int pol)
 {
-    constexpr unsigned long long G = CBF_DITHER_GAMMA, D = CBF_DITHER_GAMMA << 17;
-    const unsigned long long z =
-        dr.key + ((unsigned long long)pol * CBF_FFT_POST_DITHER_ANTENNAS + dr.antenna + 1) * G +
-        (dr.first + (unsigned long long)g) * (unsigned long long)channels * D +
-        (unsigned long long)(unsigned)q * D;
-    return cbf_dither_mix(z);
+    return cbf_fft_post_dither_draw(dr.key, dr.first + (unsigned long long)g, (uint64_t)channels,
+                                    (uint64_t)(unsigned)q, pol, (uint64_t)dr.antenna);
 }
 
 /* Gain (with delay and phase), dither, quantise one value (channel k, pol);

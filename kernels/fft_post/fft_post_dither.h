@@ -43,18 +43,18 @@ FP_DITHER_FN uint64_t cbf_fft_post_dither_pair(uint64_t channels, uint64_t k)
     return k <= channels / 2 ? k : channels - k;
 }
 
-FP_DITHER_FN uint64_t cbf_fft_post_dither_counter(uint64_t spectrum, uint64_t channels,
-                                                  uint64_t pair, int pol, uint64_t antenna)
-{
-    return ((spectrum * channels + pair) * 2u + (uint64_t)pol) * CBF_FFT_POST_DITHER_ANTENNAS +
-           antenna;
-}
-
-/* The draw of (spectrum, pair, pol, antenna) under key. */
+/* The draw of (spectrum, pair, pol, antenna) under key: SplitMix64's
+ * output for the counter above. Its state key + (counter + 1) GAMMA is
+ * summed from a part per pol and antenna, one per spectrum and one per
+ * pair (the counter is linear in each, mod 2^64), so that a kernel's loops
+ * share the first two and a pair costs one 32 x 64-bit multiply-add. */
 FP_DITHER_FN uint64_t cbf_fft_post_dither_draw(uint64_t key, uint64_t spectrum, uint64_t channels,
                                                uint64_t pair, int pol, uint64_t antenna)
 {
-    return cbf_dither_u64(key, cbf_fft_post_dither_counter(spectrum, channels, pair, pol, antenna));
+    const uint64_t per_pair = CBF_DITHER_GAMMA * 2u * CBF_FFT_POST_DITHER_ANTENNAS;
+    return cbf_dither_mix(key +
+                          ((uint64_t)pol * CBF_FFT_POST_DITHER_ANTENNAS + antenna + 1u) * CBF_DITHER_GAMMA +
+                          spectrum * channels * per_pair + pair * per_pair);
 }
 
 /* The 32 bits of draw u that dither channel k of its pair. */

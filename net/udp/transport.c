@@ -218,6 +218,12 @@ static size_t note_cmsgs(cbf_net_rx *rx, struct msghdr *h)
     return seg;
 }
 
+/* A datagram's source as cbf_net_rx_sources gives it: address << 16 | port. */
+static uint64_t source_of(const struct sockaddr_in *a)
+{
+    return (uint64_t)ntohl(a->sin_addr.s_addr) << 16 | ntohs(a->sin_port);
+}
+
 /* GRO: the last recvmmsg's datagrams split into the queue. A segment of
  * more than max_packet is counted truncated and dropped, as it would have
  * been read alone; so is one past the queue, which the kernel's limit of
@@ -239,7 +245,7 @@ static void split_batch(cbf_net_rx *rx, int n)
     for (int i = 0; i < n; i++) {
         struct msghdr *h = &rx->msgs[i].msg_hdr;
         const size_t seg = note_cmsgs(rx, h), len = rx->msgs[i].msg_len;
-        const uint64_t src = (uint64_t)ntohl(rx->names[i].sin_addr.s_addr) << 16 | ntohs(rx->names[i].sin_port);
+        const uint64_t src = source_of(&rx->names[i]);
         const uint8_t *base = rx->bufs + (size_t)i * rx->slot;
         if (h->msg_flags & MSG_TRUNC) {   /* past a 64 KiB slot: not one of ours */
             rx->truncated++;
@@ -301,7 +307,7 @@ int cbf_net_rx_recv(cbf_net_rx *rx, const uint8_t **pkt, size_t *len, cbf_error 
             rx->truncated++;
             continue;
         }
-        rx->src[kept] = (uint64_t)ntohl(rx->names[i].sin_addr.s_addr) << 16 | ntohs(rx->names[i].sin_port);
+        rx->src[kept] = source_of(&rx->names[i]);
         pkt[kept] = rx->bufs + (size_t)i * rx->slot;
         len[kept++] = rx->msgs[i].msg_len;
     }
