@@ -102,7 +102,15 @@ def written(e, n):
 
 def next_ts(e):
     """The next timestamp fft_post will process: a gain of 0.02 (unchanged)
-    at -1 answers it, and counts as a change in the record."""
+    at -1 answers it, and counts as a change in the record. Asked once post
+    has made a batch: before its first buffer post answers 0, which the
+    wall-clock stream (timestamps from sync_time, 1000 s back) left long
+    ago; the sink's first buffer can be the dsim's alone, so written() does
+    not say that (seen on a loaded CI machine)."""
+    deadline = time.monotonic() + 30
+    while sensors(e)["post"]["counters"]["batches"] < 1:
+        if time.monotonic() > deadline:
+            fail("fft_post made no batch in 30 s")
     rc, out, err = e.ctl("--json", "gain", "--node", "post", "0.02", "0")
     check(rc == 0, f"gain at the next spectrum: {out}{err}")
     return json.loads(out)["at"]
